@@ -1,0 +1,60 @@
+# arbiter: `make demo` and `make test` set up everything they need, idempotently.
+SHELL := /bin/bash
+# The interpreter that builds the venv: the real binary, not a (slow) pyenv shim.
+PYTHON ?= $(shell command -v python3 >/dev/null 2>&1 && python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+VENV := .venv
+VPY := $(VENV)/bin/python
+APT_PACKAGES := g++ bubblewrap valgrind python3 python3-venv
+SYSDEPS_STAMP := $(VENV)/.sysdeps-ok
+INSTALL_STAMP := $(VENV)/.installed
+
+.PHONY: setup sysdeps demo test bench doctor clean
+
+setup: $(INSTALL_STAMP)
+
+# Debian packages: installed with apt-get when root, else a clear message naming what is missing.
+$(SYSDEPS_STAMP):
+	@missing=""; \
+	command -v g++ >/dev/null || missing="$$missing g++"; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	command -v valgrind >/dev/null || missing="$$missing valgrind"; \
+	command -v python3 >/dev/null || missing="$$missing python3"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian packages:$$missing"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q $(APT_PACKAGES) >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null && apt-get install -y -q $(APT_PACKAGES) >/dev/null; } || exit 1; \
+	  else \
+	    echo "arbiter needs these Debian packages:$$missing"; \
+	    echo "install them with: sudo apt-get install -y $(APT_PACKAGES)"; exit 1; \
+	  fi; \
+	fi
+	@mkdir -p $(VENV) && touch $@
+
+sysdeps: $(SYSDEPS_STAMP)
+
+$(VPY): | $(SYSDEPS_STAMP)
+	@test -n "$(PYTHON)" || { echo "no python3 found"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+
+$(INSTALL_STAMP): pyproject.toml $(SYSDEPS_STAMP) | $(VPY)
+	$(VPY) -m pip install -q -e '.[test]'
+	@touch $@
+
+demo: setup
+	$(VENV)/bin/arbiter oracle verify --seeds data/oracle/seeds.jsonl --returns data/oracle/returns.jsonl \
+	  --hidden data/oracle/hidden_tests.json --generators data/oracle/generators --out out/demo
+
+test: setup
+	$(VPY) -m pytest -q
+
+bench: setup
+	for b in bench/*.py; do echo "== $$b"; $(VPY) $$b || exit 1; done
+
+doctor: setup
+	$(VENV)/bin/arbiter doctor
+
+clean:
+	rm -rf $(VENV) out .pytest_cache

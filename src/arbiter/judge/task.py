@@ -1,0 +1,61 @@
+"""A Task: everything needed to judge one program."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from arbiter.checkers.spec import CheckerSpec
+from arbiter.judge.testsuite import TestSuite
+from arbiter.sandbox.limits import Limits
+
+Language = Literal["python", "cpp"]
+Scoring = Literal["all_or_nothing", "fraction"]
+
+
+@dataclass(frozen=True)
+class CompileSpec:
+    """How to compile a C++ program.
+
+    - ``command``: the task's own compile command (e.g. the oracle seed's
+      ``g++ -std=c++20 -O2 -pipe main.cpp -o main``); ``None`` means the default
+      ``g++ -std=gnu++17 -O2`` (PIE card: the dataset was built with ``g++ -O2 -std=gnu++17``).
+    - ``timeout_seconds``: compile wall limit, seconds.
+    - ``online_judge``: add ``-DONLINE_JUDGE`` as Codeforces and AtCoder do.
+    """
+
+    command: str | None = None
+    timeout_seconds: float = 30.0
+    online_judge: bool = True
+
+
+@dataclass(frozen=True)
+class Task:
+    """One program to judge.
+
+    - ``language``: ``python`` or ``cpp``.
+    - ``source``: the program text.
+    - ``suite``: the test cases (:class:`~arbiter.judge.testsuite.TestSuite`).
+    - ``limits``: per-case limits.
+    - ``checker``: how stdout is compared (ignored for function-call cases, which compare JSON
+      values with ``checker.abs_tol`` / ``rel_tol`` for floats).
+    - ``scoring``: ``all_or_nothing`` (the cards' reward: 1.0 only if every case passes) or
+      ``fraction`` (passed / total).
+    - ``run_all``: keep running after the first failing case (all-or-nothing mode stops there by
+      default).
+    - ``compile``: C++ compile spec.
+    - ``prelude``: Python code run before the program in the same namespace (e.g. LeetCodeDataset's
+      import preamble that defines ``List``, ``ListNode``, ``TreeNode``).
+    - ``task_id``: the row key, for messages.
+    """
+
+    language: Language
+    source: str
+    suite: TestSuite
+    limits: Limits = field(default_factory=Limits)
+    checker: CheckerSpec = field(default_factory=CheckerSpec)
+    scoring: Scoring = "all_or_nothing"
+    run_all: bool = False
+    compile: CompileSpec = field(default_factory=CompileSpec)
+    prelude: str = ""
+    task_id: str = ""

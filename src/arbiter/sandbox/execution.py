@@ -1,0 +1,58 @@
+"""The result of one run inside the sandbox."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Status(str, enum.Enum):
+    """How a run ended, as seen by the sandbox (not yet a judge verdict).
+
+    ``sandbox_error`` is our fault (bwrap missing, a cgroup write failed, the sandbox died for a
+    reason that is not the program's) and must never be turned into a program verdict.
+    """
+
+    OK = "ok"
+    RUNTIME_ERROR = "runtime_error"
+    TIME_LIMIT = "time_limit"
+    MEMORY_LIMIT = "memory_limit"
+    OUTPUT_LIMIT = "output_limit"
+    SANDBOX_ERROR = "sandbox_error"
+
+
+@dataclass
+class Execution:
+    """What one run did.
+
+    - ``status``: see :class:`Status`. ``ok`` means exit code 0 and no limit hit.
+    - ``exit_code``: the exit status when the program exited normally, else ``None``.
+    - ``signal``: the number of the signal that killed it, else ``None``.
+    - ``cpu_seconds``: user + system CPU seconds of the program and the children it waited for.
+    - ``wall_seconds``: elapsed seconds from fork to exit.
+    - ``peak_memory_bytes``: the largest memory the run used (max of its peak RSS and what the
+      sandbox's memory cgroup saw it add), bytes.
+    - ``stdout`` / ``stderr``: captured bytes, capped by ``Limits.output_bytes`` /
+      ``Limits.stderr_bytes``; ``*_truncated`` says when more was written.
+    - ``result``: for a Python function call, the JSON bytes the harness wrote for the return value
+      (or the exception), else ``None``.
+    - ``detail``: a short human-readable reason (which limit, which signal, what failed).
+    """
+
+    status: Status
+    exit_code: int | None = None
+    signal: int | None = None
+    cpu_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    peak_memory_bytes: int = 0
+    stdout: bytes = b""
+    stderr: bytes = b""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    result: bytes | None = None
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """True when the run exited 0 within every limit."""
+        return self.status is Status.OK

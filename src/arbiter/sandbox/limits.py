@@ -1,0 +1,66 @@
+"""Resource limits for one run inside the sandbox."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-run resource limits.
+
+    Units: seconds for times, bytes for sizes, counts for processes and files.
+
+    - ``cpu_seconds``: CPU time of the program (user + system, all its threads). Exceeding it is
+      ``time_limit``.
+    - ``wall_seconds``: elapsed time; ``None`` means ``2 * cpu_seconds + 1`` (sleeping or blocked
+      programs only stop at the wall limit, as isolate and DMOJ do).
+    - ``memory_bytes``: memory the program may add to the sandbox (heap, stack, mmap, files it
+      writes to ``/tmp``, ``/work`` or ``/dev/shm``); enforced by a cgroup v1 memory controller,
+      exceeding it is ``memory_limit``.
+    - ``processes``: tasks (processes and threads) alive at once in the sandbox, including the
+      sandbox's own server process (cgroup ``pids.max`` plus ``RLIMIT_NPROC``).
+    - ``output_bytes``: cap on stdout; exceeding it is ``output_limit``. Also the largest file the
+      program may write (``RLIMIT_FSIZE``).
+    - ``stderr_bytes``: how much of stderr is kept (more is discarded, not an error).
+    - ``open_files``: ``RLIMIT_NOFILE``.
+    - ``scratch_bytes``: size of each private tmpfs (``/work``, ``/tmp``, ``/dev/shm``).
+    - ``stack_bytes``: ``RLIMIT_STACK``; ``None`` means as large as ``memory_bytes`` (contest judges
+      bound the stack only by the memory limit).
+    """
+
+    cpu_seconds: float = 2.0
+    wall_seconds: float | None = None
+    memory_bytes: int = 512 * MiB
+    processes: int = 64
+    output_bytes: int = 64 * MiB
+    stderr_bytes: int = 64 * 1024
+    open_files: int = 64
+    scratch_bytes: int = 256 * MiB
+    stack_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        if not (self.cpu_seconds > 0 and math.isfinite(self.cpu_seconds)):
+            raise ValueError(f"Limits.cpu_seconds must be a positive number, got {self.cpu_seconds!r}")
+        if self.wall_seconds is not None and not self.wall_seconds > 0:
+            raise ValueError(f"Limits.wall_seconds must be positive, got {self.wall_seconds!r}")
+        for name in ("memory_bytes", "processes", "output_bytes", "open_files", "scratch_bytes"):
+            if int(getattr(self, name)) <= 0:
+                raise ValueError(f"Limits.{name} must be positive, got {getattr(self, name)!r}")
+
+    @property
+    def wall(self) -> float:
+        """The effective wall limit in seconds."""
+        return self.wall_seconds if self.wall_seconds is not None else 2 * self.cpu_seconds + 1.0
+
+    @property
+    def stack(self) -> int:
+        """The effective stack limit in bytes."""
+        return self.stack_bytes if self.stack_bytes is not None else self.memory_bytes
+
+    def with_(self, **changes) -> "Limits":
+        """A copy with some fields changed."""
+        return replace(self, **changes)
