@@ -1,0 +1,222 @@
+"""cgroup v1 groups for one sandbox: memory (limit, peak, OOM kills), pids (max tasks), cpuacct.
+
+The machine arbiter targets has cgroup v1 hierarchies for ``memory``, ``pids``, ``cpu`` and
+``cpuacct`` (see reference/sandboxing.md); isolate >= 2.0 needs cgroup v2, so arbiter drives v1
+itself, as isolate 1.10, nsjail and go-judge do. Groups are created under the judge's own group in
+each hierarchy (so a limit on the judge also bounds its sandboxes) in a sub-directory ``arbiter``.
+
+A failed cgroup operation raises :class:`CgroupError`; the sandbox reports that as
+``sandbox_error``, never as a program verdict.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+CONTROLLERS = ("memory", "pids", "cpuacct")
+_counter = itertools.count()
+_lock = threading.Lock()
+
+
+class CgroupError(RuntimeError):
+    """A cgroup could not be created, configured, read or removed (our failure)."""
+
+
+def own_cgroup_path(controller: str) -> str:
+    """This process's group path in the v1 hierarchy of ``controller`` (from /proc/self/cgroup)."""
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, names, path = line.rstrip("\n").split(":", 2)
+            if controller in names.split(","):
+                return path
+    raise CgroupError(f"no cgroup v1 hierarchy for controller {controller!r}")
+
+
+def available() -> tuple[bool, str]:
+    """Whether this process can create the sandbox's groups; ``(ok, reason)``."""
+    try:
+        for c in CONTROLLERS:
+            base = ROOT / c / own_cgroup_path(c).lstrip("/")
+            if not base.is_dir():
+                return False, f"{base} does not exist"
+            if not os.access(base, os.W_OK):
+                return False, f"{base} is not writable (run as root or delegate the group)"
+        probe = SandboxCgroups.create(memory_bytes=64 << 20, processes=8)
+        probe.destroy()
+        return True, "cgroup v1 memory, pids, cpuacct"
+    except (CgroupError, OSError) as exc:
+        return False, str(exc)
+
+
+class SandboxCgroups:
+    """The memory, pids and cpuacct groups of one sandbox.
+
+    Memory: ``memory.limit_in_bytes`` (and ``memsw`` when present, so swap cannot extend it);
+    the peak is read from ``memory.max_usage_in_bytes`` (reset before each case); OOM kills are
+    counted from ``memory.oom_control``'s ``oom_kill`` field. Pids: ``pids.max`` bounds processes
+    and threads. CPU: ``cpuacct.usage`` in nanoseconds covers every task, waited for or not.
+    """
+
+    def __init__(self, paths: dict[str, Path]):
+        self.paths = paths
+        self._fds: dict[str, int] = {}
+
+    def _fd(self, controller: str, name: str, flags: int = os.O_RDONLY) -> int:
+        """A cached descriptor for a control file: re-read with pread at offset 0 (no
+        open/close per case)."""
+        key = f"{controller}/{name}/{flags}"
+        fd = self._fds.get(key)
+        if fd is None:
+            try:
+                fd = os.open(self.paths[controller] / name, flags | os.O_CLOEXEC)
+            except OSError as exc:
+                raise CgroupError(f"cannot open {self.paths[controller] / name}: {exc}") from exc
+            self._fds[key] = fd
+        return fd
+
+    def _pread_int(self, controller: str, name: str) -> int:
+        try:
+            return int(os.pread(self._fd(controller, name), 64, 0))
+        except (OSError, ValueError) as exc:
+            raise CgroupError(f"cannot read {self.paths[controller] / name}: {exc}") from exc
+
+    @classmethod
+    def create(cls, *, memory_bytes: int, processes: int) -> "SandboxCgroups":
+        """Create the three groups with these limits (bytes, tasks). Raises CgroupError."""
+        with _lock:
+            name = f"sbx-{os.getpid()}-{next(_counter)}"
+        paths: dict[str, Path] = {}
+        try:
+            for c in CONTROLLERS:
+                base = ROOT / c / own_cgroup_path(c).lstrip("/") / "arbiter"
+                base.mkdir(exist_ok=True)
+                p = base / name
+                p.mkdir()
+                paths[c] = p
+            self = cls(paths)
+            self.set_memory_limit(memory_bytes)
+            self._write("pids", "pids.max", str(int(processes)))
+            return self
+        except OSError as exc:
+            for p in paths.values():
+                try:
+                    p.rmdir()
+                except OSError:
+                    pass
+            raise CgroupError(f"cannot create sandbox cgroups: {exc}") from exc
+
+    # ---- small file helpers -----------------------------------------------------------------
+    def _write(self, controller: str, name: str, value: str) -> None:
+        try:
+            with open(self.paths[controller] / name, "w") as f:
+                f.write(value)
+        except OSError as exc:
+            raise CgroupError(f"cannot write {value!r} to {self.paths[controller] / name}: {exc}") from exc
+
+    def _read(self, controller: str, name: str) -> str:
+        try:
+            with open(self.paths[controller] / name) as f:
+                return f.read()
+        except OSError as exc:
+            raise CgroupError(f"cannot read {self.paths[controller] / name}: {exc}") from exc
+
+    # ---- configuration ------------------------------------------------------------------------
+    def set_memory_limit(self, limit_bytes: int) -> None:
+        """Set the memory (and memory+swap) limit in bytes."""
+        memsw = self.paths["memory"] / "memory.memsw.limit_in_bytes"
+        # memsw must stay >= the memory limit: order the writes accordingly
+        current = int(self._read("memory", "memory.limit_in_bytes"))
+        if memsw.exists() and limit_bytes > current:
+            self._write("memory", "memory.memsw.limit_in_bytes", str(limit_bytes))
+            self._write("memory", "memory.limit_in_bytes", str(limit_bytes))
+        else:
+            self._write("memory", "memory.limit_in_bytes", str(limit_bytes))
+            if memsw.exists():
+                self._write("memory", "memory.memsw.limit_in_bytes", str(limit_bytes))
+
+    def set_pids_max(self, processes: int) -> None:
+        self._write("pids", "pids.max", str(int(processes)))
+
+    def attach(self, pid: int) -> None:
+        """Move process ``pid`` (not yet forked any children) into all three groups."""
+        for c in CONTROLLERS:
+            self._write(c, "cgroup.procs", str(pid))
+
+    # ---- readings -----------------------------------------------------------------------------
+    def memory_usage(self) -> int:
+        """Bytes charged to the group now."""
+        return self._pread_int("memory", "memory.usage_in_bytes")
+
+    def memory_peak(self) -> int:
+        """Largest bytes charged since the last :meth:`reset_memory_peak`."""
+        return self._pread_int("memory", "memory.max_usage_in_bytes")
+
+    def reset_memory_peak(self) -> None:
+        try:
+            os.pwrite(self._fd("memory", "memory.max_usage_in_bytes", os.O_WRONLY), b"0", 0)
+        except OSError as exc:
+            raise CgroupError(f"cannot reset memory.max_usage_in_bytes: {exc}") from exc
+
+    def oom_kills(self) -> int:
+        """OOM kills so far in this group (the ``oom_kill`` field, kernel >= 4.13)."""
+        try:
+            text = os.pread(self._fd("memory", "memory.oom_control"), 256, 0).decode()
+        except OSError as exc:
+            raise CgroupError(f"cannot read memory.oom_control: {exc}") from exc
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+        return self._pread_int("memory", "memory.failcnt")  # old kernels: any limit hit
+
+    def cpu_ns(self) -> int:
+        """CPU nanoseconds used by every task of the group so far."""
+        return self._pread_int("cpuacct", "cpuacct.usage")
+
+    def pids(self) -> list[int]:
+        return [int(x) for x in self._read("pids", "cgroup.procs").split()]
+
+    # ---- teardown -----------------------------------------------------------------------------
+    def kill_all(self, timeout: float = 2.0) -> bool:
+        """SIGKILL every task in the group until it is empty; True when it emptied in time."""
+        deadline = time.monotonic() + timeout
+        while True:
+            pids = self.pids() if self.paths["pids"].exists() else []
+            if not pids:
+                return True
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.002)
+
+    def destroy(self) -> None:
+        """Kill what is left and remove the groups (retrying while the kernel drains them)."""
+        for fd in self._fds.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._fds.clear()
+        try:
+            self.kill_all()
+        except CgroupError:
+            pass
+        for c, p in self.paths.items():
+            for _ in range(200):
+                try:
+                    p.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.005)

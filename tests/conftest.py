@@ -1,0 +1,19 @@
+"""Shared test fixtures. Tests run real programs in the real sandbox."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("ARBITER_SHARED", REPO.parent / "shared"))
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    """The ../shared folder (specs, seed, real data); tests that need it are skipped without it."""
+    if not SHARED.is_dir():
+        pytest.skip(f"{SHARED} not found")
+    return SHARED

@@ -1,0 +1,5 @@
+// expect: ok
+// stdout:
+#include <cstdio>
+#include <unistd.h>
+int main() { close(1); printf("lost\n"); }

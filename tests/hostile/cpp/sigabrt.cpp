@@ -1,0 +1,4 @@
+// expect: runtime_error
+// signal: SIGABRT
+#include <cstdlib>
+int main() { abort(); }

@@ -1,0 +1,4 @@
+// expect: output_limit
+// limits: output=1MiB
+#include <cstdio>
+int main() { while (true) puts("yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"); }

@@ -1,0 +1,4 @@
+# expect: runtime_error
+import os
+os.close(1)
+print("lost")

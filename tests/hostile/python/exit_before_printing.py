@@ -1,0 +1,5 @@
+# expect: ok
+# stdout:
+import os
+os._exit(0)
+print("never")

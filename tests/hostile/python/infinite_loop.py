@@ -1,0 +1,4 @@
+# expect: time_limit
+# limits: cpu=1
+while True:
+    pass

@@ -1,0 +1,5 @@
+# expect: memory_limit
+# limits: memory=64MiB
+blocks = []
+while True:
+    blocks.append(bytearray(8 << 20))

@@ -1,0 +1,3 @@
+# expect: runtime_error
+import socket
+socket.getaddrinfo("example.com", 80)

@@ -1,0 +1,4 @@
+# expect: runtime_error
+# signal: SIGABRT
+import os
+os.abort()

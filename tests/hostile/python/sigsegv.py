@@ -1,0 +1,4 @@
+# expect: runtime_error
+# signal: SIGSEGV
+import ctypes
+ctypes.string_at(0)

@@ -1,0 +1,203 @@
+"""The hostile corpus: hostile and broken programs, each with the sandbox status it must get.
+
+Every program in tests/hostile/{python,cpp} declares in its header comment:
+``expect:`` the status; optional ``limits:`` (cpu=, wall=, memory=, output=), ``stdout:`` (exact
+stdout, stripped), ``stdout-hex:``, ``signal:`` and ``stdin:`` (``port`` / ``secret-paths``, filled
+in by this test). For each run we also check: it ended within its wall limit + 1 s, nothing of it
+is left running in the sandbox afterwards, the sandbox still serves the next run, its cgroups are
+gone after close, a canary file outside is untouched, and the judge (this process) is fine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from arbiter.sandbox.execution import Status
+from arbiter.sandbox.limits import MiB, Limits
+from arbiter.sandbox.sandbox import Sandbox
+
+HOSTILE = Path(__file__).parent / "hostile"
+PROGRAMS = sorted(HOSTILE.glob("python/*.py")) + sorted(HOSTILE.glob("cpp/*.cpp"))
+
+
+def parse_header(path: Path) -> dict[str, str]:
+    meta: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"\s*(?:#|//)\s*([a-z-]+):\s?(.*)$", line)
+        if not m:
+            if line.strip() and not line.lstrip().startswith(("#", "//")):
+                break
+            continue
+        meta[m.group(1)] = m.group(2).strip()
+    return meta
+
+
+def limits_from(meta: dict[str, str]) -> Limits:
+    kw = {}
+    for item in meta.get("limits", "").split():
+        key, value = item.split("=")
+        if key == "cpu":
+            kw["cpu_seconds"] = float(value)
+        elif key == "wall":
+            kw["wall_seconds"] = float(value)
+        elif key == "memory":
+            kw["memory_bytes"] = int(value.removesuffix("MiB")) * MiB
+        elif key == "output":
+            kw["output_bytes"] = int(value.removesuffix("MiB")) * MiB
+    kw.setdefault("cpu_seconds", 2.0)
+    return Limits(**kw)
+
+
+_binaries: dict[Path, bytes] = {}
+
+
+def compile_cpp(path: Path) -> bytes:
+    """Compile a corpus program with g++ inside a sandbox (the corpus is untrusted too)."""
+    if path not in _binaries:
+        with Sandbox(limits=Limits(cpu_seconds=60, wall_seconds=120, memory_bytes=1024 * MiB,
+                                   output_bytes=256 * MiB)) as sb:
+            sb.put("main.cpp", path.read_bytes())
+            ex = sb.run(["/usr/bin/g++", "-std=gnu++17", "-O2", "-pthread", "main.cpp", "-o", "main"],
+                        keep=["main"])
+            assert ex.ok, ex.stderr.decode(errors="replace")
+            binary = sb.fetch("main")
+            assert binary
+        _binaries[path] = binary
+    return _binaries[path]
+
+
+class TcpTrap:
+    """A real TCP server on the host's loopback that records any connection."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self._stop = False
+        self._t = threading.Thread(target=self._serve, daemon=True)
+        self._t.start()
+
+    def _serve(self):
+        while not self._stop:
+            try:
+                conn, _ = self.sock.accept()
+                self.connections += 1
+                conn.close()
+            except OSError:
+                continue
+
+    def close(self):
+        self._stop = True
+        self._t.join()
+        self.sock.close()
+
+
+@pytest.fixture
+def canary(tmp_path):
+    path = tmp_path / "canary.txt"
+    path.write_text("untouched\n")
+    secret = tmp_path / "expected_output.txt"
+    secret.write_text("EXPECTED-ANSWER 42\n")
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    yield path, secret
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert secret.read_text() == "EXPECTED-ANSWER 42\n"
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=[f"{p.parent.name}/{p.stem}" for p in PROGRAMS])
+def test_hostile_program(path: Path, canary):
+    canary_path, secret = canary
+    meta = parse_header(path)
+    expected = Status(meta["expect"])
+    limits = limits_from(meta)
+    stdin = b""
+    trap = None
+    if meta.get("stdin") == "port":
+        trap = TcpTrap()
+        stdin = str(trap.port).encode()
+    elif meta.get("stdin") == "secret-paths" or path.stem == "read_secrets":
+        stdin = f"{secret} {canary_path} {Path(__file__).resolve()}\n".encode()
+    try:
+        if path.suffix == ".cpp":
+            sb = Sandbox(files={"main": compile_cpp(path)}, limits=limits)
+            start = time.monotonic()
+            ex = sb.run(["/prog/main"], stdin)
+        else:
+            sb = Sandbox(limits=limits)
+            assert sb.load_python(path.read_text()) is None
+            start = time.monotonic()
+            ex = sb.run_python(stdin)
+        elapsed = time.monotonic() - start
+        try:
+            assert ex.status is expected, (ex.status, ex.detail, ex.stderr[-2000:])
+            assert elapsed <= limits.wall + 1.0, elapsed
+            if "stdout" in meta:
+                assert ex.stdout.decode(errors="replace").strip() == meta["stdout"]
+            if "stdout-hex" in meta:
+                assert ex.stdout == bytes.fromhex(meta["stdout-hex"])
+            if "signal" in meta:
+                assert ex.signal == getattr(signal, meta["signal"]), ex
+            # nothing of the run is left: only the server remains in the sandbox
+            if sb.task_count() is not None:
+                assert sb.task_count() == 1, sb.task_count()
+            # the sandbox survived and serves the next run
+            follow = sb.run(["/usr/bin/printf", "next"], limits=Limits())
+            assert follow.status is Status.OK and follow.stdout == b"next", follow
+            dirs = sb.cgroup_dirs
+        finally:
+            sb.close()
+        assert all(not d.exists() for d in dirs)
+    finally:
+        if trap is not None:
+            trap.close()
+            assert trap.connections == 0
+
+
+def test_daemon_does_not_outlive_the_run():
+    """The daemon of daemonize.py would append to /tmp/daemon-alive every 0.1 s for a minute."""
+    with Sandbox(limits=Limits(cpu_seconds=1)) as sb:
+        assert sb.load_python((HOSTILE / "python" / "daemonize.py").read_text()) is None
+        ex = sb.run_python()
+        assert ex.status is Status.OK
+        time.sleep(0.5)
+        check = sb.run(["/usr/bin/ls", "/tmp"])
+        assert check.stdout.strip() == b"", check  # /tmp wiped, and no daemon recreated it
+        assert sb.task_count() in (None, 1)
+
+
+def test_cases_do_not_share_scratch_files():
+    with Sandbox() as sb:
+        assert sb.load_python(
+            "import os\n"
+            "print(sorted(os.listdir('/tmp')), sorted(os.listdir('/work')), sorted(os.listdir('/dev/shm')))\n"
+            "for d in ('/tmp', '/work', '/dev/shm'):\n"
+            "    open(d + '/left-behind', 'w').write('x')\n") is None
+        first = sb.run_python()
+        second = sb.run_python()
+        assert first.stdout == second.stdout == b"[] [] []\n"
+
+
+def test_stdin_is_a_real_file_descriptor():
+    with Sandbox() as sb:
+        assert sb.load_python(
+            "import sys, os\n"
+            "data = sys.stdin.buffer.read()\n"
+            "sys.stdout.buffer.write(data[::-1])\n"
+            "print(os.fstat(0).st_size, file=sys.stderr)\n"
+            "print(str(10 ** 5000)[:3], len(str(10 ** 5000)))\n") is None
+        ex = sb.run_python(b"abc\n")
+        assert ex.ok, ex
+        assert ex.stdout.startswith(b"\ncba")
+        assert b"100 5001" in ex.stdout  # no int-to-str digit limit
+        assert ex.stderr.strip() == b"4"
