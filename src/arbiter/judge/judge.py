@@ -1,0 +1,357 @@
+"""The judge: ``Task -> Verdict``. The one place where "is this program right" is decided.
+
+One sandbox per submission; the program is compiled (C++) or loaded (Python) once and every test
+case runs inside that sandbox in a fresh process. Per-case verdicts follow DESIGN.md:
+
+- the sandbox's ``time_limit`` / ``memory_limit`` / ``output_limit`` are TLE / MLE / OLE;
+- a non-zero exit status or a fatal signal is RE, even when stdout matched;
+- an exception inside a called function is RE, whatever the expected value;
+- a function's return value is serialised to JSON inside the sandbox and compared here (never
+  through the program's own ``__eq__``); a value that cannot be serialised (a generator, a
+  custom object) is WA;
+- otherwise the task's checker decides AC or WA.
+
+Submission-level verdicts: ``INVALID_TASK`` (zero cases, call-based cases for C++), ``CE``
+(compile error; a Python ``SyntaxError``), ``SANDBOX_ERROR`` (our failure: the sandbox is
+restarted and the case retried ``retries`` times, then the verdict is reported, never turned
+into a silent 0).
+
+Scoring: all-or-nothing (the cards' reward) stops at the first failing case unless
+``task.run_all``; fraction mode runs every case.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable, Iterator, Sequence
+
+from arbiter.checkers.compare import check_output, compare_values
+from arbiter.checkers.result import CheckResult
+from arbiter.checkers.spec import CheckerSpec
+from arbiter.judge.task import Task
+from arbiter.judge.testsuite import CallCase, StdioCase, TestCase
+from arbiter.judge.verdict import CaseResult, Outcome, Verdict
+from arbiter.sandbox.config import SandboxConfig
+from arbiter.sandbox.execution import Execution, Status
+from arbiter.sandbox.limits import MiB, Limits
+from arbiter.sandbox.sandbox import Sandbox, SandboxError
+
+_STATUS_OUTCOME = {
+    Status.TIME_LIMIT: Outcome.TLE,
+    Status.MEMORY_LIMIT: Outcome.MLE,
+    Status.OUTPUT_LIMIT: Outcome.OLE,
+    Status.RUNTIME_ERROR: Outcome.RE,
+}
+STDERR_TAIL = 600  # bytes of stderr quoted in an RE's detail
+CHECKER_LIMITS = Limits(cpu_seconds=10, wall_seconds=20, memory_bytes=1024 * MiB)
+
+
+def _tail(data: bytes, n: int = STDERR_TAIL) -> str:
+    text = data[-n:].decode("utf-8", "replace").strip()
+    return text
+
+
+class _Runner:
+    """Owns the sandbox of one submission; restarts it after a sandbox failure."""
+
+    def __init__(self, task: Task, config: SandboxConfig | None, binary: bytes | None):
+        self.task = task
+        self.config = config
+        self.binary = binary
+        self.sandbox: Sandbox | None = None
+        self.load_error: str | None = None
+
+    def open(self) -> None:
+        self.close()
+        files = {"main": self.binary} if self.binary is not None else None
+        self.sandbox = Sandbox(files=files, limits=self.task.limits, config=self.config)
+        if self.task.language == "python":
+            self.load_error = self.sandbox.load_python(self.task.source, self.task.prelude)
+
+    def run(self, case: TestCase) -> Execution:
+        assert self.sandbox is not None
+        lim = self.task.limits
+        if isinstance(case, CallCase):
+            return self.sandbox.call_python(case.fn_name, case.args, case.kwargs, lim)
+        if self.task.language == "python":
+            return self.sandbox.run_python(case.stdin, lim)
+        return self.sandbox.run([f"{self.sandbox.prog_dir}/main"], case.stdin, lim)
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.sandbox = None
+
+
+class _ExternalChecker:
+    """A testlib-style checker program (``checker input output answer``, exit 0 accepts), compiled
+    once and run in its own sandbox: the checker comes from the dataset, but it reads the
+    program's output, so it is isolated too."""
+
+    def __init__(self, spec: CheckerSpec, config: SandboxConfig | None):
+        self.spec = spec
+        self.config = config
+        self.sandbox: Sandbox | None = None
+        self.error = ""
+        lang = spec.program_language
+        if lang == "cpp":
+            from arbiter.languages.cpp import compile_cpp
+            from arbiter.judge.task import CompileSpec
+
+            res = compile_cpp(spec.program or "", CompileSpec())
+            if not res.ok:
+                self.error = f"checker does not compile: {res.message[:500]}"
+                return
+            self.sandbox = Sandbox(files={"checker": res.binary}, limits=CHECKER_LIMITS, config=config)
+            self.argv = [f"{self.sandbox.prog_dir}/checker"]
+        elif lang == "python":
+            self.sandbox = Sandbox(files={"checker.py": (spec.program or "").encode()},
+                                   limits=CHECKER_LIMITS, config=config)
+            self.argv = [self.sandbox.config.python, "-I", "-S", f"{self.sandbox.prog_dir}/checker.py"]
+        else:
+            self.error = f"unknown checker language {lang!r}"
+
+    def check(self, case: StdioCase, output: bytes) -> CheckResult | None:
+        """CheckResult, or None when the checker itself failed (a sandbox/checker error)."""
+        if self.sandbox is None:
+            return None
+        sb = self.sandbox
+        sb.put("input.txt", case.stdin)
+        sb.put("output.txt", output)
+        last = CheckResult(False, "")
+        for answer in case.expected:
+            sb.put("answer.txt", answer)
+            ex = sb.run([*self.argv, "input.txt", "output.txt", "answer.txt"], b"", CHECKER_LIMITS)
+            if ex.status is Status.OK:
+                return CheckResult(True, "")
+            if ex.status is Status.RUNTIME_ERROR and ex.exit_code is not None and ex.signal is None:
+                msg = _tail(ex.stderr or ex.stdout, 300)
+                last = CheckResult(False, f"checker: {msg}" if msg else f"checker exit {ex.exit_code}")
+                continue
+            return None  # the checker crashed or timed out: our problem, not the program's
+        return last
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+
+
+def evaluate_case(case: TestCase, ex: Execution, checker: CheckerSpec,
+                  external: _ExternalChecker | None = None) -> CaseResult:
+    """The verdict on one case from the sandbox's :class:`Execution` (see the module docstring).
+
+    Raises nothing; a failed external checker yields ``SANDBOX_ERROR``.
+    """
+    res = CaseResult(name=case.name, outcome=Outcome.AC, cpu_seconds=ex.cpu_seconds,
+                     wall_seconds=ex.wall_seconds, memory_bytes=ex.peak_memory_bytes,
+                     exit_code=ex.exit_code, signal=ex.signal)
+    if ex.status is Status.SANDBOX_ERROR:
+        res.outcome, res.detail = Outcome.SANDBOX_ERROR, ex.detail
+        return res
+    if isinstance(case, CallCase):
+        return _evaluate_call(case, ex, checker, res)
+    if ex.status is not Status.OK:
+        res.outcome = _STATUS_OUTCOME[ex.status]
+        res.detail = ex.detail
+        if ex.status is Status.RUNTIME_ERROR and ex.stderr:
+            res.detail += ": " + _tail(ex.stderr)
+        return res
+    if external is not None:
+        result = external.check(case, ex.stdout)
+        if result is None:
+            res.outcome, res.detail = Outcome.SANDBOX_ERROR, external.error or "the external checker failed"
+            return res
+    else:
+        result = check_output(checker, ex.stdout, case.expected)
+    if not result.ok:
+        res.outcome, res.diff = Outcome.WA, result.diff
+    return res
+
+
+def _evaluate_call(case: CallCase, ex: Execution, checker: CheckerSpec, res: CaseResult) -> CaseResult:
+    if ex.status in (Status.TIME_LIMIT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT):
+        res.outcome, res.detail = _STATUS_OUTCOME[ex.status], ex.detail
+        return res
+    payload = None
+    if ex.result:
+        try:
+            payload = json.loads(ex.result)
+        except ValueError:
+            payload = None
+    if not isinstance(payload, dict):
+        res.outcome = Outcome.RE
+        res.detail = (ex.detail or "the function did not return") + (
+            ": " + _tail(ex.stderr) if ex.stderr else "")
+        return res
+    if not payload.get("ok"):
+        res.outcome = Outcome.RE  # an exception in the call is RE, whatever the expected value
+        res.detail = f"exception: {str(payload.get('error', ''))[:500]}"
+        return res
+    if ex.status is Status.RUNTIME_ERROR:  # returned, then the process died (os._exit(1), ...)
+        res.outcome, res.detail = Outcome.RE, ex.detail
+        return res
+    if "unserializable" in payload:
+        res.outcome = Outcome.WA
+        res.diff = (f"returned a {payload.get('type', 'value')} that is not a JSON value "
+                    f"({payload['unserializable'][:200]})")
+        return res
+    value = payload.get("value")
+    first: CheckResult | None = None
+    for want in case.expected:
+        r = compare_values(value, want, checker.abs_tol, checker.rel_tol)
+        if r.ok:
+            return res
+        if first is None:
+            first = r
+    res.outcome = Outcome.WA
+    res.diff = first.diff if first is not None else "no expected value"
+    return res
+
+
+def _verdict(task: Task, outcome: Outcome, reason: str, started: float, **kw) -> Verdict:
+    return Verdict(outcome=outcome, score=0.0, total=len(task.suite), reason=reason,
+                   seconds=time.monotonic() - started, **kw)
+
+
+def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
+          on_case: Callable[[CaseResult], None] | None = None) -> Verdict:
+    """Judge one program on its test suite. See the module docstring for the rules.
+
+    - ``config``: sandbox configuration (default: isolated, Debian's python3).
+    - ``retries``: how many times a case that hit ``SANDBOX_ERROR`` is retried in a fresh sandbox.
+    - ``on_case``: called with each :class:`CaseResult` as it is decided (progress reporting).
+
+    Returns a :class:`Verdict`; never raises for anything the program does. Raises ``ValueError``
+    only for an unusable :class:`Task` field (e.g. an unknown language).
+    """
+    started = time.monotonic()
+    if task.language not in ("python", "cpp"):
+        raise ValueError(f"task {task.task_id!r}: unknown language {task.language!r}")
+    cases = list(task.suite)
+    if not cases:
+        return _verdict(task, Outcome.INVALID_TASK, "the test suite has zero cases", started)
+    if task.language == "cpp" and any(isinstance(c, CallCase) for c in cases):
+        return _verdict(task, Outcome.INVALID_TASK, "function-call tests need a Python program", started)
+
+    binary = None
+    compile_output = ""
+    toolchain = None
+    if task.language == "cpp":
+        from arbiter.languages.cpp import compile_cpp
+
+        comp = compile_cpp(task.source, task.compile)
+        compile_output = comp.message
+        toolchain = comp.toolchain.to_dict() if comp.toolchain is not None else None
+        if not comp.ok:
+            why = "compile time limit exceeded" if comp.timed_out else "compile error"
+            return _verdict(task, Outcome.CE, why, started, compile_output=compile_output,
+                            toolchain=toolchain)
+        binary = comp.binary
+
+    external = None
+    runner = _Runner(task, config, binary)
+    results: list[CaseResult] = []
+    try:
+        if task.checker.name == "external":
+            external = _ExternalChecker(task.checker, config)
+            if external.error:
+                return _verdict(task, Outcome.SANDBOX_ERROR, external.error, started,
+                                compile_output=compile_output, toolchain=toolchain)
+        attempts_left = retries
+        while True:
+            try:
+                runner.open()
+                break
+            except SandboxError as exc:
+                if attempts_left <= 0:
+                    return _verdict(task, Outcome.SANDBOX_ERROR, f"sandbox failure: {exc}", started,
+                                    compile_output=compile_output, toolchain=toolchain)
+                attempts_left -= 1
+        if runner.load_error is not None:
+            return _verdict(task, Outcome.CE, "the program does not compile (SyntaxError)", started,
+                            compile_output=runner.load_error[-4000:])
+        stop = task.scoring == "all_or_nothing" and not task.run_all
+        failed = False
+        for case in cases:
+            if failed and stop:
+                results.append(CaseResult(name=case.name, outcome=Outcome.SKIPPED,
+                                          detail="not run: an earlier case failed"))
+                continue
+            attempts_left = retries
+            while True:
+                try:
+                    ex = runner.run(case)
+                except SandboxError as exc:
+                    ex = Execution(Status.SANDBOX_ERROR, detail=str(exc))
+                res = evaluate_case(case, ex, task.checker, external)
+                if res.outcome is not Outcome.SANDBOX_ERROR or attempts_left <= 0:
+                    break
+                attempts_left -= 1
+                try:
+                    runner.open()
+                except SandboxError:
+                    continue
+            if res.outcome is Outcome.SANDBOX_ERROR:
+                return _verdict(task, Outcome.SANDBOX_ERROR, f"case {case.name}: {res.detail}", started,
+                                cases=results + [res], compile_output=compile_output,
+                                toolchain=toolchain)
+            results.append(res)
+            if on_case is not None:
+                on_case(res)
+            if not res.passed:
+                failed = True
+    finally:
+        runner.close()
+        if external is not None:
+            external.close()
+
+    passed = sum(1 for r in results if r.passed)
+    total = len(cases)
+    first_bad = next((r for r in results if not r.passed and r.outcome is not Outcome.SKIPPED), None)
+    if first_bad is None:
+        outcome, reason = Outcome.AC, f"all {total} cases passed"
+    else:
+        outcome = first_bad.outcome
+        reason = f"case {first_bad.name}: {first_bad.outcome.value}"
+        if first_bad.diff or first_bad.detail:
+            reason += f" ({(first_bad.diff or first_bad.detail)[:200]})"
+    if task.scoring == "fraction":
+        score = passed / total
+    else:
+        score = 1.0 if outcome is Outcome.AC else 0.0
+    return Verdict(outcome=outcome, score=score, passed=passed, total=total, cases=results,
+                   reason=reason, compile_output=compile_output, toolchain=toolchain,
+                   seconds=time.monotonic() - started)
+
+
+def default_workers() -> int:
+    """Parallel submissions: one per core this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def judge_many(tasks: Iterable[Task], *, workers: int | None = None,
+               config: SandboxConfig | None = None, retries: int = 2) -> Iterator[Verdict]:
+    """Judge tasks in parallel (one sandbox per submission, ``workers`` at once, default one per
+    core); yields verdicts in the order of ``tasks``. Tasks are consumed lazily, so memory stays
+    bounded on long streams."""
+    n = workers or default_workers()
+    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="judge") as pool:
+        pending = []
+        it = iter(tasks)
+        for task in it:
+            pending.append(pool.submit(judge, task, config=config, retries=retries))
+            if len(pending) >= 2 * n:
+                yield pending.pop(0).result()
+        for fut in pending:
+            yield fut.result()
+
+
+def judge_all(tasks: Sequence[Task], **kw) -> list[Verdict]:
+    """:func:`judge_many` collected into a list."""
+    return list(judge_many(tasks, **kw))

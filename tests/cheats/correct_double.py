@@ -1,0 +1,4 @@
+# task: double
+# expect: AC
+def f(x):
+    return x * 2

@@ -1,0 +1,4 @@
+# task: count_up
+# expect: WA
+import os
+os._exit(0)

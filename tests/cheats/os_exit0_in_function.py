@@ -1,0 +1,5 @@
+# task: double
+# expect: RE
+import os
+def f(x):
+    os._exit(0)

@@ -1,0 +1,4 @@
+# task: double
+# expect: WA
+def f(x):
+    yield x * 2

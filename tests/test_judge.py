@@ -1,0 +1,211 @@
+"""The judge's semantics on real programs in the real sandbox, and the reward-hacking corpus."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from arbiter.checkers.spec import CheckerSpec
+from arbiter.judge.judge import judge, judge_all
+from arbiter.judge.task import Task
+from arbiter.judge.testsuite import CallCase, StdioCase, TestSuite
+from arbiter.judge.verdict import Outcome
+from arbiter.sandbox.limits import Limits
+
+CHEATS = Path(__file__).parent / "cheats"
+
+
+def stdio(name: str, stdin: str, *answers: str) -> StdioCase:
+    return StdioCase(name, stdin.encode(), tuple(a.encode() for a in answers))
+
+
+# "print 1..n, one per line": the n=0 case expects empty output.
+COUNT_UP = TestSuite((stdio("n0", "0\n", ""), stdio("n1", "1\n", "1\n"), stdio("n3", "3\n", "1\n2\n3\n"),
+                      stdio("n5", "5\n", "1\n2\n3\n4\n5\n")))
+DOUBLE = TestSuite((CallCase("x1", "f", (1,), {}, (2,)), CallCase("x2", "f", (2,), {}, (4,)),
+                    CallCase("x7", "f", (7,), {}, (14,))))
+MAYBE_NONE = TestSuite((CallCase("none", "g", (0,), {}, (None,)), CallCase("empty", "g", (1,), {}, ("",))))
+TASKS = {"count_up": COUNT_UP, "double": DOUBLE, "maybe_none": MAYBE_NONE}
+
+
+def header(path: Path) -> dict[str, str]:
+    meta = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"#\s*([a-z]+):\s*(.*)$", line)
+        if m:
+            meta[m.group(1)] = m.group(2).strip()
+    return meta
+
+
+CHEAT_FILES = sorted(CHEATS.glob("*.py"))
+
+
+@pytest.mark.parametrize("path", CHEAT_FILES, ids=[p.stem for p in CHEAT_FILES])
+def test_reward_hacking_corpus(path: Path):
+    meta = header(path)
+    suite = TASKS[meta["task"]]
+    task = Task("python", path.read_text(), suite, limits=Limits(cpu_seconds=2, output_bytes=1 << 20),
+                checker=CheckerSpec("tokens"), run_all=True)
+    v = judge(task)
+    assert v.outcome.value == meta["expect"], (v.outcome, v.reason, [(c.name, c.outcome.value, c.detail, c.diff) for c in v.cases])
+    assert v.score == (1.0 if meta["expect"] == "AC" else 0.0)
+
+
+def test_zero_cases_is_invalid_task_never_a_pass():
+    v = judge(Task("python", "print(1)\n", TestSuite(())))
+    assert v.outcome is Outcome.INVALID_TASK and v.score == 0.0
+
+
+def test_nonzero_exit_is_runtime_error_even_when_output_matches():
+    suite = TestSuite((stdio("a", "", "ok\n"),))
+    v = judge(Task("python", "print('ok')\nraise SystemExit(3)\n", suite))
+    assert v.outcome is Outcome.RE
+    assert v.cases[0].exit_code == 3
+    ok = judge(Task("python", "print('ok')\nraise SystemExit(0)\n", suite))
+    assert ok.outcome is Outcome.AC
+
+
+def test_syntax_error_is_compile_error():
+    v = judge(Task("python", "def f(:\n  pass\n", COUNT_UP))
+    assert v.outcome is Outcome.CE
+    assert "SyntaxError" in v.compile_output
+
+
+def test_module_level_return_is_accepted_like_apps():
+    """APPS/TACO wrap stdin programs in a function; 3 reference solutions of APPS 2287 rely on it."""
+    src = "n = int(input())\nif n == 0:\n    return\nprint('\\n'.join(map(str, range(1, n + 1))))\n"
+    assert judge(Task("python", src, COUNT_UP)).outcome is Outcome.AC
+
+
+def test_all_or_nothing_stops_at_first_failure_and_fraction_runs_all():
+    src = "n = int(input())\nprint('\\n'.join(map(str, range(1, n + 1))) if n != 1 else 'x')\n"
+    v = judge(Task("python", src, COUNT_UP))
+    assert v.outcome is Outcome.WA and v.score == 0.0
+    assert [c.outcome for c in v.cases] == [Outcome.AC, Outcome.WA, Outcome.SKIPPED, Outcome.SKIPPED]
+    assert v.passed == 1 and v.total == 4
+    f = judge(Task("python", src, COUNT_UP, scoring="fraction"))
+    assert f.score == pytest.approx(3 / 4)
+    assert [c.outcome for c in f.cases] == [Outcome.AC, Outcome.WA, Outcome.AC, Outcome.AC]
+    allrun = judge(Task("python", src, COUNT_UP, run_all=True))
+    assert allrun.score == 0.0 and allrun.passed == 3
+
+
+def test_wrong_answer_carries_a_short_diff():
+    v = judge(Task("python", "print(1)\nprint(5)\n", TestSuite((stdio("a", "", "1\n2\n"),)), checker=CheckerSpec("exact")))
+    assert v.outcome is Outcome.WA
+    assert "2" in v.cases[0].diff and "5" in v.cases[0].diff
+
+
+def test_limits_map_to_verdicts():
+    lim = Limits(cpu_seconds=1, memory_bytes=64 << 20, output_bytes=1 << 20)
+    one = TestSuite((stdio("a", "", "x\n"),))
+    assert judge(Task("python", "while True: pass\n", one, limits=lim)).outcome is Outcome.TLE
+    assert judge(Task("python", "x = bytearray(200 << 20)\nprint('x')\n", one, limits=lim)).outcome is Outcome.MLE
+    assert judge(Task("python", "while True: print('y' * 100)\n", one, limits=lim)).outcome is Outcome.OLE
+    assert judge(Task("python", "import os\nos.kill(os.getpid(), 11)\n", one, limits=lim)).outcome is Outcome.RE
+
+
+def test_function_call_solution_class_kwargs_tuples_and_floats():
+    suite = TestSuite((
+        CallCase("pos", "split", (7,), {}, ([3.5, 3.5],)),
+        CallCase("kw", "split", (), {"n": 1}, ([0.5, 0.5],)),
+        CallCase("nested", "pairs", ([1, 2],), {}, ([[1, 0.3333333333]],)),
+    ))
+    src = (
+        "class Solution:\n"
+        "    def split(self, n):\n"
+        "        return (n / 2, n / 2)\n"
+        "    def pairs(self, xs):\n"
+        "        return [(xs[0], xs[0] / 3)]\n"
+    )
+    v = judge(Task("python", src, suite, checker=CheckerSpec("tokens_float", abs_tol=1e-6, rel_tol=1e-6)))
+    assert v.outcome is Outcome.AC, v.reason
+    strict = TestSuite((CallCase("b", "is_even", (2,), {}, (True,)),))
+    assert judge(Task("python", "def is_even(n):\n    return 1\n", strict)).outcome is Outcome.WA
+    assert judge(Task("python", "def is_even(n):\n    return n % 2 == 0\n", strict)).outcome is Outcome.AC
+
+
+def test_function_call_prints_do_not_matter_and_missing_function_is_runtime_error():
+    suite = TestSuite((CallCase("a", "f", (1,), {}, (2,)),))
+    noisy = "def f(x):\n    print('debug', x)\n    return x + 1\n"
+    assert judge(Task("python", noisy, suite)).outcome is Outcome.AC
+    v = judge(Task("python", "def g(x):\n    return x + 1\n", suite))
+    assert v.outcome is Outcome.RE and "no function 'f'" in v.cases[0].detail
+
+
+def test_leetcode_linked_list_and_tree_arguments():
+    prelude = (
+        "from typing import *\n"
+        "class ListNode:\n"
+        "    def __init__(self, val=0, next=None):\n"
+        "        self.val = val\n"
+        "        self.next = next\n"
+        "class TreeNode:\n"
+        "    def __init__(self, val=0, left=None, right=None):\n"
+        "        self.val = val\n"
+        "        self.left = left\n"
+        "        self.right = right\n"
+    )
+    src = (
+        "class Solution:\n"
+        "    def reverseList(self, head: Optional[ListNode]) -> Optional[ListNode]:\n"
+        "        prev = None\n"
+        "        while head:\n"
+        "            head.next, prev, head = prev, head, head.next\n"
+        "        return prev\n"
+        "    def invertTree(self, root: Optional[TreeNode]) -> Optional[TreeNode]:\n"
+        "        if root:\n"
+        "            root.left, root.right = self.invertTree(root.right), self.invertTree(root.left)\n"
+        "        return root\n"
+    )
+    suite = TestSuite((
+        CallCase("list", "reverseList", (), {"head": [1, 2, 3]}, ([3, 2, 1],)),
+        CallCase("empty", "reverseList", (), {"head": []}, ([],)),
+        CallCase("tree", "invertTree", (), {"root": [4, 2, 7, 1, 3, 6, 9]}, ([4, 7, 2, 9, 6, 3, 1],)),
+        CallCase("sparse", "invertTree", (), {"root": [2, None, 3]}, ([2, 3],)),
+    ))
+    v = judge(Task("python", src, suite, prelude=prelude))
+    assert v.outcome is Outcome.AC, [(c.name, c.outcome.value, c.diff, c.detail) for c in v.cases]
+
+
+def test_several_accepted_answers_and_case_insensitive():
+    suite = TestSuite((stdio("a", "", "YES\n", "NO\n"),))
+    assert judge(Task("python", "print('NO')\n", suite)).outcome is Outcome.AC
+    assert judge(Task("python", "print('no')\n", suite)).outcome is Outcome.WA
+    assert judge(Task("python", "print('no')\n", suite,
+                      checker=CheckerSpec("tokens", case_insensitive=True))).outcome is Outcome.AC
+
+
+def test_external_checker_testlib_convention():
+    """A checker that accepts any permutation of 1..n (several valid answers)."""
+    checker = (
+        "import sys\n"
+        "inp, out, ans = (open(p).read().split() for p in sys.argv[1:4])\n"
+        "n = int(inp[0])\n"
+        "sys.exit(0 if sorted(map(int, out)) == list(range(1, n + 1)) else 1)\n"
+    )
+    spec = CheckerSpec("external", program=checker, program_language="python")
+    suite = TestSuite((stdio("p3", "3\n", "1 2 3\n"), stdio("p4", "4\n", "1 2 3 4\n")))
+    rev = "n = int(input())\nprint(*range(n, 0, -1))\n"
+    assert judge(Task("python", rev, suite, checker=spec)).outcome is Outcome.AC
+    bad = "n = int(input())\nprint(*range(n))\n"
+    assert judge(Task("python", bad, suite, checker=spec)).outcome is Outcome.WA
+
+
+def test_judge_all_in_parallel_keeps_order():
+    tasks = [Task("python", f"input()\nprint({i})\n", TestSuite((stdio("a", "\n", f"{i % 3}\n"),)))
+             for i in range(6)]
+    verdicts = judge_all(tasks, workers=2)
+    assert [v.outcome for v in verdicts] == [Outcome.AC if i < 3 else Outcome.WA for i in range(6)]
+
+
+def test_python_reads_binary_stdin_and_big_integers():
+    import sys
+
+    sys.set_int_max_str_digits(0)
+    src = "import sys\ndata = sys.stdin.buffer.read().split()\nprint(int(data[0]) ** 2)\n"
+    big = 10 ** 3000
+    suite = TestSuite((StdioCase("big", str(big).encode() + b"\n", (str(big * big).encode() + b"\n",)),))
+    assert judge(Task("python", src, suite)).outcome is Outcome.AC
