@@ -1,0 +1,65 @@
+"""Formatting helpers for the short diffs checkers return (no comparison logic here)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+#: Longest rendering of one expected/actual piece inside a diff, in characters.
+SHOW_CHARS = 80
+
+
+def show(piece: bytes | str, limit: int = SHOW_CHARS) -> str:
+    """Render a line or token for a diff: quoted, escapes visible, cut to ``limit`` characters.
+
+    Bytes are decoded as UTF-8 with invalid bytes shown as ``\\xNN`` (never raises).
+    """
+    if isinstance(piece, bytes):
+        piece = piece.decode("utf-8", "backslashreplace")
+    text = repr(piece)
+    if len(text) > limit:
+        text = text[: limit - 4] + "...'"
+    return text
+
+
+def show_value(value: Any, limit: int = SHOW_CHARS) -> str:
+    """Render a JSON-like value for a diff, cut to ``limit`` characters, with its type name."""
+    try:
+        text = repr(value)
+    except Exception:  # pragma: no cover - values are plain JSON data
+        text = f"<{type(value).__name__}>"
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+def first_difference(got: Sequence[Any], want: Sequence[Any]) -> int:
+    """Index of the first position where two sequences differ (``min(len)`` when one is a prefix).
+
+    Compares in order; the caller has already established that the sequences are not equal.
+    """
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g != w:
+            return i
+    return min(len(got), len(want))
+
+
+def length_message(unit: str, got_n: int, want_n: int, index: int, got: Sequence[bytes], want: Sequence[bytes]) -> str:
+    """Message for outputs that agree on a common prefix but differ in length.
+
+    ``unit`` is ``"line"`` or ``"token"``; numbers in the message are 1-based.
+    """
+    if got_n < want_n:
+        what = "empty output" if got_n == 0 else f"output ended after {unit} {got_n}"
+        return (
+            f"missing {unit}s: expected {plural(want_n, unit)}, got {got_n} ({what}); "
+            f"first missing {unit} {index + 1}: expected {show(want[index])}"
+        )
+    return (
+        f"extra output: expected {plural(want_n, unit)}, got {got_n}; "
+        f"first extra {unit} {index + 1}: got {show(got[index])}"
+    )
+
+
+def plural(n: int, unit: str) -> str:
+    """``"1 line"``, ``"2 lines"``."""
+    return f"{n} {unit}" if n == 1 else f"{n} {unit}s"

@@ -1,0 +1,78 @@
+"""Token checkers: ``tokens`` (the Codeforces default) and ``tokens_float``.
+
+Tokens are maximal runs of non-whitespace bytes (ASCII whitespace: space, tab, LF, CR, VT, FF),
+split by ``bytes.split()`` in C, so tens of MB take milliseconds. Tokens are compared in order
+with multiplicity and the counts must be equal: printing nothing, only the first answers, extra
+answers or answers in another order all fail. Line structure is ignored, as in testlib's
+``wcmp``: ``"1 2\\n3"`` equals ``"1\\n2 3"``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from arbiter.checkers.diff import first_difference, length_message, show
+from arbiter.checkers.numbers import tokens_match_numeric
+from arbiter.checkers.result import ACCEPTED, CheckResult
+
+_TOKEN = re.compile(rb"\S+")
+
+
+def _line_of_token(data: bytes, index: int) -> int | None:
+    """1-based line number of the ``index``-th token of ``data`` (diff messages only)."""
+    match = next(itertools.islice(_TOKEN.finditer(data), index, None), None)
+    if match is None:
+        return None
+    return data.count(b"\n", 0, match.start()) + 1
+
+
+def _token_diff(output: bytes, got: list[bytes], want: list[bytes], i: int) -> CheckResult:
+    line = _line_of_token(output, i)
+    where = f" (output line {line})" if line is not None else ""
+    return CheckResult(False, f"token {i + 1}{where}: expected {show(want[i])}, got {show(got[i])}")
+
+
+def check_tokens(output: bytes, expected: bytes) -> CheckResult:
+    """``tokens``: the whitespace-separated token sequences must be equal, byte for byte.
+
+    The Codeforces default (testlib ``wcmp``). An empty expected output accepts only empty or
+    whitespace-only output. Fixes rllm/TACO's comparison, which accepted a mismatched non-numeric
+    token such as ``NO`` for ``YES`` (reference finding A) and ignored order and blank lines
+    (finding B).
+    """
+    if output == expected:
+        return ACCEPTED
+    got = output.split()
+    want = expected.split()
+    if got == want:
+        return ACCEPTED
+    i = first_difference(got, want)
+    if i < len(got) and i < len(want):
+        return _token_diff(output, got, want, i)
+    return CheckResult(False, length_message("token", len(got), len(want), i, got, want))
+
+
+def check_tokens_float(output: bytes, expected: bytes, abs_tol: float = 1e-6, rel_tol: float = 1e-6) -> CheckResult:
+    """``tokens_float``: tokens as in :func:`check_tokens`, but numbers may differ by a tolerance.
+
+    Two different tokens match when both are finite numbers, at least one has a decimal point or
+    an exponent, and ``|got - want| <= abs_tol`` or ``|got - want| <= rel_tol * |want|``; two
+    plain integers must be the same integer; anything else must be byte-equal. The grammar and
+    the decisions for ``nan``, ``inf``, ``1e500``, ``0x10``, ``1_000`` are in
+    :mod:`arbiter.checkers.numbers`. Tolerances are absolute/relative amounts (unitless),
+    default 1e-6 (LiveCodeBench issue 133, NeMo-Gym PR 2956).
+    """
+    if output == expected:
+        return ACCEPTED
+    got = output.split()
+    want = expected.split()
+    if got == want:
+        return ACCEPTED
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g != w and not tokens_match_numeric(g, w, abs_tol, rel_tol):
+            return _token_diff(output, got, want, i)
+    if len(got) == len(want):
+        return ACCEPTED
+    n = min(len(got), len(want))
+    return CheckResult(False, length_message("token", len(got), len(want), n, got, want))

@@ -1,0 +1,145 @@
+"""Comparison of function-call results (JSON-decoded values) with the expected return value.
+
+The called function runs in the sandbox; its return value is serialised to JSON there and decoded
+here (DESIGN.md standing rule: no untrusted ``__eq__``). So both sides are plain JSON data:
+``None``, ``bool``, ``int``, ``float``, ``str``, ``list``, ``dict`` with ``str`` keys.
+
+Rules (in this order):
+
+- ``bool`` equals only ``bool``: ``True != 1`` and ``False != 0``. LeetCode serialises a boolean
+  answer as ``true``/``false`` and an integer as ``1``/``0``; its judge rejects ``1`` for a
+  ``bool`` problem, and Python's ``True == 1`` would let a wrong type pass (peer harnesses that
+  compare with ``==``, e.g. LiveCodeBench's, accept it).
+- ``None`` equals only ``None``.
+- ``int`` vs ``int``: exact, any size (no float conversion: ``10**17`` != ``10**17 + 1``).
+- a number vs a number when either is a ``float``: equal within ``abs_tol`` or ``rel_tol`` of
+  the expected value (:func:`arbiter.checkers.numbers.close`); ``nan`` matches ``nan``; an
+  infinity matches only the same infinity. (LiveCodeBench and TACO have no tolerance here,
+  NeMo-Gym PR 2956 added one.)
+- ``str``: exact.
+- ``list`` (or ``tuple``): same length, elements compared in order.
+- ``dict``: the same keys (compared as JSON object keys, i.e. after ``json.dumps``' key
+  conversion, so an expected ``{1: 2}`` from a Python literal matches the decoded ``{"1": 2}``),
+  values compared per key.
+- anything else, or different kinds: not equal.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from arbiter.checkers.diff import plural, show_value
+from arbiter.checkers.numbers import close
+from arbiter.checkers.result import ACCEPTED, CheckResult
+
+
+def _json_key(key: Any) -> Any:
+    """The string ``json.dumps`` writes for a dict key (keys that JSON rejects are kept as is)."""
+    if isinstance(key, str):
+        return key
+    if key is True:
+        return "true"
+    if key is False:
+        return "false"
+    if key is None:
+        return "null"
+    if isinstance(key, int):
+        return str(key)
+    if isinstance(key, float):
+        return json.dumps(key)
+    return key
+
+
+def _path(parent: str, step: Any) -> str:
+    return f"{parent}[{step!r}]"
+
+
+def _numbers_match(actual: int | float, expected: int | float, abs_tol: float, rel_tol: float) -> bool:
+    if isinstance(actual, int) and isinstance(expected, int):
+        return actual == expected
+    try:
+        a = float(actual)
+        e = float(expected)
+    except OverflowError:  # an int beyond the double range vs a float
+        return False
+    if math.isnan(a) or math.isnan(e):
+        return math.isnan(a) and math.isnan(e)
+    if math.isinf(a) or math.isinf(e):
+        return a == e
+    return close(a, e, abs_tol, rel_tol)
+
+
+def _fast_equal(actual: Any, expected: Any) -> bool:
+    """True when both have the same canonical JSON text, which implies a match under every rule
+    above (``true`` vs ``1`` and ``1`` vs ``1.0`` print differently). Runs in C."""
+    try:
+        return json.dumps(actual, sort_keys=True) == json.dumps(expected, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return False
+
+
+def compare_values(actual: Any, expected: Any, abs_tol: float = 1e-6, rel_tol: float = 1e-6) -> CheckResult:
+    """Compare a function's JSON-decoded return value with one expected value.
+
+    ``abs_tol`` / ``rel_tol`` are unitless tolerances for floats (see the module rules). The diff
+    names the first difference in depth-first order as a path: ``$`` is the whole value, then
+    ``[3]`` for list items and ``['key']`` for dict values, e.g.
+    ``at $[2]: expected 5 (int), got 6 (int)``. Never raises; iterative, so deep nesting is fine.
+    """
+    if _fast_equal(actual, expected):
+        return ACCEPTED
+    stack: list[tuple[str, Any, Any]] = [("$", actual, expected)]
+    while stack:
+        path, a, e = stack.pop()
+        if isinstance(a, bool) or isinstance(e, bool):
+            if isinstance(a, bool) and isinstance(e, bool) and a == e:
+                continue
+            return CheckResult(False, f"at {path}: expected {show_value(e)}, got {show_value(a)}")
+        if a is None or e is None:
+            if a is None and e is None:
+                continue
+            return CheckResult(False, f"at {path}: expected {show_value(e)}, got {show_value(a)}")
+        if isinstance(a, (int, float)) and isinstance(e, (int, float)):
+            if _numbers_match(a, e, abs_tol, rel_tol):
+                continue
+            return CheckResult(False, f"at {path}: expected {show_value(e)}, got {show_value(a)}")
+        if isinstance(a, str) and isinstance(e, str):
+            if a == e:
+                continue
+            return CheckResult(False, f"at {path}: expected {show_value(e)}, got {show_value(a)}")
+        if isinstance(a, (list, tuple)) and isinstance(e, (list, tuple)):
+            if len(a) != len(e):
+                n = min(len(a), len(e))
+                if len(a) < len(e):
+                    return CheckResult(
+                        False,
+                        f"at {path}: missing items: expected {plural(len(e), 'item')}, got {len(a)}; "
+                        f"first missing {path}[{n}]: expected {show_value(e[n])}",
+                    )
+                return CheckResult(
+                    False,
+                    f"at {path}: extra output: expected {plural(len(e), 'item')}, got {len(a)}; "
+                    f"first extra {path}[{n}]: got {show_value(a[n])}",
+                )
+            for i in range(len(e) - 1, -1, -1):
+                stack.append((f"{path}[{i}]", a[i], e[i]))
+            continue
+        if isinstance(a, dict) and isinstance(e, dict):
+            a_by_key = {_json_key(k): v for k, v in a.items()}
+            e_by_key = {_json_key(k): v for k, v in e.items()}
+            if a_by_key.keys() != e_by_key.keys():
+                missing = [k for k in e_by_key if k not in a_by_key]
+                extra = [k for k in a_by_key if k not in e_by_key]
+                parts = []
+                if missing:
+                    parts.append(f"missing keys {show_value(missing)}")
+                if extra:
+                    parts.append(f"unexpected keys {show_value(extra)}")
+                return CheckResult(False, f"at {path}: dict keys differ: " + "; ".join(parts))
+            for k in reversed(list(e_by_key)):
+                stack.append((_path(path, k), a_by_key[k], e_by_key[k]))
+            continue
+        return CheckResult(False, f"at {path}: expected {show_value(e)}, got {show_value(a)}")
+    return ACCEPTED

@@ -1,0 +1,101 @@
+"""APPS / TACO ``input_output`` suites: ``{"inputs": [...], "outputs": [...][, "fn_name": name]}``.
+
+The same dict is verl's first ground-truth encoding (codegen card: "a dict {inputs, outputs} —
+stdin/stdout grading (all Code-Contests-O and TACO rows)"), so :mod:`.verl` reuses
+:func:`inputs_outputs_to_suite`.
+
+Conventions (hendrycks/apps and FlagOpen/TACO ``testing_util``; rllm ``taco.py``):
+
+- without ``fn_name`` (or with ``fn_name`` null/empty): stdin/stdout; each input and output is a
+  string, or a list of lines (joined, see :func:`._common.text_to_bytes`);
+- with ``fn_name``: function calls; each input is the list of positional arguments (or a string
+  of newline-separated JSON arguments, as some TACO rows store them); each output is the return
+  value, **sometimes wrapped in a one-element list**. Both conventions occur in real data (APPS
+  2404 stores ``[9]`` for 9, APPS 4184 stores ``[[false], ...]`` for false), so an output that is
+  a one-element list ``[x]`` accepts either ``x`` or ``[x]`` (the harness accepts
+  ``ret == output or ret == output[0]``); any other output accepts only itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from arbiter.judge.encodings._common import call_args, decode_json_text, fail, finish, text_to_bytes, to_plain, type_name
+from arbiter.judge.testsuite import CallCase, StdioCase, TestCase, TestSuite
+
+
+def wrapped_answers(output: Any) -> tuple[Any, ...]:
+    """Accepted return values for an APPS/TACO call-based output: ``(x, [x])`` for ``[x]``, else ``(output,)``."""
+    if isinstance(output, list) and len(output) == 1:
+        return (output[0], output)
+    return (output,)
+
+
+def inputs_outputs_to_suite(data: Any, *, row: str, origin: str, field: str = "input_output") -> TestSuite:
+    """Normalise an ``{"inputs", "outputs"[, "fn_name"]}`` dict (already JSON-decoded).
+
+    ``inputs`` and ``outputs`` must be lists of the same, non-zero length. Returns a suite of
+    :class:`StdioCase` (names ``"0"``, ``"1"``, ...) or of :class:`CallCase` (``fn_name`` from the
+    dict). Raises :class:`InvalidTestSuite` naming ``row`` and ``field`` for a missing key, a
+    non-list, mismatched lengths, a bad input/output shape or zero cases.
+    """
+    data = to_plain(data)
+    if not isinstance(data, dict):
+        fail(row, field, f"expected an object with 'inputs' and 'outputs', got {type_name(data)}")
+    missing = [k for k in ("inputs", "outputs") if k not in data]
+    if missing:
+        fail(row, field, f"missing key(s) {missing}; keys present: {sorted(map(str, data))}")
+    inputs, outputs = data["inputs"], data["outputs"]
+    for key, value in (("inputs", inputs), ("outputs", outputs)):
+        if not isinstance(value, list):
+            fail(row, f"{field}.{key}", f"expected a list, got {type_name(value)}")
+    if len(inputs) != len(outputs):
+        fail(row, field, f"{len(inputs)} inputs but {len(outputs)} outputs")
+    fn_name = data.get("fn_name")
+    cases: list[TestCase] = []
+    if fn_name is None or fn_name == "":
+        for i, (stdin, stdout) in enumerate(zip(inputs, outputs)):
+            cases.append(
+                StdioCase(
+                    name=str(i),
+                    stdin=text_to_bytes(stdin, row, f"{field}.inputs[{i}]"),
+                    expected=(text_to_bytes(stdout, row, f"{field}.outputs[{i}]"),),
+                )
+            )
+        return finish(cases, row, origin, field)
+    if not isinstance(fn_name, str):
+        fail(row, f"{field}.fn_name", f"expected a string, got {type_name(fn_name)}")
+    for i, (args, output) in enumerate(zip(inputs, outputs)):
+        cases.append(
+            CallCase(
+                name=str(i),
+                fn_name=fn_name,
+                args=call_args(args, row, f"{field}.inputs[{i}]"),
+                expected=wrapped_answers(output),
+            )
+        )
+    return finish(cases, row, origin, field)
+
+
+def apps_input_output_to_suite(input_output: Any, *, row: str) -> TestSuite:
+    """Normalise an APPS/TACO ``input_output`` value: the JSON text of ``input_output.json`` (or
+    the TACO column), or the decoded dict. Origin ``apps``. See the module conventions; errors
+    as :func:`inputs_outputs_to_suite`, plus invalid JSON."""
+    data = decode_json_text(input_output, row, "input_output")
+    return inputs_outputs_to_suite(data, row=row, origin="apps")
+
+
+def load_apps_problem(directory: str | Path) -> TestSuite:
+    """The suite of one APPS problem folder (``<dir>/input_output.json``); the row label is the
+    folder name. Raises :class:`InvalidTestSuite` (also when the file is missing)."""
+    directory = Path(directory)
+    path = directory / "input_output.json"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        fail(directory.name, "input_output.json", f"cannot read {path} ({exc.strerror or exc})")
+    return apps_input_output_to_suite(text, row=directory.name)
+
+
+__all__ = ["apps_input_output_to_suite", "inputs_outputs_to_suite", "load_apps_problem", "wrapped_answers"]

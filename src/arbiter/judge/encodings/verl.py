@@ -1,0 +1,105 @@
+"""verl ``reward_model.ground_truth`` suites: the three encodings of the codegen card.
+
+The codegen card (``spec/codegen_iquest_card.txt``, "reward_model.ground_truth") lists exactly:
+
+1. a dict ``{"inputs": [...], "outputs": [...]}`` (optionally ``"fn_name"``): Code-Contests-O and
+   TACO rows; normalised by :func:`arbiter.judge.encodings.apps.inputs_outputs_to_suite`
+   (origin ``verl:dict``), including the APPS/TACO ``x`` / ``[x]`` output convention;
+2. a list of ``{"type": "stdin_stdout", "input": ..., "output": ...}`` (PrimeIntellect, LCB;
+   origin ``verl:stdin_stdout``);
+3. a list of ``{"type": "function_call", "fn_name": ..., "input": [args...], "output": [ret]}``
+   (1,007 PrimeIntellect rows; origin ``verl:function_call``).
+
+The card's own rule is convert-or-fail ("unknown encodings fail loudly rather than silently
+scoring 0"; its 2026-08 re-annotation fixed list-encoded ground truths that were silently
+unscored), so every other shape raises :class:`InvalidTestSuite`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arbiter.judge.encodings._common import call_args, decode_json_text, fail, finish, text_to_bytes, to_plain, type_name
+from arbiter.judge.encodings.apps import inputs_outputs_to_suite
+from arbiter.judge.testsuite import CallCase, StdioCase, TestCase, TestSuite
+
+CASE_TYPES = ("stdin_stdout", "function_call")
+
+
+def _function_call_case(item: dict, i: int, row: str) -> CallCase:
+    field = f"ground_truth[{i}]"
+    missing = [k for k in ("fn_name", "input", "output") if k not in item]
+    if missing:
+        fail(row, field, f"function_call case lacks {missing}")
+    fn_name = item["fn_name"]
+    if not isinstance(fn_name, str) or not fn_name:
+        fail(row, f"{field}.fn_name", f"expected a non-empty string, got {type_name(fn_name)}")
+    output = item["output"]
+    if not isinstance(output, list) or len(output) != 1:
+        shape = f"a list of {len(output)} items" if isinstance(output, list) else type_name(output)
+        fail(row, f"{field}.output", f"expected [return_value] (a one-element list, codegen card), got {shape}")
+    return CallCase(
+        name=str(i),
+        fn_name=fn_name,
+        args=call_args(item["input"], row, f"{field}.input"),
+        expected=(output[0],),
+    )
+
+
+def _stdin_stdout_case(item: dict, i: int, row: str) -> StdioCase:
+    field = f"ground_truth[{i}]"
+    missing = [k for k in ("input", "output") if k not in item]
+    if missing:
+        fail(row, field, f"stdin_stdout case lacks {missing}")
+    return StdioCase(
+        name=str(i),
+        stdin=text_to_bytes(item["input"], row, f"{field}.input"),
+        expected=(text_to_bytes(item["output"], row, f"{field}.output"),),
+    )
+
+
+def verl_ground_truth_to_suite(ground_truth: Any, *, row: str) -> TestSuite:
+    """Normalise a verl ``reward_model.ground_truth`` into a :class:`TestSuite`.
+
+    - ``ground_truth``: the JSON string the card specifies, or already-decoded data (dict/list),
+      including numpy arrays, numpy scalars and pyarrow values as verl/pandas hand them over from
+      Parquet (converted by duck typing, numpy is never imported).
+    - ``row``: a label for error messages (e.g. ``extra_info.index``).
+
+    Shapes and their rules are in the module docstring. For ``function_call`` cases ``output``
+    must be a one-element list ``[return_value]`` and only ``return_value`` is accepted (the
+    card's encoding; rllm's primeintellect path, which goes through TACO's
+    ``ret == output or ret == output[0]``, would also accept the wrapper itself; a wrapper that
+    is not one element long is an error, never guessed at). Each case carries its own
+    ``fn_name``.
+
+    Raises :class:`InvalidTestSuite` naming the row and the field for: invalid JSON, a top-level
+    value that is neither an object nor a list, a list item that is not an object, a missing or
+    unknown ``type``, mixed types in one list, a missing key, a bad input/output shape,
+    mismatched ``inputs``/``outputs`` lengths, or zero cases.
+    """
+    data = to_plain(decode_json_text(to_plain(ground_truth), row, "ground_truth"))
+    if isinstance(data, dict):
+        return inputs_outputs_to_suite(data, row=row, origin="verl:dict", field="ground_truth")
+    if not isinstance(data, list):
+        fail(
+            row,
+            "ground_truth",
+            f"expected an {{inputs, outputs}} object or a list of case objects, got {type_name(data)}",
+        )
+    if not data:
+        fail(row, "ground_truth", "zero test cases (empty list); a suite without tests is never scored")
+    kinds: set[str] = set()
+    cases: list[TestCase] = []
+    for i, item in enumerate(data):
+        if not isinstance(item, dict):
+            fail(row, f"ground_truth[{i}]", f"expected a case object, got {type_name(item)}")
+        kind = item.get("type")
+        if kind not in CASE_TYPES:
+            what = "missing 'type'" if "type" not in item else f"unknown type {kind!r}"
+            fail(row, f"ground_truth[{i}].type", f"{what}; known: {', '.join(CASE_TYPES)}")
+        kinds.add(kind)
+        if len(kinds) > 1:
+            fail(row, "ground_truth", f"mixed case types {sorted(kinds)} in one suite (first change at item {i})")
+        cases.append(_function_call_case(item, i, row) if kind == "function_call" else _stdin_stdout_case(item, i, row))
+    return finish(cases, row, f"verl:{kinds.pop()}", "ground_truth")

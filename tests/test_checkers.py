@@ -1,0 +1,409 @@
+"""Checkers: output comparison and function-call value comparison (pure functions).
+
+Includes the reward-hacking inputs from shared/reference/codegen_harnesses.md (findings A, B, F)
+and the two NeMo-Gym rollouts that a line-strict grader scored 0 although their outputs are
+token-for-token correct (shared/realdata/SOURCES.md section 6).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from arbiter.checkers.compare import CheckResult, check_output, compare_values
+from arbiter.checkers.spec import CheckerSpec
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+NEMO = SHARED / "realdata" / "nemo_gym_code_gen"
+
+TEXT = ["exact", "trailing_whitespace", "pie", "tokens", "tokens_float"]
+WHITESPACE_TOLERANT = ["trailing_whitespace", "pie", "tokens", "tokens_float"]
+
+
+def check(name: str, output: bytes, *expected: bytes, **options) -> CheckResult:
+    return check_output(CheckerSpec(name, **options), output, tuple(expected))
+
+
+# --- reward-hacking inputs: every checker must reject them ------------------------------------
+
+HACKS = [
+    # (description, output, expected)
+    ("prints nothing", b"", b"1\n6\n-1\n"),
+    ("prints only the first lines", b"1\n6\n", b"1\n6\n-1\n"),
+    ("prints extra lines", b"1\n6\n-1\n7\n", b"1\n6\n-1\n"),
+    ("swaps lines", b"6\n1\n-1\n", b"1\n6\n-1\n"),
+    ("NO for YES (rllm finding A)", b"NO\n", b"YES\n"),
+    ("Alice for Bob (rllm finding A)", b"Alice\n", b"Bob\n"),
+    ("x for 6 (rllm finding A)", b"x\n", b"6\n"),
+    ("big int off by one (np.isclose, finding B)", b"50000000000000000\n", b"50000000000000001\n"),
+    ("drops a line, adds one (same count)", b"1\n-1\n-1\n", b"1\n6\n-1\n"),
+    ("only whitespace", b" \n\n", b"1\n"),
+]
+
+
+@pytest.mark.parametrize("name", TEXT)
+@pytest.mark.parametrize("what,output,expected", HACKS, ids=[h[0] for h in HACKS])
+def test_reward_hacks_are_rejected(name, what, output, expected):
+    result = check(name, output, expected)
+    assert not result.ok, what
+    assert result.diff
+
+
+@pytest.mark.parametrize("name", TEXT)
+def test_identical_output_is_accepted(name):
+    assert check(name, b"1\n6\n-1\n", b"1\n6\n-1\n").ok
+
+
+@pytest.mark.parametrize("name", TEXT)
+def test_empty_expected_accepts_only_empty_or_blank(name):
+    assert check(name, b"", b"").ok
+    assert not check(name, b"0\n", b"").ok
+    blank = check(name, b" \n\n", b"").ok
+    assert blank == (name in WHITESPACE_TOLERANT)
+
+
+def test_diff_names_missing_lines_and_extra_output():
+    for name in ("exact", "trailing_whitespace", "pie"):
+        assert "missing lines" in check(name, b"1\n", b"1\n2\n3\n").diff
+        assert "extra output" in check(name, b"1\n2\n3\n", b"1\n").diff
+    assert "missing tokens" in check("tokens", b"1", b"1 2 3").diff
+    assert "extra output" in check("tokens_float", b"1 2 3", b"1").diff
+    assert "empty output" in check("tokens", b"", b"1 2").diff
+
+
+def test_diff_gives_position_expected_and_got():
+    r = check("tokens", b"1 2\n3 NO 5\n", b"1 2 3 YES 5")
+    assert r.diff == "token 4 (output line 2): expected 'YES', got 'NO'"
+    r = check("trailing_whitespace", b"a\nb\nc\n", b"a\nB\nc\n")
+    assert r.diff.startswith("line 2: expected 'B', got 'b'")
+
+
+def test_diff_truncates_long_pieces():
+    r = check("exact", b"x" * 10_000, b"y" * 10_000)
+    assert not r.ok and len(r.diff) < 250 and "..." in r.diff
+
+
+# --- exact --------------------------------------------------------------------------------------
+
+
+def test_exact_is_byte_exact():
+    assert not check("exact", b"1\n2", b"1\n2\n").ok
+    assert "final newline" in check("exact", b"1\n2", b"1\n2\n").diff
+    assert not check("exact", b"1 \n", b"1\n").ok
+    r = check("exact", b"1\r\n2\r\n", b"1\n2\n")
+    assert not r.ok and "CRLF" in r.diff
+
+
+# --- trailing_whitespace (oracle seed public_checker) -------------------------------------------
+
+
+def test_trailing_whitespace_strips_line_ends_and_the_end():
+    assert check("trailing_whitespace", b"1 \n2\n", b"1\n2").ok
+    assert check("trailing_whitespace", b"12", b"12\n").ok
+    assert check("trailing_whitespace", b"9 7 -1 \n\n\n", b"9 7 -1\n").ok
+    assert check("trailing_whitespace", b"1\r\n2\r\n", b"1\n2\n").ok  # CRLF
+    assert check("trailing_whitespace", b"a\t\nb\x0c\n", b"a\nb\n").ok
+
+
+def test_trailing_whitespace_keeps_inner_blank_lines_and_leading_space():
+    assert not check("trailing_whitespace", b"1\n\n2\n", b"1\n2\n").ok
+    assert not check("trailing_whitespace", b"1\n2\n", b"1\n\n2\n").ok
+    assert not check("trailing_whitespace", b" 1\n", b"1\n").ok
+    assert not check("trailing_whitespace", b"\n1\n", b"1\n").ok
+    assert not check("trailing_whitespace", b"1 2\n", b"1  2\n").ok
+
+
+def test_trailing_whitespace_on_the_seed_rows():
+    rows = [json.loads(line) for line in (SHARED / "seed/data/oracle_seed.jsonl").read_text().splitlines()]
+    assert {json.dumps(r["public_checker"], sort_keys=True) for r in rows} == {
+        '{"strip_trailing_whitespace": true, "type": "exact_stdout"}'
+    }
+    for r in rows:
+        want = r["visible_tests"][0]["stdout"].encode()
+        assert check("trailing_whitespace", want.rstrip(b"\n"), want).ok
+        assert check("trailing_whitespace", want.replace(b"\n", b" \r\n"), want).ok
+        assert not check("trailing_whitespace", b"", want).ok
+        assert not check("trailing_whitespace", b"\n" + want, want).ok
+
+
+# --- pie --------------------------------------------------------------------------------------
+
+
+def test_pie_float_lines_within_1e_3():
+    assert check("pie", b"0.3333\n", b"0.333333333\n").ok
+    assert check("pie", b"1.0005\n", b"1\n").ok
+    assert not check("pie", b"1.002\n", b"1\n").ok
+    assert check("pie", b"  2.50000  \r\n", b"2.5").ok
+
+
+def test_pie_requires_equal_line_counts_unlike_pie_zip():
+    # pie-perf's zip scores a prefix as fully correct; we do not (reference finding F).
+    assert not check("pie", b"1\n", b"1\n2\n").ok
+    assert not check("pie", b"1\n2\n3\n", b"1\n2\n").ok
+
+
+def test_pie_lines_with_several_numbers_compare_as_strings():
+    assert not check("pie", b"1.0 2.0\n", b"1.0 2.0001\n").ok
+    assert check("pie", b"1.0 2.0\n", b"1.0 2.0\n").ok
+
+
+def test_pie_plain_integers_are_exact():
+    assert not check("pie", b"9007199254740993\n", b"9007199254740992\n").ok
+    assert check("pie", b"007\n", b"7\n").ok  # same integer, as PIE's float() comparison
+
+
+def test_pie_does_not_parse_nan_or_underscores():
+    assert not check("pie", b"nan\n", b"nan0\n").ok
+    assert check("pie", b"nan\n", b"nan\n").ok
+    assert not check("pie", b"1_000\n", b"1000\n").ok
+
+
+# --- tokens -----------------------------------------------------------------------------------
+
+
+def test_tokens_ignores_layout_not_order():
+    assert check("tokens", b"1 2\n3\n", b"1\n2 3\n").ok
+    assert check("tokens", b"1\n\n\n2", b"1 2\n").ok
+    assert check("tokens", b"1\r\n2\r\n", b"1\n2\n").ok
+    assert not check("tokens", b"2 1", b"1 2").ok
+    assert not check("tokens", b"1.0", b"1").ok  # exact tokens: no numeric equivalence
+
+
+# --- tokens_float -----------------------------------------------------------------------------
+
+
+def test_tokens_float_tolerance():
+    assert check("tokens_float", b"0.3333333", b"0.333333333").ok  # abs
+    assert check("tokens_float", b"1000000.5", b"1000000.0").ok  # rel 1e-6 of 1e6 = 1
+    assert not check("tokens_float", b"0.333", b"0.333333333").ok
+    assert check("tokens_float", b"5", b"5.000000").ok
+    assert check("tokens_float", b"5.0000001", b"5").ok
+    assert check("tokens_float", b"1e3", b"1000.0").ok
+    assert check("tokens_float", b"0.1", b"0.2", abs_tol=0.2).ok
+    assert not check("tokens_float", b"0.1", b"0.2", abs_tol=0.01, rel_tol=0.01).ok
+
+
+def test_tokens_float_relative_to_expected_not_to_the_answer():
+    # |got - want| = 1e6; rel 0.5 of want (1e6) is 5e5: reject, even though 0.5 * got = 1e6.
+    assert not check("tokens_float", b"2000000.0", b"1000000.0", abs_tol=0, rel_tol=0.5).ok
+
+
+def test_tokens_float_plain_integers_are_exact():
+    assert not check("tokens_float", b"50000000000000000", b"50000000000000001").ok
+    assert not check("tokens_float", b"1000001", b"1000000").ok  # rel 1e-6 would accept
+    big = b"1" + b"0" * 5000
+    assert check("tokens_float", big, big).ok
+    assert not check("tokens_float", big + b"1", big + b"2").ok
+    assert check("tokens_float", b"-0", b"0").ok
+
+
+@pytest.mark.parametrize(
+    "got,want,ok",
+    [
+        (b"nan", b"nan", True),  # not a number: compared as strings
+        (b"nan", b"NaN", False),
+        (b"inf", b"1e500", False),  # 1e500 overflows: not finite, compared as a string
+        (b"1e500", b"1e500", True),
+        (b"1e500", b"1.0e500", False),
+        (b"0x10", b"16", False),
+        (b"0x10", b"16.0", False),
+        (b"1_000", b"1000.0", False),
+        (b"1,5", b"1.5", False),
+        (b".5", b"0.5", True),
+        (b"5.", b"5", True),
+        (b"+2.0", b"2", True),
+    ],
+)
+def test_tokens_float_number_grammar(got, want, ok):
+    assert check("tokens_float", got, want).ok is ok
+
+
+# --- options ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", TEXT)
+def test_case_insensitive_applies_to_every_checker(name):
+    assert not check(name, b"yes\n", b"YES\n").ok
+    assert check(name, b"yes\n", b"YES\n", case_insensitive=True).ok
+    assert not check(name, b"no\n", b"YES\n", case_insensitive=True).ok
+
+
+def test_case_insensitive_non_ascii():
+    assert check("tokens", "ÉTÉ\n".encode(), "été\n".encode(), case_insensitive=True).ok
+    assert not check("tokens", "STRASSE".encode(), "straße".encode(), case_insensitive=True).ok
+
+
+@pytest.mark.parametrize("name", TEXT)
+def test_any_accepted_answer_matches(name):
+    assert check(name, b"2 1\n", b"1 2\n", b"2 1\n").ok
+    r = check(name, b"3 3\n", b"1 2\n", b"2 1\n")
+    assert not r.ok and "none of 2 accepted answers matched" in r.diff
+
+
+@pytest.mark.parametrize("name", TEXT)
+def test_invalid_utf8_is_compared_not_decoded(name):
+    assert check(name, b"\xff\xfe 1\n", b"\xff\xfe 1\n").ok
+    r = check(name, b"\xff\xfe 1\n", b"\xff\xfd 1\n")
+    assert not r.ok and "\\xff" in r.diff
+    assert check(name, b"\xff\xfe 1\n", b"\xff\xfe 1\n", case_insensitive=True).ok
+
+
+def test_external_checker_is_not_a_pure_comparison():
+    with pytest.raises(ValueError):
+        check_output(CheckerSpec("external", program="int main(){}"), b"", (b"",))
+    with pytest.raises(ValueError):
+        check_output(CheckerSpec("tokens"), b"", ())
+
+
+@pytest.mark.parametrize("name", TEXT)
+def test_big_output_difference_is_located(name):
+    n = 400_000
+    want = b"".join(b"%d.5\n" % i for i in range(n))
+    assert check(name, want, want).ok
+    got = want[: -len(b"%d.5\n" % (n - 1))] + b"%d.5\n" % n  # last number off by one
+    r = check(name, got, want)
+    assert not r.ok
+    assert str(n) in r.diff  # the last line / token
+
+
+# --- the NeMo-Gym rollouts (real program outputs recorded by the Gym grader) -------------------
+
+
+def _nemo_rows():
+    rows = {}
+    for line in (NEMO / "example.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        rows[row["hash_id"]] = row["verifier_metadata"]["unit_tests"]
+    rollouts = [json.loads(line) for line in (NEMO / "example_rollouts.jsonl").read_text().splitlines()]
+    return rows, rollouts
+
+
+def _recorded(row_id: str):
+    """(program output, expected output, rollout) of the failing case Gym recorded for ``row_id``:
+    the rollout whose ``metadata.inputs`` is one of the row's test inputs."""
+    rows, rollouts = _nemo_rows()
+    tests = rows[row_id]
+    for rollout in rollouts:
+        meta = rollout["metadata"]
+        if "output" in meta and meta["inputs"] in tests["inputs"]:
+            i = tests["inputs"].index(meta["inputs"])
+            assert meta["expected"] == tests["outputs"][i]
+            return meta["output"].encode(), tests["outputs"][i].encode(), rollout
+    raise AssertionError(f"no recorded output for {row_id}")
+
+
+@pytest.mark.parametrize("row_id", ["c69268d8bdb4da0685d7b187c88296c1", "ff86821ed6f7260c7a17c4c9be03b663"])
+def test_nemo_gym_false_negatives_pass_under_tokens(row_id):
+    output, expected, rollout = _recorded(row_id)
+    assert rollout["reward"] == 0.0  # Gym's line-based grader rejected it
+    assert check("tokens", output, expected).ok
+    # a line-strict checker repeats Gym's false negative
+    assert not check("trailing_whitespace", output, expected).ok
+    assert not check("pie", output, expected).ok
+
+
+def test_nemo_gym_real_wrong_answers_fail_under_tokens():
+    rows, rollouts = _nemo_rows()
+    failures = []
+    for rollout in rollouts:
+        meta = rollout["metadata"]
+        if "output" not in meta:
+            continue
+        expected = meta["expected"].encode()
+        got = meta["output"].encode()
+        failures.append((got, expected, check("tokens", got, expected).ok))
+    verdicts = [ok for _, _, ok in failures]
+    # four recorded failures: two false negatives of the line grader, two real wrong answers
+    assert len(failures) == 4 and verdicts.count(True) == 2
+    wrong = [(g, e) for g, e, ok in failures if not ok]
+    assert (b"", b"101011\n11111\n1001\n") in wrong  # printed nothing
+    assert (b"-1\n-1\n-1\n", b"1\n6\n-1\n") in wrong  # wrong numbers
+
+
+# --- compare_values -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "actual,expected,ok",
+    [
+        (True, True, True),
+        (True, 1, False),  # LeetCode prints true, not 1
+        (1, True, False),
+        (0, False, False),
+        ([True, False], [1, 0], False),
+        (None, None, True),
+        (None, 0, False),
+        ([], None, False),
+        ("", None, False),
+        (10**30, 10**30, True),
+        (10**30 + 1, 10**30, False),
+        (50000000000000001, 50000000000000000, False),
+        (3, 3.0, True),
+        (3.0000001, 3, True),
+        (2.5, 2, False),
+        (0.1 + 0.2, 0.3, True),
+        (1.5, 1.4, False),
+        (float("nan"), float("nan"), True),
+        (float("inf"), float("inf"), True),
+        (float("-inf"), float("inf"), False),
+        (1e308, float("inf"), False),
+        (10**400, 1.0, False),
+        ("abc", "abc", True),
+        ("abc", "ABC", False),
+        ("1", 1, False),
+        ([1, 2, 3], [1, 2, 3], True),
+        ([1, 2, 3], [1, 3, 2], False),
+        ([1, 2], [1, 2, 3], False),
+        ([1, 2, 3], [1, 2], False),
+        ([[1, [2, 3.0]]], [[1, [2, 3]]], True),
+        ((1, 2), [1, 2], True),
+        ({"a": 1, "b": [1.0]}, {"b": [1], "a": 1}, True),
+        ({"a": 1}, {"a": 1, "b": 2}, False),
+        ({"a": 1, "c": 2}, {"a": 1, "b": 2}, False),
+        ({"1": 2}, {1: 2}, True),  # a decoded JSON object vs a Python-literal dict
+        ([9], 9, False),
+        (9, [9], False),
+    ],
+)
+def test_compare_values_rules(actual, expected, ok):
+    result = compare_values(actual, expected)
+    assert result.ok is ok
+    assert bool(result.diff) is not ok
+
+
+def test_compare_values_diff_paths():
+    assert compare_values([1, [2, 3]], [1, [2, 4]]).diff == "at $[1][1]: expected 4 (int), got 3 (int)"
+    assert compare_values({"k": [True]}, {"k": [1]}).diff == "at $['k'][0]: expected 1 (int), got True (bool)"
+    assert "missing items" in compare_values([1], [1, 2]).diff
+    assert "extra output" in compare_values([1, 2], [1]).diff
+    assert "missing keys" in compare_values({}, {"a": 1}).diff
+    assert "unexpected keys" in compare_values({"a": 1, "b": 2}, {"a": 1}).diff
+
+
+def test_compare_values_tolerances_are_options():
+    assert not compare_values(1.1, 1.0).ok
+    assert compare_values(1.1, 1.0, abs_tol=0.2).ok
+    assert compare_values(110.0, 100.0, abs_tol=0, rel_tol=0.1).ok
+    assert not compare_values(111.0, 100.0, abs_tol=0, rel_tol=0.1).ok
+
+
+def test_compare_values_large_and_deep():
+    big = list(range(200_000))
+    assert compare_values(list(big), big).ok
+    other = list(big)
+    other[-1] = -1
+    assert compare_values(other, big).diff.startswith("at $[199999]:")
+    deep_a: list = []
+    deep_e: list = []
+    a, e = deep_a, deep_e
+    for _ in range(5000):
+        a.append([])
+        e.append([])
+        a, e = a[0], e[0]
+    a.append(1)
+    e.append(2)
+    assert not compare_values(deep_a, deep_e).ok  # no RecursionError
+    assert math.isfinite(len(compare_values(deep_a, deep_e).diff))
