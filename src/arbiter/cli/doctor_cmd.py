@@ -1,0 +1,31 @@
+"""``arbiter doctor``: what this machine offers; non-zero exit when code cannot be isolated."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def doctor() -> None:
+        """Check bubblewrap, namespaces, cgroups, g++, valgrind and the sandbox's Python.
+
+        Exits 1 when untrusted code cannot be isolated on this machine.
+        """
+        from arbiter.sandbox.doctor import diagnose
+
+        d = diagnose()
+        table = Table(title="arbiter doctor", show_lines=False)
+        table.add_column("check")
+        table.add_column("")
+        table.add_column("detail", overflow="fold")
+        for c in d.checks:
+            mark = "[green]ok[/]" if c.ok else ("[red]FAIL[/]" if c.ok is False else "[dim]info[/]")
+            table.add_row(c.name, mark, c.detail)
+        console = Console()
+        console.print(table)
+        if not d.isolated:
+            console.print("[red]untrusted code cannot be isolated here[/]")
+            raise typer.Exit(1)

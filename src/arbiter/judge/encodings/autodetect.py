@@ -1,0 +1,57 @@
+"""Load a test suite from a path whose encoding is recognised by its shape (for ``arbiter judge``).
+
+Recognised, in this order:
+
+- a directory of ``input.N.txt`` / ``output.N.txt`` (PIE/CodeNet), or a directory holding
+  ``input_output.json`` (an APPS/TACO problem folder);
+- a ``.tar.gz`` of PIE folders (needs ``problem``);
+- a JSON file: a dict with ``inputs``/``outputs`` (APPS/TACO, verl dict form), a list of
+  ``{"type": ...}`` cases (verl list forms), a list of ``{"name", "stdin", "stdout"}`` cases (the
+  oracle seed's ``visible_tests`` shape), or a dict with ``visible_tests``.
+
+Anything else raises :class:`~arbiter.judge.testsuite.InvalidTestSuite` naming the path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from arbiter.judge.encodings.apps import apps_input_output_to_suite
+from arbiter.judge.encodings.oracle_seed import oracle_tests_to_suite
+from arbiter.judge.encodings.pie import load_pie_tests, pie_suite_from_dir
+from arbiter.judge.encodings.verl import verl_ground_truth_to_suite
+from arbiter.judge.testsuite import InvalidTestSuite, TestSuite
+
+
+def load_suite(path: str | Path, *, problem: str | None = None) -> TestSuite:
+    """Read the suite at ``path`` (see the module docstring). Raises InvalidTestSuite."""
+    p = Path(path)
+    row = str(p)
+    if p.is_dir():
+        if (p / "input_output.json").is_file():
+            return apps_input_output_to_suite(json.loads((p / "input_output.json").read_text()), row=row)
+        if problem and (p / problem).is_dir():
+            return pie_suite_from_dir(p / problem, row=row)
+        return pie_suite_from_dir(p, row=row)
+    if not p.is_file():
+        raise InvalidTestSuite(f"row '{row}': no such file or directory")
+    if p.name.endswith((".tar.gz", ".tgz", ".tar")):
+        if not problem:
+            raise InvalidTestSuite(f"row '{row}': a PIE archive needs --problem <problem_id>")
+        return load_pie_tests(p, problem)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidTestSuite(f"row '{row}': not a JSON test file ({exc})") from exc
+    if isinstance(data, dict) and "visible_tests" in data:
+        return oracle_tests_to_suite(data["visible_tests"], row=row)
+    if isinstance(data, dict) and "inputs" in data:
+        return apps_input_output_to_suite(data, row=row)
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        if "type" in data[0]:
+            return verl_ground_truth_to_suite(data, row=row)
+        if {"stdin", "stdout"} <= set(data[0]):
+            return oracle_tests_to_suite(data, row=row)
+    raise InvalidTestSuite(f"row '{row}': unrecognised test file shape "
+                           f"({type(data).__name__}{' of ' + type(data[0]).__name__ if isinstance(data, list) and data else ''})")
