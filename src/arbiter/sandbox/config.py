@@ -29,6 +29,14 @@ def _default_python() -> str:
     return os.path.realpath(sys.executable)
 
 
+def _default_site(python: str) -> tuple[str, ...]:
+    if os.path.realpath(python).startswith("/usr/bin/python3"):
+        d = "/usr/lib/python3/dist-packages"
+        if os.path.isdir(d):
+            return (d,)
+    return ()
+
+
 def unsafe_requested() -> bool:
     """True when the loud opt-in for running without isolation is set exactly."""
     return os.environ.get(UNSAFE_ENV) == UNSAFE_VALUE
@@ -47,6 +55,10 @@ class SandboxConfig:
     - ``uid`` / ``gid``: the unprivileged host uid/gid sandboxes run as when arbiter runs as root.
     - ``extra_ro_binds``: more host paths to show read-only at the same path (e.g. an interpreter
       that lives outside ``/usr``).
+    - ``python_site``: directories appended to the untrusted interpreter's ``sys.path``. Default,
+      for Debian's python3: ``/usr/lib/python3/dist-packages``, where ``make`` installs
+      ``python3-numpy`` and ``python3-sortedcontainers`` (LeetCode's preamble imports
+      ``sortedcontainers``; AtCoder-style and TACO-harness programs use ``numpy``).
     """
 
     python: str = field(default_factory=_default_python)
@@ -55,6 +67,11 @@ class SandboxConfig:
     uid: int = SANDBOX_UID
     gid: int = SANDBOX_UID
     extra_ro_binds: tuple[str, ...] = ()
+    python_site: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.python_site is None:
+            object.__setattr__(self, "python_site", _default_site(self.python))
 
     def python_ro_binds(self) -> tuple[str, ...]:
         """Host directories the sandbox must see for ``python`` to start."""

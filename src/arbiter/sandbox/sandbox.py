@@ -191,7 +191,8 @@ class Sandbox:
             for host, inside in self._mounts:
                 argv += ["--ro-bind", host, inside]
             argv += ["--remount-ro", "/", "--chdir", "/work", "--info-fd", str(info_w),
-                     *py, "/arbiter/server.py", str(to_r), str(from_w)]
+                     *py, "/arbiter/server.py", str(to_r), str(from_w),
+                     "--site", ":".join(cfg.python_site or ())]
             cwd = "/"
         else:
             work = os.path.join(self._tmp, "work")
@@ -199,7 +200,8 @@ class Sandbox:
             os.mkdir(work)
             os.mkdir(tmp)
             env.update(HOME=work, TMPDIR=tmp)
-            argv = [*py, str(SERVER_PATH), str(to_r), str(from_w), f"{work}:{tmp}"]
+            argv = [*py, str(SERVER_PATH), str(to_r), str(from_w), "--scratch", f"{work}:{tmp}",
+                    "--site", ":".join(cfg.python_site or ())]
             cwd = work
         kwargs: dict[str, Any] = {}
         if os.geteuid() == 0 and cfg.isolated:

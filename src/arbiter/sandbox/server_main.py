@@ -85,7 +85,7 @@ WARM_MODULES = (
     "abc array bisect builtins cmath collections collections.abc copy dataclasses datetime decimal "
     "enum fractions functools gc heapq inspect io itertools json math numbers operator queue random "
     "re resource select signal statistics string struct threading time traceback types typing "
-    "unicodedata"
+    "unicodedata sortedcontainers"
 ).split()
 
 SCRATCH_DIRS = ("/work", "/tmp", "/dev/shm")
@@ -806,8 +806,13 @@ def _to_plain(g, value):
 
 
 def main():
+    """``server.py IN_FD OUT_FD [--scratch DIR:DIR...] [--site DIR:DIR...]``."""
     in_fd, out_fd = int(sys.argv[1]), int(sys.argv[2])
-    scratch = tuple(sys.argv[3].split(":")) if len(sys.argv) > 3 and sys.argv[3] else SCRATCH_DIRS
+    opts = dict(zip(sys.argv[3::2], sys.argv[4::2]))
+    scratch = tuple(opts["--scratch"].split(":")) if opts.get("--scratch") else SCRATCH_DIRS
+    for d in (opts.get("--site") or "").split(":"):
+        if d and os.path.isdir(d) and d not in sys.path:
+            sys.path.append(d)  # third-party packages untrusted code may import (numpy, ...)
     import signal
     for name in _CATCHABLE:
         signum = getattr(signal, name, None)
