@@ -314,6 +314,12 @@ class Sandbox:
         except Exception:
             pass
 
+    def stray_processes(self) -> list[int]:
+        """PIDs (inside the sandbox) of processes left between runs: everything except the
+        server and its idle pre-forked child. Empty after every run (the server kills the rest)."""
+        reply, _ = self._request({"op": "ps"}, [], timeout=10)
+        return list(reply.get("pids", []))
+
     def task_count(self) -> int | None:
         """Processes and threads alive in the sandbox now (the server counts as one), from its
         pids cgroup; ``None`` without cgroups."""

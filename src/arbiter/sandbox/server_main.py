@@ -115,6 +115,7 @@ class Server:
         self.filename = "main.py"
         self.wrapped = False
         self.kept_files = set()
+        self.spare = None  # a pre-forked child waiting to run the next Python case
 
     # ---- plumbing -------------------------------------------------------------------------
     def reply(self, header, blobs=()):
@@ -152,6 +153,8 @@ class Server:
                     self.op_put(header, blobs)
                 elif op == "fetch":
                     self.op_fetch(header)
+                elif op == "ps":
+                    self.op_ps()
                 elif op == "exit":
                     self.reply({"op": "bye"})
                     return
@@ -198,6 +201,15 @@ class Server:
         finally:
             os.close(fd)
 
+    def op_ps(self):
+        """The processes in the sandbox other than this server and its idle spare."""
+        spare = self.spare[0] if self.spare else None
+        pids = []
+        for name in os.listdir("/proc") if self.is_init else ():
+            if name.isdigit() and int(name) not in (os.getpid(), spare):
+                pids.append(int(name))
+        self.reply({"op": "ps", "pids": pids})
+
     def op_load(self, header, blobs):
         """Compile the program once. A source that crashes or hangs the compiler is caught by
         compiling it first in a throwaway child under limits."""
@@ -218,6 +230,8 @@ class Server:
         gc.collect()
         gc.freeze()
         self.reply({"op": "load", "ok": True, "wrapped": self.wrapped})
+        self.drop_spare()
+        self.make_spare()
 
     def op_run(self, header, blobs):
         for path in header.get("keep", ()):  # outputs the judge will fetch (e.g. a binary)
@@ -231,6 +245,8 @@ class Server:
             for fd, _ in fds:
                 os.close(fd)
             self.wipe_scratch()
+            if self.code is not None and self.spare is None:
+                self.make_spare()  # overlaps the next fork with the judge's work on this result
 
     # ---- running one case ---------------------------------------------------------------------
     def fork_case(self, req, stdin=b"", call_args=None, source_for_probe=None):
@@ -241,15 +257,29 @@ class Server:
         out_cap = int(limits.get("output_bytes", 64 << 20))
         err_cap = int(limits.get("stderr_bytes", 64 << 10))
         mode = req.get("mode", "exec")
-        stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+        if mode not in ("python", "call"):
+            self.drop_spare()  # an exec case's cleanup (kill(-1)) would take it anyway
+        spare = self.take_spare() if mode in ("python", "call") else None
+        if spare is not None:
+            pid, go_fd, stdin_fd, out_fd, err_fd, res_fd = spare
+        else:
+            stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+            out_fd = os.memfd_create("stdout", os.MFD_CLOEXEC)
+            err_fd = os.memfd_create("stderr", os.MFD_CLOEXEC)
+            res_fd = os.memfd_create("result", os.MFD_CLOEXEC) if mode == "call" else -1
         _write_all(stdin_fd, stdin)
         os.lseek(stdin_fd, 0, os.SEEK_SET)
-        out_fd = os.memfd_create("stdout", os.MFD_CLOEXEC)
-        err_fd = os.memfd_create("stderr", os.MFD_CLOEXEC)
-        res_fd = os.memfd_create("result", os.MFD_CLOEXEC) if mode == "call" else -1
 
         t0 = time.monotonic()
         pid = None
+        if spare is not None:
+            try:
+                _write_all(go_fd, encode_frame(req, [call_args or b""]))
+                pid = spare[0]
+            except OSError:  # the spare died (it should not): reap it and fork as usual
+                self.reap_all()
+            finally:
+                os.close(go_fd)
         if mode == "exec" and "address_space_bytes" not in limits:
             pid = self.spawn_exec(req, limits, stdin_fd, out_fd, err_fd)
             if isinstance(pid, str):  # execve failed: report like a shell would (exit 127)
@@ -306,6 +336,9 @@ class Server:
                 os.close(fd)
             return result
         fds = [(out_fd, min(out_size, out_cap)), (err_fd, min(err_size, err_cap))]
+        if res_fd >= 0 and mode != "call":
+            os.close(res_fd)
+            res_fd = -1
         if res_fd >= 0:
             fds.append((res_fd, min(os.fstat(res_fd).st_size, out_cap)))
         result["_fds"] = fds
@@ -364,6 +397,56 @@ class Server:
         except OSError:
             pass
         return pid
+
+    def make_spare(self):
+        """Fork the child of the next Python case now, while the judge is busy with the last
+        result; it waits on a pipe for its request (fork is the largest per-case cost)."""
+        go_r, go_w = os.pipe()
+        fds = [os.memfd_create(name, os.MFD_CLOEXEC) for name in ("stdin", "stdout", "stderr", "result")]
+        pid = os.fork()
+        if pid == 0:  # ------------------------------------------------------------- spare
+            status = 70
+            try:
+                os.close(go_w)
+                try:
+                    req, blobs = read_frame_blocking(go_r)
+                except (EOFError, OSError, ValueError):
+                    status = 0
+                else:
+                    os.close(go_r)
+                    res_fd = fds[3] if req.get("mode") == "call" else -1
+                    status = child_main(self, req, req.get("limits", {}), fds[0], fds[1], fds[2],
+                                        res_fd, blobs[0] if blobs and blobs[0] else None, None)
+            finally:
+                _EXIT(status)
+        os.close(go_r)
+        self.spare = (pid, go_w, *fds)
+
+    def take_spare(self):
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return None
+        pid, go_w, stdin_fd, out_fd, err_fd, res_fd = spare
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:  # killed meanwhile (e.g. by an exec case's kill(-1))
+            for fd in (go_w, stdin_fd, out_fd, err_fd, res_fd):
+                os.close(fd)
+            return None
+        return spare
+
+    def drop_spare(self):
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            pid, go_w, *fds = spare
+            for fd in (go_w, *fds):
+                os.close(fd)  # EOF on its pipe: it exits
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
 
     def kill_all(self, pid):
         import signal
