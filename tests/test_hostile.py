@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from arbiter.languages import cpp
 from arbiter.sandbox.execution import Status
 from arbiter.sandbox.limits import MiB, Limits
 from arbiter.sandbox.sandbox import Sandbox
@@ -60,17 +61,15 @@ _binaries: dict[Path, bytes] = {}
 
 
 def compile_cpp(path: Path) -> bytes:
-    """Compile a corpus program with g++ inside a sandbox (the corpus is untrusted too)."""
+    """Compile a corpus program with arbiter's C++ toolchain (sandboxed compile + compile cache;
+    the corpus is untrusted too)."""
     if path not in _binaries:
-        with Sandbox(limits=Limits(cpu_seconds=60, wall_seconds=120, memory_bytes=1024 * MiB,
-                                   output_bytes=256 * MiB)) as sb:
-            sb.put("main.cpp", path.read_bytes())
-            ex = sb.run(["/usr/bin/g++", "-std=gnu++17", "-O2", "-pthread", "main.cpp", "-o", "main"],
-                        keep=["main"])
-            assert ex.ok, ex.stderr.decode(errors="replace")
-            binary = sb.fetch("main")
-            assert binary
-        _binaries[path] = binary
+        res = cpp.compile_cpp(path.read_bytes().decode("utf-8", "surrogateescape"),
+                              cpp.CompileSpec("g++ -std=gnu++17 -O2 -pthread main.cpp -o main", 120,
+                                              online_judge=False))
+        assert res.ok, res.message
+        assert res.binary
+        _binaries[path] = res.binary
     return _binaries[path]
 
 
@@ -202,3 +201,13 @@ def test_stdin_is_a_real_file_descriptor():
         assert ex.stdout.startswith(b"\ncba")
         assert b"100 5001" in ex.stdout  # no int-to-str digit limit
         assert ex.stderr.strip() == b"4"
+
+
+def test_programs_are_the_oom_killers_first_choice():
+    """Every program process has oom_score_adj 1000; the sandbox's server keeps its own, so a
+    memory cgroup OOM kills the program, never the server."""
+    with Sandbox() as sb:
+        native = sb.run(["/bin/sh", "-c", "cat /proc/self/oom_score_adj /proc/1/oom_score_adj"])
+        assert native.stdout.split() == [b"1000", b"0"], native
+        assert sb.load_python("print(open('/proc/self/oom_score_adj').read().strip())") is None
+        assert sb.run_python().stdout == b"1000\n"

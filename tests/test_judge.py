@@ -209,3 +209,16 @@ def test_python_reads_binary_stdin_and_big_integers():
     big = 10 ** 3000
     suite = TestSuite((StdioCase("big", str(big).encode() + b"\n", (str(big * big).encode() + b"\n",)),))
     assert judge(Task("python", src, suite)).outcome is Outcome.AC
+
+
+def test_unusable_compile_command_is_invalid_task_and_missing_compiler_is_sandbox_error():
+    from arbiter.judge.task import CompileSpec
+
+    suite = TestSuite((stdio("a", "", "1\n"),))
+    src = "#include <cstdio>\nint main(){puts(\"1\");}\n"
+    bad = judge(Task("cpp", src, suite, compile=CompileSpec(command="g++ -O2 main.cpp -o main -I /etc")))
+    assert bad.outcome is Outcome.INVALID_TASK and "-I" in bad.reason
+    missing = judge(Task("cpp", src, suite, compile=CompileSpec(command="clang++-99 -O2 main.cpp -o main")))
+    assert missing.outcome in (Outcome.SANDBOX_ERROR, Outcome.INVALID_TASK), missing.reason
+    ok = judge(Task("cpp", src, suite))
+    assert ok.outcome is Outcome.AC and ok.toolchain

@@ -224,8 +224,9 @@ def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
     - ``retries``: how many times a case that hit ``SANDBOX_ERROR`` is retried in a fresh sandbox.
     - ``on_case``: called with each :class:`CaseResult` as it is decided (progress reporting).
 
-    Returns a :class:`Verdict`; never raises for anything the program does. Raises ``ValueError``
-    only for an unusable :class:`Task` field (e.g. an unknown language).
+    Returns a :class:`Verdict`; never raises for anything the program does. An unusable compile
+    command is ``INVALID_TASK``; a compiler that is not installed is ``SANDBOX_ERROR``. Raises
+    ``ValueError`` only for an unknown language.
     """
     started = time.monotonic()
     if task.language not in ("python", "cpp"):
@@ -240,9 +241,14 @@ def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
     compile_output = ""
     toolchain = None
     if task.language == "cpp":
-        from arbiter.languages.cpp import compile_cpp
+        from arbiter.languages.cpp import CompileCommandError, ToolchainUnavailable, compile_cpp
 
-        comp = compile_cpp(task.source, task.compile)
+        try:
+            comp = compile_cpp(task.source, task.compile)
+        except CompileCommandError as exc:  # the row's compile command is unusable
+            return _verdict(task, Outcome.INVALID_TASK, f"compile command: {exc}", started)
+        except (SandboxError, ToolchainUnavailable) as exc:  # ours, never the program's
+            return _verdict(task, Outcome.SANDBOX_ERROR, f"compile: {exc}", started)
         compile_output = comp.message
         toolchain = comp.toolchain.to_dict() if comp.toolchain is not None else None
         if not comp.ok:

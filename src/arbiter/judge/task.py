@@ -7,26 +7,11 @@ from typing import Literal
 
 from arbiter.checkers.spec import CheckerSpec
 from arbiter.judge.testsuite import TestSuite
+from arbiter.languages.cpp import CompileSpec  # defined below the judge layer; re-exported here
 from arbiter.sandbox.limits import Limits
 
 Language = Literal["python", "cpp"]
 Scoring = Literal["all_or_nothing", "fraction"]
-
-
-@dataclass(frozen=True)
-class CompileSpec:
-    """How to compile a C++ program.
-
-    - ``command``: the task's own compile command (e.g. the oracle seed's
-      ``g++ -std=c++20 -O2 -pipe main.cpp -o main``); ``None`` means the default
-      ``g++ -std=gnu++17 -O2`` (PIE card: the dataset was built with ``g++ -O2 -std=gnu++17``).
-    - ``timeout_seconds``: compile wall limit, seconds.
-    - ``online_judge``: add ``-DONLINE_JUDGE`` as Codeforces and AtCoder do.
-    """
-
-    command: str | None = None
-    timeout_seconds: float = 30.0
-    online_judge: bool = True
 
 
 @dataclass(frozen=True)

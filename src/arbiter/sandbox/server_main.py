@@ -368,6 +368,9 @@ class Server:
             if cwd:
                 os.chdir(cwd)
             env = req.get("env") or DEFAULT_ENV
+            # The child inherits oom_score_adj at spawn; setting it on the child afterwards races
+            # with its exec (its /proc files are root-owned until exec makes it dumpable).
+            old_adj = _set_own_oom_adj(b"1000")
             try:
                 pid = os.posix_spawn(
                     req["argv"][0], req["argv"], env,
@@ -378,6 +381,9 @@ class Server:
                     setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT))
             except OSError as exc:
                 return "exec %s failed: %s\n" % (req["argv"][0], exc)
+            finally:
+                if old_adj is not None:
+                    _set_own_oom_adj(old_adj)
         finally:
             for res, cur in reversed(saved):
                 resource.setrlimit(res, cur)
@@ -388,14 +394,6 @@ class Server:
                 resource.prlimit(pid, res, val)
             except (OSError, ValueError):
                 pass
-        try:
-            fd = os.open("/proc/%d/oom_score_adj" % pid, os.O_WRONLY)
-            try:
-                os.write(fd, b"1000")
-            finally:
-                os.close(fd)
-        except OSError:
-            pass
         return pid
 
     def make_spare(self):
@@ -522,6 +520,27 @@ def compile_program(source, filename):
 # --------------------------------------------------------------------------------------------
 # the child: limits, then the program
 # --------------------------------------------------------------------------------------------
+
+def _set_own_oom_adj(value):
+    """Set this (non-dumpable) server's own ``oom_score_adj``; returns the old value (bytes) or
+    None. Dumpable only for the instant of the write, while no program is alive in the sandbox
+    (the previous case's processes are reaped, the spare is dropped), so nothing can ptrace it."""
+    if _LIBC is None:
+        return None
+    _LIBC.prctl(4, 1, 0, 0, 0)
+    try:
+        fd = os.open("/proc/self/oom_score_adj", os.O_RDWR)
+        try:
+            old = os.pread(fd, 16, 0).strip()
+            os.write(fd, value)
+            return old
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    finally:
+        _LIBC.prctl(4, 0, 0, 0, 0)
+
 
 def _rlimit_list(limits, keep_fd):
     """The ``(resource, (soft, hard))`` pairs a case runs under."""
