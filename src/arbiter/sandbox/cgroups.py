@@ -54,6 +54,45 @@ def available() -> tuple[bool, str]:
         return False, str(exc)
 
 
+_pruned = False
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def prune_stale(base: Path) -> int:
+    """Remove sandbox groups left by judge processes that died (e.g. SIGKILLed) before their
+    sandboxes' ``close``: groups named ``sbx-<pid>-<n>`` whose ``pid`` is gone. Their tasks (if
+    any survived ``--die-with-parent``) are killed first. Returns how many groups were removed."""
+    removed = 0
+    try:
+        entries = list(base.iterdir())
+    except OSError:
+        return 0
+    for d in entries:
+        parts = d.name.split("-")
+        if len(parts) != 3 or parts[0] != "sbx" or not parts[1].isdigit() or _pid_alive(int(parts[1])):
+            continue
+        try:
+            for pid in (int(x) for x in (d / "cgroup.procs").read_text().split()):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            d.rmdir()
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
 class SandboxCgroups:
     """The memory, pids and cpuacct groups of one sandbox.
 
@@ -89,13 +128,17 @@ class SandboxCgroups:
     @classmethod
     def create(cls, *, memory_bytes: int, processes: int) -> "SandboxCgroups":
         """Create the three groups with these limits (bytes, tasks). Raises CgroupError."""
+        global _pruned
         with _lock:
             name = f"sbx-{os.getpid()}-{next(_counter)}"
+            prune, _pruned = not _pruned, True
         paths: dict[str, Path] = {}
         try:
             for c in CONTROLLERS:
                 base = ROOT / c / own_cgroup_path(c).lstrip("/") / "arbiter"
                 base.mkdir(exist_ok=True)
+                if prune:
+                    prune_stale(base)
                 p = base / name
                 p.mkdir()
                 paths[c] = p

@@ -267,7 +267,12 @@ class Sandbox:
         except (OSError, ValueError):
             data = b""
         text = data.decode("utf-8", "replace").strip()
-        return f" (stderr: {text})" if text else ""
+        try:
+            code = self._proc.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            code = None
+        status = f"; bwrap exit status {code}" if code is not None else ""
+        return f"{status} (stderr: {text})" if text else status
 
     def close(self) -> None:
         """Stop the server, kill every process of the sandbox, remove its cgroups and files."""
