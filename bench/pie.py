@@ -1,0 +1,137 @@
+"""Cost of measuring a PIE-style pair: instruction counts (valgrind) vs wall clock vs a plain native run.
+
+Data: ``bench/data/pie_sum_of_divisors`` (a slow/fast C++ pair and 50 tiny PIE-layout tests, shipped here).
+For 1, 5, 20 and 50 cases it runs, end to end as a pipeline would (fresh sandboxes included):
+
+- ``native``  — each program once per case in its own sandbox (what the judge's correctness pass costs);
+- ``instr``   — :func:`arbiter.timing.compare.compare` with ``method="instructions"`` (one valgrind run per
+  case and program, valgrind start-up included);
+- ``wall``    — ``compare(method="wall")`` with PIE's sample schedule shrunk to 1 warm-up + 5 repeats, ABBA
+  (headline on the CPU clock, wall clock alongside).
+
+Each configuration is repeated ``--reps`` times; the table shows medians: total seconds, and seconds per measured
+case (one case of one program), side by side. Then the figures themselves at the largest size: instruction
+speedup, wall and CPU speedups, the startup floor and the card's ceiling.
+
+Usage: ``.venv/bin/python bench/pie.py [--sizes 1,5,20,50] [--reps 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from arbiter.languages.cpp import CompileSpec, compile_cpp
+from arbiter.sandbox.limits import Limits
+from arbiter.sandbox.sandbox import Sandbox
+from arbiter.timing.compare import Program, compare, startup_floor
+from arbiter.timing.instructions import find_valgrind, measure_instructions
+from arbiter.timing.wallclock import core_lease
+
+DATA = Path(__file__).resolve().parent / "data" / "pie_sum_of_divisors"
+#: PIE's gem5 harness compiles with ``g++ --std=c++17 -O3`` (reference/pie.md §1).
+SPEC = CompileSpec(command="g++ -std=gnu++17 -O3 main.cpp -o main")
+STATIC = CompileSpec(command="g++ -std=gnu++17 -O3 -static main.cpp -o main")
+
+
+def build(path: Path, name: str) -> Program:
+    result = compile_cpp(path.read_text(), SPEC)
+    if not result.ok:
+        sys.exit(f"compile of {path} failed: {result.message}")
+    return Program.of(result, name)
+
+
+def load_cases() -> list[tuple[str, bytes, bytes]]:
+    cases = []
+    i = 0
+    while (DATA / "tests" / f"input.{i}.txt").exists():
+        cases.append((str(i), (DATA / "tests" / f"input.{i}.txt").read_bytes(),
+                      (DATA / "tests" / f"output.{i}.txt").read_bytes()))
+        i += 1
+    return cases
+
+
+def native(a: Program, b: Program, cases, limits: Limits) -> None:
+    with core_lease():
+        for prog in (a, b):
+            with Sandbox(files={"main": prog.binary}, limits=limits) as sb:
+                for _, stdin, expected in cases:
+                    ex = sb.run(["/prog/main"], stdin, limits)
+                    assert ex.ok and ex.stdout.split() == expected.split(), ex
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1,5,20,50")
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    vg = find_valgrind()
+    slow, fast = build(DATA / "slow.cpp", "slow"), build(DATA / "fast.cpp", "fast")
+    tc = slow.toolchain
+    all_cases = load_cases()
+    limits = Limits(cpu_seconds=5)
+    print(f"valgrind {vg.version} ({Path(vg.tool).name}, --cache-sim=no); {tc.compiler_version}; "
+          f"flags {' '.join(tc.flags)}; {tc.link_mode}")
+    print(f"{len(all_cases)} cases available; {args.reps} reps per cell; medians. "
+          "per-case = seconds per measured case of one program, sandbox start-up included.\n")
+    head = f"{'cases':>5} | {'native total':>12} {'per-case':>9} | {'instr total':>11} {'per-case':>9} | " \
+           f"{'wall total':>10} {'per-case':>9} | {'instr/native':>12} {'wall/native':>11}"
+    print(head)
+    print("-" * len(head))
+    last = {}
+    for n in sizes:
+        cases = all_cases[:n]
+        cells = {"native": [], "instr": [], "wall": []}
+        for _ in range(args.reps):
+            t = time.perf_counter()
+            native(slow, fast, cases, limits)
+            cells["native"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            ci = compare(slow, fast, cases, "instructions", limits=limits, valgrind=vg)
+            cells["instr"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            cw = compare(slow, fast, cases, "wall", limits=limits, repeats=5, warmup=1)
+            cells["wall"].append(time.perf_counter() - t)
+            assert ci.ok and cw.ok, (ci.failures, cw.failures)
+            last = {"instr": ci, "wall": cw}
+        med = {k: statistics.median(v) for k, v in cells.items()}
+        runs = 2 * n
+        print(f"{n:>5} | {med['native']:>11.3f}s {1e3 * med['native'] / runs:>7.1f}ms | "
+              f"{med['instr']:>10.3f}s {1e3 * med['instr'] / runs:>7.1f}ms | "
+              f"{med['wall']:>9.3f}s {1e3 * med['wall'] / runs:>7.1f}ms | "
+              f"{med['instr'] / med['native']:>11.1f}x {med['wall'] / med['native']:>10.1f}x")
+
+    # where the valgrind time goes: one run per case, as seen by the sandbox
+    per_run = measure_instructions(slow.binary, all_cases[:max(sizes)], limits=limits, valgrind=vg)
+    vg_wall = statistics.median(c.wall_seconds for c in per_run.counts)
+    vg_cpu = statistics.median(c.cpu_seconds for c in per_run.counts)
+    floor = startup_floor(SPEC)
+    floor_io = startup_floor(SPEC, iostream=True)
+    floor_static = startup_floor(STATIC)
+    ci, cw = last["instr"], last["wall"]
+    print(f"\nper valgrind run (slow program, median over {len(per_run.counts)} cases): "
+          f"{vg_wall * 1e3:.0f} ms wall, {vg_cpu * 1e3:.0f} ms CPU")
+    print(f"startup floor: {floor:,} instructions (empty main), {floor_io:,} (only <iostream>), "
+          f"{floor_static:,} (empty main, -static)")
+    print(f"\nfigures at {len(ci.cases)} cases (a = slow, b = fast; speedup = sum(a) / sum(b)):")
+    print(f"  instructions: {ci.a_total:,} / {ci.b_total:,} = speedup {ci.speedup:.2f} "
+          f"(largest {len(ci.largest_cases)} cases: {ci.largest_speedup:.2f}); "
+          f"ceiling (mean slow case / floor) {ci.ceiling_speedup(floor):.2f}")
+    print(f"  timed, {cw.clock} clock: {cw.a_total * 1e3:.1f} ms / {cw.b_total * 1e3:.1f} ms = speedup "
+          f"{cw.speedup:.2f} (largest: {cw.largest_speedup:.2f}); per-round speedups "
+          f"{min(cw.extra['round_speedups']):.2f}..{max(cw.extra['round_speedups']):.2f}; wall-clock: "
+          f"{cw.extra['wall_a_total'] * 1e3:.1f} ms / {cw.extra['wall_b_total'] * 1e3:.1f} ms = speedup "
+          f"{cw.extra['wall_speedup']:.2f}")
+    for clock in ("wall", "cpu"):
+        cvs = [c.a_spread[clock]["cv"] for c in cw.cases] + [c.b_spread[clock]["cv"] for c in cw.cases]
+        print(f"  {clock}-clock per-case coefficient of variation (5 kept repeats): "
+              f"median {statistics.median(cvs) * 100:.1f} %, max {max(cvs) * 100:.1f} %")
+    print("  instruction counts: coefficient of variation 0 (deterministic; tests/test_timing.py)")
+
+
+if __name__ == "__main__":
+    main()

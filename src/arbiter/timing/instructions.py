@@ -1,0 +1,516 @@
+"""Exact instruction counts of a native program, measured under valgrind inside the sandbox.
+
+Why instructions: DESIGN.md "Speed" makes instruction counts the default measurement for speedups because they
+are deterministic; PIE gets the same property from gem5 (``reference/pie.md`` §1: "each test is simulated once,
+because the result is deterministic") and §3 names valgrind's cachegrind/callgrind as the gem5-free way to get it.
+What they miss: cache and memory effects (pie.md §3) and all kernel work (``execve``, dynamic loading's
+``mmap``/page faults, reads and writes). On tiny inputs the kernel's share of a native run dominates, so
+instruction speedups come out far larger than time speedups: ``bench/pie.py`` measures 26.8x in instructions and
+2.4x in CPU time for the same pair on PIE-sized inputs. Like the card's gem5 figures, report them with the startup
+floor (:func:`arbiter.timing.compare.startup_floor`) and prefer cases with non-trivial work.
+
+How one case is counted (:func:`count_instructions`)
+----------------------------------------------------
+The untrusted binary runs inside the caller's :class:`~arbiter.sandbox.sandbox.Sandbox` (valgrind lives under
+``/usr``, which the sandbox shows read-only), with the case input on stdin::
+
+    prlimit --nofile=N:N --nproc=1:1 -- <libexec>/cachegrind-<arch>-linux --tool=cachegrind -q --vgdb=no
+        --trace-children=yes --cache-sim=no --branch-sim=no --I1=.. --D1=.. --LL=..
+        --main-stacksize=<native stack> --cachegrind-out-file=/work/.icount-<random> /prog/main
+
+- **Tool**: ``cachegrind --cache-sim=no`` counts every guest instruction (``Ir``) exactly, and is the cheapest
+  exact counter here (valgrind 3.19, whose cachegrind default is still ``--cache-sim=yes``). Measured in this
+  sandbox on a 2.86e9-instruction program, CPU seconds (native 0.12 s): ``--tool=none`` 0.79 s (counts nothing),
+  cachegrind ``--cache-sim=no`` 2.1 s (18x), cachegrind with cache simulation 4.5 s, callgrind 6.0 s, exp-bbv
+  ``--instr-count-only`` 6.5 s, lackey 22 s. Cachegrind's count equals lackey's ``guest instrs`` exactly;
+  callgrind and exp-bbv report slightly fewer (674 and 17k fewer on 35M): they miss some start-up code.
+  Start-up: 0.09 s CPU for an empty program, 0.14 s with ``<iostream>`` (native: 1 ms), once debug symbols are
+  hidden (:attr:`Valgrind.mounts`). ``bench/pie.py`` prints the cost per case.
+- **Output channel**: the count is read from cachegrind's output file, whose name has 128 random bits chosen per
+  run, kept with ``keep=`` and read with :meth:`Sandbox.fetch` (``O_NOFOLLOW``); it must name exactly our command
+  (``cmd:``), have the single event ``Ir`` and end with ``summary: <int>``. The program's stdout is never mixed
+  with it.
+- **No escape from counting**: the tool binary is started directly (not through ``/usr/bin/valgrind``, Debian's
+  wrapper script, which also injects ``GLIBCXX_FORCE_NEW`` and ``LD_LIBRARY_PATH`` into the program's
+  environment) with ``VALGRIND_LAUNCHER`` pointing at a path that does not exist and ``--trace-children=yes``:
+  an ``execve`` by the program makes valgrind exec that launcher, which fails, and valgrind dies with
+  "EXEC FAILED" (exit 101) before writing any count. So a program cannot do its work and then replace itself by a
+  native process that exits cheaply (or writes a fake count). ``RLIMIT_NPROC = 1`` makes ``fork``/``clone`` fail,
+  so no child can do uncounted work either. Consequence: measured programs must be single-threaded, single-process
+  (PIE/CodeNet programs are).
+- **Known limit**: valgrind shares the process with the program, so no channel is fully tamper-proof. A program
+  written against this harness can read valgrind's real command line (``/proc/thread-self/cmdline`` shows it;
+  ``/proc/self/cmdline`` is faked), learn the output file's name, write a fake count there and make it read-only
+  before exiting (shown by hand: the forged count is accepted); it could also rewrite valgrind's counters in
+  memory. Closing the first needs a channel the program cannot reach (e.g. a pipe from the fork-server given to
+  valgrind as ``--log-fd``: the sandbox offers none today); the second cannot be closed inside valgrind. The
+  output check and the exec/fork refusal still hold.
+- **Determinism**: same binary + same stdin + same environment give the same count (checked by
+  ``tests/test_timing.py``, also with every core busy). Fixed here: argv (``/prog/main``), cwd (``/work``), the
+  environment (the sandbox's default environment plus ``VALGRIND_LIB``; valgrind adds ``LD_PRELOAD`` of its core
+  preload), valgrind's own address-space layout, no ASLR effect on counts. Not fixed: a program that reads the
+  clock or ``/dev/urandom`` counts differently each run; glibc picks string/memory routines by CPUID, so counts
+  depend on the CPU model (recorded in :meth:`Valgrind.fingerprint`).
+- **RLIMIT_NOFILE race**: the sandbox server applies a run's hard limits with ``prlimit`` right after spawning it;
+  valgrind reads ``RLIMIT_NOFILE`` at start-up to reserve its own descriptors, and when the limit changes under
+  it, it aborts at exit (``vgPlain_safe_fd`` assertion, seen intermittently). The ``prlimit`` wrapper sets the same
+  limits before valgrind starts, so the server's later ``prlimit`` changes nothing.
+
+Limits (:func:`valgrind_limits`): valgrind needs more time and memory than a native run. CPU limit =
+native x :data:`TIME_FACTOR` + :data:`STARTUP_SECONDS`; memory = native + :data:`MEMORY_EXTRA_BYTES` (measured
++22 to +26 MiB over native for 1 to 512 MiB programs; the translation cache grows with code size).
+
+Statuses (:class:`MeasureStatus`): a run that crashed, hit a limit, printed a wrong answer, tried to ``execve``
+or produced no count is a failed measurement, never a number.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import enum
+import functools
+import hashlib
+import os
+import platform
+import secrets
+import shutil
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from arbiter.sandbox.execution import Execution, Status
+from arbiter.sandbox.limits import MiB, Limits
+from arbiter.sandbox.sandbox import Sandbox
+from arbiter.sandbox.server_main import DEFAULT_ENV
+
+__all__ = [
+    "EXEC_REFUSED_LAUNCHER",
+    "MEMORY_EXTRA_BYTES",
+    "STARTUP_SECONDS",
+    "TIME_FACTOR",
+    "TOOL_OPTIONS",
+    "CaseCount",
+    "InstructionRun",
+    "MeasureStatus",
+    "Valgrind",
+    "ValgrindUnavailable",
+    "count_instructions",
+    "cpu_identity",
+    "default_same_output",
+    "find_valgrind",
+    "measure_instructions",
+    "parse_cachegrind_out",
+    "run_status",
+    "valgrind_available",
+    "valgrind_limits",
+]
+
+#: CPU-time factor of a valgrind run over the native limit. Measured: cachegrind ``--cache-sim=no`` costs 18.5x
+#: native CPU on a dense vectorised loop (the worst case seen), 5-10x on ordinary scalar code.
+TIME_FACTOR = 30.0
+#: Seconds added to a valgrind run's CPU limit for valgrind's own start-up (0.2 s measured; margin for busy hosts).
+STARTUP_SECONDS = 5.0
+#: Memory added to a valgrind run's limit: valgrind's own heap, translation cache and the (tiny, never simulated)
+#: cache tables. Measured +22..+26 MiB over native RSS.
+MEMORY_EXTRA_BYTES = 128 * MiB
+#: stderr kept from a valgrind run (valgrind's own messages land there too).
+STDERR_BYTES = 256 * 1024
+#: ``VALGRIND_LAUNCHER`` given to the tool: a path that does not exist, so an ``execve`` by the program fails and
+#: valgrind stops with "EXEC FAILED" instead of running an uncounted program.
+EXEC_REFUSED_LAUNCHER = "/nonexistent/arbiter-refuses-execve"
+#: The tool and its options. Cache sizes are pinned (and tiny) so that nothing depends on the host's caches and
+#: cachegrind does not allocate tables for the host's LL cache (96 MiB -> 36 MiB); they are never simulated.
+TOOL_OPTIONS: tuple[str, ...] = (
+    "--tool=cachegrind", "-q", "--vgdb=no", "--trace-children=yes",
+    "--cache-sim=no", "--branch-sim=no",
+    "--I1=32768,8,64", "--D1=32768,8,64", "--LL=1048576,16,64",
+)
+_OUT_PREFIX = ".icount-"
+#: Detached debug symbols; hidden in measuring sandboxes (see :attr:`Valgrind.mounts`).
+DEBUGINFO_DIR = "/usr/lib/debug"
+_LIB_DIRS = ("/usr/libexec/valgrind", "/usr/lib/x86_64-linux-gnu/valgrind", "/usr/lib/aarch64-linux-gnu/valgrind",
+             "/usr/lib/valgrind", "/usr/local/libexec/valgrind", "/usr/local/lib/valgrind")
+_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "i386": "x86", "i686": "x86",
+         "ppc64le": "ppc64le", "s390x": "s390x", "riscv64": "riscv64"}
+
+
+class ValgrindUnavailable(RuntimeError):
+    """valgrind (or ``prlimit``) is not installed where the sandbox can see it. Install the Debian packages
+    ``valgrind`` and ``util-linux`` (``make sysdeps`` does)."""
+
+
+class MeasureStatus(str, enum.Enum):
+    """How one measured run ended.
+
+    ``ok`` is the only status that carries a figure. ``runtime_error`` / ``time_limit`` / ``memory_limit`` /
+    ``output_limit`` come from the sandbox (non-zero exit or fatal signal is ``runtime_error`` even when stdout
+    matched, DESIGN.md standing rules). ``wrong_output``: exit 0 but stdout differs from the expected output.
+    ``exec_refused``: the program called ``execve`` (not measurable, see module docstring). ``no_count``: exit 0
+    but valgrind wrote no valid count. ``sandbox_error``: our fault, to be retried and reported, never a verdict.
+    """
+
+    OK = "ok"
+    RUNTIME_ERROR = "runtime_error"
+    TIME_LIMIT = "time_limit"
+    MEMORY_LIMIT = "memory_limit"
+    OUTPUT_LIMIT = "output_limit"
+    WRONG_OUTPUT = "wrong_output"
+    EXEC_REFUSED = "exec_refused"
+    NO_COUNT = "no_count"
+    SANDBOX_ERROR = "sandbox_error"
+
+
+_FROM_SANDBOX = {
+    Status.OK: MeasureStatus.OK,
+    Status.RUNTIME_ERROR: MeasureStatus.RUNTIME_ERROR,
+    Status.TIME_LIMIT: MeasureStatus.TIME_LIMIT,
+    Status.MEMORY_LIMIT: MeasureStatus.MEMORY_LIMIT,
+    Status.OUTPUT_LIMIT: MeasureStatus.OUTPUT_LIMIT,
+    Status.SANDBOX_ERROR: MeasureStatus.SANDBOX_ERROR,
+}
+
+
+def default_same_output(actual: bytes, expected: bytes) -> bool:
+    """The output comparison used when the caller gives none: equal after removing trailing whitespace of every
+    line and trailing empty lines (the oracle seed card's ``trailing_whitespace`` checker).
+
+    Correctness is the judge's job; this only makes sure a measured run computed the expected answer. Callers with
+    another checker (PIE's float tolerance, tokens) pass it as ``same_output``.
+    """
+    def norm(b: bytes) -> list[bytes]:
+        lines = [ln.rstrip() for ln in b.replace(b"\r\n", b"\n").split(b"\n")]
+        while lines and not lines[-1]:
+            lines.pop()
+        return lines
+    return norm(actual) == norm(expected)
+
+
+def run_status(ex: Execution, expected: bytes | None,
+               same_output: Callable[[bytes, bytes], bool] | None = None) -> tuple[MeasureStatus, str]:
+    """``(status, detail)`` of one measured run: the sandbox's status, then the output check when ``expected`` is
+    given (``same_output(actual, expected)``, default :func:`default_same_output`)."""
+    status = _FROM_SANDBOX[ex.status]
+    if status is not MeasureStatus.OK:
+        return status, ex.detail
+    if expected is not None:
+        if ex.stdout_truncated:
+            return MeasureStatus.WRONG_OUTPUT, "stdout was truncated"
+        if not (same_output or default_same_output)(ex.stdout, expected):
+            return MeasureStatus.WRONG_OUTPUT, "stdout differs from the expected output"
+    return MeasureStatus.OK, ""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# valgrind discovery
+# ---------------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Valgrind:
+    """Where valgrind's cachegrind tool is, and what identifies its counts.
+
+    - ``lib_dir``: valgrind's library directory (``VALGRIND_LIB``), e.g. ``/usr/libexec/valgrind``.
+    - ``tool``: the cachegrind tool binary in it (``cachegrind-amd64-linux``), started directly.
+    - ``prlimit``: path of util-linux ``prlimit``.
+    - ``version``: e.g. ``"3.19.0"``.
+    - ``arch``: valgrind's platform name, e.g. ``"amd64-linux"``.
+    - ``cpu_model`` / ``cpu_flags_sha256``: the host CPU; glibc chooses routines by CPUID, so counts are only
+      comparable on the same CPU model and flags.
+    """
+
+    lib_dir: str
+    tool: str
+    prlimit: str
+    version: str
+    arch: str
+    cpu_model: str = ""
+    cpu_flags_sha256: str = ""
+    options: tuple[str, ...] = TOOL_OPTIONS
+    hide_debuginfo: bool = True
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment of a measured run: the sandbox's default environment (what the judge's native runs
+        see) plus what the tool needs (``VALGRIND_LIB``; ``VALGRIND_LAUNCHER`` is removed by valgrind before the
+        program starts)."""
+        return {**DEFAULT_ENV, "VALGRIND_LIB": self.lib_dir, "VALGRIND_LAUNCHER": EXEC_REFUSED_LAUNCHER}
+
+    @property
+    def mounts(self) -> list[tuple[str, str]]:
+        """Read-only mounts for a measuring sandbox: valgrind's directory when it is not under ``/usr``, and an
+        empty directory over ``/usr/lib/debug``. Valgrind otherwise reads the detached debug symbols of glibc
+        (``libc6-dbg``, which Debian's valgrind recommends) at every start: measured 0.19 -> 0.09 s CPU per run of
+        an empty program, 0.26 -> 0.14 s with ``<iostream>``, identical counts (symbols only name functions in
+        cachegrind's report; they never change what the program executes)."""
+        mounts = [] if self.lib_dir.startswith("/usr/") else [(self.lib_dir, self.lib_dir)]
+        if self.hide_debuginfo and os.path.isdir(DEBUGINFO_DIR):
+            mounts.append((_empty_dir(), DEBUGINFO_DIR))
+        return mounts
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What a count depends on besides the program, its input and its toolchain: the meter, its options,
+        the environment's names and the CPU. Two counts are comparable only when these are equal."""
+        return {"meter": "valgrind-cachegrind", "valgrind": self.version, "arch": self.arch,
+                "options": list(self.options), "env": sorted(self.env), "debuginfo_hidden": self.hide_debuginfo,
+                "cpu_model": self.cpu_model,
+                "cpu_flags_sha256": self.cpu_flags_sha256}
+
+
+_empty: str | None = None
+
+
+def _empty_dir() -> str:
+    """A private, empty, read-only directory on the host (removed at exit), to hide a directory in sandboxes."""
+    global _empty
+    if _empty is None or not os.path.isdir(_empty):
+        _empty = tempfile.mkdtemp(prefix="arbiter-empty-")
+        os.chmod(_empty, 0o555)
+        atexit.register(shutil.rmtree, _empty, True)
+    return _empty
+
+
+def cpu_identity() -> tuple[str, str]:
+    """``(model name, sha256[:16] of the sorted CPU flags)`` of the host, from ``/proc/cpuinfo``."""
+    model, flags = "", ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "model name" and not model:
+                    model = value.strip()
+                elif key in ("flags", "Features") and not flags:
+                    flags = " ".join(sorted(value.split()))
+                if model and flags:
+                    break
+    except OSError:
+        pass
+    return model or platform.processor() or platform.machine(), hashlib.sha256(flags.encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=None)
+def find_valgrind(lib_dir: str | None = None) -> Valgrind:
+    """Locate cachegrind (``$ARBITER_VALGRIND_LIB`` or the usual library directories) and read its version.
+
+    Cached per process. Raises :class:`ValgrindUnavailable` when valgrind or ``prlimit`` is missing or the tool
+    does not start.
+    """
+    arch = _ARCH.get(platform.machine().lower())
+    if arch is None:
+        raise ValgrindUnavailable(f"valgrind platform unknown for machine {platform.machine()!r}")
+    arch += "-linux"
+    candidates = [lib_dir] if lib_dir else ([os.environ["ARBITER_VALGRIND_LIB"]]
+                                            if os.environ.get("ARBITER_VALGRIND_LIB") else list(_LIB_DIRS))
+    tool = ""
+    for d in candidates:
+        path = os.path.join(d, f"cachegrind-{arch}")
+        if os.access(path, os.X_OK):
+            lib_dir, tool = d, path
+            break
+    if not tool:
+        raise ValgrindUnavailable(f"valgrind's cachegrind-{arch} not found in {', '.join(candidates)}; "
+                                  "install valgrind (apt-get install valgrind)")
+    prlimit = next((p for p in ("/usr/bin/prlimit", "/bin/prlimit") if os.access(p, os.X_OK)), "")
+    if not prlimit:
+        raise ValgrindUnavailable("prlimit not found; install util-linux")
+    try:
+        out = subprocess.run([tool, "--version"], capture_output=True, timeout=30, check=False,
+                             env={"VALGRIND_LIB": lib_dir, "VALGRIND_LAUNCHER": EXEC_REFUSED_LAUNCHER,
+                                  "PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ValgrindUnavailable(f"{tool} --version failed: {exc}") from exc
+    text = (out.stdout or out.stderr).decode(errors="replace").strip()
+    if out.returncode != 0 or not text.startswith("valgrind-"):
+        raise ValgrindUnavailable(f"{tool} --version failed: {text[:200]!r}")
+    model, flags = cpu_identity()
+    return Valgrind(lib_dir=str(lib_dir), tool=tool, prlimit=prlimit, version=text[len("valgrind-"):],
+                    arch=arch, cpu_model=model, cpu_flags_sha256=flags)
+
+
+def valgrind_available() -> bool:
+    """True when :func:`find_valgrind` succeeds."""
+    try:
+        find_valgrind()
+        return True
+    except ValgrindUnavailable:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# limits and parsing
+# ---------------------------------------------------------------------------------------------------------------
+
+def valgrind_limits(native: Limits, *, time_factor: float = TIME_FACTOR, startup_seconds: float = STARTUP_SECONDS,
+                    memory_extra_bytes: int = MEMORY_EXTRA_BYTES) -> Limits:
+    """The limits of a valgrind run of a program whose native limits are ``native``.
+
+    CPU seconds: ``native.cpu_seconds * time_factor + startup_seconds``; wall: ``1.5 x`` that + 5 s (a busy host
+    delays valgrind more than the program); memory: ``native.memory_bytes + memory_extra_bytes``; stack: the
+    native stack (passed to valgrind as ``--main-stacksize``: by default valgrind gives the program at most 16 MiB
+    of stack, and deep recursion that passes natively would crash); stderr: at least :data:`STDERR_BYTES`;
+    ``processes = 1`` (no fork, see module docstring). Factors: see :data:`TIME_FACTOR`, :data:`MEMORY_EXTRA_BYTES`.
+    """
+    cpu = native.cpu_seconds * time_factor + startup_seconds
+    return native.with_(cpu_seconds=cpu, wall_seconds=cpu * 1.5 + 5.0, stack_bytes=native.stack,
+                        memory_bytes=native.memory_bytes + memory_extra_bytes,
+                        stderr_bytes=max(native.stderr_bytes, STDERR_BYTES), processes=1)
+
+
+def parse_cachegrind_out(data: bytes, command: Sequence[str]) -> int:
+    """The total instruction count (``Ir``) in a cachegrind output file.
+
+    The file must name exactly ``command`` on its ``cmd:`` line, have the single event ``Ir`` and end with
+    ``summary: <count>``. Raises ValueError naming what is wrong.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError("cachegrind output is not UTF-8") from exc
+    lines = text.splitlines()
+    cmd = next((ln[5:] for ln in lines if ln.startswith("cmd: ")), None)
+    if cmd != " ".join(command):
+        raise ValueError(f"cachegrind output names command {cmd!r}, expected {' '.join(command)!r}")
+    if "events: Ir" not in lines:
+        raise ValueError("cachegrind output has no 'events: Ir' line")
+    tail = [ln for ln in lines if ln.strip()]
+    if not tail or not tail[-1].startswith("summary: "):
+        raise ValueError("cachegrind output does not end with its summary line")
+    value = tail[-1][len("summary: "):].strip()
+    if not value.isdigit():
+        raise ValueError(f"cachegrind summary is not a count: {value!r}")
+    return int(value)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# counting
+# ---------------------------------------------------------------------------------------------------------------
+
+@dataclass
+class CaseCount:
+    """One case measured under valgrind.
+
+    - ``case``: the case name; ``status``: :class:`MeasureStatus`; ``detail``: why it failed ("" when ok).
+    - ``instructions``: guest instructions executed (valgrind ``Ir``), start-up included; ``None`` unless ok.
+    - ``exit_code`` / ``signal``: of the valgrind process (valgrind exits like its program).
+    - ``cpu_seconds`` / ``wall_seconds`` / ``peak_memory_bytes``: of the valgrind run (not of the program alone).
+    """
+
+    case: str
+    status: MeasureStatus
+    instructions: int | None = None
+    detail: str = ""
+    exit_code: int | None = None
+    signal: int | None = None
+    cpu_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    peak_memory_bytes: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """True when the run produced a count."""
+        return self.status is MeasureStatus.OK and self.instructions is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        d = asdict(self)
+        d["status"] = self.status.value
+        return d
+
+
+def count_instructions(sandbox: Sandbox, argv: Sequence[str] = ("/prog/main",), stdin: bytes = b"", *,
+                       limits: Limits, expected: bytes | None = None,
+                       same_output: Callable[[bytes, bytes], bool] | None = None, case: str = "",
+                       valgrind: Valgrind | None = None) -> CaseCount:
+    """Run ``argv`` once under cachegrind in ``sandbox`` with ``stdin`` and return its instruction count.
+
+    ``limits`` are the limits of the valgrind run itself (use :func:`valgrind_limits` on the native limits); its
+    stack limit is also the program's stack under valgrind (``--main-stacksize``).
+    ``expected``: the expected stdout (``None``: not checked); ``same_output`` compares them
+    (default :func:`default_same_output`). Never raises for the program's behaviour: a crash, a limit, a wrong
+    answer, an ``execve`` or a missing count is a :class:`CaseCount` with a failed status. Raises
+    :class:`ValgrindUnavailable` when valgrind is missing.
+    """
+    vg = valgrind or find_valgrind()
+    out_path = f"{sandbox.work_dir}/{_OUT_PREFIX}{secrets.token_hex(16)}"
+    nofile = max(int(limits.open_files), 3)  # what the sandbox server will set (see module docstring)
+    full = [vg.prlimit, f"--nofile={nofile}:{nofile}", "--nproc=1:1", "--", vg.tool, *vg.options,
+            f"--main-stacksize={limits.stack}", f"--cachegrind-out-file={out_path}", *argv]
+    ex = sandbox.run(full, stdin, limits, env=vg.env, keep=[out_path])
+    common = dict(case=case, exit_code=ex.exit_code, signal=ex.signal, cpu_seconds=ex.cpu_seconds,
+                  wall_seconds=ex.wall_seconds, peak_memory_bytes=ex.peak_memory_bytes)
+    data = None
+    try:
+        if ex.status is not Status.SANDBOX_ERROR:
+            data = sandbox.fetch(out_path, max_bytes=64 * MiB)
+    finally:
+        if ex.status is not Status.SANDBOX_ERROR and sandbox.alive:
+            sandbox.run(["/bin/rm", "-f", out_path], b"", limits.with_(cpu_seconds=5.0, wall_seconds=10.0))
+    if ex.exit_code == 101 and b"EXEC FAILED" in ex.stderr:
+        return CaseCount(status=MeasureStatus.EXEC_REFUSED,
+                         detail="the program called execve; only a single process can be measured", **common)
+    status, detail = run_status(ex, expected, same_output)
+    if status is not MeasureStatus.OK:
+        return CaseCount(status=status, detail=detail, **common)
+    if data is None:
+        return CaseCount(status=MeasureStatus.NO_COUNT, detail="valgrind wrote no count", **common)
+    try:
+        n = parse_cachegrind_out(data, list(argv))
+    except ValueError as exc:
+        return CaseCount(status=MeasureStatus.NO_COUNT, detail=str(exc), **common)
+    return CaseCount(status=MeasureStatus.OK, instructions=n, **common)
+
+
+@dataclass
+class InstructionRun:
+    """:func:`measure_instructions`' result: one :class:`CaseCount` per case (in order; cut short after the first
+    failure when ``stop_on_failure``), the total when every case counted, and the meter's fingerprint."""
+
+    counts: list[CaseCount]
+    meter: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when every case produced a count."""
+        return bool(self.counts) and all(c.ok for c in self.counts)
+
+    @property
+    def total(self) -> int | None:
+        """Sum of the counts (instructions), ``None`` unless :attr:`ok`."""
+        return sum(c.instructions for c in self.counts) if self.ok else None  # type: ignore[misc]
+
+
+def measure_instructions(binary: bytes, cases: Sequence[tuple[str, bytes, bytes | None]], *,
+                         limits: Limits | None = None, same_output: Callable[[bytes, bytes], bool] | None = None,
+                         stop_on_failure: bool = True, valgrind: Valgrind | None = None,
+                         pin: bool = True) -> InstructionRun:
+    """Count the instructions of ``binary`` (an executable's bytes, run as ``/prog/main``) on each case
+    ``(name, stdin, expected stdout or None)`` in one fresh sandbox.
+
+    ``limits``: the program's native per-run limits (default :class:`Limits`), scaled by :func:`valgrind_limits`.
+    A sandbox failure is retried once in a fresh sandbox (DESIGN.md: ``SANDBOX_ERROR`` is retried, then reported).
+    ``pin``: hold an exclusive core for the measurement (:func:`arbiter.timing.wallclock.core_lease`).
+    Raises :class:`ValgrindUnavailable`; :class:`~arbiter.sandbox.sandbox.SandboxError` when no sandbox starts.
+    """
+    from arbiter.timing.wallclock import core_lease  # (wallclock imports this module)
+
+    vg = valgrind or find_valgrind()
+    vlim = valgrind_limits(limits or Limits())
+    counts: list[CaseCount] = []
+    with core_lease() if pin else contextlib.nullcontext():
+        sb = Sandbox(files={"main": binary}, limits=vlim, mounts=vg.mounts)
+        try:
+            for name, stdin, expected in cases:
+                c = count_instructions(sb, ("/prog/main",), stdin, limits=vlim, expected=expected,
+                                       same_output=same_output, case=name, valgrind=vg)
+                if c.status is MeasureStatus.SANDBOX_ERROR:
+                    sb.close()
+                    sb = Sandbox(files={"main": binary}, limits=vlim, mounts=vg.mounts)
+                    c = count_instructions(sb, ("/prog/main",), stdin, limits=vlim, expected=expected,
+                                           same_output=same_output, case=name, valgrind=vg)
+                counts.append(c)
+                if not c.ok and stop_on_failure:
+                    break
+        finally:
+            sb.close()
+    return InstructionRun(counts=counts, meter=vg.fingerprint())

@@ -1,0 +1,349 @@
+"""Measurement module: real C++ programs compiled with g++ in the sandbox, measured under valgrind / wall clock
+in the real sandbox. No mocks, no hard-coded counts."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from arbiter.languages.cpp import CompileResult, CompileSpec, compile_cpp
+from arbiter.languages.toolchain import ToolchainMismatch
+from arbiter.sandbox.limits import MiB, Limits
+from arbiter.sandbox.sandbox import Sandbox
+from arbiter.timing.compare import (
+    FingerprintMismatch,
+    Program,
+    compare,
+    largest_cases,
+    startup_floor,
+)
+from arbiter.timing.instructions import (
+    MeasureStatus,
+    count_instructions,
+    find_valgrind,
+    measure_instructions,
+    valgrind_available,
+)
+from arbiter.timing.wallclock import core_lease, interleave_order, spread
+
+pytestmark = pytest.mark.skipif(not valgrind_available(), reason="valgrind is not installed")
+
+FLAGS = ["-std=gnu++17", "-O2"]
+
+# count pairs i<j with (a_i + a_j) % k == 0: O(n^2) and O(n + k)
+QUAD = r"""
+#include <bits/stdc++.h>
+int main() {
+    int n, k; std::cin >> n >> k;
+    std::vector<long long> a(n);
+    for (auto &x : a) std::cin >> x;
+    long long c = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if ((a[i] + a[j]) % k == 0) c++;
+    std::cout << c << "\n";
+}
+"""
+LINEAR = r"""
+#include <bits/stdc++.h>
+int main() {
+    int n, k; std::cin >> n >> k;
+    std::vector<long long> cnt(k, 0);
+    for (int i = 0; i < n; i++) { long long x; std::cin >> x; cnt[x % k]++; }
+    long long c = cnt[0] * (cnt[0] - 1) / 2;
+    for (int r = 1; 2 * r < k; r++) c += cnt[r] * cnt[k - r];
+    if (k % 2 == 0) c += cnt[k / 2] * (cnt[k / 2] - 1) / 2;
+    std::cout << c << "\n";
+}
+"""
+CRASH = r"""
+#include <bits/stdc++.h>
+int main() { int n; std::cin >> n; volatile int *p = nullptr; if (n > 0) *p = n; std::cout << n << "\n"; }
+"""
+WRONG = r"""
+#include <bits/stdc++.h>
+int main() { int n, k; std::cin >> n >> k; std::cout << n + k << "\n"; }
+"""
+EXEC = r"""
+#include <unistd.h>
+#include <cstdio>
+int main() { puts("0"); fflush(stdout); execl("/bin/true", "true", (char *)0); return 3; }
+"""
+FORK = r"""
+#include <unistd.h>
+#include <sys/wait.h>
+#include <cstdio>
+int main() { pid_t p = fork(); if (p < 0) return 4; if (p == 0) _exit(0); waitpid(p, nullptr, 0); puts("0"); }
+"""
+DEEP = r"""
+#include <bits/stdc++.h>
+int f(int n) {
+    volatile char buf[256];
+    buf[n % 256] = (char)n;
+    if (n == 0) return 0;
+    int r = f(n - 1);
+    return r + (buf[n % 256] == (char)n);
+}
+int main() { int n; std::cin >> n; std::cout << f(n) << "\n"; }
+"""
+SPIN = r"""
+int main() { volatile unsigned long x = 0; for (;;) x++; }
+"""
+
+SPEC = CompileSpec()  # g++ -std=gnu++17 -O2 -DONLINE_JUDGE (the PIE card's flags)
+
+
+def compiled(source: str, spec: CompileSpec = SPEC) -> CompileResult:
+    """Compile with arbiter's C++ toolchain (in the sandbox, compile-cached, with its toolchain fingerprint)."""
+    result = compile_cpp(source, spec)
+    assert result.ok, result.message
+    return result
+
+
+def compile_binary(source: str) -> bytes:
+    return compiled(source).binary
+
+
+def program(source: str, name: str) -> Program:
+    return Program.of(compiled(source), name)
+
+
+def make_input(n: int, k: int = 7, seed: int = 1) -> bytes:
+    rng = random.Random(seed * 1000003 + n)
+    return f"{n} {k}\n{' '.join(str(rng.randint(1, 10**9)) for _ in range(n))}\n".encode()
+
+
+def expected_output(stdin: bytes) -> bytes:
+    """The right answer, computed here (not by the programs under test)."""
+    head, rest = stdin.split(b"\n", 1)
+    n, k = map(int, head.split())
+    cnt = [0] * k
+    for x in rest.split():
+        cnt[int(x) % k] += 1
+    c = cnt[0] * (cnt[0] - 1) // 2 + sum(cnt[r] * cnt[k - r] for r in range(1, (k + 1) // 2))
+    if k % 2 == 0:
+        c += cnt[k // 2] * (cnt[k // 2] - 1) // 2
+    return f"{c}\n".encode()
+
+
+def cases_for(sizes: list[int], seed: int = 1) -> list[tuple[str, bytes, bytes]]:
+    out = []
+    for i, n in enumerate(sizes):
+        stdin = make_input(n, seed=seed + i)
+        out.append((f"n{n}-{i}", stdin, expected_output(stdin)))
+    return out
+
+
+def test_same_pair_twice_gives_identical_counts():
+    """Issue 7: "Measuring the same pair twice gives identical instruction counts" (fresh sandboxes each time)."""
+    quad, lin = program(QUAD, "quad"), program(LINEAR, "linear")
+    cases = cases_for([10, 300, 1000])
+    first = compare(quad, lin, cases)
+    second = compare(quad, lin, cases)
+    assert first.ok and second.ok, (first.failures, second.failures)
+    assert [(c.a, c.b) for c in first.cases] == [(c.a, c.b) for c in second.cases]
+    assert first.a_total == second.a_total and first.b_total == second.b_total
+    assert first.speedup == second.speedup
+    assert all(isinstance(c.a, int) and c.a > 0 for c in first.cases)
+    # the record says what the figures depend on
+    assert first.fingerprint == program(QUAD, "x").fingerprint
+    assert first.meter["valgrind"] == find_valgrind().version and "--cache-sim=no" in first.meter["options"]
+    assert first.method == "instructions" and first.unit == "instructions"
+    # sums and the speedup are the card's rule: sum(a) / sum(b) over the same cases
+    assert first.a_total == sum(c.a for c in first.cases)
+    assert first.speedup == pytest.approx(first.a_total / first.b_total)
+    json.loads(json.dumps(first.to_dict()))
+
+
+def test_quadratic_vs_linear_speedup_grows_with_n():
+    quad, lin = program(QUAD, "quad"), program(LINEAR, "linear")
+    speedups = []
+    for n in (200, 800, 3000):
+        c = compare(quad, lin, cases_for([n], seed=n))
+        assert c.ok, c.failures
+        speedups.append(c.speedup)
+    assert speedups[0] > 1
+    assert speedups[0] < speedups[1] < speedups[2], speedups
+    # largest cases: ranked by the baseline's cost; their speedup is the ratio over exactly those cases
+    mixed = compare(quad, lin, cases_for([5, 10, 20, 40, 2000]), largest_fraction=0.2)
+    assert mixed.ok
+    assert mixed.largest_cases == [max(mixed.cases, key=lambda c: c.a).case]
+    top = next(c for c in mixed.cases if c.case == mixed.largest_cases[0])
+    assert mixed.largest_speedup == pytest.approx(top.a / top.b)
+    assert mixed.largest_speedup > mixed.speedup > 1
+
+
+def test_startup_floor():
+    floor = startup_floor(SPEC)
+    assert isinstance(floor, int) and floor > 0
+    assert startup_floor(SPEC) == floor  # cached per fingerprint (and deterministic anyway)
+    again = measure_instructions(compile_binary("int main() {}\n"), [("empty", b"", None)])
+    assert again.ok and again.total == floor
+    assert startup_floor(lambda src: compiled(src)) == floor  # a compile callable gives the same floor
+    iostream = startup_floor(SPEC, iostream=True)
+    assert iostream > floor
+    # the floor depends on the link mode (card: "pin your toolchain"; static vs dynamic)
+    static = startup_floor(CompileSpec(command="g++ -std=gnu++17 -O2 -static main.cpp -o main"))
+    assert static > 0 and static != floor
+    # below the count of any real program, even on its smallest input
+    quad, lin = program(QUAD, "quad"), program(LINEAR, "linear")
+    c = compare(quad, lin, cases_for([1, 50]))
+    assert c.ok
+    assert all(floor < x for case in c.cases for x in (case.a, case.b))
+    ceiling = c.ceiling_speedup(floor)
+    assert ceiling == pytest.approx(c.a_total / len(c.cases) / floor) and ceiling > 1
+
+
+def test_failed_runs_are_failed_measurements_never_numbers():
+    lin = program(LINEAR, "linear")
+    cases = cases_for([30, 40])
+    for source, status in ((CRASH, MeasureStatus.RUNTIME_ERROR), (WRONG, MeasureStatus.WRONG_OUTPUT),
+                           (EXEC, MeasureStatus.EXEC_REFUSED), (FORK, MeasureStatus.RUNTIME_ERROR)):
+        c = compare(lin, program(source, "bad"), cases)
+        assert not c.ok and c.speedup is None and c.b_total is None and c.largest_speedup is None
+        assert c.failures[0]["program"] == "b" and c.failures[0]["status"] == status.value, c.failures
+        assert c.cases[0].b is None and c.cases[0].b_status == status.value
+        assert c.cases[0].a is not None  # the baseline's figure is still reported
+        assert len(c.order) == 2  # stopped at the first failure
+    # the baseline failing is a failure too (on the wall-clock method as well)
+    w = compare(program(CRASH, "crash"), lin, cases, method="wall", repeats=2, warmup=0)
+    assert not w.ok and w.failed("a") and w.speedup is None
+    assert w.failures[0]["status"] == MeasureStatus.RUNTIME_ERROR.value
+    # without an expected output, only the run's own status counts
+    ok = compare(lin, program(WRONG, "wrong"), [(n, i, None) for n, i, _ in cases])
+    assert ok.ok and ok.speedup is not None
+
+
+def test_time_limit_under_valgrind_is_a_failed_measurement():
+    vg = find_valgrind()
+    with Sandbox(files={"main": compile_binary(SPIN)}, limits=Limits(memory_bytes=256 * MiB)) as sb:
+        c = count_instructions(sb, ("/prog/main",), b"", limits=Limits(cpu_seconds=1.0, wall_seconds=3.0,
+                                                                       memory_bytes=256 * MiB, processes=1),
+                               case="spin", valgrind=vg)
+    assert c.status is MeasureStatus.TIME_LIMIT and c.instructions is None and not c.ok
+
+
+def test_deep_recursion_gets_the_native_stack_under_valgrind():
+    """Valgrind caps the program's stack at 16 MiB unless told otherwise; the native stack limit is passed on."""
+    n = 200_000  # about 60 MiB of stack
+    stdin = f"{n}\n".encode()
+    limits = Limits(memory_bytes=512 * MiB)
+    with Sandbox(files={"main": compile_binary(DEEP)}, limits=limits) as sb:
+        native = sb.run(["/prog/main"], stdin, limits)
+    assert native.ok and native.stdout == stdin
+    run = measure_instructions(compile_binary(DEEP), [("deep", stdin, stdin)], limits=limits)
+    assert run.ok, run.counts[0]
+    assert run.total > 10 * n  # every level ran
+
+
+def test_mismatched_fingerprints_are_refused_before_running():
+    o2 = compiled(LINEAR, CompileSpec(command="g++ -std=gnu++17 -O2 main.cpp -o main"))
+    o3 = compiled(LINEAR, CompileSpec(command="g++ -std=gnu++17 -O3 main.cpp -o main"))
+    with pytest.raises(FingerprintMismatch, match="flags") as info:
+        compare(o2, o3, cases_for([5]))
+    assert isinstance(info.value, ToolchainMismatch) and "flags" in info.value.differences
+    static = compiled(LINEAR, CompileSpec(command="g++ -std=gnu++17 -O2 -static main.cpp -o main"))
+    with pytest.raises(ToolchainMismatch, match="link_mode"):
+        compare(o2, static, cases_for([5]), method="wall")
+    with pytest.raises(FingerprintMismatch):  # opaque fingerprints work too
+        compare(Program(o2.binary, "gcc-12 -O2 dynamic"), Program(o2.binary, "gcc-12 -O2 static"), cases_for([5]))
+    # a stored Toolchain.to_dict() matches the live Toolchain it came from
+    same = compare(Program(o2.binary, o2.toolchain), Program(o2.binary, o2.toolchain.to_dict()), cases_for([5]))
+    assert same.ok and same.speedup == 1.0 and same.fingerprint == o2.toolchain.fingerprint
+    assert same.toolchain == o2.toolchain.to_dict()
+    with pytest.raises(ValueError, match="zero tests"):
+        compare(o2, o2, [])
+    with pytest.raises(ValueError, match="duplicate"):
+        compare(o2, o2, cases_for([5]) * 2)
+
+
+def test_wall_clock_interleaving_is_recorded():
+    quad, lin = program(QUAD, "quad"), program(LINEAR, "linear")
+    cases = cases_for([100, 400])
+    c = compare(quad, lin, cases, method="wall", repeats=3, warmup=1, pattern="ABBA", clock="wall")
+    assert c.ok, c.failures
+    assert c.method == "wall" and c.unit == "seconds" and c.clock == "wall"
+    names = [n for n, _, _ in cases]
+    expected_order = interleave_order(names, 4, "ABBA")
+    assert [(o["round"], o["case"], o["program"]) for o in c.order] == expected_order
+    # ABBA: each case alternates AB / BA across rounds; neighbouring cases start differently
+    per_case = [[p for r, n, p in expected_order if n == names[0]]]
+    assert per_case[0] == ["a", "b", "b", "a", "a", "b", "b", "a"]
+    assert [o["warmup"] for o in c.order] == [o["round"] < 1 for o in c.order]
+    for case in c.cases:
+        kept = [o["wall_seconds"] for o in c.order
+                if o["case"] == case.case and o["program"] == "a" and not o["warmup"]]
+        assert case.a_spread["wall"]["n"] == 3 and case.a == pytest.approx(sorted(kept)[1])
+        assert case.a_spread["wall"]["iqr"] >= 0 and case.a_spread["cpu"]["cv"] >= 0
+    assert c.a_total == pytest.approx(sum(x.a for x in c.cases))
+    assert c.speedup == pytest.approx(c.a_total / c.b_total)
+    assert len(c.extra["round_speedups"]) == 3 and c.extra["cpu_speedup"] > 0
+    assert c.meter["core"] in os.sched_getaffinity(0)
+    ab = compare(quad, lin, cases, method="wall", repeats=2, warmup=0, pattern="AB")
+    assert ab.ok and ab.clock == "cpu" and ab.extra["wall_speedup"] > 0  # CPU clock by default, wall alongside
+    kept_cpu = [o["cpu_seconds"] for o in ab.order if o["case"] == ab.cases[0].case and o["program"] == "a"]
+    assert ab.cases[0].a == pytest.approx(sum(kept_cpu) / 2)  # median of two samples
+    assert [o["program"] for o in ab.order] == ["a", "b"] * 4
+    json.loads(json.dumps(ab.to_dict()))
+
+
+def test_core_lease_pins_sandboxes_and_is_exclusive():
+    with core_lease() as core:
+        with Sandbox() as sb:
+            ex = sb.run(["/usr/bin/grep", "Cpus_allowed_list", "/proc/self/status"])
+        assert ex.ok and ex.stdout.split()[-1].decode() == str(core)
+        errors = []
+
+        def other():
+            try:
+                with core_lease(cores=[core], timeout=0.3):
+                    errors.append("got a leased core")
+            except TimeoutError:
+                pass
+
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert not errors
+        with core_lease(timeout=1) as inner:  # re-entrant in the holding thread
+            assert inner == core
+    with core_lease(cores=[core], timeout=5) as again:  # released on exit
+        assert again == core
+        run = measure_instructions(compile_binary("int main() {}\n"), [("empty", b"", None)])  # nested: no deadlock
+        assert run.ok
+
+
+def test_counts_do_not_depend_on_busy_cores():
+    """Every allowed core runs a CPU burner during the second measurement; the counts are the same."""
+    binary = compile_binary(QUAD)
+    cases = cases_for([600, 20], seed=5)
+    idle = measure_instructions(binary, cases)
+    burners = []
+    try:
+        for core in sorted(os.sched_getaffinity(0)):
+            code = f"import os; os.sched_setaffinity(0, {{{core}}})\nwhile True: pass"
+            burners.append(subprocess.Popen([sys.executable, "-c", code]))
+        busy = measure_instructions(binary, cases)
+        assert all(p.poll() is None for p in burners)  # they were burning all along
+    finally:
+        for p in burners:
+            p.kill()
+            p.wait()
+    assert idle.ok and busy.ok
+    assert [c.instructions for c in idle.counts] == [c.instructions for c in busy.counts]
+
+
+def test_helpers():
+    assert largest_cases([("a", 1), ("b", 9), ("c", 9), ("d", 3), ("e", 2)], 0.2) == ["b"]
+    assert largest_cases([("a", 1), ("b", 9), ("c", 9), ("d", 3), ("e", 2)], 0.4) == ["b", "c"]
+    assert largest_cases([("a", 1)], 0.01) == ["a"]
+    s = spread([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert s.median == 3.0 and s.mad == 1.0 and s.n == 5 and s.iqr == pytest.approx(2.0)
+    with pytest.raises(ValueError):
+        interleave_order(["x"], 2, "BAAB")  # type: ignore[arg-type]
