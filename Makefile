@@ -46,7 +46,7 @@ $(INSTALL_STAMP): pyproject.toml $(SYSDEPS_STAMP) | $(VPY)
 	@touch $@
 
 demo: setup
-	$(VENV)/bin/arbiter oracle verify --seeds data/oracle/seeds.jsonl --returns data/oracle/returns.jsonl \
+	rm -rf out/demo && $(VENV)/bin/arbiter oracle verify --seeds data/oracle/seeds.jsonl --returns data/oracle/returns.jsonl \
 	  --hidden data/oracle/hidden_tests.json --generators data/oracle/generators --out out/demo
 
 test: setup

@@ -1,0 +1,269 @@
+"""``arbiter oracle``: verify oracle return rows into SFT data (``verify``), or ask a model and verify
+(``generate``). Issue 5; the rules live in :mod:`arbiter.pipelines.oracle_verify`.
+
+Exit status of both commands: 0 when every row got a verdict (accepted or rejected), 3 when some rows could not
+be verified because of our own failure (sandbox, valgrind; see ``errors.jsonl``; rerun to retry them), 2 for bad
+arguments or missing input files.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import Enum
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+oracle_app = typer.Typer(name="oracle", help="Oracle SFT data: verify oracle answers, or generate and verify.",
+                         no_args_is_help=True)
+
+
+class MeasureMethod(str, Enum):
+    """``--measure``: instruction counts under valgrind (deterministic, default) or wall time (interleaved
+    repeats)."""
+
+    instructions = "instructions"
+    wall = "wall"
+
+
+def _options(measure: MeasureMethod, min_speedup: float, measure_cases: int, largest_fraction: float,
+             gen_plan: str, workers: Optional[int], parquet: bool, no_cache: bool, cache_dir: Optional[Path]):
+    from arbiter.pipelines.oracle_verify import VerifyOptions
+
+    opts = VerifyOptions(measure=measure.value, min_speedup=min_speedup, measure_cases=measure_cases,
+                         largest_fraction=largest_fraction, gen_plan=gen_plan, workers=workers, parquet=parquet,
+                         use_cache=not no_cache, cache_dir=cache_dir)
+    opts.check()
+    return opts
+
+
+def _fmt_speed(x: Any) -> str:
+    return "" if x is None else f"{x:.2f}x"
+
+
+def _common_prefix(ids: list[str]) -> str:
+    """The longest common prefix of ``ids`` ending at an underscore (so labels stay readable)."""
+    if len(ids) < 2:
+        return ""
+    p = os.path.commonprefix(ids)
+    return p[: p.rfind("_") + 1] if "_" in p else ""
+
+
+def print_report(report: dict[str, Any], console: Console, *, rows: bool = True) -> None:
+    """Print the per-row table (when ``rows``), the counts by stage and reason, and the best answer per task.
+
+    Row table columns: the returns file's line, the row's ``demo_id`` (or ``#sample_index`` / key tail), the
+    task (common prefix of the task ids dropped), the outcome, the first failing stage, every reason code, the
+    writer's claim (``false`` when it disagrees with us) and the largest-tests speedup (source / answer)."""
+    counts = report["counts"]
+    ids = sorted({str(r.get("task_id")) for r in report["rows"] if r.get("task_id")} | set(report.get("tasks", {})))
+    prefix = _common_prefix(ids)
+
+    def short(tid: Any) -> str:
+        t = str(tid or "-")
+        return t[len(prefix):] if prefix and t.startswith(prefix) else t
+
+    if rows:
+        title = "oracle verification" + (f" (tasks {prefix}*)" if prefix else "")
+        t = Table(title=title)
+        for name, just in (("line", "right"), ("row", "left"), ("task", "left"), ("outcome", "left"),
+                           ("stage", "left"), ("reasons", "left"), ("claim", "left"), ("largest-tests speedup", "right")):
+            t.add_column(name, justify=just)  # type: ignore[arg-type]
+        for r in report["rows"]:
+            label = r.get("demo_id") or ("" if r.get("stage") == "load" else str(r.get("key") or "")[-16:])
+            outcome = {"accepted": "[green]ACCEPTED[/]", "rejected": "[red]REJECTED[/]",
+                       "error": "[yellow]ERROR[/]"}.get(r["outcome"], r["outcome"])
+            reasons = " ".join(dict.fromkeys(c.split(":", 1)[1] for c in r.get("codes") or []))
+            if r["outcome"] == "error":
+                reasons = str(r.get("error", ""))[:80]
+            if r.get("speed_gate") == "not_applied":
+                reasons = (reasons + " " if reasons else "") + "(speed not gated: small tests)"
+            claim = "false" if r.get("claim_disagreements") else ""
+            t.add_row(str(r.get("line") or ""), label, short(r.get("task_id")), outcome, r.get("stage") or "",
+                      reasons, claim, _fmt_speed(r.get("largest_speedup")))
+        console.print(t)
+    s = Table(title="summary")
+    s.add_column("what")
+    s.add_column("count", justify="right")
+    s.add_row("return rows", str(counts["rows"]))
+    s.add_row("[green]accepted (SFT rows)[/]", str(counts["accepted"]))
+    s.add_row("[red]rejected[/]", str(counts["rejected"]))
+    if counts.get("errors"):
+        s.add_row("[yellow]not verified (our error; rerun)[/]", str(counts["errors"]))
+    if counts.get("other_rejections"):
+        s.add_row("rejected seed / hidden-test entries", str(counts["other_rejections"]))
+    s.add_row("claims disagreeing with our findings", str(report.get("claims_disagreeing", 0)))
+    for stage, n in report["by_stage"].items():
+        s.add_row(f"  first failing stage: {stage}", str(n))
+    for reason, n in report["by_reason"].items():
+        s.add_row(f"  reason {reason}", str(n))
+    console.print(s)
+    best = [(tid, v.get("best")) for tid, v in report.get("tasks", {}).items() if v.get("best")]
+    if best:
+        b = Table(title="best answer per task (fastest among full marks)")
+        b.add_column("task")
+        b.add_column("row")
+        b.add_column("largest-tests speedup", justify="right")
+        b.add_column("speedup", justify="right")
+        for tid, v in best:
+            b.add_row(short(tid), v.get("demo_id") or str(v.get("key"))[-16:], _fmt_speed(v.get("largest_speedup")),
+                      _fmt_speed(v.get("speedup")))
+        console.print(b)
+    run = report.get("run") or {}
+    opts = report.get("options") or {}
+    stage_s = ", ".join(f"{k} {v:.1f}s" for k, v in (run.get("stage_seconds") or {}).items())
+    console.print(f"measure: {opts.get('measure')}, min speedup {opts.get('min_speedup')}, "
+                  f"{opts.get('measure_cases')} largest tests; run {run.get('seconds', 0):.1f}s wall "
+                  f"(thread time: {stage_s}); decided now: {run.get('verified_now', 0)} accepted, "
+                  f"{run.get('rejected_now', 0)} rejected; already done (resumed): {run.get('skipped_existing', 0)}",
+                  highlight=False)
+    outs = report.get("outputs") or {}
+    if outs:
+        console.print("outputs in " + str(Path(next(iter(outs.values()))).parent) + ": " +
+                      ", ".join(str(Path(p).name) for p in outs.values()), highlight=False)
+
+
+def _console() -> Console:
+    """A console at least 150 columns wide when stdout is not a terminal (logs, ``make demo | tee``)."""
+    c = Console()
+    if not c.is_terminal and c.width < 150:
+        c = Console(width=150)
+    return c
+
+
+def _run_verify(seeds: Path, returns: Path, out: Path, hidden: Optional[Path], generators: Optional[Path],
+                opts: Any, console: Console, progress: bool, show_rows: bool) -> int:
+    from arbiter.pipelines.oracle_verify import verify_returns
+
+    bar = Progress(TextColumn("[bold]verifying[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
+                   TimeElapsedColumn(), console=console, disable=not progress, transient=True)
+    state: dict[str, Any] = {"task": None}
+
+    def on_progress(event: str, data: dict[str, Any]) -> None:
+        if event == "start":
+            state["task"] = bar.add_task("verify", total=data.get("total"), info="")
+        elif event == "row" and state["task"] is not None:
+            bar.update(state["task"], advance=1, info=f"{data.get('outcome')} {data.get('task_id') or ''}")
+
+    with bar:
+        run = verify_returns(seeds, returns, out, hidden=hidden, generators=generators, options=opts,
+                             on_progress=on_progress)
+    print_report(run.report, console, rows=show_rows)
+    return 3 if run.report["counts"].get("errors") else 0
+
+
+
+@oracle_app.command("verify")
+def verify(
+    seeds: Path = typer.Option(..., "--seeds", help="seed rows (JSONL or Parquet)"),
+    returns: Path = typer.Option(..., "--returns", help="oracle return rows (JSONL or Parquet)"),
+    out: Path = typer.Option(..., "--out", help="output folder (created; a rerun resumes)"),
+    hidden: Optional[Path] = typer.Option(None, "--hidden", help="hidden tests: {task_id: [{name, stdin, stdout}]}"),
+    generators: Optional[Path] = typer.Option(None, "--generators", help="folder of <task_id>.py test generators"),
+    measure: MeasureMethod = typer.Option(MeasureMethod.instructions, "--measure",
+                                          help="instructions (valgrind, deterministic) or wall (interleaved repeats)"),
+    min_speedup: float = typer.Option(1.0, "--min-speedup", help="minimum largest-tests speedup (1.0 = not slower)"),
+    measure_cases: int = typer.Option(3, "--measure-cases", help="measure the N largest tests (by input size)"),
+    largest_fraction: float = typer.Option(0.5, "--largest-fraction",
+                                           help="share of the measured tests (costliest first) gated on"),
+    gen_plan: str = typer.Option("0:10,1:10,2:4,3:2", "--gen-plan",
+                                 help="generated inputs: SIZE:COUNT,... (seeds 0..COUNT-1)"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="rows verified at once (default: cores)"),
+    parquet: bool = typer.Option(False, "--parquet", help="also write Parquet copies of the outputs"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="rebuild generated tests and re-measure the source"),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir",
+                                             help="cache root for generated tests and source counts "
+                                                  "(default: $ARBITER_CACHE_DIR or ~/.cache/arbiter)"),
+    no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
+    no_rows: bool = typer.Option(False, "--no-rows", help="print only the summary, not one line per row"),
+) -> None:
+    """Verify oracle return rows against their seed rows; write sft.jsonl, verified.jsonl, rejected.jsonl,
+    best.jsonl and report.json to OUT and print the table.
+
+    Exit status: 0 when every row got a verdict, 3 when some rows hit our own errors (rerun), 2 for bad input.
+    """
+    console = _console()
+    try:
+        opts = _options(measure, min_speedup, measure_cases, largest_fraction, gen_plan, workers, parquet,
+                        no_cache, cache_dir)
+        code = _run_verify(seeds, returns, out, hidden, generators, opts, console, not no_progress, not no_rows)
+    except (ValueError, FileNotFoundError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    raise typer.Exit(code)
+
+@oracle_app.command("generate")
+def generate(
+    seeds: Path = typer.Option(..., "--seeds", help="seed rows (JSONL or Parquet)"),
+    out: Path = typer.Option(..., "--out", help="output folder: returns.jsonl, then the verify outputs"),
+    model: str = typer.Option(..., "--model", help="model name served by the endpoint"),
+    base_url: Optional[str] = typer.Option(None, "--base-url",
+                                           help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL)"),
+    n: int = typer.Option(4, "--n", help="samples per seed row"),
+    concurrency: int = typer.Option(4, "--concurrency", help="requests in flight"),
+    max_retries: int = typer.Option(4, "--max-retries", help="retries per request (429/5xx/connection)"),
+    temperature: float = typer.Option(0.7, "--temperature"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
+    sampling: str = typer.Option("n", "--sampling", help="n (API n parameter) or repeat (one request per sample)"),
+    hidden: Optional[Path] = typer.Option(None, "--hidden", help="hidden tests file"),
+    generators: Optional[Path] = typer.Option(None, "--generators", help="folder of <task_id>.py generators"),
+    measure: MeasureMethod = typer.Option(MeasureMethod.instructions, "--measure"),
+    min_speedup: float = typer.Option(1.0, "--min-speedup"),
+    measure_cases: int = typer.Option(3, "--measure-cases"),
+    largest_fraction: float = typer.Option(0.5, "--largest-fraction"),
+    gen_plan: str = typer.Option("0:10,1:10,2:4,3:2", "--gen-plan"),
+    workers: Optional[int] = typer.Option(None, "--workers"),
+    parquet: bool = typer.Option(False, "--parquet"),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir"),
+    no_progress: bool = typer.Option(False, "--no-progress"),
+    no_rows: bool = typer.Option(False, "--no-rows"),
+) -> None:
+    """Send each seed row's messages to an OpenAI-compatible endpoint (API key from $OPENAI_API_KEY), N
+    samples per row, then verify them all; best.jsonl keeps the fastest full-mark answer per task.
+
+    Resumable: samples already in OUT/returns.jsonl are not asked for again; rows already verified are
+    skipped.
+    """
+    from arbiter.pipelines.oracle_writer import generate as run_generate
+
+    console = _console()
+    try:
+        opts = _options(measure, min_speedup, measure_cases, largest_fraction, gen_plan, workers, parquet, False,
+                        cache_dir)
+        if not seeds.is_file():
+            raise FileNotFoundError(f"seeds file not found: {seeds}")
+        out.mkdir(parents=True, exist_ok=True)
+        returns = out / "returns.jsonl"
+        bar = Progress(TextColumn("[bold]asking the model[/]"), BarColumn(), MofNCompleteColumn(),
+                       TimeElapsedColumn(), console=console, disable=no_progress, transient=True)
+        with bar:
+            task = bar.add_task("generate", total=None)
+
+            def on_progress(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            summary = run_generate(seeds, returns, model=model, base_url=base_url,
+                                   api_key=os.environ.get("OPENAI_API_KEY"), n=n, concurrency=concurrency,
+                                   max_retries=max_retries, temperature=temperature, max_tokens=max_tokens,
+                                   sampling=sampling, on_progress=on_progress)  # type: ignore[arg-type]
+        console.print(f"writer: {summary.samples_written} new samples, {summary.samples_existing} already there, "
+                      f"{summary.samples_missing} missing after {summary.requests} requests "
+                      f"({summary.retries} retries, {summary.failed_requests} failed) -> {returns}")
+        code = _run_verify(seeds, returns, out, hidden, generators, opts, console, not no_progress, not no_rows)
+        if summary.samples_missing and code == 0:
+            console.print(f"[yellow]{summary.samples_missing} samples are still missing "
+                          f"(see {summary.errors_path}); rerun to ask for them[/]")
+            code = 3
+    except (ValueError, FileNotFoundError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    raise typer.Exit(code)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``oracle`` command group (``verify``, ``generate``) to ``app``."""
+    app.add_typer(oracle_app, name="oracle")

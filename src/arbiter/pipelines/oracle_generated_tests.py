@@ -1,0 +1,389 @@
+"""Generated test suites for oracle seed tasks: generator inputs, expected outputs from the seed's source.
+
+Source of the rules: issue 5 ("Optional test generators: per task, a Python program run in the sandbox as
+``gen.py SEED [SIZE]`` that prints one input. Expected outputs come from running the row's ``source_code``
+(correct by contract); inputs on which the source fails or times out are dropped and counted. Generated suites
+are cached by (task, generator hash, seeds)") and the card (``source_code``: "the original inefficient but
+correct C++20 program").
+
+How a suite is built (:func:`build_generated_suite`):
+
+1. **Plan** (:class:`GenPlan`): which ``(SEED, SIZE)`` pairs to ask for. The default
+   (:data:`DEFAULT_PLAN`, ``"0:10,1:10,2:4,3:2"``) is 20 small inputs (SIZE 0 edge cases and SIZE 1 random),
+   4 medium and 2 large ones, seeds ``0..count-1`` per size. SIZE 3 is where the shipped generators make the
+   source's complexity show (``data/oracle/README.md``); those inputs are the "largest tests" the speed gate
+   uses. The plan is a list of levels ``SIZE:COUNT``; a level may also name its seeds (``3:7+9``).
+2. **Inputs**: the generator file is untrusted-ish (it comes from a data folder), so it runs in the sandbox,
+   never on the host: it is placed read-only at ``/prog/gen.py`` in one :class:`~arbiter.sandbox.sandbox.Sandbox`
+   per task and started as ``<sandbox python> -I -S /prog/gen.py SEED SIZE`` for each pair (the sandbox's
+   warm Python runs programs with ``sys.argv = [filename]`` only, so the generator is executed as a command).
+   Limits per run: :data:`GENERATOR_LIMITS` (10 s CPU, 512 MiB, 64 MiB of output). A run that fails (non-zero
+   exit, limit, empty output) drops that input (``generator_failed``). Inputs equal to an earlier one (tiny
+   SIZE 0 cases repeat) are dropped as ``duplicate_input``, so no test is run twice.
+3. **Expected outputs**: the seed's ``source_code`` is compiled with the seed's own ``compile`` command (see
+   :func:`seed_compile_spec`) and run on each input with the seed's ``run`` limits (``timeout_sec`` CPU seconds,
+   ``memory_mb`` MiB; wall limit ``2 * timeout_sec + 1`` s, :func:`seed_run_limits`). An input on which the
+   source does not exit 0 within the limits is dropped (``source_failed``, with the verdict) and counted: the
+   source is correct by contract, so such an input is outside the task's constraints or too large for its
+   limits. A source that does not compile makes the task unusable (:class:`GeneratedTestsError`).
+4. **Cache**: the finished suite is stored as JSON under ``<cache>/oracle_generated/`` (cache root
+   ``$ARBITER_CACHE_DIR``, default ``~/.cache/arbiter``), keyed by sha256 of (task_id, generator sha256, the
+   plan's ``(size, seed)`` pairs, source sha256, compile command, run limits, :data:`CACHE_VERSION`); written to a
+   temporary file then renamed, so concurrent builders and a kill mid-write never leave a torn entry. A rerun
+   with the same key reads the suite back and runs nothing.
+
+Case names are ``gen_s{SIZE}_{SEED}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arbiter.sandbox.config import SandboxConfig
+from arbiter.sandbox.execution import Status
+from arbiter.sandbox.limits import MiB, Limits
+from arbiter.sandbox.sandbox import Sandbox, SandboxError
+
+#: Bumped when the stored format or the meaning of a cached suite changes.
+CACHE_VERSION = 1
+#: The default plan: SIZE 0 x 10, SIZE 1 x 10, SIZE 2 x 4, SIZE 3 x 2 (seeds 0..count-1 per size).
+DEFAULT_PLAN = "0:10,1:10,2:4,3:2"
+#: Limits of one generator run (the generator is Python; SIZE 3 inputs take ~50 ms to print).
+GENERATOR_LIMITS = Limits(cpu_seconds=10.0, wall_seconds=30.0, memory_bytes=512 * MiB, processes=8,
+                          output_bytes=64 * MiB)
+CACHE_SUBDIR = "oracle_generated"
+
+
+class GeneratedTestsError(RuntimeError):
+    """The task cannot have generated tests: its ``source_code`` does not compile with its own command, or the
+    compile command is refused. A task error (``INVALID_TASK``), not the answer's fault. Infrastructure
+    failures (sandbox, missing compiler) raise :class:`~arbiter.sandbox.sandbox.SandboxError` or
+    :class:`~arbiter.languages.toolchain.ToolchainUnavailable` instead."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Plan
+
+
+@dataclass(frozen=True)
+class GenPlan:
+    """Which generator inputs to ask for: ``levels`` is a tuple of ``(size, seeds)``.
+
+    Text form (CLI ``--gen-plan``): comma-separated ``SIZE:COUNT`` (seeds ``0..COUNT-1``) or ``SIZE:S1+S2+...``
+    (explicit seeds), e.g. ``"0:10,1:10,2:4,3:2"`` or ``"3:7+9"``. SIZE and seeds are non-negative integers.
+    """
+
+    levels: tuple[tuple[int, tuple[int, ...]], ...]
+
+    @classmethod
+    def parse(cls, text: str) -> "GenPlan":
+        """Parse the text form. Raises ``ValueError`` naming the bad item (empty plan, non-integer, negative,
+        a size given twice, a count of 0)."""
+        levels: list[tuple[int, tuple[int, ...]]] = []
+        seen: set[int] = set()
+        items = [t.strip() for t in (text or "").split(",") if t.strip()]
+        if not items:
+            raise ValueError("the generator plan is empty; expected e.g. '0:10,1:10,2:4,3:2'")
+        for item in items:
+            m = re.fullmatch(r"(\d+):(\d+(?:\+\d+)*)", item)
+            if not m:
+                raise ValueError(f"bad generator plan item {item!r}; expected SIZE:COUNT or SIZE:SEED+SEED...")
+            size = int(m.group(1))
+            if size in seen:
+                raise ValueError(f"generator plan gives SIZE {size} twice")
+            seen.add(size)
+            spec = m.group(2)
+            if "+" in spec:
+                seeds = tuple(int(s) for s in spec.split("+"))
+                if len(set(seeds)) != len(seeds):
+                    raise ValueError(f"generator plan item {item!r} repeats a seed")
+            else:
+                count = int(spec)
+                if count < 1:
+                    raise ValueError(f"generator plan item {item!r}: COUNT must be >= 1")
+                seeds = tuple(range(count))
+            levels.append((size, seeds))
+        return cls(tuple(levels))
+
+    def pairs(self) -> list[tuple[int, int]]:
+        """The ``(size, seed)`` pairs in plan order."""
+        return [(size, seed) for size, seeds in self.levels for seed in seeds]
+
+    def __str__(self) -> str:
+        return ",".join(f"{size}:{'+'.join(map(str, seeds))}" if seeds != tuple(range(len(seeds)))
+                        else f"{size}:{len(seeds)}" for size, seeds in self.levels)
+
+
+def case_name(size: int, seed: int) -> str:
+    """The name of a generated case: ``gen_s{size}_{seed}``."""
+    return f"gen_s{size}_{seed}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Seed-derived specs (shared with the verifier)
+
+
+def seed_compile_spec(seed: Any):
+    """The :class:`~arbiter.languages.cpp.CompileSpec` of a seed row: its ``compile.command`` as is and its
+    ``compile.timeout_sec`` (seconds).
+
+    ``online_judge`` is ``False``: the card gives the exact command ("compile: expected compiler command and
+    timeout") and the seed programs do not test ``ONLINE_JUDGE``; adding ``-DONLINE_JUDGE`` (a Codeforces/AtCoder
+    convention) would change the command the task states. The answer and the source are compiled with this same
+    spec, so their toolchain fingerprints match and their figures are comparable.
+    """
+    from arbiter.languages.cpp import CompileSpec
+
+    return CompileSpec(command=seed.compile.command, timeout_seconds=float(seed.compile.timeout_sec),
+                       online_judge=False)
+
+
+def seed_run_limits(seed: Any) -> Limits:
+    """The per-case :class:`Limits` of a seed row: CPU ``run.timeout_sec`` seconds, memory ``run.memory_mb``
+    MiB (card: "run: runtime and memory limits"), wall ``2 * timeout_sec + 1`` seconds (arbiter's rule: a
+    program that sleeps or blocks stops at the wall limit, as isolate and DMOJ do); other limits are
+    :class:`Limits`' defaults (64 MiB of output)."""
+    cpu = float(seed.run.timeout_sec)
+    return Limits(cpu_seconds=cpu, wall_seconds=2 * cpu + 1.0, memory_bytes=int(seed.run.memory_mb) * MiB)
+
+
+# --------------------------------------------------------------------------------------------------
+# Suite
+
+
+@dataclass
+class GeneratedCase:
+    """One generated test: ``name`` (``gen_s{size}_{seed}``), ``stdin`` and the source's ``stdout`` (bytes),
+    ``size`` and ``seed``."""
+
+    name: str
+    stdin: bytes
+    stdout: bytes
+    size: int
+    seed: int
+
+
+@dataclass
+class GeneratedSuite:
+    """The generated tests of one task.
+
+    - ``cases``: kept tests, plan order. ``dropped``: ``{"name", "size", "seed", "reason", "detail"}`` per
+      input not kept, ``reason`` one of ``generator_failed``, ``duplicate_input``, ``source_failed``.
+    - ``key``: the cache key (hex); ``generator_sha256`` / ``source_sha256``; ``plan``: its text form.
+    - ``cached``: read from the cache; ``seconds``: wall seconds spent by this call.
+    """
+
+    task_id: str
+    cases: list[GeneratedCase]
+    dropped: list[dict[str, Any]]
+    key: str
+    generator_sha256: str
+    source_sha256: str
+    plan: str
+    cached: bool = False
+    seconds: float = 0.0
+
+    def counts(self) -> dict[str, int]:
+        """``{"kept": n, "generator_failed": n, "duplicate_input": n, "source_failed": n}``."""
+        out = {"kept": len(self.cases), "generator_failed": 0, "duplicate_input": 0, "source_failed": 0}
+        for d in self.dropped:
+            out[d["reason"]] = out.get(d["reason"], 0) + 1
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready summary (no test data): task, plan, counts, cache key, cached, seconds."""
+        return {"task_id": self.task_id, "plan": self.plan, **self.counts(), "key": self.key,
+                "generator_sha256": self.generator_sha256, "cached": self.cached,
+                "seconds": round(self.seconds, 3),
+                "dropped": [{k: d[k] for k in ("name", "reason", "detail")} for d in self.dropped
+                            if d["reason"] != "duplicate_input"]}
+
+
+def _text(b: bytes) -> str:
+    return b.decode("utf-8", "surrogateescape")
+
+
+def _bytes(s: str) -> bytes:
+    return s.encode("utf-8", "surrogateescape")
+
+
+def _to_json(suite: GeneratedSuite) -> dict[str, Any]:
+    return {"version": CACHE_VERSION, "task_id": suite.task_id, "key": suite.key, "plan": suite.plan,
+            "generator_sha256": suite.generator_sha256, "source_sha256": suite.source_sha256,
+            "cases": [{"name": c.name, "size": c.size, "seed": c.seed, "stdin": _text(c.stdin),
+                       "stdout": _text(c.stdout)} for c in suite.cases],
+            "dropped": suite.dropped}
+
+
+def _from_json(d: dict[str, Any]) -> GeneratedSuite:
+    return GeneratedSuite(
+        task_id=d["task_id"], key=d["key"], plan=d["plan"], generator_sha256=d["generator_sha256"],
+        source_sha256=d["source_sha256"],
+        cases=[GeneratedCase(c["name"], _bytes(c["stdin"]), _bytes(c["stdout"]), int(c["size"]), int(c["seed"]))
+               for c in d["cases"]],
+        dropped=list(d["dropped"]), cached=True)
+
+
+def default_cache_dir() -> Path:
+    """``$ARBITER_CACHE_DIR/oracle_generated`` (default ``~/.cache/arbiter/oracle_generated``)."""
+    from arbiter.languages.compile_cache import cache_root
+
+    return cache_root() / CACHE_SUBDIR
+
+
+def suite_key(seed: Any, generator_sha256: str, plan: GenPlan) -> str:
+    """The cache key (64 hex chars) of a task's generated suite: sha256 of the canonical JSON of
+    ``[CACHE_VERSION, task_id, generator sha256, [(size, seed)...], source sha256, compile command,
+    run.timeout_sec, run.memory_mb]``."""
+    src = hashlib.sha256(seed.source_code.encode("utf-8", "surrogateescape")).hexdigest()
+    raw = json.dumps([CACHE_VERSION, seed.task_id, generator_sha256, plan.pairs(), src, seed.compile.command,
+                      float(seed.run.timeout_sec), int(seed.run.memory_mb)], separators=(",", ":"))
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+_locks_guard = threading.Lock()
+_locks: dict[str, threading.Lock] = {}
+
+
+def _lock_for(key: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(key, threading.Lock())
+
+
+def _tail(b: bytes, n: int = 300) -> str:
+    return b[-n:].decode("utf-8", "replace").strip()
+
+
+def _exec_detail(ex) -> str:
+    why = ex.status.value if ex.status is not Status.RUNTIME_ERROR else (
+        f"exit {ex.exit_code}" if ex.signal is None else f"signal {ex.signal}")
+    msg = _tail(ex.stderr)
+    return f"{why}: {ex.detail}" + (f": {msg}" if msg else "") if ex.detail else why + (f": {msg}" if msg else "")
+
+
+def find_generator(generators_dir: str | os.PathLike, task_id: str) -> Path | None:
+    """``<generators_dir>/<task_id>.py`` when it is a regular file, else ``None``."""
+    p = Path(generators_dir) / f"{task_id}.py"
+    return p if p.is_file() else None
+
+
+def build_generated_suite(seed: Any, generator: str | os.PathLike, plan: GenPlan | str = DEFAULT_PLAN, *,
+                          cache_dir: str | os.PathLike | None = None, use_cache: bool = True,
+                          config: SandboxConfig | None = None,
+                          generator_limits: Limits = GENERATOR_LIMITS) -> GeneratedSuite:
+    """Build (or read from the cache) the generated suite of one seed task; see the module docstring.
+
+    - ``seed``: a :class:`~arbiter.datasets.oracle_rows.SeedRow` (uses ``task_id``, ``source_code``,
+      ``compile``, ``run``).
+    - ``generator``: path of the task's generator (``gen.py SEED [SIZE]``, prints one input).
+    - ``plan``: a :class:`GenPlan` or its text form. ``cache_dir``: default :func:`default_cache_dir`;
+      ``use_cache=False`` neither reads nor writes it.
+    - ``config``: sandbox configuration; ``generator_limits``: limits of each generator run.
+
+    Returns a :class:`GeneratedSuite` (possibly with zero cases when every input was dropped: the caller
+    decides; zero tests is never a pass). Raises :class:`GeneratedTestsError` when the source does not
+    compile or its command is refused; :class:`~arbiter.sandbox.sandbox.SandboxError` /
+    ``ToolchainUnavailable`` for our own failures; ``OSError`` when the generator cannot be read; ``ValueError``
+    for a bad plan text.
+    """
+    from arbiter.languages.cpp import CompileCommandError, compile_cpp
+
+    t0 = time.monotonic()
+    plan = GenPlan.parse(plan) if isinstance(plan, str) else plan
+    gen_bytes = Path(generator).read_bytes()
+    gsha = hashlib.sha256(gen_bytes).hexdigest()
+    key = suite_key(seed, gsha, plan)
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    safe_id = re.sub(r"[^A-Za-z0-9_.-]", "_", seed.task_id)[:80]
+    path = root / f"{safe_id}-{key[:32]}.json"
+    with _lock_for(key):
+        if use_cache and path.is_file():
+            try:
+                d = json.loads(path.read_text(encoding="utf-8"))
+                if d.get("version") == CACHE_VERSION and d.get("key") == key:
+                    suite = _from_json(d)
+                    suite.seconds = time.monotonic() - t0
+                    return suite
+            except (OSError, ValueError, KeyError, TypeError):
+                pass  # unreadable entry: rebuild and overwrite it
+        cfg = config or SandboxConfig()
+        dropped: list[dict[str, Any]] = []
+        inputs: list[tuple[int, int, bytes]] = []
+        seen: dict[bytes, str] = {}
+        with Sandbox(files={"gen.py": gen_bytes}, limits=generator_limits, config=cfg) as sb:
+            for size, s in plan.pairs():
+                name = case_name(size, s)
+                ex = sb.run([cfg.python, "-I", "-S", f"{sb.prog_dir}/gen.py", str(s), str(size)], b"",
+                            generator_limits)
+                if ex.status is Status.SANDBOX_ERROR:
+                    raise SandboxError(f"generator run {name} of {seed.task_id}: {ex.detail}")
+                if not ex.ok or not ex.stdout.strip():
+                    detail = _exec_detail(ex) if not ex.ok else "empty output"
+                    dropped.append({"name": name, "size": size, "seed": s, "reason": "generator_failed",
+                                    "detail": detail})
+                    continue
+                digest = hashlib.sha256(ex.stdout).digest()
+                if digest in seen:
+                    dropped.append({"name": name, "size": size, "seed": s, "reason": "duplicate_input",
+                                    "detail": f"same input as {seen[digest]}"})
+                    continue
+                seen[digest] = name
+                inputs.append((size, s, ex.stdout))
+        try:
+            comp = compile_cpp(seed.source_code, seed_compile_spec(seed))
+        except CompileCommandError as exc:
+            raise GeneratedTestsError(f"task {seed.task_id}: compile command refused: {exc}") from exc
+        if not comp.ok:
+            raise GeneratedTestsError(f"task {seed.task_id}: the seed's source_code does not compile with its own "
+                                      f"command: {comp.message[:500]}")
+        limits = seed_run_limits(seed)
+        cases: list[GeneratedCase] = []
+        with Sandbox(files={"main": comp.binary}, limits=limits, config=cfg) as sb:
+            for size, s, stdin in inputs:
+                name = case_name(size, s)
+                ex = sb.run([f"{sb.prog_dir}/main"], stdin, limits)
+                if ex.status is Status.SANDBOX_ERROR:
+                    raise SandboxError(f"source run {name} of {seed.task_id}: {ex.detail}")
+                if not ex.ok or ex.stdout_truncated:
+                    detail = _exec_detail(ex) if not ex.ok else "output truncated"
+                    dropped.append({"name": name, "size": size, "seed": s, "reason": "source_failed",
+                                    "detail": detail})
+                    continue
+                cases.append(GeneratedCase(name, stdin, ex.stdout, size, s))
+        suite = GeneratedSuite(task_id=seed.task_id, cases=cases, dropped=dropped, key=key,
+                               generator_sha256=gsha,
+                               source_sha256=hashlib.sha256(seed.source_code.encode("utf-8", "surrogateescape"))
+                               .hexdigest(), plan=str(plan))
+        if use_cache:
+            _store(root, path, _to_json(suite))
+        suite.seconds = time.monotonic() - t0
+        return suite
+
+
+def _store(root: Path, path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` atomically (temporary file in the same directory, then rename). A cache that
+    cannot be written is not an error: the suite is simply rebuilt next time."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=root)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, ensure_ascii=True, separators=(",", ":"))
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError:
+        pass
