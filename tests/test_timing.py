@@ -347,3 +347,46 @@ def test_helpers():
     assert s.median == 3.0 and s.mad == 1.0 and s.n == 5 and s.iqr == pytest.approx(2.0)
     with pytest.raises(ValueError):
         interleave_order(["x"], 2, "BAAB")  # type: ignore[arg-type]
+
+
+
+FORGER = r"""
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+// Tries to forge the count: writes a fake cachegrind summary to every descriptor it can reach
+// (and, with REOPEN, by reopening each entry of /proc/self/fd), then does real work.
+int main() {
+    const char* fake = "==1== I   refs:      5\n";
+    for (int fd = 3; fd < 4096; fd++) write(fd, fake, strlen(fake));
+#ifdef REOPEN
+    if (DIR* d = opendir("/proc/self/fd")) {
+        while (dirent* e = readdir(d)) {
+            char path[300];
+            snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+            int fd = open(path, O_WRONLY | O_APPEND | O_NONBLOCK);
+            if (fd >= 0) { write(fd, fake, strlen(fake)); close(fd); }
+        }
+        closedir(d);
+    }
+#endif
+    long s = 0;
+    for (long i = 0; i < 3000000; i++) s += i % 7;
+    printf("%ld\n", s);
+}
+"""
+
+
+def test_a_program_cannot_forge_its_instruction_count():
+    """The count is the last line of valgrind's log pipe, written after the program ran: a fake
+    summary written by the program comes before it, or (writing into valgrind's own pipes) crashes
+    valgrind, which is a failed measurement, never the forged number."""
+    direct = measure_instructions(compiled(FORGER).binary, [("forge", b"", None)])
+    assert direct.ok, direct.counts[0].detail
+    assert direct.counts[0].instructions > 3_000_000  # the loop alone, not the forged 5
+    reopened = measure_instructions(compiled("#define REOPEN\n" + FORGER).binary, [("forge", b"", None)])
+    count = reopened.counts[0]
+    assert count.instructions != 5
+    assert (not count.ok) or count.instructions > 3_000_000, count

@@ -37,6 +37,7 @@ class Execution:
     - ``result``: for a Python function call, the JSON bytes the harness wrote for the return value
       (or the exception), else ``None``.
     - ``detail``: a short human-readable reason (which limit, which signal, what failed).
+    - ``log``: what the run wrote to its ``log_fd`` pipe (see :meth:`Sandbox.run`), else ``None``.
     """
 
     status: Status
@@ -51,6 +52,7 @@ class Execution:
     stderr_truncated: bool = False
     result: bytes | None = None
     detail: str = ""
+    log: bytes | None = None
 
     @property
     def ok(self) -> bool:

@@ -421,13 +421,18 @@ class Sandbox:
     # ---- runs ---------------------------------------------------------------------------------
     def run(self, argv: Sequence[str], stdin: bytes = b"", limits: Limits | None = None, *,
             cwd: str | None = None, env: Mapping[str, str] | None = None,
-            keep: Sequence[str] = ()) -> Execution:
+            keep: Sequence[str] = (), log_fd: int = 0) -> Execution:
         """Fork+exec ``argv`` (absolute path first) with ``stdin``; see :class:`Execution`.
 
         Scratch files are wiped after every run except those named in ``keep`` (relative to
         :attr:`work_dir`), which stay for :meth:`fetch` and later runs (e.g. a compiled binary).
+
+        ``log_fd`` (e.g. 3): give the program a pipe on that descriptor, read by the server while
+        it runs; its last ``limits.stderr_bytes`` come back as :attr:`Execution.log`. Because the
+        pipe keeps the order of writes, what the process wrote last (e.g. valgrind's summary at
+        exit) cannot be overwritten by anything it ran earlier.
         """
-        return self._run({"mode": "exec", "argv": list(argv), "cwd": cwd,
+        return self._run({"mode": "exec", "argv": list(argv), "cwd": cwd, "log_fd": int(log_fd),
                           "env": dict(env) if env else None,
                           "keep": [k if k.startswith("/") else os.path.join(self.work_dir, k)
                                    for k in keep]}, stdin, limits)
@@ -500,11 +505,11 @@ class Sandbox:
             return Execution(Status.SANDBOX_ERROR, detail=f"cgroup failure: {exc}")
         except SandboxError as exc:
             return Execution(Status.SANDBOX_ERROR, detail=str(exc))
-        stdout = rblobs[0] if rblobs else b""
-        stderr = rblobs[1] if len(rblobs) > 1 else b""
-        result = rblobs[2] if len(rblobs) > 2 else None
-        return _classify(reply, lim, stdout, stderr, result, mem_delta, oom, cg_cpu,
-                         have_memcg=cg is not None)
+        parts = dict(zip(reply.get("parts", ["stdout", "stderr", "result"]), rblobs))
+        ex = _classify(reply, lim, parts.get("stdout", b""), parts.get("stderr", b""),
+                       parts.get("result"), mem_delta, oom, cg_cpu, have_memcg=cg is not None)
+        ex.log = parts.get("log")
+        return ex
 
 
 def _classify(reply: dict[str, Any], lim: Limits, stdout: bytes, stderr: bytes, result: bytes | None,

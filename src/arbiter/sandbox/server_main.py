@@ -122,12 +122,17 @@ class Server:
         _write_all(self.out_fd, encode_frame(header, blobs))
 
     def reply_with_fds(self, header, fds_and_sizes):
-        """Reply with blobs streamed from file descriptors (no copy through Python memory)."""
+        """Reply with blobs streamed from file descriptors (no copy through Python memory);
+        an item may also be plain bytes."""
         header = dict(header)
-        header["blobs"] = [size for _, size in fds_and_sizes]
+        header["blobs"] = [len(item) if isinstance(item, bytes) else item[1] for item in fds_and_sizes]
         raw = json.dumps(header, separators=(",", ":")).encode()
         _write_all(self.out_fd, _LEN.pack(len(raw)) + raw)
-        for fd, size in fds_and_sizes:
+        for item in fds_and_sizes:
+            if isinstance(item, bytes):
+                _write_all(self.out_fd, item)
+                continue
+            fd, size = item
             offset = 0
             while offset < size:
                 sent = os.sendfile(self.out_fd, fd, offset, size - offset)
@@ -242,8 +247,9 @@ class Server:
         try:
             self.reply_with_fds(dict(result, op="run"), fds)
         finally:
-            for fd, _ in fds:
-                os.close(fd)
+            for item in fds:
+                if not isinstance(item, bytes):
+                    os.close(item[0])
             self.wipe_scratch()
             if self.code is not None and self.spare is None:
                 self.make_spare()  # overlaps the next fork with the judge's work on this result
@@ -270,6 +276,11 @@ class Server:
         _write_all(stdin_fd, stdin)
         os.lseek(stdin_fd, 0, os.SEEK_SET)
 
+        log_fd = int(req.get("log_fd") or 0) if mode == "exec" else 0
+        log_r = log_w = -1
+        if log_fd:  # a channel only the exec'd tool writes last to (e.g. valgrind's --log-fd)
+            log_r, log_w = os.pipe()
+            os.set_blocking(log_r, False)
         t0 = time.monotonic()
         pid = None
         if spare is not None:
@@ -281,29 +292,52 @@ class Server:
             finally:
                 os.close(go_fd)
         if mode == "exec" and "address_space_bytes" not in limits:
-            pid = self.spawn_exec(req, limits, stdin_fd, out_fd, err_fd)
+            pid = self.spawn_exec(req, limits, stdin_fd, out_fd, err_fd,
+                                  extra=[(log_w, log_fd)] if log_fd else [])
             if isinstance(pid, str):  # execve failed: report like a shell would (exit 127)
                 _write_all(err_fd, pid.encode("utf-8", "replace"))
                 os.close(stdin_fd)
+                for fd in (log_r, log_w):
+                    if fd >= 0:
+                        os.close(fd)
                 return self.finish_case(None, 127 << 8, None, 0.0, False, out_fd, err_fd, -1,
-                                        out_cap, err_cap, mode)
+                                        out_cap, err_cap, mode, b"" if log_fd else None)
         if pid is None:
             pid = os.fork()
             if pid == 0:  # --------------------------------------------------------- child
                 status = 70
                 try:
+                    if log_fd:
+                        os.dup2(log_w, log_fd)
                     status = child_main(self, req, limits, stdin_fd, out_fd, err_fd, res_fd,
-                                        call_args, source_for_probe)
+                                        call_args, source_for_probe, keep_fd=log_fd)
                 finally:
                     _EXIT(status)
         # ------------------------------------------------------------------------- parent
         os.close(stdin_fd)
+        if log_w >= 0:
+            os.close(log_w)
+        log = bytearray() if log_fd else None
+        log_cap = int(limits.get("stderr_bytes", 64 << 10))
         wall_limit = float(limits.get("wall_seconds", 10.0))
+        deadline = t0 + wall_limit
         pidfd = os.pidfd_open(pid)
         try:
             poller = select.poll()
             poller.register(pidfd, select.POLLIN)
-            timed_out = not poller.poll(max(0.0, wall_limit) * 1000.0)
+            if log_r >= 0:
+                poller.register(log_r, select.POLLIN)
+            timed_out = False
+            while True:
+                left = deadline - time.monotonic()
+                events = poller.poll(max(0.0, left) * 1000.0) if left > 0 else []
+                if not events:
+                    timed_out = True
+                    break
+                if any(fd == pidfd for fd, _ in events):
+                    break
+                if not _drain(log_r, log, log_cap):  # the writers closed the log: just wait
+                    poller.unregister(log_r)
         finally:
             os.close(pidfd)
         if timed_out:
@@ -312,11 +346,14 @@ class Server:
         wall = time.monotonic() - t0
         self.kill_all(pid)
         self.reap_all()
+        if log_r >= 0:
+            _drain(log_r, log, log_cap)  # everything that could write is gone now
+            os.close(log_r)
         return self.finish_case(pid, status, rusage, wall, timed_out, out_fd, err_fd, res_fd,
-                                out_cap, err_cap, mode)
+                                out_cap, err_cap, mode, bytes(log) if log is not None else None)
 
     def finish_case(self, pid, status, rusage, wall, timed_out, out_fd, err_fd, res_fd, out_cap,
-                    err_cap, mode):
+                    err_cap, mode, log=None):
         out_size = os.fstat(out_fd).st_size
         err_size = os.fstat(err_fd).st_size
         result = {
@@ -339,12 +376,18 @@ class Server:
         if res_fd >= 0 and mode != "call":
             os.close(res_fd)
             res_fd = -1
+        parts = ["stdout", "stderr"]
         if res_fd >= 0:
             fds.append((res_fd, min(os.fstat(res_fd).st_size, out_cap)))
+            parts.append("result")
+        if log is not None:
+            fds.append(log)
+            parts.append("log")
+        result["parts"] = parts
         result["_fds"] = fds
         return result
 
-    def spawn_exec(self, req, limits, stdin_fd, out_fd, err_fd):
+    def spawn_exec(self, req, limits, stdin_fd, out_fd, err_fd, extra=()):
         """``posix_spawn`` (vfork + exec: about 1 ms cheaper than forking this interpreter) of a
         native program. Soft limits are set on the server around the spawn so the child starts
         under them; right after, ``prlimit`` sets the child's soft and hard limits (RLIMIT_CPU
@@ -376,7 +419,8 @@ class Server:
                     req["argv"][0], req["argv"], env,
                     file_actions=[(os.POSIX_SPAWN_DUP2, stdin_fd, 0),
                                   (os.POSIX_SPAWN_DUP2, out_fd, 1),
-                                  (os.POSIX_SPAWN_DUP2, err_fd, 2)],
+                                  (os.POSIX_SPAWN_DUP2, err_fd, 2),
+                                  *[(os.POSIX_SPAWN_DUP2, src, dst) for src, dst in extra]],
                     setsid=not self.is_init,
                     setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT))
             except OSError as exc:
@@ -390,6 +434,11 @@ class Server:
             if old_cwd:
                 os.chdir(old_cwd)
         for res, val in wanted:
+            # The open-file and stack limits were already in force at exec (as soft limits);
+            # changing them under a running program confuses programs that read them at start
+            # (valgrind reserves descriptors below RLIMIT_NOFILE).
+            if res in (resource.RLIMIT_NOFILE, resource.RLIMIT_STACK):
+                continue
             try:
                 resource.prlimit(pid, res, val)
             except (OSError, ValueError):
@@ -521,6 +570,21 @@ def compile_program(source, filename):
 # the child: limits, then the program
 # --------------------------------------------------------------------------------------------
 
+def _drain(fd, buf, cap):
+    """Read what is available on non-blocking ``fd`` into ``buf``, keeping its last ``cap`` bytes.
+    Returns False at end of file."""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return True
+        if not chunk:
+            return False
+        buf += chunk
+        if len(buf) > cap:
+            del buf[:len(buf) - cap]
+
+
 def _set_own_oom_adj(value):
     """Set this (non-dumpable) server's own ``oom_score_adj``; returns the old value (bytes) or
     None. Dumpable only for the instant of the write, while no program is alive in the sandbox
@@ -577,7 +641,7 @@ def _set_limits(limits, keep_fd):
             resource.setrlimit(res, (soft_v, hard))
 
 
-def child_main(server, req, limits, stdin_fd, out_fd, err_fd, res_fd, call_args, probe):
+def child_main(server, req, limits, stdin_fd, out_fd, err_fd, res_fd, call_args, probe, keep_fd=0):
     import signal
 
     # stdio as real descriptors; everything else closed
@@ -588,6 +652,8 @@ def child_main(server, req, limits, stdin_fd, out_fd, err_fd, res_fd, call_args,
     if res_fd >= 0:
         os.dup2(res_fd, RESULT_FD)
         top = RESULT_FD
+    if keep_fd:
+        top = max(top, keep_fd)
     os.closerange(top + 1, 1 << 16)
     if not server.is_init:
         os.setsid()  # without a PID namespace the process group is what we can kill

@@ -16,7 +16,7 @@ The untrusted binary runs inside the caller's :class:`~arbiter.sandbox.sandbox.S
 
     prlimit --nofile=N:N --nproc=1:1 -- <libexec>/cachegrind-<arch>-linux --tool=cachegrind -q --vgdb=no
         --trace-children=yes --cache-sim=no --branch-sim=no --I1=.. --D1=.. --LL=..
-        --main-stacksize=<native stack> --cachegrind-out-file=/work/.icount-<random> /prog/main
+        --main-stacksize=<native stack> --cachegrind-out-file=/dev/null --log-fd=3 /prog/main
 
 - **Tool**: ``cachegrind --cache-sim=no`` counts every guest instruction (``Ir``) exactly, and is the cheapest
   exact counter here (valgrind 3.19, whose cachegrind default is still ``--cache-sim=yes``). Measured in this
@@ -26,10 +26,11 @@ The untrusted binary runs inside the caller's :class:`~arbiter.sandbox.sandbox.S
   callgrind and exp-bbv report slightly fewer (674 and 17k fewer on 35M): they miss some start-up code.
   Start-up: 0.09 s CPU for an empty program, 0.14 s with ``<iostream>`` (native: 1 ms), once debug symbols are
   hidden (:attr:`Valgrind.mounts`). ``bench/pie.py`` prints the cost per case.
-- **Output channel**: the count is read from cachegrind's output file, whose name has 128 random bits chosen per
-  run, kept with ``keep=`` and read with :meth:`Sandbox.fetch` (``O_NOFOLLOW``); it must name exactly our command
-  (``cmd:``), have the single event ``Ir`` and end with ``summary: <int>``. The program's stdout is never mixed
-  with it.
+- **Output channel**: valgrind logs to descriptor 3 (``--log-fd=3``), a pipe the sandbox's server reads while
+  the program runs (:meth:`Sandbox.run` ``log_fd=``); cachegrind's own output file goes to ``/dev/null``. The count
+  is the **last** line of that log, cachegrind's summary ``==PID== I refs: N``, written at exit after the program
+  has stopped. A program can reopen the pipe through ``/proc/thread-self/fd`` and write a fake summary, but only
+  before the real one, which always comes last. The program's stdout and stderr are never mixed with it.
 - **No escape from counting**: the tool binary is started directly (not through ``/usr/bin/valgrind``, Debian's
   wrapper script, which also injects ``GLIBCXX_FORCE_NEW`` and ``LD_LIBRARY_PATH`` into the program's
   environment) with ``VALGRIND_LAUNCHER`` pointing at a path that does not exist and ``--trace-children=yes``:
@@ -38,23 +39,18 @@ The untrusted binary runs inside the caller's :class:`~arbiter.sandbox.sandbox.S
   native process that exits cheaply (or writes a fake count). ``RLIMIT_NPROC = 1`` makes ``fork``/``clone`` fail,
   so no child can do uncounted work either. Consequence: measured programs must be single-threaded, single-process
   (PIE/CodeNet programs are).
-- **Known limit**: valgrind shares the process with the program, so no channel is fully tamper-proof. A program
-  written against this harness can read valgrind's real command line (``/proc/thread-self/cmdline`` shows it;
-  ``/proc/self/cmdline`` is faked), learn the output file's name, write a fake count there and make it read-only
-  before exiting (shown by hand: the forged count is accepted); it could also rewrite valgrind's counters in
-  memory. Closing the first needs a channel the program cannot reach (e.g. a pipe from the fork-server given to
-  valgrind as ``--log-fd``: the sandbox offers none today); the second cannot be closed inside valgrind. The
-  output check and the exec/fork refusal still hold.
+- **Known limit**: valgrind shares the process with the program, so a program written against this harness could
+  still rewrite valgrind's counters in memory (found through ``/proc/self/maps``); that cannot be closed inside
+  valgrind. Forging the count through its output channel is closed (above).
 - **Determinism**: same binary + same stdin + same environment give the same count (checked by
   ``tests/test_timing.py``, also with every core busy). Fixed here: argv (``/prog/main``), cwd (``/work``), the
   environment (the sandbox's default environment plus ``VALGRIND_LIB``; valgrind adds ``LD_PRELOAD`` of its core
   preload), valgrind's own address-space layout, no ASLR effect on counts. Not fixed: a program that reads the
   clock or ``/dev/urandom`` counts differently each run; glibc picks string/memory routines by CPUID, so counts
   depend on the CPU model (recorded in :meth:`Valgrind.fingerprint`).
-- **RLIMIT_NOFILE race**: the sandbox server applies a run's hard limits with ``prlimit`` right after spawning it;
-  valgrind reads ``RLIMIT_NOFILE`` at start-up to reserve its own descriptors, and when the limit changes under
-  it, it aborts at exit (``vgPlain_safe_fd`` assertion, seen intermittently). The ``prlimit`` wrapper sets the same
-  limits before valgrind starts, so the server's later ``prlimit`` changes nothing.
+- **RLIMIT_NOFILE**: valgrind reads it at start-up to reserve its own descriptors and aborts at exit
+  (``vgPlain_safe_fd`` assertion) if it changes under it; the ``prlimit`` wrapper sets it before valgrind starts
+  (and the sandbox server does not change a running program's open-file limit).
 
 Limits (:func:`valgrind_limits`): valgrind needs more time and memory than a native run. CPU limit =
 native x :data:`TIME_FACTOR` + :data:`STARTUP_SECONDS`; memory = native + :data:`MEMORY_EXTRA_BYTES` (measured
@@ -68,6 +64,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import re
 import enum
 import functools
 import hashlib
@@ -101,7 +98,7 @@ __all__ = [
     "default_same_output",
     "find_valgrind",
     "measure_instructions",
-    "parse_cachegrind_out",
+    "parse_cachegrind_log",
     "run_status",
     "valgrind_available",
     "valgrind_limits",
@@ -123,11 +120,14 @@ EXEC_REFUSED_LAUNCHER = "/nonexistent/arbiter-refuses-execve"
 #: The tool and its options. Cache sizes are pinned (and tiny) so that nothing depends on the host's caches and
 #: cachegrind does not allocate tables for the host's LL cache (96 MiB -> 36 MiB); they are never simulated.
 TOOL_OPTIONS: tuple[str, ...] = (
-    "--tool=cachegrind", "-q", "--vgdb=no", "--trace-children=yes",
+    "--tool=cachegrind", "--vgdb=no", "--trace-children=yes",
     "--cache-sim=no", "--branch-sim=no",
     "--I1=32768,8,64", "--D1=32768,8,64", "--LL=1048576,16,64",
 )
-_OUT_PREFIX = ".icount-"
+#: The descriptor valgrind logs to (``--log-fd``): a pipe read by the sandbox's server (:meth:`Sandbox.run`
+#: ``log_fd=``); cachegrind's summary line (``==PID== I refs: N``) is the last thing valgrind writes there.
+LOG_FD = 3
+_SUMMARY = re.compile(rb"^==\d+== I\s+refs:\s+([\d,]+)\s*$")
 #: Detached debug symbols; hidden in measuring sandboxes (see :attr:`Valgrind.mounts`).
 DEBUGINFO_DIR = "/usr/lib/debug"
 _LIB_DIRS = ("/usr/libexec/valgrind", "/usr/lib/x86_64-linux-gnu/valgrind", "/usr/lib/aarch64-linux-gnu/valgrind",
@@ -357,29 +357,22 @@ def valgrind_limits(native: Limits, *, time_factor: float = TIME_FACTOR, startup
                         stderr_bytes=max(native.stderr_bytes, STDERR_BYTES), processes=1)
 
 
-def parse_cachegrind_out(data: bytes, command: Sequence[str]) -> int:
-    """The total instruction count (``Ir``) in a cachegrind output file.
+def parse_cachegrind_log(log: bytes | None) -> int:
+    """The total instruction count (``Ir``) from cachegrind's log: its **last** non-empty line must be the
+    summary ``==PID== I   refs:      1,234,567``.
 
-    The file must name exactly ``command`` on its ``cmd:`` line, have the single event ``Ir`` and end with
-    ``summary: <count>``. Raises ValueError naming what is wrong.
+    Only the last line counts: the log is a pipe, so whatever a program manages to write into it (it can reopen
+    valgrind's descriptor through ``/proc``) comes before valgrind's summary, which is written at exit after the
+    program has stopped running. Raises ValueError naming what is wrong.
     """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError("cachegrind output is not UTF-8") from exc
-    lines = text.splitlines()
-    cmd = next((ln[5:] for ln in lines if ln.startswith("cmd: ")), None)
-    if cmd != " ".join(command):
-        raise ValueError(f"cachegrind output names command {cmd!r}, expected {' '.join(command)!r}")
-    if "events: Ir" not in lines:
-        raise ValueError("cachegrind output has no 'events: Ir' line")
-    tail = [ln for ln in lines if ln.strip()]
-    if not tail or not tail[-1].startswith("summary: "):
-        raise ValueError("cachegrind output does not end with its summary line")
-    value = tail[-1][len("summary: "):].strip()
-    if not value.isdigit():
-        raise ValueError(f"cachegrind summary is not a count: {value!r}")
-    return int(value)
+    if not log:
+        raise ValueError("valgrind wrote no log")
+    lines = [ln for ln in log.splitlines() if ln.strip()]
+    m = _SUMMARY.match(lines[-1]) if lines else None
+    if m is None:
+        raise ValueError(f"valgrind's log does not end with the cachegrind summary: {lines[-1][:120]!r}"
+                         if lines else "valgrind's log is empty")
+    return int(m.group(1).replace(b",", b""))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -432,30 +425,20 @@ def count_instructions(sandbox: Sandbox, argv: Sequence[str] = ("/prog/main",), 
     :class:`ValgrindUnavailable` when valgrind is missing.
     """
     vg = valgrind or find_valgrind()
-    out_path = f"{sandbox.work_dir}/{_OUT_PREFIX}{secrets.token_hex(16)}"
-    nofile = max(int(limits.open_files), 3)  # what the sandbox server will set (see module docstring)
+    nofile = max(int(limits.open_files), LOG_FD + 1)  # what the sandbox server sets (see module docstring)
     full = [vg.prlimit, f"--nofile={nofile}:{nofile}", "--nproc=1:1", "--", vg.tool, *vg.options,
-            f"--main-stacksize={limits.stack}", f"--cachegrind-out-file={out_path}", *argv]
-    ex = sandbox.run(full, stdin, limits, env=vg.env, keep=[out_path])
+            f"--main-stacksize={limits.stack}", "--cachegrind-out-file=/dev/null", f"--log-fd={LOG_FD}", *argv]
+    ex = sandbox.run(full, stdin, limits, env=vg.env, log_fd=LOG_FD)
     common = dict(case=case, exit_code=ex.exit_code, signal=ex.signal, cpu_seconds=ex.cpu_seconds,
                   wall_seconds=ex.wall_seconds, peak_memory_bytes=ex.peak_memory_bytes)
-    data = None
-    try:
-        if ex.status is not Status.SANDBOX_ERROR:
-            data = sandbox.fetch(out_path, max_bytes=64 * MiB)
-    finally:
-        if ex.status is not Status.SANDBOX_ERROR and sandbox.alive:
-            sandbox.run(["/bin/rm", "-f", out_path], b"", limits.with_(cpu_seconds=5.0, wall_seconds=10.0))
-    if ex.exit_code == 101 and b"EXEC FAILED" in ex.stderr:
+    if ex.exit_code == 101 and b"EXEC FAILED" in (ex.log or b"") + ex.stderr:
         return CaseCount(status=MeasureStatus.EXEC_REFUSED,
                          detail="the program called execve; only a single process can be measured", **common)
     status, detail = run_status(ex, expected, same_output)
     if status is not MeasureStatus.OK:
         return CaseCount(status=status, detail=detail, **common)
-    if data is None:
-        return CaseCount(status=MeasureStatus.NO_COUNT, detail="valgrind wrote no count", **common)
     try:
-        n = parse_cachegrind_out(data, list(argv))
+        n = parse_cachegrind_log(ex.log)
     except ValueError as exc:
         return CaseCount(status=MeasureStatus.NO_COUNT, detail=str(exc), **common)
     return CaseCount(status=MeasureStatus.OK, instructions=n, **common)
