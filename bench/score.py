@@ -1,0 +1,171 @@
+"""Code-generation reward throughput: verl's batch variant against one-by-one calls, and the
+streaming memory of ``arbiter score`` at the card's size.
+
+1. The same responses (bench/data/codegen: 25 real problems from APPS/CodeRL, LeetCodeDataset and
+   NeMo-Gym, 102 responses: references, labelled model generations, rollouts, wrong variants)
+   scored by ``compute_score`` called one by one (verl's naive manager) and by
+   ``compute_score_batch`` (verl's batch manager: one sandbox per response, one worker per core).
+   Printed side by side: responses/s, cases/s, median and p90 seconds per response, the speedup;
+   both modes must give the same verdicts.
+2. ``arbiter score``'s pipeline on synthetic data of the card's shape (14,927 rows x 8 responses,
+   ~80 cases per row; responses are prose without a code block except one real program per
+   300 rows, so the streaming machinery is measured, not the judge) against a tenth of it:
+   peak RSS (VmHWM) and rows/s side by side.
+
+Usage: .venv/bin/python bench/score.py [--rows 14927] [--skip-memory]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data" / "codegen"
+RUN_VERDICTS = {"WA", "TLE", "MLE", "RE", "OLE"}
+
+
+def load_items():
+    rows = {}
+    with open(DATA / "rows.jsonl", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            rows[f"{r['data_source']}:{r['extra_info']['index']}"] = r
+    items, expected = [], []
+    with open(DATA / "completions.jsonl", encoding="utf-8") as f:
+        for line in f:
+            c = json.loads(line)
+            r = rows[c["key"]]
+            for resp, exp in zip(c["responses"], c["expected"]):
+                items.append((r["data_source"], resp, r["reward_model"]["ground_truth"], r["extra_info"]))
+                expected.append(exp)
+    return items, expected, len(rows)
+
+
+def cases_run(r: dict) -> int:
+    """Cases actually executed: the passed ones plus the failing one (all-or-nothing stops there)."""
+    return r["passed"] + (1 if r["verdict"] in RUN_VERDICTS else 0)
+
+
+def line(name: str, results: list[dict], wall: float) -> list[str]:
+    per = sorted(r["seconds"] for r in results)
+    cases = sum(cases_run(r) for r in results)
+    p90 = per[min(len(per) - 1, int(0.9 * len(per)))]
+    return [name, str(len(results)), str(cases), f"{wall:.2f}", f"{len(results) / wall:.2f}", f"{cases / wall:.1f}",
+            f"{statistics.median(per):.3f}", f"{p90:.3f}"]
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    fmt = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *map(fmt, rows)])
+
+
+def bench_batch_vs_serial() -> None:
+    from arbiter.judge.judge import default_workers
+    from arbiter.verl.reward import compute_score, compute_score_batch
+
+    items, expected, problems = load_items()
+    compute_score(*items[0])  # warm-up: first sandbox start, imports
+    t = time.monotonic()
+    serial = [compute_score(data_source=d, solution_str=s, ground_truth=g, extra_info=e) for d, s, g, e in items]
+    serial_wall = time.monotonic() - t
+    t = time.monotonic()
+    batch = compute_score_batch([i[0] for i in items], [i[1] for i in items], [i[2] for i in items],
+                                [i[3] for i in items])
+    batch_wall = time.monotonic() - t
+    same = sum(1 for a, b in zip(serial, batch) if (a["verdict"], a["score"]) == (b["verdict"], b["score"]))
+    labelled = [(e, r["score"]) for e, r in zip(expected, batch) if e is not None]
+    agree = sum(1 for e, s in labelled if e == s)
+    verdicts: dict[str, int] = {}
+    for r in batch:
+        verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
+    print(f"== compute_score one by one vs compute_score_batch ({problems} problems, {len(items)} responses, "
+          f"{default_workers()} cores, load average {os.getloadavg()[0]:.1f})")
+    print(table(["mode", "responses", "cases", "wall s", "responses/s", "cases/s", "median s/resp", "p90 s/resp"],
+                [line("one by one", serial, serial_wall), line("batch", batch, batch_wall)]))
+    print(f"speedup (one-by-one wall / batch wall): {serial_wall / batch_wall:.2f}x")
+    print(f"same verdict and score in both modes: {same}/{len(items)}; "
+          f"labelled responses matching their label: {agree}/{len(labelled)}; verdicts: {verdicts}")
+    if same != len(items) or agree != len(labelled):
+        sys.exit("MISMATCH")
+
+
+PROBE = textwrap.dedent('''
+    import functools, json, sys, time
+    from arbiter.pipelines.codegen_scoring import score_completions
+    from arbiter.verl.reward import RewardOptions, iter_scores
+    t = time.monotonic()
+    run = score_completions(sys.argv[1], sys.argv[2], sys.argv[3],
+                            scorer=functools.partial(iter_scores, opts=RewardOptions(), raise_errors=False))
+    wall = time.monotonic() - t
+    hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+    print(json.dumps({"hwm_kib": hwm, "rows": run.rows, "responses": run.responses, "wall": wall}))
+''')
+
+
+def synthetic(folder: Path, n_rows: int, per_row: int = 8) -> tuple[Path, Path]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    gt = json.dumps({"inputs": [f"{i} {i}\n" for i in range(80)], "outputs": [f"{2 * i}\n" for i in range(80)]})
+    prose = "Let me think about this problem step by step. " * 40
+    ok = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+
+    def row(i: int) -> dict:
+        return {"data_source": "code_taco", "prompt": [{"role": "user", "content": f"problem {i}"}], "ability": "code",
+                "reward_model": {"style": "rule", "ground_truth": gt}, "extra_info": {"index": f"deepcoder_{i}"}}
+
+    dataset = folder / f"rows{n_rows}.parquet"
+    writer = None
+    for start in range(0, n_rows, 1000):
+        table = pa.Table.from_pylist([row(i) for i in range(start, min(n_rows, start + 1000))])
+        writer = writer or pq.ParquetWriter(dataset, table.schema)
+        writer.write_table(table)
+    writer.close()
+    completions = folder / f"completions{n_rows}.jsonl"
+    with open(completions, "w") as f:
+        for i in range(n_rows):
+            responses = [f"{prose} attempt {j}" for j in range(per_row)]
+            if i % 300 == 0:
+                responses[0] = ok
+            f.write(json.dumps({"index": f"deepcoder_{i}", "responses": responses}) + "\n")
+    return dataset, completions
+
+
+def bench_memory(n_rows: int) -> None:
+    print("\n== arbiter score streaming: peak RSS vs data size (synthetic, 8 responses per row)")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for n in (max(1, n_rows // 10), n_rows):
+            dataset, completions = synthetic(tmp, n)
+            size = (dataset.stat().st_size + completions.stat().st_size) / 2**20
+            probe = subprocess.run([sys.executable, "-c", PROBE, str(dataset), str(completions), str(tmp / f"out{n}")],
+                                   capture_output=True, text=True, check=True)
+            got = json.loads(probe.stdout.strip().splitlines()[-1])
+            rows.append([f"{n} x 8", f"{size:.0f}", f"{got['hwm_kib'] / 1024:.0f}", f"{got['wall']:.1f}",
+                         f"{got['rows'] / got['wall']:.0f}", f"{got['responses'] / got['wall']:.0f}"])
+    print(table(["rows x responses", "input MiB", "peak RSS MiB", "wall s", "rows/s", "responses/s"], rows))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=14927, help="rows of the synthetic streaming run (the card: 14,927)")
+    ap.add_argument("--skip-memory", action="store_true", help="only the batch vs one-by-one comparison")
+    args = ap.parse_args()
+    bench_batch_vs_serial()
+    if not args.skip_memory:
+        bench_memory(args.rows)
+
+
+if __name__ == "__main__":
+    main()

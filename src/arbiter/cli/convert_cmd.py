@@ -1,0 +1,71 @@
+"""``arbiter convert``: real code datasets in their own shapes -> verl rule-reward rows
+(:mod:`arbiter.datasets.convert`)."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+
+class Source(str, Enum):
+    apps = "apps"
+    taco = "taco"
+    leetcode = "leetcode"
+    codescope = "codescope"
+    nemo_gym = "nemo-gym"
+    lcb = "lcb"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def convert(
+        source: Source = typer.Option(..., "--from", help="the input's dataset shape"),
+        input_path: Path = typer.Argument(..., exists=True, metavar="IN",
+                                          help="rows (.jsonl[.gz], .parquet, HF folder) or an APPS folder tree"),
+        out: Path = typer.Option(..., "--out", help="OUT.parquet or OUT.jsonl"),
+        data_source: Optional[str] = typer.Option(None, "--data-source", help="override the data_source of every row"),
+        index_prefix: Optional[str] = typer.Option(None, "--index-prefix",
+                                                   help="extra_info.index prefix (default: the source; e.g. taco_test)"),
+        errors: Optional[Path] = typer.Option(None, "--errors", help="write bad and skipped rows to this JSONL"),
+        fail_on_bad: bool = typer.Option(False, "--fail-on-bad", help="exit 1 when any row could not be converted"),
+    ) -> None:
+        """Convert IN (a SOURCE dataset) to verl rows in OUT.
+
+        Every ground truth is read back through the verl test-suite normaliser (convert-or-fail);
+        bad rows are reported and skipped, the batch goes on. Exit status: 0 done (also with bad
+        rows, unless --fail-on-bad); 1 bad rows with --fail-on-bad, or no row written; 2 bad input.
+        """
+        from arbiter.datasets.convert import convert as run_convert
+
+        console = Console(stderr=True)
+        try:
+            report = run_convert(source.value, input_path, out, data_source=data_source, index_prefix=index_prefix)
+        except (ValueError, OSError) as exc:
+            console.print(f"[red]error:[/] {exc}")
+            raise typer.Exit(2)
+        console.print(f"{source.value}: {report.read} rows read, {report.written} written to {out} "
+                      f"({report.tests} test cases, {report.reference_solutions} reference solutions), "
+                      f"{len(report.skipped)} skipped, {len(report.bad)} bad")
+        for label, why in report.bad[:20]:
+            console.print(f"  [red]bad[/] {label}: {why}")
+        if len(report.bad) > 20:
+            console.print(f"  ... and {len(report.bad) - 20} more")
+        if report.skipped:
+            reasons: dict[str, int] = {}
+            for _, why in report.skipped:
+                reasons[why] = reasons.get(why, 0) + 1
+            for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:10]:
+                console.print(f"  [dim]skipped {n}: {why}[/]")
+        if errors is not None:
+            with open(errors, "w", encoding="utf-8") as f:
+                for label, why in report.bad:
+                    f.write(json.dumps({"row": label, "kind": "bad", "error": why}, ensure_ascii=False) + "\n")
+                for label, why in report.skipped:
+                    f.write(json.dumps({"row": label, "kind": "skipped", "reason": why}, ensure_ascii=False) + "\n")
+        if report.written == 0 or (fail_on_bad and report.bad):
+            raise typer.Exit(1)

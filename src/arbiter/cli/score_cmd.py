@@ -1,0 +1,110 @@
+"""``arbiter score``: score model completions on a verl code dataset (per-response verdicts,
+per-problem pass rate, pass@k, a table by data_source); streaming and resumable.
+
+Scores exactly as the verl plug-in does in training (:mod:`arbiter.verl.reward`), through the
+pipeline :mod:`arbiter.pipelines.codegen_scoring`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def summary_table(summary: dict, title: str = "scores by data_source") -> Table:
+    """A rich table of ``summary.json``: one row per data source, then ``overall``. Columns:
+    problems (valid), invalid rows, responses, mean pass rate, pass@k for k = 1, the powers of 2
+    up to n and n, and verdict counts (AC, FORMAT_ERROR, the rest)."""
+    table = Table(title=title)
+    ks = sorted(int(k) for k in summary["overall"]["pass_at_k"])
+    show_k = [k for k in ks if k & (k - 1) == 0 or k == ks[-1]][-5:] if ks else []
+    if ks and 1 not in show_k:
+        show_k = [1, *show_k[1:]]
+    for col in ("data_source", "problems", "invalid", "responses", "pass rate", *[f"pass@{k}" for k in show_k],
+                "AC", "FORMAT", "other"):
+        table.add_column(col, justify="left" if col == "data_source" else "right", no_wrap=True)
+    groups = list(summary["by_data_source"].items()) + [("overall", summary["overall"])]
+    for name, g in groups:
+        v = g["verdicts"]
+        other = sum(n for verdict, n in v.items() if verdict not in ("AC", "FORMAT_ERROR"))
+        table.add_row(f"[bold]{name}[/]" if name == "overall" else name, str(g["problems"]), str(g["invalid_problems"]),
+                      str(g["responses"]), _fmt(g["mean_pass_rate"]),
+                      *[_fmt(g["pass_at_k"].get(str(k))) for k in show_k],
+                      str(v.get("AC", 0)), str(v.get("FORMAT_ERROR", 0)), str(other))
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def score(
+        dataset: Path = typer.Option(..., "--dataset", exists=True,
+                                     help="verl rows: .parquet, .jsonl[.gz] or an HF datasets folder"),
+        completions: Path = typer.Option(..., "--completions", exists=True, dir_okay=False,
+                                         help='JSONL of {"index" | "key" | "data_source"+"index" | "row", "responses": [...]}'),
+        out: Path = typer.Option(..., "--out", file_okay=False, help="output folder (resumable)"),
+        workers: Optional[int] = typer.Option(None, "--workers", min=1, help="parallel sandboxes (default: one per core)"),
+        parity: Optional[str] = typer.Option(None, "--parity", help="prime_code: verl prime_code's first-10-cases partial credit"),
+        checker: Optional[str] = typer.Option(None, "--checker", help="override every route's checker (tokens, tokens_float, ...)"),
+        case_insensitive: Optional[bool] = typer.Option(None, "--case-insensitive/--case-sensitive",
+                                                        help="override the route's case rule"),
+        time_limit: Optional[float] = typer.Option(None, "--time-limit", help="CPU seconds per case (default: per data_source)"),
+        memory_limit: Optional[int] = typer.Option(None, "--memory-limit", help="MiB per case (default 1024)"),
+        run_all: bool = typer.Option(False, "--run-all", help="run every case even after a failure (exact passed counts)"),
+        split: Optional[str] = typer.Option(None, "--split", help="split of an HF DatasetDict folder"),
+        quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+    ) -> None:
+        """Score every response of COMPLETIONS against its row of DATASET.
+
+        Writes OUT/verdicts.jsonl (one record per response, keyed <data_source>:<index>#<i>),
+        OUT/problems.jsonl (pass rate, pass@k), OUT/summary.json and OUT/errors.jsonl, and prints
+        a table by data_source. Rerun the same command after an interruption: finished responses
+        are kept and skipped. Exit status: 0 done; 1 some responses hit SANDBOX_ERROR (not
+        recorded: rerun to retry them); 2 bad input.
+        """
+        from arbiter.pipelines.codegen_scoring import score_completions
+        from arbiter.verl.reward import RewardOptions, iter_scores
+
+        console = Console(stderr=True)
+        # INVALID_TASK / SANDBOX_ERROR are reported in the outputs and the table, not as log lines
+        logging.getLogger("arbiter.verl").setLevel(logging.ERROR)
+        try:
+            opts = RewardOptions.from_kwargs({k: v for k, v in dict(
+                parity=parity, checker=checker, case_insensitive=case_insensitive, time_limit=time_limit,
+                memory_limit_mb=memory_limit, run_all=run_all, workers=workers).items() if v is not None})
+        except (TypeError, ValueError) as exc:
+            console.print(f"[red]error:[/] {exc}")
+            raise typer.Exit(2)
+        scorer = functools.partial(iter_scores, opts=opts, raise_errors=False)
+        with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TextColumn("responses"),
+                      TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=quiet) as bar:
+            task = bar.add_task("score", total=None)
+
+            def progress(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            try:
+                run = score_completions(dataset, completions, out, scorer=scorer, split=split, progress=progress)
+            except (ValueError, OSError) as exc:
+                console.print(f"[red]error:[/] {exc}")
+                raise typer.Exit(2)
+        Console(width=None if sys.stdout.isatty() else 160).print(summary_table(run.summary))
+        console.print(f"{run.rows} rows read; {run.responses} responses matched; {run.judged} scored now, "
+                      f"{run.skipped_done} already done; outputs in {out}")
+        if run.errors:
+            console.print(f"[yellow]{run.errors} problem(s) reported in {out / 'errors.jsonl'}[/]")
+        if run.sandbox_errors:
+            console.print(f"[red]{run.sandbox_errors} response(s) hit SANDBOX_ERROR after retries; they are not recorded; "
+                          f"rerun the same command to retry them[/]")
+            raise typer.Exit(1)

@@ -1,0 +1,366 @@
+"""Convert real code datasets, in their own shapes, to verl rule-reward rows.
+
+``arbiter convert --from SOURCE IN --out OUT`` streams ``IN`` through one converter of
+:mod:`arbiter.datasets.sources` and writes verl rows (:mod:`arbiter.datasets.verl_rows`) to
+Parquet or JSONL:
+
+- ``data_source``: the source's routing name (``apps``, ``taco``, ``leetcode``, ``codeforces``,
+  ``livecodebench``; overridable);
+- ``prompt``: chat messages (the dataset's own prompt when it has one, else the statement plus
+  an instruction to answer with one Python code block);
+- ``ability``: ``"code"``;
+- ``reward_model``: ``{"style": "rule", "ground_truth": <JSON text>}`` in one of the card's
+  three encodings (the APPS/TACO dict form is kept as is, so its ``x`` / ``[x]`` output
+  convention survives; other sources become ``stdin_stdout`` or ``function_call`` case lists);
+- ``extra_info``: ``index`` (unique in the output, prefixed by the source: ``apps_train_0001``,
+  ``leetcode_two-sum``), ``id`` (the source's own id), ``source``, ``difficulty``, ``url``,
+  ``reference_solutions`` (the source's known-correct programs, when it has them), ``prelude``
+  (Python run before the program, when the source defines one: LeetCodeDataset's import block
+  with ``ListNode``/``TreeNode``), ``tests`` (number of cases), ``notes`` (e.g. test pairs left
+  out and why).
+
+Convert-or-fail (the card's 2026-08 rule): every ground truth written is read back through
+:func:`arbiter.judge.encodings.verl_ground_truth_to_suite` and must give as many cases as the
+source's own normaliser; a row that fails any step is reported (row and reason) and skipped, and
+the batch goes on. Keys: rows are later keyed ``"<data_source>:<index>"`` (the card's
+data_source-qualified join keys; its original DeepCoder release joined on an index that collided
+across subsets); ``index`` is also kept unique within one output file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arbiter.judge.encodings.verl import verl_ground_truth_to_suite
+from arbiter.judge.testsuite import CallCase, InvalidTestSuite, StdioCase, TestSuite
+
+#: Fields of ``extra_info`` written by the converters (Parquet schema order).
+EXTRA_INFO_FIELDS = ("index", "id", "source", "difficulty", "url", "reference_solutions", "prelude", "tests", "notes")
+
+
+class ConvertError(ValueError):
+    """A source row that cannot become a verl row; the message names the row and the reason."""
+
+
+@dataclass
+class Converted:
+    """One converted row (``row`` is the verl row dict) or a problem with a source row.
+
+    - ``label``: the source row's label (e.g. ``train/0001``, ``task_id``, line number).
+    - ``row``: the verl row, or ``None``.
+    - ``error``: why the row was not converted (bad row), or ``""``.
+    - ``skipped``: a row deliberately left out (e.g. a CodeScope row in C++), not an error.
+    """
+
+    label: str
+    row: dict[str, Any] | None = None
+    error: str = ""
+    skipped: str = ""
+
+
+@dataclass
+class ConvertReport:
+    """What a conversion did: rows read, written, skipped (with reasons), bad (with errors)."""
+
+    source: str
+    read: int = 0
+    written: int = 0
+    tests: int = 0
+    reference_solutions: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    bad: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", "surrogateescape")
+
+
+def suite_to_ground_truth(suite: TestSuite, *, param_names: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """A normalised suite as the card's list encodings: ``stdin_stdout`` or ``function_call``
+    case dicts.
+
+    - stdin cases need exactly one accepted output (verl's encodings hold one);
+    - call cases with keyword arguments need ``param_names`` (the signature's parameter order)
+      to become positional ``input`` lists; ``output`` is ``[return_value]`` and must be the one
+      accepted value.
+
+    Raises :class:`ConvertError` for what the encodings cannot express.
+    """
+    out: list[dict[str, Any]] = []
+    for case in suite.cases:
+        if isinstance(case, StdioCase):
+            if len(case.expected) != 1:
+                raise ConvertError(f"case {case.name}: {len(case.expected)} accepted outputs; verl ground truth holds one")
+            out.append({"type": "stdin_stdout", "input": _text(case.stdin), "output": _text(case.expected[0])})
+            continue
+        assert isinstance(case, CallCase)
+        if len(case.expected) != 1:
+            raise ConvertError(f"case {case.name}: several accepted return values; the function_call encoding holds one")
+        args = list(case.args)
+        if case.kwargs:
+            if param_names is None:
+                raise ConvertError(f"case {case.name}: keyword arguments but no signature to order them")
+            rest = param_names[len(args):]
+            missing = [n for n in rest if n not in case.kwargs]
+            extra = sorted(set(case.kwargs) - set(rest))
+            if missing or extra:
+                raise ConvertError(f"case {case.name}: arguments {sorted(case.kwargs)} do not match parameters {list(param_names)}")
+            args += [case.kwargs[n] for n in rest]
+        out.append({"type": "function_call", "fn_name": case.fn_name, "input": args, "output": [case.expected[0]]})
+    return out
+
+
+def make_row(*, data_source: str, prompt: list[Mapping[str, str]], ground_truth: Any, index: str, source: str,
+             expected_cases: int, id: Any = None, difficulty: Any = None, url: Any = None,
+             reference_solutions: list[str] | None = None, prelude: str | None = None,
+             notes: list[str] | None = None) -> dict[str, Any]:
+    """Build one verl row and check it (convert-or-fail).
+
+    ``ground_truth`` is a dict/list (encoded here as JSON text) or JSON text. The text is read
+    back by :func:`verl_ground_truth_to_suite`; raises :class:`ConvertError` unless it gives
+    ``expected_cases`` cases, or when the prompt is empty.
+    """
+    text = ground_truth if isinstance(ground_truth, str) else json.dumps(ground_truth, ensure_ascii=False)
+    try:
+        suite = verl_ground_truth_to_suite(text, row=index)
+    except InvalidTestSuite as exc:
+        raise ConvertError(f"the converted ground truth does not read back: {exc}") from None
+    if len(suite) != expected_cases:
+        raise ConvertError(f"the converted ground truth has {len(suite)} cases, the source {expected_cases}")
+    messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in prompt]
+    if not messages or not any(m["content"].strip() for m in messages):
+        raise ConvertError("empty prompt")
+    return {
+        "data_source": data_source,
+        "prompt": messages,
+        "ability": "code",
+        "reward_model": {"style": "rule", "ground_truth": text},
+        "extra_info": {
+            "index": index,
+            "id": None if id is None else str(id),
+            "source": source,
+            "difficulty": None if difficulty is None else str(difficulty),
+            "url": None if url is None else str(url),
+            "reference_solutions": [s for s in (reference_solutions or []) if isinstance(s, str)],
+            "prelude": prelude or None,
+            "tests": len(suite),
+            "notes": list(notes or []),
+        },
+    }
+
+
+ANSWER_FORMAT = (
+    "Write a Python 3 solution (standard library only). Reply with the complete program in a single "
+    "markdown code block:\n```python\n# your code\n```"
+)
+
+
+def stdin_prompt(statement: str) -> list[dict[str, str]]:
+    """A single user turn for a stdin/stdout problem (statement + I/O + answer-format lines)."""
+    return [{"role": "user", "content": f"{statement.strip()}\n\nRead the input from standard input and write the "
+                                        f"answer to standard output.\n\n{ANSWER_FORMAT}"}]
+
+
+def call_prompt(statement: str, fn_name: str, starter_code: str | None) -> list[dict[str, str]]:
+    """A single user turn for a function-call problem (statement + starter code + answer format)."""
+    starter = (starter_code or "").rstrip()
+    where = (f"Complete this code:\n```python\n{starter}\n```" if starter
+             else f"Define the function `{fn_name}` (top level, or as a method of `class Solution`).")
+    return [{"role": "user", "content": f"{statement.strip()}\n\n{where}\nIt is called with the test arguments and "
+                                        f"its return value is checked.\n\n{ANSWER_FORMAT}"}]
+
+
+def parquet_schema():
+    """The Parquet schema of converted rows (pyarrow)."""
+    import pyarrow as pa
+
+    return pa.schema([
+        ("data_source", pa.string()),
+        ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+        ("ability", pa.string()),
+        ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.large_string())])),
+        ("extra_info", pa.struct([
+            ("index", pa.string()), ("id", pa.string()), ("source", pa.string()), ("difficulty", pa.string()),
+            ("url", pa.string()), ("reference_solutions", pa.list_(pa.large_string())), ("prelude", pa.string()),
+            ("tests", pa.int64()), ("notes", pa.list_(pa.string())),
+        ])),
+    ])
+
+
+class RowWriter:
+    """Streaming writer of verl rows to Parquet (``.parquet``) or JSON Lines (anything else).
+
+    Rows are buffered and written in row groups of at most ``rows_per_group`` rows or about
+    ``bytes_per_group`` bytes of text, so memory stays bounded. ``write`` raises
+    :class:`ConvertError` for an ``extra_info.index`` already written to this file. The file is
+    written to ``<out>.partial`` and renamed on :meth:`close`, so a killed conversion never leaves
+    a truncated file under the final name.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, rows_per_group: int = 512, bytes_per_group: int = 64 << 20):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = self.path.with_name(self.path.name + ".partial")
+        self.parquet = self.path.suffix.lower() == ".parquet"
+        self.rows_per_group = rows_per_group
+        self.bytes_per_group = bytes_per_group
+        self.indexes: set[str] = set()
+        self.count = 0
+        self._buf: list[dict[str, Any]] = []
+        self._buf_bytes = 0
+        self._writer = None
+        self._file = None
+        if self.parquet:
+            import pyarrow.parquet as pq
+
+            self._writer = pq.ParquetWriter(self.tmp, parquet_schema())
+        else:
+            self._file = open(self.tmp, "w", encoding="utf-8")
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        """Buffer (Parquet) or append (JSONL) one verl row. Raises :class:`ConvertError` when its
+        ``extra_info.index`` was already written to this file."""
+        index = str(row.get("extra_info", {}).get("index"))
+        if index in self.indexes:
+            raise ConvertError(f"extra_info.index {index!r} is already in {self.path.name}")
+        self.indexes.add(index)
+        self.count += 1
+        if self._file is not None:
+            self._file.write(json.dumps(row, ensure_ascii=False) + "\n")
+            return
+        self._buf.append(dict(row))
+        self._buf_bytes += len(row["reward_model"]["ground_truth"]) + sum(
+            len(s) for s in row["extra_info"].get("reference_solutions") or [])
+        if len(self._buf) >= self.rows_per_group or self._buf_bytes >= self.bytes_per_group:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._buf or self._writer is None:
+            return
+        import pyarrow as pa
+
+        self._writer.write_table(pa.Table.from_pylist(self._buf, schema=parquet_schema()))
+        self._buf = []
+        self._buf_bytes = 0
+
+    def close(self, *, keep: bool = True) -> None:
+        """Finish the file; with ``keep=False`` (an exception) the partial file is removed."""
+        if self._writer is not None:
+            if keep:
+                self._flush()
+            self._writer.close()
+            self._writer = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if keep and self.tmp.exists():
+            os.replace(self.tmp, self.path)
+        elif self.tmp.exists():
+            self.tmp.unlink()
+
+    def __enter__(self) -> "RowWriter":
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(keep=exc_type is None)
+
+
+def _converters() -> dict[str, Callable[..., Iterator[Converted]]]:
+    from arbiter.datasets.sources import apps, codescope, leetcode, livecodebench, nemo_gym
+
+    return {
+        "apps": apps.convert_apps,
+        "taco": apps.convert_taco,
+        "leetcode": leetcode.convert_leetcode,
+        "codescope": codescope.convert_codescope,
+        "nemo-gym": nemo_gym.convert_nemo_gym,
+        "lcb": livecodebench.convert_livecodebench,
+    }
+
+
+SOURCES = ("apps", "taco", "leetcode", "codescope", "nemo-gym", "lcb")
+
+
+def iter_converted(source: str, path: str | os.PathLike, *, data_source: str | None = None,
+                   index_prefix: str | None = None) -> Iterator[Converted]:
+    """Stream the :class:`Converted` rows of one source file/folder.
+
+    - ``source``: one of :data:`SOURCES`.
+    - ``path``: the source data (formats per converter, see :mod:`arbiter.datasets.sources`).
+    - ``data_source``: override the routing name written to every row.
+    - ``index_prefix``: override the ``extra_info.index`` prefix (default: the source name, plus
+      the split for APPS folders).
+
+    Raises ``ValueError`` for an unknown source or an unreadable input (bad rows are yielded).
+    """
+    convs = _converters()
+    if source not in convs:
+        raise ValueError(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
+    if not Path(path).exists():
+        raise ValueError(f"{path}: no such file or directory")
+    yield from convs[source](Path(path), data_source=data_source, index_prefix=index_prefix)
+
+
+def convert(source: str, path: str | os.PathLike, out: str | os.PathLike, *, data_source: str | None = None,
+            index_prefix: str | None = None, on_row: Callable[[Converted], None] | None = None) -> ConvertReport:
+    """Convert ``path`` (a ``source`` dataset) to verl rows in ``out`` (``.parquet`` or ``.jsonl``).
+
+    Streams (memory is one row group). Bad rows are recorded in the report and skipped; the
+    batch goes on. ``on_row`` sees every :class:`Converted` (progress). Returns the
+    :class:`ConvertReport`. Raises ``ValueError`` for an unknown source or missing input.
+    """
+    report = ConvertReport(source=source)
+    with RowWriter(out) as writer:
+        for item in iter_converted(source, path, data_source=data_source, index_prefix=index_prefix):
+            report.read += 1
+            if item.row is not None:
+                try:
+                    writer.write(item.row)
+                except ConvertError as exc:
+                    item = Converted(item.label, error=str(exc))
+                else:
+                    report.written += 1
+                    report.tests += item.row["extra_info"]["tests"]
+                    report.reference_solutions += len(item.row["extra_info"]["reference_solutions"])
+            if item.error:
+                report.bad.append((item.label, item.error))
+            elif item.skipped:
+                report.skipped.append((item.label, item.skipped))
+            if on_row is not None:
+                on_row(item)
+    return report
+
+
+def guarded(label: str, build: Callable[[], dict[str, Any]]) -> Converted:
+    """Run one row's conversion; any :class:`ConvertError`, :class:`InvalidTestSuite` or
+    malformed-field error becomes a bad-row :class:`Converted` naming ``label``."""
+    try:
+        return Converted(label, row=build())
+    except (ConvertError, InvalidTestSuite) as exc:
+        return Converted(label, error=str(exc))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return Converted(label, error=f"{type(exc).__name__}: {exc}")
+
+
+__all__ = [
+    "ANSWER_FORMAT",
+    "ConvertError",
+    "ConvertReport",
+    "Converted",
+    "EXTRA_INFO_FIELDS",
+    "RowWriter",
+    "SOURCES",
+    "call_prompt",
+    "convert",
+    "guarded",
+    "iter_converted",
+    "make_row",
+    "parquet_schema",
+    "stdin_prompt",
+    "suite_to_ground_truth",
+]

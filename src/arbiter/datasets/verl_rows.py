@@ -1,0 +1,254 @@
+"""verl rule-reward rows (the codegen card's schema) and streaming loaders.
+
+Schema (``spec/codegen_iquest_card.txt``, "Schema"; verl ``docs/preparation/prepare_data``):
+
+| column | type | notes |
+|---|---|---|
+| ``data_source`` | str | reward-routing key (``code_contests_o``, ``code_taco``, ...) |
+| ``prompt`` | list of ``{role, content}`` | chat messages |
+| ``ability`` | str | ``code`` |
+| ``reward_model`` | ``{style: "rule", ground_truth, method?}`` | ``ground_truth``: the test suite as JSON text (or decoded data) |
+| ``extra_info`` | dict | ``index`` (the row id), anything else (``id``, goldilocks annotations, ``reference_solutions``, ``prelude``) |
+
+Files: Parquet (``.parquet``), JSON Lines (``.jsonl``, ``.jsonl.gz``, ``.json`` holding one
+object per line; a ``.json`` holding one JSON array is read whole), or a directory written by HF
+``datasets`` (``Dataset.save_to_disk``; a ``DatasetDict`` needs ``split``). Every loader **streams**: Parquet by record batches
+(``batch_size`` rows at a time), JSONL line by line, HF datasets through its memory-mapped Arrow
+table; nothing holds the whole file in memory.
+
+Row keys: ``"<data_source>:<extra_info.index>"``, the data_source-qualified key of the card's
+2026-08 fix (indexes collided across DeepCoder's subsets); a row without ``extra_info.index``
+is keyed by its position, ``"<data_source>:#<position>"``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Iterator
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from arbiter.judge.encodings._common import to_plain
+
+
+class RowError(ValueError):
+    """A dataset row that does not fit the verl schema; the message names the row and the field."""
+
+
+class ChatMessage(BaseModel):
+    """One chat message of ``prompt``."""
+
+    model_config = ConfigDict(extra="allow")
+    role: str
+    content: str
+
+
+class RewardModel(BaseModel):
+    """``reward_model``: ``style`` (``rule``), ``ground_truth`` (JSON text or decoded data),
+    ``method`` (legacy, often null)."""
+
+    model_config = ConfigDict(extra="allow")
+    style: str = "rule"
+    ground_truth: Any = None
+    method: Any = None
+
+
+class VerlRow(BaseModel):
+    """One verl rule-reward row (module docstring). ``position`` is the 0-based row number in
+    its file (not a column)."""
+
+    model_config = ConfigDict(extra="allow")
+    data_source: str
+    prompt: list[ChatMessage] = Field(default_factory=list)
+    ability: str = "code"
+    reward_model: RewardModel
+    extra_info: dict[str, Any] = Field(default_factory=dict)
+    position: int = Field(default=-1, exclude=True)
+
+    @property
+    def index(self) -> Any:
+        """``extra_info.index`` or ``None``."""
+        return self.extra_info.get("index")
+
+    @property
+    def key(self) -> str:
+        """The row key (module docstring)."""
+        return row_key(self.data_source, self.index, self.position)
+
+    @property
+    def ground_truth(self) -> Any:
+        """``reward_model.ground_truth``."""
+        return self.reward_model.ground_truth
+
+
+def row_key(data_source: Any, index: Any, position: int) -> str:
+    """``"<data_source>:<index>"``, or ``"<data_source>:#<position>"`` without an index."""
+    if index is None or index == "":
+        return f"{data_source}:#{position}"
+    return f"{data_source}:{index}"
+
+
+def parse_row(raw: Mapping[str, Any], position: int) -> VerlRow:
+    """Validate one raw row (a dict from any loader). Raises :class:`RowError` naming the row
+    (position and, when readable, the key) and the offending field."""
+    try:
+        row = VerlRow.model_validate({**raw, "position": position})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err.get("loc", ())) or "?"
+        ds = raw.get("data_source") if isinstance(raw, Mapping) else None
+        ei = raw.get("extra_info") if isinstance(raw, Mapping) else None
+        index = ei.get("index") if isinstance(ei, Mapping) else None
+        raise RowError(f"row {row_key(ds, index, position)!r} (position {position}): {field}: {err.get('msg')}") from None
+    return row
+
+
+def dataset_format(path: str | os.PathLike) -> str:
+    """``"parquet"``, ``"jsonl"`` or ``"hf"`` for a path; raises ``ValueError`` for anything else."""
+    p = Path(path)
+    if p.is_dir():
+        if (p / "dataset_info.json").is_file() or (p / "state.json").is_file() or (p / "dataset_dict.json").is_file():
+            return "hf"
+        raise ValueError(f"{p}: a directory that is not an HF datasets save_to_disk folder")
+    name = p.name.lower()
+    if name.endswith(".parquet"):
+        return "parquet"
+    if name.endswith((".jsonl", ".jsonl.gz", ".json", ".ndjson")):
+        return "jsonl"
+    raise ValueError(f"{p}: unknown dataset format (expected .parquet, .jsonl[.gz] or an HF datasets folder)")
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    if path.name.lower().endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def _hf_dataset(path: Path, split: str | None):
+    try:
+        import datasets  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - datasets is a test dependency
+        raise ValueError(f"{path}: reading an HF datasets folder needs the 'datasets' package (pip install arbiter[hf])") from exc
+    from datasets import DatasetDict, load_from_disk
+
+    ds = load_from_disk(str(path))
+    if isinstance(ds, DatasetDict):
+        if split is None:
+            if len(ds) != 1:
+                raise ValueError(f"{path}: a DatasetDict with splits {sorted(ds)}; choose one with split=")
+            split = next(iter(ds))
+        if split not in ds:
+            raise ValueError(f"{path}: no split {split!r}; splits: {sorted(ds)}")
+        ds = ds[split]
+    return ds
+
+
+def iter_raw_rows(path: str | os.PathLike, *, columns: list[str] | None = None, batch_size: int = 64,
+                  split: str | None = None) -> Iterator[dict[str, Any]]:
+    """Stream the rows of a verl dataset file as plain dicts (numpy/pyarrow values converted).
+
+    - ``columns``: only these top-level columns (Parquet and HF read nothing else; JSONL parses
+      each line whole and drops the rest). Nested paths such as ``extra_info.index`` work for
+      Parquet.
+    - ``batch_size``: rows per Parquet record batch (memory is about one batch of rows).
+    - ``split``: the split of an HF ``DatasetDict`` folder.
+
+    Raises ``ValueError`` for an unknown format and :class:`RowError` for a JSONL line that is not
+    a JSON object (naming the line).
+    """
+    p = Path(path)
+    fmt = dataset_format(p)
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        with pq.ParquetFile(p) as pf:
+            for batch in pf.iter_batches(batch_size=batch_size, columns=columns):
+                yield from batch.to_pylist()
+        return
+    if fmt == "jsonl":
+        top = None if columns is None else {c.split(".")[0] for c in columns}
+        with _open_text(p) as f:
+            head = f.read(4096).lstrip()
+            f.seek(0)
+            if head.startswith("["):  # a .json file holding one JSON array: read whole (not streamed)
+                try:
+                    records = json.load(f)
+                except ValueError as exc:
+                    raise RowError(f"{p.name}: not valid JSON ({exc})") from None
+                for number, obj in enumerate(records):
+                    if not isinstance(obj, dict):
+                        raise RowError(f"{p.name} item {number}: expected a JSON object, got {type(obj).__name__}")
+                    yield obj if top is None else {k: v for k, v in obj.items() if k in top}
+                return
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError as exc:
+                    raise RowError(f"{p.name} line {number}: not valid JSON ({exc})") from None
+                if not isinstance(obj, dict):
+                    raise RowError(f"{p.name} line {number}: expected a JSON object, got {type(obj).__name__}")
+                yield obj if top is None else {k: v for k, v in obj.items() if k in top}
+        return
+    ds = _hf_dataset(p, split)
+    if columns is not None:
+        ds = ds.select_columns(sorted({c.split(".")[0] for c in columns} & set(ds.column_names)))
+    for start in range(0, len(ds), batch_size):
+        batch = ds[start:start + batch_size]
+        names = list(batch)
+        for i in range(len(batch[names[0]]) if names else 0):
+            yield {name: to_plain(batch[name][i]) for name in names}
+
+
+def iter_rows(path: str | os.PathLike, *, batch_size: int = 64, split: str | None = None,
+              errors: list[RowError] | None = None) -> Iterator[VerlRow]:
+    """Stream :class:`VerlRow` objects. A row that does not validate raises :class:`RowError`,
+    or, when ``errors`` is a list, is appended to it and skipped (one bad row never stops a
+    batch)."""
+    for position, raw in enumerate(iter_raw_rows(path, batch_size=batch_size, split=split)):
+        try:
+            yield parse_row(raw, position)
+        except RowError as exc:
+            if errors is None:
+                raise
+            errors.append(exc)
+
+
+def iter_row_keys(path: str | os.PathLike, *, split: str | None = None) -> Iterator[tuple[str, Any]]:
+    """Stream ``(data_source, extra_info.index)`` per row, reading only those columns where the
+    format allows (Parquet: the two leaf columns; HF: the two top-level columns). The index is
+    ``None`` when a row has none. Cheap: the card's 14,927 rows take well under a second."""
+    p = Path(path)
+    columns = ["data_source", "extra_info"]
+    if dataset_format(p) == "parquet":
+        import pyarrow.parquet as pq
+
+        schema = pq.read_schema(p)
+        columns = ["data_source"]
+        if "extra_info" in schema.names:
+            ei = schema.field("extra_info").type
+            if hasattr(ei, "get_field_index") and ei.get_field_index("index") >= 0:
+                columns.append("extra_info.index")
+    for raw in iter_raw_rows(p, columns=columns, batch_size=4096, split=split):
+        ei = raw.get("extra_info")
+        yield raw.get("data_source"), (ei.get("index") if isinstance(ei, Mapping) else None)
+
+
+__all__ = [
+    "ChatMessage",
+    "RewardModel",
+    "RowError",
+    "VerlRow",
+    "dataset_format",
+    "iter_raw_rows",
+    "iter_row_keys",
+    "iter_rows",
+    "parse_row",
+    "row_key",
+]

@@ -1,0 +1,566 @@
+"""The verl reward plug-in: ``compute_score`` (per sample), ``compute_score_batch`` (verl's
+``batch`` reward manager) and ``compute_score_async`` (coroutine; verl awaits it).
+
+Use it from a verl config (``reference/verl_reward.md`` section 1)::
+
+    custom_reward_function:
+      path: pkg://arbiter.verl.reward        # or the file path of this module
+      name: compute_score                    # compute_score_batch with reward_manager=batch
+      reward_kwargs: {on_sandbox_error: raise, parity: null}
+
+What one call does, in order (each step's rule and its source):
+
+1. ``data_source`` -> :func:`arbiter.verl.routing.route`: checker, limits, prelude. A non-code
+   source raises ``ValueError`` (verl's own router raises ``NotImplementedError`` there).
+2. ``ground_truth`` -> test suite (:func:`arbiter.judge.encodings.verl_ground_truth_to_suite`;
+   the card's three encodings, as a JSON string or decoded numpy/pyarrow data). A row that does
+   not convert (unknown encoding, zero tests) is ``INVALID_TASK``: score 0.0 with the reason
+   (``on_invalid="zero"``, the default) or :class:`InvalidTask` raised (``on_invalid="raise"``).
+   The default is zero because one unusable row must not stop a training step (verl's naive
+   manager does not catch; its prime manager turns any exception into 0.0 for the *whole*
+   batch); every response of such a row scores 0.0, so group-normalised advantages (GRPO) are
+   zero and the row teaches nothing, and ``verdict`` says ``INVALID_TASK`` in the logged extra
+   info. Validate datasets before training with ``arbiter score`` / ``arbiter convert``, which
+   report such rows.
+3. ``solution_str`` -> program (:func:`arbiter.verl.extract.extract_code`): the last fenced
+   Python (or unlabelled) block after any ``<think>`` block; none is ``FORMAT_ERROR``, 0.0.
+4. The judge runs the program on every case in one sandbox (DESIGN.md) and stops at the first
+   failure: score 1.0 only if every case passes (the card's all-or-nothing reward).
+   ``parity="prime_code"`` instead reproduces verl ``prime_code``'s published continuous score
+   (see :data:`PARITY_MODES`).
+5. ``SANDBOX_ERROR`` (our failure, not the program's) has already been retried by the judge
+   (a fresh sandbox, twice per case). Then :class:`SandboxFailure` is raised
+   (``on_sandbox_error="raise"``, the default: a broken sandbox must stop training rather than
+   feed it zeros), or the result says ``verdict: "SANDBOX_ERROR"`` with score 0.0 (verl needs a
+   float) and a reason starting with ``SANDBOX_ERROR``, and a warning is logged
+   (``on_sandbox_error="report"``). Never a silent 0.
+
+The result is a :class:`RewardResult`: a dict with always the same keys (verl collects every key
+into ``reward_extra_info`` lists, so the key set must not vary):
+
+- ``score`` (float in [0, 1]), ``verdict`` (``AC``, ``WA``, ``TLE``, ``MLE``, ``RE``, ``OLE``,
+  ``CE``, ``FORMAT_ERROR``, ``INVALID_TASK``, ``SANDBOX_ERROR``), ``passed`` / ``total`` (cases;
+  ``total`` counts the cases scored: the whole suite, or the first 10 in parity mode),
+  ``reason`` (one line), ``seconds`` (wall seconds of work for this response: parsing,
+  extraction and judging, not time queued in a batch), ``judge_seconds`` (wall seconds inside the
+  judge), ``cpu_seconds`` (CPU seconds of all cases run).
+
+``result[0]`` is ``score`` as well: verl's ``prime`` manager reads ``float(result[0])`` from
+anything that is not a number (and turns the whole batch into zeros if that raises).
+
+Which verl reward manager (``reference/verl_reward.md`` section 1):
+
+- ``batch`` + ``compute_score_batch``: recommended; one call per batch, judged on all cores.
+- the reward loop / ``launch_reward_fn_async`` + ``compute_score_async``: never blocks the event
+  loop; one judge per core at a time.
+- ``naive`` + ``compute_score``: works, one response at a time (slow: verl issue 1962). When a
+  caller runs ``compute_score`` from many threads, at most one judge per core runs at once.
+- ``prime`` + ``compute_score``: works (``result[0]``), but it calls from 64 processes at once,
+  which oversubscribes the cores (CPU limits still hold; the wall limit, ``2 x CPU + 1`` s, may
+  turn slow-but-correct programs into TLE), and it turns any exception of any sample into 0.0
+  for the whole batch, so ``on_sandbox_error="raise"`` cannot stop training there. Prefer
+  ``batch``.
+
+The judge does not use ``signal.alarm`` (verl issue 3407: alarms fail outside the main thread
+and every reward silently became 0), so every entry point is safe to call from threads.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import functools
+import logging
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+from arbiter.checkers.spec import CHECKER_NAMES
+from arbiter.judge.encodings.verl import verl_ground_truth_to_suite
+from arbiter.judge.judge import default_workers, judge
+from arbiter.judge.task import Task
+from arbiter.judge.testsuite import CallCase, InvalidTestSuite, TestSuite
+from arbiter.judge.verdict import Outcome, Verdict
+from arbiter.verl.extract import extract_code
+from arbiter.verl.routing import Route, route, scrub_prelude
+
+log = logging.getLogger("arbiter.verl")
+
+#: ``parity`` values. ``"prime_code"``: verl ``prime_code.compute_score(continuous=True)`` as
+#: published (``reference/verl_reward.md`` section 3): it first runs every test and returns 1.0
+#: when all pass, otherwise the fraction of the **first 10** tests that pass. Both branches equal
+#: "passed among the first min(10, n) cases / min(10, n)", so only those cases are run; a
+#: solution that fails only case 11 or later scores 1.0, exactly as in prime_code. Parity
+#: reproduces the scoring formula, not prime_code's comparison (its numpy-based, set-of-lines
+#: fallbacks accept wrong answers); arbiter's checkers and sandbox stay in force, and a response
+#: without a code block is FORMAT_ERROR (prime_code would run the whole text as code).
+PARITY_MODES = ("prime_code",)
+PRIME_CODE_CASES = 10
+
+RESULT_KEYS = ("score", "verdict", "passed", "total", "reason", "seconds", "judge_seconds", "cpu_seconds")
+_ON_INVALID = ("zero", "raise")
+_ON_SANDBOX_ERROR = ("raise", "report")
+
+
+class SandboxFailure(RuntimeError):
+    """The sandbox failed (``SANDBOX_ERROR``) on a submission even after the judge's retries.
+
+    Raised with ``on_sandbox_error="raise"``. Attributes: ``row`` (the row label),
+    ``reason`` (the judge's reason), ``results`` (for the batch variant: every result of the
+    batch, the failed ones with ``verdict == "SANDBOX_ERROR"``; else ``None``).
+    """
+
+    def __init__(self, message: str, *, row: str = "", reason: str = "", results: list | None = None):
+        super().__init__(message)
+        self.row = row
+        self.reason = reason
+        self.results = results
+
+
+class InvalidTask(ValueError):
+    """A row whose test suite cannot be used (unknown encoding, zero tests); raised with
+    ``on_invalid="raise"``. The message names the row and the field (from the encodings)."""
+
+
+class RewardResult(dict):
+    """A plain ``dict`` of the :data:`RESULT_KEYS` whose ``[0]`` is also the score.
+
+    verl's naive and batch managers read ``result["score"]`` and log the other keys; its prime
+    manager reads ``float(result[0])`` from a non-number result. An integer key ``0`` can never be
+    one of the string keys, so the alias is unambiguous.
+    """
+
+    def __getitem__(self, key: Any) -> Any:
+        if type(key) is int and key == 0:
+            return dict.__getitem__(self, "score")
+        return dict.__getitem__(self, key)
+
+    def __reduce__(self):  # pickles as this class (ProcessPoolExecutor in verl's prime manager)
+        return (RewardResult, (dict(self),))
+
+
+@dataclass(frozen=True)
+class RewardOptions:
+    """The keyword options of :func:`compute_score` (verl ``reward_kwargs``), validated.
+
+    - ``parity``: ``None`` (all-or-nothing on every case, the card's reward) or ``"prime_code"``.
+    - ``on_invalid``: ``"zero"`` (default) or ``"raise"`` (:class:`InvalidTask`).
+    - ``on_sandbox_error``: ``"raise"`` (default, :class:`SandboxFailure`) or ``"report"``.
+    - ``checker``, ``case_insensitive``, ``abs_tol``, ``rel_tol``: override the route's checker.
+    - ``time_limit``: CPU seconds per case; ``memory_limit_mb``: MiB per case.
+    - ``run_all``: keep running cases after the first failure (exact ``passed`` counts; slower).
+    - ``workers``: parallel submissions for the batch variant (default: one per core).
+    """
+
+    parity: str | None = None
+    on_invalid: str = "zero"
+    on_sandbox_error: str = "raise"
+    checker: str | None = None
+    case_insensitive: bool | None = None
+    abs_tol: float | None = None
+    rel_tol: float | None = None
+    time_limit: float | None = None
+    memory_limit_mb: int | None = None
+    run_all: bool = False
+    workers: int | None = None
+
+    @classmethod
+    def from_kwargs(cls, kwargs: Mapping[str, Any]) -> "RewardOptions":
+        """Validate ``kwargs``. Raises ``TypeError`` for an unknown name (a misspelt
+        ``reward_kwargs`` entry must not be ignored) and ``ValueError`` for a bad value."""
+        names = set(cls.__dataclass_fields__)
+        unknown = sorted(set(kwargs) - names)
+        if unknown:
+            raise TypeError(f"arbiter compute_score: unknown option(s) {unknown}; known: {sorted(names)}")
+        opts = cls(**dict(kwargs))
+        if opts.parity is not None and opts.parity not in PARITY_MODES:
+            raise ValueError(f"parity must be None or one of {PARITY_MODES}, got {opts.parity!r}")
+        if opts.on_invalid not in _ON_INVALID:
+            raise ValueError(f"on_invalid must be one of {_ON_INVALID}, got {opts.on_invalid!r}")
+        if opts.on_sandbox_error not in _ON_SANDBOX_ERROR:
+            raise ValueError(f"on_sandbox_error must be one of {_ON_SANDBOX_ERROR}, got {opts.on_sandbox_error!r}")
+        if opts.checker is not None and (opts.checker not in CHECKER_NAMES or opts.checker == "external"):
+            names = [n for n in CHECKER_NAMES if n != "external"]
+            raise ValueError(f"checker must be one of {names}, got {opts.checker!r}")
+        for name in ("time_limit", "memory_limit_mb", "abs_tol", "rel_tol"):
+            value = getattr(opts, name)
+            if value is not None and not float(value) > 0:
+                raise ValueError(f"{name} must be positive, got {value!r}")
+        if opts.workers is not None and int(opts.workers) < 1:
+            raise ValueError(f"workers must be >= 1, got {opts.workers!r}")
+        return opts
+
+
+def _result(score: float, verdict: str, passed: int, total: int, reason: str, started: float,
+            judge_seconds: float = 0.0, cpu_seconds: float = 0.0, prep_seconds: float | None = None) -> RewardResult:
+    """``seconds`` is the preparation time (``prep_seconds``, or since ``started``) plus the judge's
+    wall time: the work done for this response, without time spent queued behind others."""
+    reason = " | ".join(line.strip() for line in reason.splitlines() if line.strip())  # one line
+    return RewardResult(score=float(score), verdict=verdict, passed=int(passed), total=int(total), reason=reason,
+                        seconds=round((time.monotonic() - started if prep_seconds is None else prep_seconds)
+                                      + judge_seconds, 6),
+                        judge_seconds=round(judge_seconds, 6),
+                        cpu_seconds=round(cpu_seconds, 6))
+
+
+def row_label(data_source: Any, extra_info: Any) -> str:
+    """``"<data_source>:<extra_info.index>"`` (or ``"<data_source>:?"``): the row in messages and
+    the data_source-qualified key the card's 2026-08 fix requires (indexes collide across
+    DeepCoder's subsets)."""
+    index = extra_info.get("index") if isinstance(extra_info, Mapping) else None
+    return f"{data_source}:{'?' if index is None else index}"
+
+
+@functools.lru_cache(maxsize=16)
+def _suite_from_text(text: str, label: str) -> TestSuite:
+    return verl_ground_truth_to_suite(text, row=label)
+
+
+def load_suite(ground_truth: Any, label: str) -> TestSuite:
+    """The test suite of a verl ``ground_truth`` (JSON text cached: verl scores the n responses
+    of a prompt one after another). Raises :class:`InvalidTestSuite`."""
+    if isinstance(ground_truth, str):
+        return _suite_from_text(ground_truth, label)
+    return verl_ground_truth_to_suite(ground_truth, row=label)
+
+
+@dataclass
+class Prepared:
+    """One response made ready to judge: either ``result`` is set (no judging needed:
+    FORMAT_ERROR, INVALID_TASK) or ``task`` is."""
+
+    label: str
+    started: float
+    prep_seconds: float = 0.0
+    task: Task | None = None
+    result: RewardResult | None = None
+    invalid_error: Exception | None = None
+
+
+def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any, opts: RewardOptions,
+            *, suite: TestSuite | Exception | None = None, route_: Route | None = None) -> Prepared:
+    """Steps 1-3 of the module docstring for one response: a :class:`Task`, or an immediate result.
+
+    ``suite``/``route_`` may be passed in when the caller already built them (the batch variant
+    and the scoring pipeline build a row's suite once for its n responses); an ``Exception``
+    passed as ``suite`` is the row's conversion error. Raises ``ValueError`` for a non-code
+    ``data_source`` or a bad override.
+    """
+    started = time.monotonic()
+    label = row_label(data_source, extra_info)
+    r = route_ or route(data_source)
+    r = r.with_overrides(checker=opts.checker, case_insensitive=opts.case_insensitive, abs_tol=opts.abs_tol,
+                         rel_tol=opts.rel_tol, time_limit=opts.time_limit, memory_limit_mb=opts.memory_limit_mb)
+    if suite is None:
+        try:
+            suite = load_suite(ground_truth, label)
+        except InvalidTestSuite as exc:
+            suite = exc
+    if isinstance(suite, Exception):
+        return Prepared(label, started, result=_result(0.0, Outcome.INVALID_TASK.value, 0, 0, str(suite), started),
+                        invalid_error=suite)
+    if opts.parity == "prime_code":
+        suite = TestSuite(suite.cases[:PRIME_CODE_CASES], origin=f"{suite.origin}[:{PRIME_CODE_CASES}]")
+    got = extract_code(solution_str)
+    if not got.ok:
+        return Prepared(label, started, result=_result(0.0, Outcome.FORMAT_ERROR.value, 0, len(suite),
+                                                       f"FORMAT_ERROR: {got.reason}", started))
+    prelude = r.prelude
+    if isinstance(extra_info, Mapping) and isinstance(extra_info.get("prelude"), str) and extra_info["prelude"]:
+        prelude = extra_info["prelude"]
+    # names under test are scrubbed from the prelude unless class Solution defines them (then the
+    # harness calls the method, and the method may still use a prelude function of that name)
+    fn_names = {c.fn_name for c in suite.cases if isinstance(c, CallCase)} if suite.is_call_based else set()
+    if fn_names:
+        fn_names -= _solution_methods(got.code or "")
+    task = Task(
+        language="python",
+        source=got.code or "",
+        suite=suite,
+        limits=r.limits,
+        checker=r.checker,
+        scoring="fraction" if opts.parity else "all_or_nothing",
+        run_all=bool(opts.parity) or opts.run_all,
+        prelude=scrub_prelude(prelude, fn_names),
+        task_id=label,
+    )
+    return Prepared(label, started, prep_seconds=time.monotonic() - started, task=task)
+
+
+def _solution_methods(code: str) -> set[str]:
+    """Method names of a top-level ``class Solution`` (empty when the code does not parse: the
+    judge reports that as CE)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    return {f.name for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Solution"
+            for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+_warned_invalid: set[str] = set()
+_warn_lock = threading.Lock()
+
+
+def finish(prep: Prepared, verdict: Verdict | None, opts: RewardOptions, *, raise_errors: bool = True) -> RewardResult:
+    """Step 4-5: the :class:`RewardResult` of a prepared response and its verdict.
+
+    Raises :class:`InvalidTask` (``on_invalid="raise"``) or :class:`SandboxFailure`
+    (``on_sandbox_error="raise"``) unless ``raise_errors`` is False (the batch variant raises
+    once for the whole batch).
+    """
+    if prep.result is not None:
+        res = prep.result
+        if res["verdict"] == Outcome.INVALID_TASK.value:
+            if opts.on_invalid == "raise" and raise_errors:
+                raise InvalidTask(res["reason"]) from prep.invalid_error
+            with _warn_lock:
+                first = prep.label not in _warned_invalid and len(_warned_invalid) < 10_000
+                _warned_invalid.add(prep.label)
+            if first:
+                log.warning("INVALID_TASK %s scored 0.0: %s", prep.label, res["reason"])
+        return res
+    assert verdict is not None
+    cpu = sum(c.cpu_seconds for c in verdict.cases)
+    outcome = verdict.outcome
+    if outcome is Outcome.SANDBOX_ERROR:
+        reason = f"SANDBOX_ERROR (infrastructure failure, not the program's fault; retried): {verdict.reason}"
+        log.warning("%s: %s", prep.label, reason)
+        if opts.on_sandbox_error == "raise" and raise_errors:
+            raise SandboxFailure(f"{prep.label}: {reason}", row=prep.label, reason=verdict.reason)
+        return _result(0.0, outcome.value, verdict.passed, verdict.total, reason, prep.started, verdict.seconds, cpu,
+                       prep.prep_seconds)
+    if outcome is Outcome.INVALID_TASK:
+        if opts.on_invalid == "raise" and raise_errors:
+            raise InvalidTask(f"row {prep.label!r}: {verdict.reason}")
+        log.warning("INVALID_TASK %s scored 0.0: %s", prep.label, verdict.reason)
+    return _result(verdict.score, outcome.value, verdict.passed, verdict.total, verdict.reason, prep.started,
+                   verdict.seconds, cpu, prep.prep_seconds)
+
+
+_slots: tuple[int, threading.BoundedSemaphore] | None = None
+_slots_lock = threading.Lock()
+
+
+def _judge_slots() -> threading.BoundedSemaphore:
+    """A per-process bound of one running judge per core for :func:`compute_score`, whose callers
+    may run it from any number of threads (verl's reward loop runs sync reward functions in a
+    thread pool). Oversubscribed cores would turn CPU-bound programs into wall-limit TLEs (the
+    wall limit is ``2 x CPU + 1`` s). Recreated after a fork."""
+    global _slots
+    with _slots_lock:
+        if _slots is None or _slots[0] != os.getpid():
+            _slots = (os.getpid(), threading.BoundedSemaphore(default_workers()))
+        return _slots[1]
+
+
+def compute_score(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any = None,
+                  **kwargs: Any) -> RewardResult:
+    """Score one response (verl ``custom_reward_function``; rules in the module docstring).
+
+    - ``data_source``: the row's ``data_source`` (routing key; see :mod:`arbiter.verl.routing`).
+    - ``solution_str``: the decoded response (markdown; the program is its last Python block).
+    - ``ground_truth``: ``reward_model.ground_truth``: JSON text or decoded dict/list/numpy data.
+    - ``extra_info``: the row's ``extra_info`` dict or ``None``; ``index`` labels the row,
+      ``prelude`` (optional) replaces the route's Python prelude.
+    - ``**kwargs``: :class:`RewardOptions` (verl ``reward_kwargs``).
+
+    Accepts verl's call shapes: positional ``(data_source, solution_str, ground_truth,
+    extra_info)`` (prime manager) and keywords (naive manager).
+
+    Returns a :class:`RewardResult` (keys :data:`RESULT_KEYS`; seconds are wall seconds).
+    Raises ``ValueError`` (non-code data_source, bad option value), ``TypeError`` (unknown
+    option), :class:`InvalidTask` (with ``on_invalid="raise"``), :class:`SandboxFailure` (with
+    ``on_sandbox_error="raise"``).
+    """
+    opts = RewardOptions.from_kwargs(kwargs)
+    prep = prepare(data_source, solution_str, ground_truth, extra_info, opts)
+    verdict = None
+    if prep.task is not None:
+        with _judge_slots():
+            verdict = judge(prep.task)
+    return finish(prep, verdict, opts)
+
+
+def compute_score_float(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any = None,
+                        **kwargs: Any) -> float:
+    """:func:`compute_score`'s ``score`` alone, for callers that accept only a number. Same
+    arguments and errors."""
+    return compute_score(data_source, solution_str, ground_truth, extra_info, **kwargs)["score"]
+
+
+def _as_list(values: Any, name: str) -> list:
+    if values is None:
+        raise ValueError(f"{name} is required")
+    if isinstance(values, (str, bytes, Mapping)):
+        raise ValueError(f"{name} must be a sequence of per-response values, got a {type(values).__name__}")
+    return list(values)
+
+
+def iter_scores(items: Iterable[tuple[Any, Any, Any, Any]], opts: RewardOptions, *,
+                raise_errors: bool = True) -> Iterator[RewardResult]:
+    """Score ``(data_source, solution_str, ground_truth, extra_info)`` items in parallel
+    (``opts.workers`` sandboxes at once, default one per core), yielding results in input order.
+
+    Items are consumed lazily and at most ``2 x workers`` items (judged or not) are in flight, so
+    memory stays bounded on long streams whatever the mix. (This is :func:`arbiter.judge.judge.judge_many`'s scheme
+    with one difference: ``judge_many`` pulls only tasks, so a long run of responses that need no
+    judging, e.g. FORMAT_ERROR, would be pulled into memory while it looks for the next task.)
+    Consecutive items that share one ground-truth object or text reuse its parsed suite (verl
+    repeats a prompt's row for its n responses).
+
+    ``raise_errors=False`` returns INVALID_TASK / SANDBOX_ERROR as results whatever the options
+    say, and a non-code data_source as an INVALID_TASK result (with ``raise_errors`` it raises
+    ``ValueError`` before judging that item).
+    """
+    cache: dict[tuple, tuple[Any, TestSuite | Exception]] = {}
+
+    def suite_for(ground_truth: Any, label: str) -> TestSuite | Exception:
+        # str: keyed by value; decoded data: by identity (the object is kept alive in the cache,
+        # so its id cannot be reused while the entry exists)
+        key = (label, ground_truth) if isinstance(ground_truth, str) else (label, id(ground_truth))
+        hit = cache.get(key)
+        if hit is not None:
+            return hit[1]
+        try:
+            suite: TestSuite | Exception = verl_ground_truth_to_suite(ground_truth, row=label)
+        except InvalidTestSuite as exc:
+            suite = exc
+        if len(cache) >= 8:
+            cache.pop(next(iter(cache)))
+        cache[key] = (ground_truth, suite)
+        return suite
+
+    def prepared(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any) -> Prepared:
+        label = row_label(data_source, extra_info)
+        try:
+            r = route(data_source)
+        except ValueError as exc:
+            if raise_errors:
+                raise
+            now = time.monotonic()  # a stream (arbiter score) reports the row and goes on
+            return Prepared(label, now, result=_result(0.0, Outcome.INVALID_TASK.value, 0, 0, str(exc), now),
+                            invalid_error=exc)
+        return prepare(data_source, solution_str, ground_truth, extra_info, opts,
+                       suite=suite_for(ground_truth, label), route_=r)
+
+    workers = int(opts.workers or default_workers())
+    window: deque[tuple[Prepared, Any]] = deque()
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="arbiter-judge") as pool:
+        try:
+            for item in items:
+                prep = prepared(*item)
+                window.append((prep, pool.submit(judge, prep.task) if prep.task is not None else None))
+                while window and (window[0][1] is None or window[0][1].done() or len(window) > 2 * workers):
+                    prep, fut = window.popleft()
+                    yield finish(prep, fut.result() if fut is not None else None, opts, raise_errors=raise_errors)
+            while window:
+                prep, fut = window.popleft()
+                yield finish(prep, fut.result() if fut is not None else None, opts, raise_errors=raise_errors)
+        finally:
+            for _, fut in window:  # abandoned (an exception, or the consumer stopped early)
+                if fut is not None:
+                    fut.cancel()
+
+
+def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[Any], ground_truths: Sequence[Any],
+                        extra_infos: Sequence[Any] | None = None, **kwargs: Any) -> list[RewardResult]:
+    """Score a batch in parallel (verl ``reward_manager=batch``: one keyword call per batch with
+    ``data_sources=``, ``solution_strs=``, ``ground_truths=``, ``extra_infos=`` plus
+    ``reward_kwargs``; lists or numpy arrays).
+
+    Judges on all cores (:func:`iter_scores`; ``workers`` option, default one per core; one
+    sandbox per response) and
+    returns one :class:`RewardResult` per response, in order. A prompt's n responses share one
+    parsed suite.
+
+    Raises ``ValueError`` (lengths differ, a non-code data_source: checked before anything runs),
+    ``TypeError`` (unknown option), :class:`InvalidTask` (``on_invalid="raise"``: the first
+    invalid row, before judging), :class:`SandboxFailure` (``on_sandbox_error="raise"``: after
+    the whole batch is judged, with ``.results`` holding every result).
+    """
+    opts = RewardOptions.from_kwargs(kwargs)
+    sources = _as_list(data_sources, "data_sources")
+    solutions = _as_list(solution_strs, "solution_strs")
+    truths = _as_list(ground_truths, "ground_truths")
+    extras = [None] * len(sources) if extra_infos is None else _as_list(extra_infos, "extra_infos")
+    lengths = {"data_sources": len(sources), "solution_strs": len(solutions), "ground_truths": len(truths),
+               "extra_infos": len(extras)}
+    if len(set(lengths.values())) != 1:
+        raise ValueError(f"compute_score_batch: lengths differ: {lengths}")
+    for ds in dict.fromkeys(map(str, sources)):
+        route(ds)  # a non-code source fails the batch before any judging
+    if opts.on_invalid == "raise":
+        for ds, gt, ei in zip(sources, truths, extras):
+            label = row_label(ds, ei)
+            try:
+                load_suite(gt, label)
+            except InvalidTestSuite as exc:
+                raise InvalidTask(str(exc)) from exc
+    results = list(iter_scores(zip(sources, solutions, truths, extras), opts, raise_errors=False))
+    if opts.on_sandbox_error == "raise":
+        failed = [(i, r) for i, r in enumerate(results) if r["verdict"] == Outcome.SANDBOX_ERROR.value]
+        if failed:
+            i, first = failed[0]
+            raise SandboxFailure(
+                f"{len(failed)} of {len(results)} responses hit SANDBOX_ERROR after retries; first (item {i}, "
+                f"{row_label(sources[i], extras[i])}): {first['reason']}",
+                row=row_label(sources[i], extras[i]), reason=first["reason"], results=results)
+    return results
+
+
+_executor: tuple[int, ThreadPoolExecutor] | None = None
+_executor_lock = threading.Lock()
+
+
+def _async_executor() -> ThreadPoolExecutor:
+    """One thread per core, per process (a pool inherited through ``fork`` has no live threads:
+    verl's prime manager forks workers, so the pool is recreated in a new process)."""
+    global _executor
+    with _executor_lock:
+        if _executor is None or _executor[0] != os.getpid():
+            _executor = (os.getpid(), ThreadPoolExecutor(max_workers=default_workers(),
+                                                         thread_name_prefix="arbiter-reward"))
+        return _executor[1]
+
+
+async def compute_score_async(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any = None,
+                              **kwargs: Any) -> RewardResult:
+    """:func:`compute_score` as a coroutine (verl awaits coroutine reward functions; its reward
+    loop runs many at once). The blocking judge runs in a shared thread pool of one thread per
+    core, so the event loop is never blocked and at most one sandbox per core runs however many
+    coroutines are waiting. Same arguments, result and errors as :func:`compute_score`."""
+    loop = asyncio.get_running_loop()
+    call = functools.partial(compute_score, data_source, solution_str, ground_truth, extra_info, **kwargs)
+    return await loop.run_in_executor(_async_executor(), call)
+
+
+async def compute_score_batch_async(data_sources: Sequence[Any], solution_strs: Sequence[Any],
+                                    ground_truths: Sequence[Any], extra_infos: Sequence[Any] | None = None,
+                                    **kwargs: Any) -> list[RewardResult]:
+    """:func:`compute_score_batch` as a coroutine (runs in a worker thread; the batch judges on all
+    cores). Same arguments, result and errors."""
+    call = functools.partial(compute_score_batch, data_sources, solution_strs, ground_truths, extra_infos, **kwargs)
+    return await asyncio.get_running_loop().run_in_executor(None, call)
+
+
+__all__ = [
+    "InvalidTask",
+    "PARITY_MODES",
+    "RESULT_KEYS",
+    "RewardOptions",
+    "RewardResult",
+    "SandboxFailure",
+    "compute_score",
+    "compute_score_async",
+    "compute_score_batch",
+    "compute_score_batch_async",
+    "compute_score_float",
+    "iter_scores",
+    "row_label",
+]

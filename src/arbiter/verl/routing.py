@@ -1,0 +1,236 @@
+"""Routing by ``data_source``: which checker, limits and Python prelude a row is judged with.
+
+verl passes each row's ``data_source`` to the reward function (``data.reward_fn_key``, default
+``data_source``); verl's own ``default_compute_score`` routes ``codecontests``/``apps``/
+``codeforces``/``taco`` to ``prime_code`` or ``sandbox_fusion`` and raises
+``NotImplementedError`` for anything it does not know (``reference/verl_reward.md`` section 2).
+arbiter routes every code source to the sandbox judge, with a default per source family:
+
+| data_source | checker | CPU s / case | why |
+|---|---|---|---|
+| ``code_contests_o``, ``codecontests``, ``code_contests`` | ``tokens`` | 5 | (a) |
+| ``codeforces`` | ``tokens`` | 5 | (b) |
+| ``code_taco``, ``taco``, ``apps`` | ``tokens_float`` 1e-6 | 5 | (c) |
+| ``code_primeintellect``, ``primeintellect`` | ``tokens_float`` 1e-6 | 5 | (c) |
+| ``code_lcbv5``, ``livecodebench``, ``lcb`` | ``tokens_float`` 1e-9 | 6 | (d) |
+| ``leetcode``, ``code_leetcode`` | ``tokens`` (call-based: JSON values, floats 1e-6) | 5 | (e) |
+| any other name containing ``code`` | ``tokens`` | 5 | (f) |
+| anything else (``gsm8k``, ``math``, ...) | refused: ``ValueError`` | | (g) |
+
+Every route: 1024 MiB memory per case (verl ``sandbox_fusion``'s ``memory_limit_mb`` default;
+``prime_code`` has no memory limit at all), wall limit ``2 * CPU + 1`` s (the judge's default),
+the program runs on Debian's ``python3`` (3.11) inside the sandbox: the standard library plus
+the Debian packages ``make`` installs (``python3-numpy``, ``python3-sortedcontainers``; no pandas,
+which rllm's TACO block also imports), with the import prelude :data:`PYTHON_PRELUDE` (below)
+unless the row brings its own (``extra_info.prelude``).
+
+Why, and where arbiter is stricter or looser than the peer (never looser in a way that accepts
+an answer the problem's own judge would reject):
+
+(a) CodeContests-O's validator lower-cases both outputs and compares line-wise ignoring trailing
+    whitespace, and only when that fails runs the problem's testlib checker (default run timeout
+    20 s; ``reference/codegen_harnesses.md`` section 3). The verl rows carry no checker, and the
+    problems are Codeforces-style, whose testlib checkers (``wcmp`` and friends) read tokens:
+    ``tokens`` accepts what those checkers accept about whitespace and line breaks (so it is
+    looser than the validator's first pass only where the peer's checker fallback is too).
+    **Stricter**: no case folding (the validator's lower-casing would accept ``alice`` for
+    ``Alice`` in a case-sensitive problem); pass ``case_insensitive=True`` for parity. No float
+    tolerance (the row has no checker telling the tolerance). 5 s: ``prime_code``'s per-test
+    alarm, which the card's goldilocks annotation used ("prime_code-parity checker").
+(b) Codeforces' default checkers compare whitespace-separated tokens (testlib ``wcmp``;
+    realdata/SOURCES.md section 6 shows two correct programs that a line-strict grader rejects).
+    **Stricter** than Codeforces for real-valued answers (its float checkers have a tolerance the
+    row does not record): pass ``checker="tokens_float"`` to accept within 1e-6.
+(c) TACO/APPS ``testing_util`` and rllm compare through a chain of fallbacks (strip equality,
+    ``np.isclose``/``np.allclose`` with rtol 1e-5, sets of lines and tokens, floats rounded to
+    3 decimals) and accept a mismatched non-numeric token (reference finding A: ``NO`` for
+    ``YES``); ``prime_code`` compares stripped lines then ``np.allclose``. arbiter compares tokens
+    in order with multiplicity and numbers within 1e-6 (absolute or relative): **stricter**
+    than every one of those peers, and tolerant enough for the 1e-6 answers these problems ask
+    for. TACO/APPS time limits are 4 s (rllm: 12 s); prime_code's alarm is 5 s.
+(d) LiveCodeBench strips lines, requires equal line counts, and compares each line exactly or
+    token-wise by exact ``Decimal`` equality (so ``1.0`` equals ``1``; no epsilon, a known source
+    of false negatives: LCB issues 129 and 133). arbiter: tokens with numbers within 1e-9,
+    **looser** than LCB only by that 1e-9, which is tighter than any tolerance an AtCoder or
+    LeetCode statement grants, and **looser** about line breaks, which AtCoder's judge ignores
+    too. 6 s: LCB's default per-test timeout. Call-based (LeetCode) cases compare JSON values
+    (no untrusted ``__eq__``), floats within the same 1e-9.
+(e) LeetCodeDataset's ``check`` compares with ``==``; LeetCode's own judge accepts floats within
+    1e-5, so values within 1e-6 are never an answer LeetCode rejects. Rows bring their own
+    prelude (``extra_info.prelude``: the row's ``prompt`` import block with ``ListNode``/
+    ``TreeNode``), which the converter stores.
+(f) An unknown code source gets the strictest sensible defaults: exact tokens, 5 s.
+(g) The card routes by "every value contains code"; a non-code source (math, QA) must not be
+    scored by running its answer as a program, so it is refused loudly, as verl's router does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from arbiter.checkers.spec import CheckerSpec
+from arbiter.sandbox.limits import Limits, MiB
+
+#: The import block run before every program (``Task.prelude``) unless a row brings its own. It
+#: plays the role of the blocks the training harnesses prepend, so that a solution written against
+#: them (``List[int]`` annotations, bare ``defaultdict``/``heappush``/``gcd``) does not fail with a
+#: NameError it would not get in training: it binds every name of the APPS/TACO ``testing_util``
+#: block (:data:`arbiter.judge.preludes.APPS_PRELUDE`) and of rllm's ``BASE_IMPORTS`` (DeepCoder's
+#: reward) except ``np``/``pd``: numpy is importable in the sandbox but importing it costs ~0.1 s per
+#: case, and pandas is not installed. Explicit names only, no star imports of ``math``/``re``/
+#: ``os``: those would shadow builtins (``math.pow`` has no modulus argument, ``re.compile`` is not
+#: ``compile``). ``sys.setrecursionlimit(6 * 10**5)`` is ``prime_code``'s value. The names of the
+#: functions under test are removed again after it (:func:`scrub_prelude`).
+PYTHON_PRELUDE = """\
+import bisect, collections, copy, datetime, decimal, fractions, functools, heapq, io, itertools
+import json, math, operator, os, random, re, statistics, string, sys, time
+from bisect import bisect, bisect_left, bisect_right, insort, insort_left, insort_right
+from collections import ChainMap, Counter, OrderedDict, defaultdict, deque, namedtuple
+from copy import deepcopy
+from decimal import Decimal
+from fractions import Fraction
+from functools import cache, cmp_to_key, lru_cache, partial, reduce
+from heapq import heapify, heappop, heappush, heappushpop, heapreplace, merge, nlargest, nsmallest
+from itertools import (accumulate, chain, combinations, combinations_with_replacement, count, cycle,
+                       groupby, islice, pairwise, permutations, product, repeat, starmap, zip_longest)
+from math import (atan2, ceil, comb, cos, exp, fabs, factorial, floor, gcd, inf, isqrt, lcm, log, log2,
+                  log10, perm, pi, prod, sin, sqrt, tan)
+from operator import add, attrgetter, iand, itemgetter, mul, or_, sub, xor
+from os.path import commonprefix
+from random import randrange, shuffle
+from string import ascii_letters, ascii_lowercase, ascii_uppercase, digits
+from typing import (Any, Callable, DefaultDict, Deque, Dict, FrozenSet, Generator, Iterable, Iterator,
+                    List, Mapping, Optional, Sequence, Set, Tuple, Union)
+sys.setrecursionlimit(6 * 10 ** 5)
+"""
+
+DEFAULT_MEMORY_MIB = 1024
+
+
+@dataclass(frozen=True)
+class Route:
+    """How rows of one ``data_source`` family are judged.
+
+    - ``family``: the canonical family name (``code_contests``, ``codeforces``, ``taco``,
+      ``primeintellect``, ``livecodebench``, ``leetcode``, ``code``).
+    - ``checker``: stdout comparison (and ``abs_tol``/``rel_tol`` for call-based float values).
+    - ``limits``: per-case limits (CPU seconds, memory bytes; wall ``2 * cpu + 1`` s).
+    - ``prelude``: Python run before the program in the same namespace.
+    - ``why``: the reference behaviour this default follows (module docstring, letter).
+    """
+
+    family: str
+    checker: CheckerSpec
+    limits: Limits
+    prelude: str = PYTHON_PRELUDE
+    why: str = ""
+
+    def with_overrides(self, *, checker: str | None = None, case_insensitive: bool | None = None,
+                       abs_tol: float | None = None, rel_tol: float | None = None,
+                       time_limit: float | None = None, memory_limit_mb: int | None = None) -> "Route":
+        """A copy with user overrides (``reward_kwargs``) applied; ``None`` keeps the default.
+
+        ``time_limit``: CPU seconds per case; ``memory_limit_mb``: MiB per case. Raises
+        ``ValueError`` for an unknown checker name or a non-positive limit.
+        """
+        spec = self.checker
+        changes: dict[str, Any] = {}
+        if checker is not None:
+            changes["name"] = checker
+        if case_insensitive is not None:
+            changes["case_insensitive"] = bool(case_insensitive)
+        if abs_tol is not None:
+            changes["abs_tol"] = float(abs_tol)
+        if rel_tol is not None:
+            changes["rel_tol"] = float(rel_tol)
+        if changes:
+            spec = replace(spec, **changes)
+            if spec.name == "external":
+                raise ValueError("checker 'external' needs a checker program; not available through compute_score")
+        if not changes and time_limit is None and memory_limit_mb is None:
+            return self
+        limits = self.limits
+        if time_limit is not None:
+            limits = limits.with_(cpu_seconds=float(time_limit))
+        if memory_limit_mb is not None:
+            limits = limits.with_(memory_bytes=int(memory_limit_mb) * MiB)
+        return replace(self, checker=spec, limits=limits)
+
+
+def _limits(cpu: float) -> Limits:
+    return Limits(cpu_seconds=cpu, memory_bytes=DEFAULT_MEMORY_MIB * MiB)
+
+
+_CODE_CONTESTS = Route("code_contests", CheckerSpec("tokens"), _limits(5), why="(a) CodeContests-O validator / testlib wcmp")
+_CODEFORCES = Route("codeforces", CheckerSpec("tokens"), _limits(5), why="(b) Codeforces default checker wcmp")
+_TACO = Route("taco", CheckerSpec("tokens_float", abs_tol=1e-6, rel_tol=1e-6), _limits(5),
+              why="(c) TACO/APPS testing_util, rllm, prime_code (all looser)")
+_PRIME = Route("primeintellect", CheckerSpec("tokens_float", abs_tol=1e-6, rel_tol=1e-6), _limits(5),
+               why="(c) rllm primeintellect -> TACO path, prime_code")
+_LCB = Route("livecodebench", CheckerSpec("tokens_float", abs_tol=1e-9, rel_tol=1e-9), _limits(6),
+             why="(d) LiveCodeBench exact Decimal tokens, 6 s")
+_LEETCODE = Route("leetcode", CheckerSpec("tokens", abs_tol=1e-6, rel_tol=1e-6), _limits(5),
+                  why="(e) LeetCodeDataset check() / LeetCode judge 1e-5")
+_CODE = Route("code", CheckerSpec("tokens"), _limits(5), why="(f) unknown code source: strict defaults")
+
+#: Known ``data_source`` names (lower-case) and their routes.
+ROUTES: dict[str, Route] = {
+    "code_contests_o": _CODE_CONTESTS,
+    "codecontests": _CODE_CONTESTS,
+    "code_contests": _CODE_CONTESTS,
+    "codeforces": _CODEFORCES,
+    "code_codeforces": _CODEFORCES,
+    "code_taco": _TACO,
+    "taco": _TACO,
+    "apps": _TACO,
+    "code_apps": _TACO,
+    "code_primeintellect": _PRIME,
+    "primeintellect": _PRIME,
+    "code_lcbv5": _LCB,
+    "livecodebench": _LCB,
+    "lcb": _LCB,
+    "leetcode": _LEETCODE,
+    "code_leetcode": _LEETCODE,
+}
+
+
+def route(data_source: Any) -> Route:
+    """The :class:`Route` for a row's ``data_source`` (case-insensitive, surrounding spaces ignored).
+
+    Known names are in :data:`ROUTES`; any other name containing ``code`` gets the strict default
+    route (the card: "every value contains code, so the verl reward router dispatches it to the
+    sandbox execution checker"). Raises ``ValueError`` naming the data_source for anything else
+    (``gsm8k``, ``math``, ``None``): arbiter never scores a non-code row by running it.
+    """
+    if isinstance(data_source, bytes):  # some Arrow paths hand strings over as bytes
+        data_source = data_source.decode("utf-8", "replace")
+    # numpy.str_ (verl's non_tensor_batch) is a str subclass
+    name = str(data_source).strip().lower() if isinstance(data_source, str) else None
+    if name in ROUTES:
+        return ROUTES[name]
+    if name and "code" in name:
+        return _CODE
+    known = ", ".join(sorted(ROUTES))
+    raise ValueError(
+        f"data_source {data_source!r} is not a code-execution source: arbiter's reward only judges programs "
+        f"(known: {known}, or any name containing 'code'); route other sources to another scorer"
+    )
+
+
+def scrub_prelude(prelude: str, fn_names: set[str] | frozenset[str]) -> str:
+    """``prelude`` followed by a line that removes the names of the functions under test from the
+    namespace, so a program that does not define ``fn_name`` is never graded by calling a prelude
+    import of the same name (an empty answer to "write ``gcd(a, b)``" would otherwise call
+    ``math.gcd``; TACO's and LiveCodeBench's star-import preludes have this hole). The program's
+    own definitions and imports run after the prelude and are unaffected. The caller leaves out
+    names that the program's ``class Solution`` defines (the harness calls the method then)."""
+    names = sorted(n for n in fn_names if n.isidentifier())
+    if not prelude or not names:
+        return prelude
+    body = prelude if prelude.endswith("\n") else prelude + "\n"
+    return body + f"for __arbiter_name in {tuple(names)!r}:\n    globals().pop(__arbiter_name, None)\n" \
+                  "del __arbiter_name\n"
+
+
+__all__ = ["DEFAULT_MEMORY_MIB", "PYTHON_PRELUDE", "ROUTES", "Route", "route", "scrub_prelude"]

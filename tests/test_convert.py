@@ -1,0 +1,282 @@
+"""``arbiter convert``: real datasets in their own shapes -> verl rows (schema, unique
+data_source-qualified keys, reference solutions, convert-or-fail, bad rows reported)."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import pickle
+import shutil
+import zlib
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from arbiter.cli.main import app
+from arbiter.datasets.convert import convert, iter_converted, suite_to_ground_truth
+from arbiter.datasets.verl_rows import iter_row_keys, iter_rows
+from arbiter.judge.encodings import (
+    apps_input_output_to_suite,
+    codescope_row_to_suite,
+    leetcode_row_to_suite,
+    nemo_gym_row_to_suite,
+    verl_ground_truth_to_suite,
+)
+from arbiter.judge.testsuite import CallCase
+from arbiter.verl.reward import compute_score
+
+runner = CliRunner()
+
+
+def jsonl(path: Path) -> list[dict]:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def check_schema(rows) -> None:
+    """The card's schema: data_source, chat prompt, ability code, rule reward with JSON ground truth."""
+    indexes = set()
+    for r in rows:
+        assert r.ability == "code"
+        assert r.prompt and all(m.role in ("system", "user") and m.content.strip() for m in r.prompt)
+        assert r.reward_model.style == "rule" and isinstance(r.ground_truth, str)
+        suite = verl_ground_truth_to_suite(r.ground_truth, row=r.key)
+        assert len(suite) == r.extra_info["tests"] > 0
+        index = r.extra_info["index"]
+        assert index not in indexes
+        indexes.add(index)
+        assert r.key == f"{r.data_source}:{index}"
+
+
+def run_cli(*args: str) -> str:
+    result = runner.invoke(app, ["convert", *map(str, args)])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_apps_folders(shared, tmp_path):
+    out = tmp_path / "apps.parquet"
+    text = run_cli("--from", "apps", shared / "realdata" / "coderl_apps", "--out", out)
+    assert "3 written" in text
+    rows = list(iter_rows(out))
+    check_schema(rows)
+    assert [r.extra_info["index"] for r in rows] == ["apps_train_0001", "apps_train_0111", "apps_train_2404"]
+    assert {r.data_source for r in rows} == {"apps"}
+    for r in rows:
+        folder = shared / "realdata" / "coderl_apps" / r.extra_info["id"]
+        # the APPS dict is kept as is (the card's first encoding), so x / [x] outputs survive
+        assert json.loads(r.ground_truth) == json.loads((folder / "input_output.json").read_text())
+        assert r.extra_info["reference_solutions"] == json.loads((folder / "solutions.json").read_text())
+        source_suite = apps_input_output_to_suite((folder / "input_output.json").read_text(), row="x")
+        assert verl_ground_truth_to_suite(r.ground_truth, row="x").cases == source_suite.cases
+        assert r.extra_info["url"].startswith("https://") and r.extra_info["difficulty"]
+    call = rows[2]
+    assert "findKthPositive" in call.prompt[0].content and "```python" in call.prompt[0].content
+
+
+def test_leetcode_keyword_pairs_become_positional_calls(shared, tmp_path):
+    src = shared / "realdata" / "leetcodedataset" / "LeetCodeDataset-v0.3.1-test.jsonl.gz"
+    out = tmp_path / "lc.jsonl"
+    report = convert("leetcode", src, out)
+    assert report.bad == [] and report.written == report.read == 152
+    rows = list(iter_rows(out))
+    check_schema(rows)
+    by_task = {r["task_id"]: r for r in jsonl(src)}
+    for r in rows:
+        task_id = r.extra_info["index"].removeprefix("leetcode_")
+        raw = by_task[task_id]
+        source = leetcode_row_to_suite(raw)
+        names = source.signature.param_names
+        got = verl_ground_truth_to_suite(r.ground_truth, row=task_id)
+        assert len(got) == len(source.suite)
+        for a, b in zip(got.cases, source.suite.cases):
+            assert isinstance(a, CallCase) and a.fn_name == b.fn_name
+            assert list(a.args) == [b.kwargs[n] for n in names]
+            assert a.expected == b.expected
+        assert r.extra_info["reference_solutions"] == [raw["completion"]]
+        assert r.extra_info["prelude"] == raw["prompt"] and "class TreeNode" in r.extra_info["prelude"]
+        assert r.prompt[0].content == raw["query"]
+        assert len(r.extra_info["notes"]) == len(source.dropped)
+    assert sum(len(r.extra_info["notes"]) for r in rows) > 0  # generator-failure pairs are listed
+
+
+def test_codescope_python_rows_only(shared, tmp_path):
+    src = shared / "realdata" / "codescope_codeopt" / "code_optimization_data.jsonl"
+    out = tmp_path / "cs.parquet"
+    report = convert("codescope", src, out)
+    raw = jsonl(src)
+    python = [r for r in raw if r["lang"] == "Python 3"]
+    assert report.written == len(python) == 20 and len(report.skipped) == len(raw) - 20 and report.bad == []
+    assert all("language" in why for _, why in report.skipped)
+    rows = list(iter_rows(out))
+    check_schema(rows)
+    for r, src_row in zip(rows, python):
+        assert r.data_source == "codeforces" and r.extra_info["id"] == src_row["src_uid"]
+        assert r.extra_info["reference_solutions"] == [src_row["time_baseline_source_code"],
+                                                       src_row["memory_baseline_source_code"]]
+        assert [c.expected for c in verl_ground_truth_to_suite(r.ground_truth, row="x")] == \
+            [c.expected for c in codescope_row_to_suite(src_row)]
+
+
+def test_nemo_gym_rows(shared, tmp_path):
+    src = shared / "realdata" / "nemo_gym_code_gen" / "example.jsonl"
+    out = tmp_path / "ng.parquet"
+    run_cli("--from", "nemo-gym", src, "--out", out)
+    rows = list(iter_rows(out))
+    check_schema(rows)
+    raw = jsonl(src)
+    assert [r.extra_info["index"] for r in rows] == [f"nemo_gym_{x['hash_id']}" for x in raw]
+    assert {r.data_source for r in rows} == {"codeforces"}  # the rows' source is Codeforces
+    for r, x in zip(rows, raw):
+        assert r.prompt[0].content == x["responses_create_params"]["input"][0]["content"]
+        assert [c.stdin for c in verl_ground_truth_to_suite(r.ground_truth, row="x")] == \
+            [c.stdin for c in nemo_gym_row_to_suite(x)]
+        assert r.extra_info["reference_solutions"] == []
+
+
+def lcb_compress(value) -> str:
+    """LiveCodeBench's own encoding of private tests: base64(zlib(pickle(json)))."""
+    return base64.b64encode(zlib.compress(pickle.dumps(json.dumps(value)))).decode()
+
+
+LCB_ROWS = [
+    {
+        "question_id": "abc999_a", "question_title": "Sum", "question_content": "Print A+B.", "platform": "atcoder",
+        "difficulty": "easy", "starter_code": "", "metadata": "{}",
+        "public_test_cases": json.dumps([{"input": "1 2\n", "output": "3\n", "testtype": "stdin"}]),
+        "private_test_cases": lcb_compress([{"input": f"{i} {i}\n", "output": f"{2 * i}\n", "testtype": "stdin"}
+                                            for i in range(5)]),
+    },
+    {
+        "question_id": "2876", "question_title": "Employees", "question_content": "Count employees with hours >= target.",
+        "platform": "leetcode", "difficulty": "easy",
+        "starter_code": "class Solution:\n    def numberOfEmployeesWhoMetTarget(self, hours: List[int], target: int) -> int:\n        ",
+        "metadata": json.dumps({"func_name": "numberOfEmployeesWhoMetTarget"}),
+        "public_test_cases": json.dumps([{"input": "[0, 1, 2, 3, 4]\n2", "output": "3", "testtype": "functional"}]),
+        "private_test_cases": json.dumps([{"input": "[5, 1, 4, 2, 2]\n6", "output": "0", "testtype": "functional"}]),
+    },
+    {"question_id": "broken", "question_content": "x", "public_test_cases": "[]", "private_test_cases": "",
+     "metadata": "{}"},
+]
+
+
+def test_livecodebench_rows_and_scoring(tmp_path):
+    src = tmp_path / "lcb.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in LCB_ROWS))
+    out = tmp_path / "lcb.parquet"
+    report = convert("lcb", src, out)
+    assert report.written == 2 and [label for label, _ in report.bad] == ["broken"]
+    assert "zero test cases" in report.bad[0][1]
+    rows = list(iter_rows(out))
+    check_schema(rows)
+    assert [r.key for r in rows] == ["livecodebench:lcb_abc999_a", "livecodebench:lcb_2876"]
+    assert rows[0].extra_info["tests"] == 6 and rows[1].extra_info["tests"] == 2
+    assert json.loads(rows[1].ground_truth)[1] == {"type": "function_call", "fn_name": "numberOfEmployeesWhoMetTarget",
+                                                   "input": [[5, 1, 4, 2, 2], 6], "output": [0]}
+    ok = ["a, b = map(int, input().split())\nprint(a + b)",
+          "class Solution:\n    def numberOfEmployeesWhoMetTarget(self, hours: List[int], target: int) -> int:\n"
+          "        return sum(h >= target for h in hours)"]
+    for r, code in zip(rows, ok):
+        res = compute_score(r.data_source, f"```python\n{code}\n```", r.ground_truth, r.extra_info)
+        assert res["score"] == 1.0, res
+    # the same rows as one JSON array (.json downloads)
+    as_array = tmp_path / "lcb.json"
+    as_array.write_text(json.dumps(LCB_ROWS))
+    again = convert("lcb", as_array, tmp_path / "lcb2.jsonl")
+    assert (again.written, len(again.bad)) == (2, 1)
+    assert [r.ground_truth for r in iter_rows(tmp_path / "lcb2.jsonl")] == [r.ground_truth for r in rows]
+
+
+TACO_ROWS = [
+    {"question": "Print the double of n.", "solutions": json.dumps(["print(2 * int(input()))"]),
+     "input_output": json.dumps({"inputs": ["1\n", "21\n"], "outputs": ["2\n", "42\n"]}), "starter_code": "",
+     "difficulty": "EASY", "url": "https://codeforces.com/x", "name": "double", "source": "codeforces"},
+    {"question": "Return n squared.", "solutions": json.dumps(["def sq(n):\n    return n * n"]),
+     "input_output": json.dumps({"fn_name": "sq", "inputs": [[3], [4]], "outputs": [[9], [16]]}),
+     "starter_code": "def sq(n):\n\t", "difficulty": "EASY", "url": None, "name": "sq", "source": "codewars"},
+    {"question": "No tests here.", "solutions": "[]", "input_output": "", "starter_code": "", "name": "empty"},
+    {"question": "Bad tests.", "solutions": "[]", "input_output": json.dumps({"inputs": ["1"], "outputs": []}),
+     "starter_code": "", "name": "mismatch"},
+]
+
+
+def test_taco_rows_bad_rows_reported_and_batch_goes_on(tmp_path):
+    import pyarrow as pa
+
+    src = tmp_path / "taco.parquet"
+    pq.write_table(pa.Table.from_pylist(TACO_ROWS), src)
+    out = tmp_path / "taco.jsonl"
+    errors = tmp_path / "errors.jsonl"
+    result = runner.invoke(app, ["convert", "--from", "taco", str(src), "--out", str(out), "--index-prefix",
+                                 "taco_train", "--errors", str(errors)])
+    assert result.exit_code == 0, result.output
+    assert "2 written" in result.output and "2 bad" in result.output
+    assert [json.loads(line)["row"] for line in errors.read_text().splitlines()] == ["row 2 (empty)", "row 3 (mismatch)"]
+    rows = list(iter_rows(out))
+    check_schema(rows)
+    assert [r.key for r in rows] == ["taco:taco_train_0", "taco:taco_train_1"]
+    for r in rows:
+        ref = r.extra_info["reference_solutions"][0]
+        assert compute_score(r.data_source, f"```python\n{ref}\n```", r.ground_truth, r.extra_info)["score"] == 1.0
+    # the x / [x] convention of call-based TACO outputs survives conversion
+    assert compute_score("taco", "```python\ndef sq(n):\n    return [n * n]\n```", rows[1].ground_truth)["score"] == 1.0
+    failing = runner.invoke(app, ["convert", "--from", "taco", str(src), "--out", str(out), "--fail-on-bad"])
+    assert failing.exit_code == 1
+
+
+def test_bad_and_duplicate_rows_in_real_sources(shared, tmp_path):
+    tree = tmp_path / "apps" / "train"
+    shutil.copytree(shared / "realdata" / "coderl_apps" / "train", tree)
+    for p in tree.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    (tree / "0111" / "input_output.json").write_text('{"inputs": ["1"], "outputs": "oops"}')
+    items = list(iter_converted("apps", tmp_path / "apps"))
+    assert [i.label for i in items] == ["train/0001", "train/0111", "train/2404"]
+    assert items[0].row and items[2].row and items[1].row is None
+    assert "outputs" in items[1].error and "0111" in items[1].error
+    # the same task twice: the second is reported, the first kept
+    src = shared / "realdata" / "leetcodedataset" / "LeetCodeDataset-v0.3.1-test.jsonl.gz"
+    first = jsonl(src)[:2]
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text("".join(json.dumps(r) + "\n" for r in first + first[:1]))
+    report = convert("leetcode", dup, tmp_path / "dup.parquet")
+    assert report.written == 2 and len(report.bad) == 1 and "already in" in report.bad[0][1]
+    # an unknown source or a missing input is an error of the command, not of a row
+    with pytest.raises(ValueError, match="unknown source"):
+        convert("kaggle", dup, tmp_path / "x.parquet")
+    result = runner.invoke(app, ["convert", "--from", "apps", str(tmp_path / "missing"), "--out", str(tmp_path / "y.parquet")])
+    assert result.exit_code == 2
+
+
+def test_parquet_output_reads_with_pyarrow_pandas_and_datasets(shared, tmp_path):
+    out = tmp_path / "ng.parquet"
+    convert("nemo-gym", shared / "realdata" / "nemo_gym_code_gen" / "example.jsonl", out)
+    schema = pq.read_schema(out)
+    assert schema.names == ["data_source", "prompt", "ability", "reward_model", "extra_info"]
+    assert [k for k in iter_row_keys(out)] == [(r.data_source, r.extra_info["index"]) for r in iter_rows(out)]
+    import datasets
+
+    ds = datasets.Dataset.from_parquet(str(out))
+    assert len(ds) == 5 and ds[0]["reward_model"]["style"] == "rule"
+    ds.save_to_disk(str(tmp_path / "hf"))
+    assert [r.key for r in iter_rows(tmp_path / "hf")] == [r.key for r in iter_rows(out)]
+    assert not (tmp_path / "ng.parquet.partial").exists()
+
+
+def test_suite_to_ground_truth_refuses_what_verl_cannot_hold():
+    from arbiter.datasets.convert import ConvertError
+    from arbiter.judge.testsuite import StdioCase, TestSuite
+
+    several = TestSuite((StdioCase("0", b"", (b"a", b"b")),))
+    with pytest.raises(ConvertError, match="accepted outputs"):
+        suite_to_ground_truth(several)
+    kw = TestSuite((CallCase("0", "f", (), {"b": 2, "a": 1}, (3,)),))
+    assert suite_to_ground_truth(kw, param_names=("a", "b"))[0]["input"] == [1, 2]
+    with pytest.raises(ConvertError, match="signature"):
+        suite_to_ground_truth(kw)
+    with pytest.raises(ConvertError, match="do not match"):
+        suite_to_ground_truth(kw, param_names=("a", "c"))

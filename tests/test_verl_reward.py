@@ -1,0 +1,375 @@
+"""The verl plug-in: code extraction, routing, compute_score and its batch/async variants as verl
+calls them, on real programs in the real sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import pickle
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from arbiter.verl import reward as reward_mod
+from arbiter.verl.extract import extract_code, strip_reasoning
+from arbiter.verl.reward import (
+    RESULT_KEYS,
+    InvalidTask,
+    SandboxFailure,
+    compute_score,
+    compute_score_async,
+    compute_score_batch,
+    compute_score_batch_async,
+    compute_score_float,
+)
+from arbiter.verl.routing import PYTHON_PRELUDE, ROUTES, route
+
+REWARD_FILE = Path(reward_mod.__file__)
+
+
+def md(code: str, label: str = "python") -> str:
+    return f"Here is my solution.\n\n```{label}\n{code}\n```\n"
+
+
+# "print the sum of a and b" (stdin), in the card's three encodings
+SUM_DICT = {"inputs": ["1 2\n", "5 7\n", "10 -3\n"], "outputs": ["3\n", "12\n", "7\n"]}
+SUM_LIST = [{"type": "stdin_stdout", "input": i, "output": o} for i, o in zip(SUM_DICT["inputs"], SUM_DICT["outputs"])]
+SUM_OK = "a, b = map(int, input().split())\nprint(a + b)"
+SUM_WRONG = "a, b = map(int, input().split())\nprint(a - b)"
+# function-call cases
+CALL = [{"type": "function_call", "fn_name": "add", "input": [a, b], "output": [a + b]} for a, b in [(1, 2), (3, 4), (-5, 5)]]
+CALL_TOP = "def add(a, b):\n    return a + b"
+CALL_CLASS = "class Solution:\n    def add(self, a: int, b: int) -> int:\n        return a + b"
+
+
+# ------------------------------------------------------------------ extraction (pure)
+
+
+@pytest.mark.parametrize(
+    "text, code",
+    [
+        (md("print(1)"), "print(1)\n"),
+        (md("print(1)", ""), "print(1)\n"),
+        (md("print(1)", "py"), "print(1)\n"),
+        (md("print(1)", "Python3"), "print(1)\n"),
+        (md("print(1)", "python {.numberLines}"), "print(1)\n"),
+        # the last Python block wins over an earlier one
+        (md("print('draft')") + "\nBetter:\n" + md("print('final')"), "print('final')\n"),
+        # a later unlabelled block of sample output does not replace the Python solution
+        (md("print(3)") + "\nOutput:\n```\n3\n```\n", "print(3)\n"),
+        # without Python labels, the last unlabelled block
+        ("```\nprint(1)\n```\nor\n```\nprint(2)\n```", "print(2)\n"),
+        # a non-Python block after the solution is ignored
+        (md("print(1)") + "```bash\npython3 main.py\n```", "print(1)\n"),
+        # ``` inside a code line never closes the block; a longer fence can hold a shorter one
+        ("```python\ns = '```'\nprint(s)\n```", "s = '```'\nprint(s)\n"),
+        ("````python\nprint('''\n```\n''')\n````", "print('''\n```\n''')\n"),
+        # an indented fence (inside a list item) is dedented
+        ("1. code:\n   ```python\n   for i in range(2):\n       print(i)\n   ```\n", "for i in range(2):\n    print(i)\n"),
+        # CRLF line endings
+        ("```python\r\nprint(1)\r\n```\r\n", "print(1)\n"),
+        # think blocks: fences inside the reasoning are not candidates
+        ("<think>try ```python\nprint('draft')\n```</think>\nFinal:\n" + md("print('answer')"), "print('answer')\n"),
+        ("reasoning with a prompt-side <think> ...\n```python\nprint(0)\n```\n</think>" + md("print(9)"), "print(9)\n"),
+        ("~~~python\nprint(5)\n~~~", "print(5)\n"),
+    ],
+)
+def test_extract_the_solution_block(text, code):
+    got = extract_code(text)
+    assert got.ok, got.reason
+    assert got.code == code
+
+
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("print(1)", "no fenced code block"),
+        ("", "no fenced code block"),
+        ("```cpp\nint main(){}\n```", "no Python code block (only cpp)"),
+        ("```python\n\n```", "the code block is empty"),
+        # the answer is cut inside its fence: an earlier closed block is a draft, not the answer
+        (md("print('draft')") + "\nFinal:\n```python\nprint('fin", "unclosed code block"),
+        # a fence only inside the reasoning
+        ("<think>```python\nprint(1)\n```</think>The answer is 1.", "no fenced code block after the reasoning"),
+        # reasoning that never ends
+        ("<think>```python\nprint(1)\n```\nstill thinking", "no fenced code block after the reasoning"),
+        (None, "not text"),
+    ],
+)
+def test_no_program_is_reported(text, why):
+    got = extract_code(text)
+    assert not got.ok and got.code is None
+    assert why in got.reason
+
+
+def test_strip_reasoning_keeps_the_answer():
+    assert strip_reasoning("<think>a</think>b<think>c</think>d") == "d"
+    assert strip_reasoning("x<think>unfinished") == "x"
+    assert strip_reasoning("plain") == "plain"
+
+
+# ------------------------------------------------------------------ routing
+
+
+def test_routes_for_the_card_and_verl_names():
+    for name in ("code_contests_o", "code_primeintellect", "code_taco", "code_lcbv5",
+                 "codecontests", "apps", "taco", "codeforces", "livecodebench", "primeintellect"):
+        r = route(name)
+        assert r.family != "code" and name in ROUTES
+        assert r.limits.cpu_seconds >= 5 and r.limits.memory_bytes == 1024 << 20
+    assert route("Code_Contests_O").family == "code_contests"
+    assert route("codeforces").checker.name == "tokens"
+    assert route("code_taco").checker.name == "tokens_float" and route("code_taco").checker.abs_tol == 1e-6
+    assert route("code_lcbv5").checker.rel_tol == 1e-9 and route("code_lcbv5").limits.cpu_seconds == 6
+    assert not route("code_contests_o").checker.case_insensitive  # stricter than the validator
+    assert route("my_code_set").family == "code" and route("my_code_set").checker.name == "tokens"
+
+
+@pytest.mark.parametrize("name", ["gsm8k", "math", "lighteval/MATH", "aime2024", "", None])
+def test_non_code_sources_are_refused_by_name(name):
+    with pytest.raises(ValueError, match="not a code-execution source") as info:
+        route(name)
+    assert repr(name) in str(info.value)
+    with pytest.raises(ValueError, match=repr(name).replace("(", r"\(").replace(")", r"\)")):
+        compute_score(name, md(SUM_OK), json.dumps(SUM_DICT))
+
+
+# ------------------------------------------------------------------ compute_score on real programs
+
+
+def test_correct_and_wrong_programs_in_every_encoding():
+    for gt in (json.dumps(SUM_DICT), SUM_DICT, json.dumps(SUM_LIST), SUM_LIST):
+        ok = compute_score("code_taco", md(SUM_OK), gt, {"index": "sum"})
+        assert ok["score"] == 1.0 and ok["verdict"] == "AC" and ok["passed"] == ok["total"] == 3
+        bad = compute_score("code_taco", md(SUM_WRONG), gt, {"index": "sum"})
+        assert bad["score"] == 0.0 and bad["verdict"] == "WA" and bad["total"] == 3
+        assert "case 0" in bad["reason"]
+    for src in (CALL_TOP, CALL_CLASS):
+        r = compute_score("code_primeintellect", md(src), json.dumps(CALL))
+        assert (r["score"], r["verdict"], r["passed"]) == (1.0, "AC", 3)
+    wrong = compute_score("code_primeintellect", md("def add(a, b):\n    return a * b"), CALL)
+    assert wrong["score"] == 0.0 and wrong["verdict"] == "WA"
+
+
+def test_result_shape_is_fixed_and_verl_compatible():
+    results = [
+        compute_score("code_taco", md(SUM_OK), SUM_DICT),
+        compute_score("code_taco", "no code", SUM_DICT),
+        compute_score("code_taco", md(SUM_OK), {"inputs": [], "outputs": []}),
+        compute_score("code_taco", md("print(1"), SUM_DICT),
+    ]
+    assert [r["verdict"] for r in results] == ["AC", "FORMAT_ERROR", "INVALID_TASK", "CE"]
+    for r in results:
+        assert tuple(r) == RESULT_KEYS  # verl collects every key into reward_extra_info lists
+        assert type(r["score"]) is float and isinstance(r["reason"], str) and "\n" not in r["reason"]
+        assert r["seconds"] >= r["judge_seconds"] >= 0 and r["cpu_seconds"] >= 0
+        assert float(r[0]) == r["score"]  # verl's prime manager reads float(result[0])
+        back = pickle.loads(pickle.dumps(r))  # ... after a trip through its ProcessPoolExecutor
+        assert back == r and float(back[0]) == r["score"]
+        assert dict(r) == json.loads(json.dumps(r))  # plain JSON-able values
+    assert results[1]["total"] == 3 and results[1]["reason"].startswith("FORMAT_ERROR")
+    assert compute_score_float("code_taco", md(SUM_OK), SUM_DICT) == 1.0
+
+
+def test_numpy_ground_truth_as_verl_reads_parquet(tmp_path):
+    """verl hands non-string ground truths over as numpy object arrays (pandas/datasets)."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist([{"gt": CALL, "gt2": SUM_DICT}])
+    pq.write_table(table, tmp_path / "d.parquet")
+    df = pd.read_parquet(tmp_path / "d.parquet")
+    gt = df["gt"][0]
+    assert type(gt).__name__ == "ndarray"
+    assert compute_score("code_primeintellect", md(CALL_CLASS), gt)["score"] == 1.0
+    gt2 = df["gt2"][0]
+    assert type(gt2["inputs"]).__name__ == "ndarray"
+    assert compute_score("code_taco", md(SUM_OK), gt2)["score"] == 1.0
+
+
+def test_invalid_rows_zero_by_default_or_raise():
+    for gt in ([], {"inputs": [], "outputs": []}, json.dumps([{"type": "assert", "input": "x"}]), "not json", 42):
+        r = compute_score("code_taco", md(SUM_OK), gt, {"index": "bad-row"})
+        assert (r["score"], r["verdict"]) == (0.0, "INVALID_TASK")
+        assert "bad-row" in r["reason"]
+        with pytest.raises(InvalidTask, match="bad-row"):
+            compute_score("code_taco", md(SUM_OK), gt, {"index": "bad-row"}, on_invalid="raise")
+
+
+def test_options_are_validated():
+    with pytest.raises(TypeError, match="on_sandbox_eror"):
+        compute_score("code_taco", md(SUM_OK), SUM_DICT, on_sandbox_eror="report")
+    for bad in ({"parity": "sandbox"}, {"on_invalid": "skip"}, {"checker": "nope"}, {"checker": "external"},
+                {"time_limit": 0}, {"workers": 0}):
+        with pytest.raises(ValueError):
+            compute_score("code_taco", md(SUM_OK), SUM_DICT, **bad)
+
+
+def test_overrides_reach_the_judge():
+    # the same output accepted or not depending on the checker option
+    gt = {"inputs": [""], "outputs": ["0.3333333\n"]}
+    prog = md("print(1/3)")
+    assert compute_score("codeforces", prog, gt)["verdict"] == "WA"  # exact tokens
+    assert compute_score("codeforces", prog, gt, checker="tokens_float")["score"] == 1.0
+    assert compute_score("code_taco", prog, gt)["score"] == 1.0  # route default tokens_float 1e-6
+    yes = {"inputs": [""], "outputs": ["YES\n"]}
+    assert compute_score("code_contests_o", md("print('yes')"), yes)["verdict"] == "WA"
+    assert compute_score("code_contests_o", md("print('yes')"), yes, case_insensitive=True)["score"] == 1.0
+    slow = md("import time\nt = time.process_time()\nwhile time.process_time() - t < 1.5:\n    pass\nprint(3)")
+    assert compute_score("code_taco", slow, {"inputs": [""], "outputs": ["3"]}, time_limit=1)["verdict"] == "TLE"
+
+
+def test_prelude_names_and_scrubbing():
+    # a LeetCode-style solution using List/defaultdict without importing them (the harnesses prepend imports)
+    src = ("class Solution:\n    def count(self, xs: List[int]) -> int:\n"
+           "        d = defaultdict(int)\n        for x in xs:\n            d[x] += 1\n        return max(d.values())")
+    gt = [{"type": "function_call", "fn_name": "count", "input": [[1, 1, 2]], "output": [2]}]
+    assert compute_score("code_primeintellect", md(src), gt)["score"] == 1.0
+    # an answer that defines nothing must not be graded by calling the prelude's math.gcd
+    gcd_gt = [{"type": "function_call", "fn_name": "gcd", "input": [12, 18], "output": [6]}]
+    hollow = compute_score("code_primeintellect", md("print('I did not write gcd')"), gcd_gt)
+    assert hollow["score"] == 0.0 and hollow["verdict"] == "RE" and "gcd" in hollow["reason"]
+    assert compute_score("code_primeintellect", md("from math import gcd"), gcd_gt)["score"] == 1.0
+    # a Solution method of that name may still call the prelude's function
+    method = "class Solution:\n    def gcd(self, a, b):\n        return gcd(a, b)"
+    assert compute_score("code_primeintellect", md(method), gcd_gt)["score"] == 1.0
+    # pow keeps its builtin 3-argument form (no star import of math)
+    assert compute_score("code_taco", md("print(pow(3, 200, 1000000007))"),
+                         {"inputs": [""], "outputs": [str(pow(3, 200, 10**9 + 7))]})["score"] == 1.0
+    # a row's own prelude replaces the route's
+    own = {"prelude": "MAGIC = 41\n"}
+    assert compute_score("code_taco", md("print(MAGIC + 1)"), {"inputs": [""], "outputs": ["42"]}, own)["score"] == 1.0
+    assert "sys.setrecursionlimit" in PYTHON_PRELUDE
+
+
+def test_parity_prime_code_first_ten_cases_partial_credit():
+    inputs = [f"{i}\n" for i in range(12)]
+    gt = {"inputs": inputs, "outputs": [f"{2 * i}\n" for i in range(12)]}
+    fails_late = md("n = int(input())\nprint(2 * n if n < 11 else -1)")  # fails only case 11
+    assert compute_score("code_taco", fails_late, gt)["score"] == 0.0
+    parity = compute_score("code_taco", fails_late, gt, parity="prime_code")
+    assert parity["score"] == 1.0 and parity["total"] == 10  # prime_code's known blind spot, reproduced
+    three_wrong = md("n = int(input())\nprint(2 * n if n not in (1, 4, 7) else 0)")
+    p = compute_score("code_taco", three_wrong, gt, parity="prime_code")
+    assert p["score"] == pytest.approx(0.7) and p["passed"] == 7 and p["verdict"] == "WA"
+    assert compute_score("code_taco", three_wrong, gt)["score"] == 0.0
+    small = {"inputs": ["1\n", "2\n", "3\n", "4\n"], "outputs": ["2\n", "4\n", "0\n", "8\n"]}
+    assert compute_score("code_taco", md("print(2 * int(input()))"), small, parity="prime_code")["score"] == 0.75
+
+
+def test_sandbox_error_is_raised_or_reported_never_a_silent_zero(monkeypatch, caplog):
+    """A real infrastructure failure: the sandbox's interpreter does not exist."""
+    monkeypatch.setenv("ARBITER_SANDBOX_PYTHON", "/nonexistent/python3")
+    with pytest.raises(SandboxFailure) as info:
+        compute_score("code_taco", md(SUM_OK), SUM_DICT, {"index": "s1"})
+    assert info.value.row == "code_taco:s1" and "SANDBOX_ERROR" in str(info.value)
+    with caplog.at_level("WARNING", logger="arbiter.verl"):
+        r = compute_score("code_taco", md(SUM_OK), SUM_DICT, {"index": "s1"}, on_sandbox_error="report")
+    assert (r["score"], r["verdict"]) == (0.0, "SANDBOX_ERROR")
+    assert r["reason"].startswith("SANDBOX_ERROR") and "not the program's fault" in r["reason"]
+    assert any("SANDBOX_ERROR" in rec.getMessage() for rec in caplog.records)
+    with pytest.raises(SandboxFailure) as batch:
+        compute_score_batch(["code_taco"] * 2, [md(SUM_OK), "no code"], [SUM_DICT] * 2, [{"index": "a"}, {"index": "b"}])
+    assert "1 of 2" in str(batch.value) and [r["verdict"] for r in batch.value.results] == ["SANDBOX_ERROR", "FORMAT_ERROR"]
+
+
+# ------------------------------------------------------------------ verl's call shapes
+
+
+def _batch_inputs():
+    sources = ["code_taco", "code_taco", "code_primeintellect", "code_primeintellect", "code_lcbv5", "code_taco"]
+    sols = [md(SUM_OK), md(SUM_WRONG), md(CALL_CLASS), "no code block", md(SUM_OK), md("print(1")]
+    gts = [json.dumps(SUM_DICT), json.dumps(SUM_DICT), json.dumps(CALL), json.dumps(CALL), SUM_LIST, SUM_DICT]
+    extras = [{"index": f"r{i}"} for i in range(len(sources))]
+    return sources, sols, gts, extras
+
+
+EXPECTED = [("AC", 1.0), ("WA", 0.0), ("AC", 1.0), ("FORMAT_ERROR", 0.0), ("AC", 1.0), ("CE", 0.0)]
+
+
+def test_verl_manager_call_shapes():
+    sources, sols, gts, extras = _batch_inputs()
+    # prime manager: positional (data_source, solution_str, ground_truth, extra_info), float(result[0])
+    prime = [float(compute_score(s, x, g, e)[0]) for s, x, g, e in zip(sources, sols, gts, extras)]
+    # naive manager: keywords, result["score"]
+    naive = [compute_score(data_source=s, solution_str=x, ground_truth=g, extra_info=e)
+             for s, x, g, e in zip(sources, sols, gts, extras)]
+    # batch manager: one keyword call with lists (numpy arrays in verl) plus reward_kwargs
+    import numpy as np
+
+    batch = compute_score_batch(data_sources=np.array(sources, dtype=object), solution_strs=sols,
+                                ground_truths=gts, extra_infos=np.array(extras, dtype=object), workers=2)
+    assert prime == [e[1] for e in EXPECTED]
+    assert [(r["verdict"], r["score"]) for r in naive] == EXPECTED
+    assert [(r["verdict"], r["score"]) for r in batch] == EXPECTED
+    assert compute_score_batch(sources[:1], sols[:1], gts[:1])[0]["score"] == 1.0  # extra_infos optional
+    with pytest.raises(ValueError, match="lengths differ"):
+        compute_score_batch(sources, sols[:2], gts, extras)
+    with pytest.raises(ValueError, match="gsm8k"):
+        compute_score_batch(sources + ["gsm8k"], sols + ["x"], gts + ["1"], extras + [None])
+    with pytest.raises(InvalidTask):
+        compute_score_batch(["code_taco"], [md(SUM_OK)], [[]], on_invalid="raise")
+
+
+def _load_like_verl(path: str, name: str):
+    """verl/trainer/ppo/reward.py get_custom_reward_fn: a file path or pkg://module, then getattr."""
+    if path.startswith("pkg://"):
+        module = importlib.import_module(path[len("pkg://"):])
+    else:
+        spec = importlib.util.spec_from_file_location("custom_module", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["custom_module"] = module
+        spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+def test_loading_the_plugin_like_verl():
+    sources, sols, gts, extras = _batch_inputs()
+    for path in (str(REWARD_FILE), "pkg://arbiter.verl.reward"):
+        fn = _load_like_verl(path, "compute_score")
+        reward_kwargs = {"on_sandbox_error": "raise"}
+        assert fn(data_source=sources[0], solution_str=sols[0], ground_truth=gts[0], extra_info=extras[0],
+                  **reward_kwargs)["score"] == 1.0
+        batch_fn = _load_like_verl(path, "compute_score_batch")
+        res = batch_fn(data_sources=sources, solution_strs=sols, ground_truths=gts, extra_infos=extras, **reward_kwargs)
+        assert [(r["verdict"], r["score"]) for r in res] == EXPECTED
+        afn = _load_like_verl(path, "compute_score_async")
+        assert asyncio.iscoroutinefunction(afn)  # verl awaits coroutine reward functions
+        assert asyncio.run(afn(sources[1], sols[1], gts[1], extras[1]))["verdict"] == "WA"
+
+
+def test_async_variant_does_not_block_the_event_loop():
+    sources, sols, gts, extras = _batch_inputs()
+    slow = md("import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5:\n    pass\nprint(1)")
+
+    async def main():
+        ticks = 0
+        stop = asyncio.Event()
+
+        async def ticker():
+            nonlocal ticks
+            while not stop.is_set():
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        t = asyncio.create_task(ticker())
+        started = time.monotonic()
+        results = await asyncio.gather(
+            *[compute_score_async(s, x, g, e) for s, x, g, e in zip(sources, sols, gts, extras)],
+            compute_score_async("code_taco", slow, {"inputs": [""], "outputs": ["1"]}),
+        )
+        elapsed = time.monotonic() - started
+        stop.set()
+        await t
+        batch = await compute_score_batch_async(sources, sols, gts, extras)
+        return results, ticks, elapsed, batch
+
+    results, ticks, elapsed, batch = asyncio.run(main())
+    assert [(r["verdict"], r["score"]) for r in results[:-1]] == EXPECTED and results[-1]["score"] == 1.0
+    assert [(r["verdict"], r["score"]) for r in batch] == EXPECTED
+    # the loop kept running while sandboxes judged: about one tick per 10 ms of the run
+    assert ticks >= elapsed / 0.01 / 4
