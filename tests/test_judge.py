@@ -222,3 +222,23 @@ def test_unusable_compile_command_is_invalid_task_and_missing_compiler_is_sandbo
     assert missing.outcome in (Outcome.SANDBOX_ERROR, Outcome.INVALID_TASK), missing.reason
     ok = judge(Task("cpp", src, suite))
     assert ok.outcome is Outcome.AC and ok.toolchain
+
+
+def test_prelude_runs_once_but_every_case_starts_from_its_pristine_state():
+    prelude = "from typing import List\nseen: List[int] = []\n"
+    src = "n = int(input())\nseen.append(n)\nprint(len(seen))\n"
+    suite = TestSuite((stdio("a", "5\n", "1\n"), stdio("b", "6\n", "1\n"), stdio("c", "7\n", "1\n")))
+    assert judge(Task("python", src, suite, prelude=prelude)).outcome is Outcome.AC
+
+
+def test_failing_prelude_is_the_tasks_fault():
+    v = judge(Task("python", "print(1)\n", TestSuite((stdio("a", "", "1\n"),)), prelude="import no_such_module\n"))
+    assert v.outcome is Outcome.INVALID_TASK and "no_such_module" in v.reason
+
+
+def test_runtime_error_traceback_shows_the_program_not_the_harness():
+    v = judge(Task("python", "def f():\n    return 1 / 0\nf()\n", TestSuite((stdio("a", "", "1\n"),))))
+    assert v.outcome is Outcome.RE
+    detail = v.cases[0].detail
+    assert "ZeroDivisionError" in detail and 'main.py", line 2' in detail
+    assert "server.py" not in detail

@@ -277,6 +277,9 @@ def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
                                     compile_output=compile_output, toolchain=toolchain)
                 attempts_left -= 1
         if runner.load_error is not None:
+            if runner.sandbox is not None and runner.sandbox.load_stage == "prelude":
+                return _verdict(task, Outcome.INVALID_TASK, "the task's prelude fails: "
+                                + runner.load_error[-300:], started)
             return _verdict(task, Outcome.CE, "the program does not compile (SyntaxError)", started,
                             compile_output=runner.load_error[-4000:])
         stop = task.scoring == "all_or_nothing" and not task.run_all

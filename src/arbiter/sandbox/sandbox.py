@@ -123,6 +123,7 @@ class Sandbox:
         self._memory_limit = 0
         self.hello: dict[str, Any] = {}
         self.python_loaded = False
+        self.load_stage = ""
         self.start()
 
     # ---- paths as the program sees them ---------------------------------------------------------
@@ -442,7 +443,9 @@ class Sandbox:
         """Compile a Python program once for the following runs.
 
         Returns ``None`` when it compiled, else the compiler's message (a ``SyntaxError``, which
-        the judge reports as ``CE``). A module-level ``return`` is accepted the way the APPS/TACO
+        the judge reports as ``CE``); :attr:`load_stage` is then ``"program"``, or ``"prelude"``
+        when the task's prelude failed (the task's fault, not the program's). The prelude runs
+        once in the server, into the ``__main__`` module each case starts from. A module-level ``return`` is accepted the way the APPS/TACO
         harness accepts it (the program body is wrapped in a function). Raises SandboxError.
         """
         lim = limits or self.limits
@@ -450,6 +453,7 @@ class Sandbox:
                                   "limits": _limits_payload(lim.with_(cpu_seconds=10, wall_seconds=20))},
                                  [source.encode("utf-8", "surrogateescape"),
                                   prelude.encode("utf-8", "surrogateescape")], timeout=60)
+        self.load_stage = reply.get("stage", "program")
         if reply.get("ok"):
             self.python_loaded = True
             return None

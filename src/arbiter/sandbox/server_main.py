@@ -111,7 +111,7 @@ class Server:
         self.scratch_dirs = scratch_dirs
         self.is_init = os.getpid() == 1
         self.code = None
-        self.prelude = None
+        self.main_module = None
         self.filename = "main.py"
         self.wrapped = False
         self.kept_files = set()
@@ -226,11 +226,17 @@ class Server:
                                source_for_probe=(source, prelude))
         if probe.get("exit_code") != 0:
             self.reply({"op": "load", "ok": False, "error": probe.get("stderr_text", ""),
+                        "stage": "prelude" if probe.get("exit_code") == 3 else "program",
                         "probe": {k: v for k, v in probe.items() if k != "stderr_text"}})
             return
         self.code, self.wrapped = compile_program(source, filename)
-        self.prelude = compile(prelude, "<prelude>", "exec") if prelude else None
         self.filename = filename
+        # The prelude (task data: an import preamble, never the submission) runs once, here,
+        # into the __main__ module every case forks with, instead of once per case. Same
+        # semantics as running it first in each case: each case gets its own copy of that dict.
+        self.main_module = _new_main(filename)
+        if prelude:
+            exec(compile(prelude, "<prelude>", "exec"), self.main_module.__dict__)
         import gc
         gc.collect()
         gc.freeze()
@@ -757,12 +763,10 @@ def run_python(server, req, call_args, probe):
     sys.set_int_max_str_digits(0) if hasattr(sys, "set_int_max_str_digits") else None
     # (the random module reseeds itself in a forked child: os.register_at_fork)
     _fresh_stdio()
-    if probe is not None:  # only compile, to see that the compiler survives this source
+    if probe is not None:  # compile (and run the prelude) here first: the server must survive
         source, prelude = probe
         try:
             compile_program(source, req.get("filename", "main.py"))
-            if prelude:
-                compile(prelude, "<prelude>", "exec")
         except SyntaxError:
             traceback.print_exc(limit=0)
             sys.stderr.flush()
@@ -771,11 +775,16 @@ def run_python(server, req, call_args, probe):
             traceback.print_exc(limit=0)
             sys.stderr.flush()
             return 2
+        if prelude:
+            try:
+                exec(compile(prelude, "<prelude>", "exec"), _new_main(req.get("filename", "main.py")).__dict__)
+            except BaseException:
+                traceback.print_exc(limit=3)
+                sys.stderr.flush()
+                return 3
         return 0
 
-    main = types.ModuleType("__main__")
-    main.__file__ = os.path.join(os.getcwd(), server.filename)
-    main.__builtins__ = __builtins__
+    main = server.main_module or _new_main(server.filename)
     sys.modules["__main__"] = main
     sys.argv = [server.filename]
     sys.path[0] = os.getcwd()
@@ -785,8 +794,6 @@ def run_python(server, req, call_args, probe):
     if req.get("mode") == "call":
         payload = {"ok": False, "error": "the function did not return"}
         try:
-            if server.prelude is not None:
-                exec(server.prelude, g)
             exec(server.code, g)
             fn = _find_function(g, req["fn_name"])
             spec = _LOADS(call_args.decode()) if call_args else {"args": [], "kwargs": {}}
@@ -803,10 +810,7 @@ def run_python(server, req, call_args, probe):
                 text = dumps(payload)
         except BaseException as exc:  # an exception inside the call is RE, whatever expected
             text = dumps({"ok": False, "error": "%s: %s" % (type(exc).__name__, str(exc)[:500])})
-            try:
-                traceback.print_exc()
-            except BaseException:
-                pass
+            _print_program_traceback(exc)
             status = 1
         data = text.encode("utf-8", "surrogateescape")
         _LSEEK(RESULT_FD, 0, 0)
@@ -821,18 +825,33 @@ def run_python(server, req, call_args, probe):
                 pass
         return status
     try:
-        if server.prelude is not None:
-            exec(server.prelude, g)
         exec(server.code, g)
     except SystemExit as exc:
         status = _exit_code_of(exc)
-    except BaseException:
-        try:
-            traceback.print_exc()
-        except BaseException:
-            pass
+    except BaseException as exc:
+        _print_program_traceback(exc)
         status = 1
     return _finalize(status)
+
+
+def _new_main(filename):
+    import types
+    main = types.ModuleType("__main__")
+    main.__file__ = os.path.join(os.getcwd(), filename)
+    main.__builtins__ = __builtins__
+    return main
+
+
+def _print_program_traceback(exc):
+    """Print the traceback like ``python3 main.py`` would: the harness's own frames left out."""
+    import traceback
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    try:
+        traceback.print_exception(type(exc), exc, tb)
+    except BaseException:
+        pass
 
 
 def _find_function(g, fn_name):
