@@ -257,7 +257,7 @@ class Server:
                 if not isinstance(item, bytes):
                     os.close(item[0])
             self.wipe_scratch()
-            if self.code is not None and self.spare is None:
+            if self.code is not None and self.spare is None and header.get("mode") in ("python", "call"):
                 self.make_spare()  # overlaps the next fork with the judge's work on this result
 
     # ---- running one case ---------------------------------------------------------------------
