@@ -1,0 +1,262 @@
+"""``arbiter pie``: the PIE speedup reward (``reward``) and PIE's paper metrics (``eval``). Issue 7; the rules live in
+:mod:`arbiter.pipelines.pie_retime` and :mod:`arbiter.pipelines.pie_eval`.
+
+Inputs:
+
+- ``--rows``: PIE rows: pie-gem5 pairs/bysrc (Parquet, JSONL, a ``datasets`` folder) or PIE release rows
+  (``val.jsonl``-style: ``src_id, tgt_id, problem_id, speedup, src_code, tgt_code``).
+- ``--tests``: a PIE/CodeNet tests folder (``<problem_id>/input.N.txt``, ``output.N.txt``) or a ``.tar.gz`` of one.
+- ``--candidates`` (reward) / ``--generations`` (eval): JSONL, one object per line::
+
+      {"src_id": "s995406644", "code": "<C++>"}
+      {"src_id": "s995406644", "tgt_id": "s525143936", "candidates": ["<C++>", "<C++>"]}
+      {"row": "p02915/s995406644", "id": "run-17", "generations": ["<C++>", ...]}
+
+  ``src_id`` (narrowed by ``problem_id``/``tgt_id`` when several rows share it) or ``row`` names the row; the
+  programs are in ``candidates``/``code`` (reward) or ``generations``/``candidates``/``code`` (eval, in sampling
+  order). Eval lines may instead give ``src_runtime`` + ``runtimes`` (precomputed, nulls = failures).
+
+Exit status: 0 when every candidate got a reward (or a final INVALID_TASK), 3 when some hit our own errors
+(SANDBOX_ERROR: see ``errors.jsonl``; rerun to retry), 2 for bad arguments or missing files.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+pie_app = typer.Typer(name="pie", help="PIE speedup reward (re-timed here) and PIE paper metrics.",
+                      no_args_is_help=True)
+
+
+class Method(str, Enum):
+    """``--method``: instruction counts under valgrind (deterministic, default) or wall time (interleaved
+    repeats, CPU clock)."""
+
+    instructions = "instructions"
+    wall = "wall"
+
+
+class Transform(str, Enum):
+    """``--transform``: the reward transforms of :func:`arbiter.pipelines.pie_speedup.make_transform`."""
+
+    raw = "raw"
+    log = "log"
+    clipped = "clipped"
+    pie_floor = "pie_floor"
+    opt_indicator = "opt_indicator"
+
+
+def _console() -> Console:
+    c = Console()
+    if not c.is_terminal and c.width < 150:
+        c = Console(width=150)
+    return c
+
+
+def _params(pairs: list[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for p in pairs:
+        name, sep, value = p.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--param must be NAME=VALUE, got {p!r}")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"--param {name}: {value!r} is not a number") from None
+    return out
+
+
+def _reward_kw(method: Method, k: int, checker: str, compile_command: Optional[str], cpu_seconds: float,
+               memory_mib: int, repeats: int, no_cache: bool, transform: str = "raw",
+               params: Optional[list[str]] = None) -> dict[str, Any]:
+    from arbiter.judge.task import CompileSpec
+    from arbiter.pipelines.pie_retime import DEFAULT_LIMITS
+    from arbiter.sandbox.limits import MiB
+
+    if memory_mib <= 0 or cpu_seconds <= 0:
+        raise ValueError("--cpu-seconds and --memory-mib must be positive")
+    return {
+        "transform": transform,
+        "transform_params": _params(params or []),
+        "method": method.value,
+        "k": k,
+        "checker": checker,
+        "compile_spec": CompileSpec(command=compile_command) if compile_command else None,
+        "limits": DEFAULT_LIMITS.with_(cpu_seconds=cpu_seconds, memory_bytes=memory_mib * MiB),
+        "repeats": repeats,
+        "cache": False if no_cache else None,
+    }
+
+
+def _fmt(x: Any, spec: str = ".3f") -> str:
+    return "" if x is None else format(x, spec)
+
+
+def _bar(console: Console, label: str, enabled: bool) -> Progress:
+    return Progress(TextColumn(f"[bold]{label}[/]"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console, disable=not enabled,
+                    transient=True)
+
+
+def print_reward_summary(summary: dict[str, Any], console: Console) -> None:
+    """The summary table of ``arbiter pie reward``: counts by outcome, correctness, reward and speedup figures,
+    toolchain fingerprint and startup floor."""
+    t = Table(title="PIE re-timed reward")
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    t.add_row("candidates", str(summary.get("candidates", summary["n"])))
+    t.add_row("  scored now / already done (resumed)", f"{summary.get('new', 0)} / {summary.get('resumed', 0)}")
+    for oc, n in summary["by_outcome"].items():
+        colour = {"AC": "green", "SANDBOX_ERROR": "yellow", "INVALID_TASK": "yellow"}.get(oc, "red")
+        t.add_row(f"  [{colour}]{oc}[/]", str(n))
+    if summary.get("sandbox_errors"):
+        t.add_row("[yellow]our errors this run (errors.jsonl; rerun)[/]", str(summary["sandbox_errors"]))
+    t.add_row("scored (reward is a number)", str(summary["n_scored"]))
+    t.add_row("%Correct (of scored)", _fmt(summary["pct_correct"], ".2f"))
+    t.add_row("%Opt (speedup >= 1.10, of scored)", _fmt(summary["pct_opt"], ".2f"))
+    t.add_row(f"mean reward ({', '.join(summary['transforms'])})", _fmt(summary["mean_reward"], ".4f"))
+    t.add_row("speedup of correct: mean / geomean / median",
+              f"{_fmt(summary['mean_speedup'])} / {_fmt(summary['geomean_speedup'])} / "
+              f"{_fmt(summary['median_speedup'])}")
+    t.add_row("speedup of correct: min .. max", f"{_fmt(summary['min_speedup'])} .. {_fmt(summary['max_speedup'])}")
+    t.add_row("method", ", ".join(summary["methods"]))
+    t.add_row("toolchain fingerprint", ", ".join(summary["fingerprints"]))
+    if summary.get("startup_floors"):
+        t.add_row("startup floor (instructions, empty main)", ", ".join(f"{f:,}" for f in summary["startup_floors"]))
+    if summary.get("row_errors"):
+        t.add_row("[yellow]unreadable rows in --rows[/]", str(summary["row_errors"]))
+    console.print(t)
+
+
+@pie_app.command("reward")
+def reward(
+    rows: Path = typer.Option(..., "--rows", help="PIE rows: gem5 pairs/bysrc Parquet/JSONL, or val.jsonl-style"),
+    tests: Path = typer.Option(..., "--tests", help="PIE tests folder or .tar.gz (<problem_id>/input.N.txt)"),
+    candidates: Path = typer.Option(..., "--candidates", help="JSONL: {src_id | row, candidates | code}"),
+    out: Path = typer.Option(..., "--out", help="output folder (created; a rerun resumes)"),
+    transform: Transform = typer.Option(Transform.raw, "--transform", help="reward transform"),
+    param: Optional[list[str]] = typer.Option(None, "--param",
+                                              help="transform parameter NAME=VALUE (lo, hi, failure_penalty, "
+                                                   "threshold); repeatable"),
+    method: Method = typer.Option(Method.instructions, "--method", help="instructions (valgrind) or wall"),
+    k: int = typer.Option(-1, "--k", help="cases per reward, sampled as the card does (-1 = all)"),
+    seed: int = typer.Option(0, "--seed", help="K sampling seed (per source: every candidate gets the same cases)"),
+    checker: str = typer.Option("pie", "--checker", help="pie (card), tokens, exact, trailing_whitespace, ..."),
+    compile_command: Optional[str] = typer.Option(None, "--compile-command",
+                                                  help="g++ command for both programs (default g++ -std=gnu++17 -O2)"),
+    cpu_seconds: float = typer.Option(10.0, "--cpu-seconds", help="native CPU limit per case (PIE: 10 s)"),
+    memory_mib: int = typer.Option(512, "--memory-mib", help="native memory limit per case, MiB"),
+    repeats: int = typer.Option(5, "--repeats", help="wall method: kept rounds (one warm-up round is dropped)"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="re-measure the source for every candidate"),
+    split: Optional[str] = typer.Option(None, "--split", help="split of a datasets folder / Parquet shards"),
+    no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
+) -> None:
+    """Re-timed, correctness-gated speedup of each candidate over its row's source program.
+
+    Writes OUT/rewards.jsonl (one record per candidate), OUT/errors.jsonl and OUT/summary.json, and prints a
+    summary table. Exit status: 0 done, 3 some SANDBOX_ERROR (rerun to retry), 2 bad arguments."""
+    from arbiter.pipelines.pie_retime import run_reward_batch
+
+    console = _console()
+    try:
+        kw = _reward_kw(method, k, checker, compile_command, cpu_seconds, memory_mib, repeats, no_cache,
+                        transform.value, param)
+        if not rows.exists():
+            raise FileNotFoundError(f"rows not found: {rows}")
+        if not tests.exists():
+            raise FileNotFoundError(f"tests not found: {tests}")
+        bar = _bar(console, "scoring", not no_progress)
+        state: dict[str, Any] = {}
+        with bar:
+            def on_start(total: int) -> None:
+                state["task"] = bar.add_task("reward", total=total, info="")
+
+            def on_result(rec: dict[str, Any]) -> None:
+                sp = rec.get("speedup")
+                bar.update(state["task"], advance=1,
+                           info=escape(f"{rec.get('outcome')} {rec.get('problem_id')}/{rec.get('src_id')}"
+                                       + (f" {sp:.2f}x" if sp else "")))
+
+            run = run_reward_batch(rows, tests, candidates, out, seed=seed, split=split, on_start=on_start,
+                                   on_result=on_result, **kw)
+    except (ValueError, FileNotFoundError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    for e in run.row_errors[:5]:
+        console.print(f"[yellow]bad row:[/] {escape(e)}", highlight=False)
+    print_reward_summary(run.summary, console)
+    console.print("outputs: " + ", ".join(run.outputs.values()), highlight=False)
+    raise typer.Exit(3 if run.sandbox_errors else 0)
+
+
+@pie_app.command("eval")
+def evaluate(
+    generations: Path = typer.Option(..., "--generations",
+                                     help="JSONL: {src_id | row, generations: [...]} or precomputed runtimes"),
+    out: Path = typer.Option(..., "--out", help="output folder (created; a rerun resumes)"),
+    rows: Optional[Path] = typer.Option(None, "--rows", help="PIE rows (needed unless every line is precomputed)"),
+    tests: Optional[Path] = typer.Option(None, "--tests", help="PIE tests folder or .tar.gz"),
+    method: Method = typer.Option(Method.instructions, "--method", help="instructions (valgrind) or wall"),
+    k: int = typer.Option(-1, "--k", help="test cases per measurement, sampled per source (-1 = all)"),
+    seed: int = typer.Option(0, "--seed", help="case sampling seed"),
+    checker: str = typer.Option("pie", "--checker", help="output checker (pie = the card's comparator)"),
+    compile_command: Optional[str] = typer.Option(None, "--compile-command", help="g++ command for all programs"),
+    cpu_seconds: float = typer.Option(10.0, "--cpu-seconds", help="native CPU limit per case (PIE: 10 s)"),
+    memory_mib: int = typer.Option(512, "--memory-mib", help="native memory limit per case, MiB"),
+    repeats: int = typer.Option(5, "--repeats", help="wall method: kept rounds"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="re-measure sources"),
+    split: Optional[str] = typer.Option(None, "--split", help="split of a datasets folder"),
+    no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
+) -> None:
+    """PIE's paper metrics at best@k for k = 1..n: %Opt, mean speedup, %Correct.
+
+    %Opt = speedup >= 1.10; mean speedup floored at 1.0 (failures count as 1.0); %Correct = a fully correct
+    generation among the first k. Prints the table; writes OUT/metrics.json and OUT/generations.jsonl."""
+    from arbiter.pipelines.pie_eval import run_eval
+
+    console = _console()
+    try:
+        kw = _reward_kw(method, k, checker, compile_command, cpu_seconds, memory_mib, repeats, no_cache)
+        for p, what in ((generations, "generations"), (rows, "rows"), (tests, "tests")):
+            if p is not None and not p.exists():
+                raise FileNotFoundError(f"{what} not found: {p}")
+        bar = _bar(console, "measuring generations", not no_progress)
+        state: dict[str, Any] = {}
+        with bar:
+            def on_start(total: int) -> None:
+                state["task"] = bar.add_task("eval", total=total, info="")
+
+            def on_result(rec: dict[str, Any]) -> None:
+                bar.update(state["task"], advance=1, info=escape(f"{rec.get('outcome')} {rec.get('src_id')}"))
+
+            run = run_eval(rows, tests, generations, out, seed=seed, split=split, on_start=on_start,
+                           on_result=on_result, **kw)
+    except (ValueError, FileNotFoundError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    rep = run.report
+    console.print(f"PIE metrics over {rep['n_programs']} programs ({rep['method']}, unit {rep['unit']}); "
+                  f"{rep['n_excluded']} excluded (unscorable: INVALID_TASK / SANDBOX_ERROR)", highlight=False)
+    for e in rep["excluded"][:5]:
+        console.print(f"  [yellow]excluded[/] {escape(str(e['id']))}: {escape(str(e['reason']))}", highlight=False)
+    console.print(run.table, highlight=False)
+    if rep["fingerprints"]:
+        console.print("toolchain fingerprint: " + ", ".join(rep["fingerprints"]), highlight=False)
+    console.print("outputs: " + ", ".join(run.outputs.values()), highlight=False)
+    raise typer.Exit(3 if run.sandbox_errors else 0)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``pie`` command group (``reward``, ``eval``) to ``app``."""
+    app.add_typer(pie_app, name="pie")
+
+
+__all__ = ["pie_app", "print_reward_summary", "register"]

@@ -1,0 +1,254 @@
+"""``arbiter pie eval``: PIE's paper metrics for n generations per source program, re-timed here.
+
+Glue around :mod:`arbiter.pipelines.pie_metrics` (the rules: reference/pie.md §1 "Aggregation", LearningOpt/pie
+``gem5_eval.py``) and :mod:`arbiter.pipelines.pie_retime` (the measurement):
+
+- Every generation is scored by :func:`arbiter.pipelines.pie_retime.pie_reward` against its row's source on the
+  same cases (all generations of one source share the K sample, :func:`~arbiter.pipelines.pie_retime.sample_rng`),
+  with the same toolchain. A generation that is not fully correct (WA/TLE/MLE/RE/OLE/CE, or failing under
+  measurement) has runtime ``inf`` (PIE: "a generation that is not 100 % correct gets runtime inf").
+- Runtimes: ``src_runtime`` is the median of the source totals measured with the program's correct generations
+  (instruction counts are deterministic, so every total is the same; wall totals vary per interleaved run), and a
+  correct generation's runtime is ``src_runtime / speedup``, so each ratio is exactly the measured (interleaved)
+  speedup. Units: instructions (default) or CPU seconds; only ratios matter.
+- A program none of whose generations is correct has no measured source total; its ``src_runtime`` is reported as
+  ``None`` and given to :func:`~arbiter.pipelines.pie_metrics.pie_eval_metrics` as 1.0: every floored speedup of such
+  a program is 1.0 whatever the source's runtime (PIE: "failures count as 1.0").
+- A program with a generation that could not be scored (``INVALID_TASK``: row or tests unusable;
+  ``SANDBOX_ERROR``: ours, retried by a rerun) is **excluded** from the metrics and listed in ``excluded``, never
+  counted as a failure.
+- Lines may instead carry precomputed runtimes (``{"id": ..., "src_runtime": x, "runtimes": [x or null, ...]}``,
+  any unit shared within the line, e.g. gem5 seconds), which are used as given.
+
+Also here: :func:`rankdata` / :func:`spearman` (rank correlation with ties averaged; scipy is not a dependency) and
+:func:`reversals`, used by the real-data report (``bench/pie_report.py``) to set instruction speedups beside wall
+speedups.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arbiter.pipelines.pie_metrics import PieMetricsAtK, ProgramGenerations, format_metrics_table, pie_eval_metrics
+
+__all__ = [
+    "EvalRun",
+    "programs_from_records",
+    "rankdata",
+    "reversals",
+    "run_eval",
+    "spearman",
+]
+
+#: Fields holding the generations of a line (first match wins).
+GENERATION_FIELDS = ("generations", "candidates", "code")
+
+
+# ------------------------------------------------------------------------------------------------------ stats
+
+
+def rankdata(values: Sequence[float]) -> list[float]:
+    """1-based ranks of ``values``, ties given the mean of the ranks they span (scipy's ``rankdata`` "average").
+
+    ``[10, 20, 20, 5]`` -> ``[2.0, 3.5, 3.5, 1.0]``. Raises ``ValueError`` for NaN."""
+    xs = [float(v) for v in values]
+    if any(math.isnan(x) for x in xs):
+        raise ValueError("cannot rank NaN")
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    ranks = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for t in range(i, j + 1):
+            ranks[order[t]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Spearman's rank correlation: the Pearson correlation of :func:`rankdata` ranks (ties averaged), in [-1, 1].
+
+    Returns ``None`` when undefined (fewer than 2 pairs, or either side constant). Raises ``ValueError`` when the
+    lengths differ or a value is NaN."""
+    if len(x) != len(y):
+        raise ValueError(f"spearman needs paired samples, got {len(x)} and {len(y)} values")
+    if len(x) < 2:
+        return None
+    rx, ry = rankdata(x), rankdata(y)
+    mx, my = statistics.fmean(rx), statistics.fmean(ry)
+    sxy = math.fsum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    sxx = math.fsum((a - mx) ** 2 for a in rx)
+    syy = math.fsum((b - my) ** 2 for b in ry)
+    if sxx == 0 or syy == 0:
+        return None
+    return sxy / math.sqrt(sxx * syy)
+
+
+def reversals(pairs: Sequence[tuple[str, float, float]], *, margin: float = 0.0) -> list[tuple[str, float, float]]:
+    """The pairs whose two speedups disagree on which program is faster: one > 1 + margin and the other
+    < 1 - margin (e.g. instructions say the candidate is faster, wall time says slower). ``pairs``:
+    ``(name, speedup_1, speedup_2)``, ratios > 0. ``margin`` (>= 0) ignores near-parity noise."""
+    if margin < 0:
+        raise ValueError("margin must be >= 0")
+    out = []
+    for name, a, b in pairs:
+        if (a > 1 + margin and b < 1 - margin) or (a < 1 - margin and b > 1 + margin):
+            out.append((name, a, b))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------ eval
+
+
+@dataclass
+class EvalRun:
+    """What :func:`run_eval` did: ``metrics`` (one :class:`~arbiter.pipelines.pie_metrics.PieMetricsAtK` per k),
+    ``table`` (the plain-text table), ``report`` (the JSON written to ``metrics.json``), ``records`` (per-generation
+    reward records, resumed ones included), ``sandbox_errors`` (this run; rerun to retry) and ``outputs``."""
+
+    metrics: list[PieMetricsAtK]
+    table: str
+    report: dict[str, Any]
+    records: list[dict[str, Any]] = field(default_factory=list)
+    sandbox_errors: list[dict[str, Any]] = field(default_factory=list)
+    outputs: dict[str, str] = field(default_factory=dict)
+
+
+def programs_from_records(groups: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]
+                          ) -> tuple[list[ProgramGenerations], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Turn per-generation reward records into PIE programs (module docstring: runtimes, exclusions).
+
+    ``groups``: ``(program_id, records in generation order)``. Returns ``(programs, per_program, excluded)``:
+    ``per_program`` holds ``{id, src_runtime, runtimes, outcomes}`` (runtimes None for failures; src_runtime None
+    when no generation was correct) and ``excluded`` ``{id, reason}`` for programs with an unscorable
+    generation."""
+    programs: list[ProgramGenerations] = []
+    per: list[dict[str, Any]] = []
+    excluded: list[dict[str, Any]] = []
+    for pid, recs in groups:
+        bad = [r for r in recs if r.get("reward") is None]
+        if bad or not recs:
+            why = f"{bad[0].get('outcome')}: {str(bad[0].get('reason'))[:200]}" if bad else "no generations"
+            excluded.append({"id": pid, "reason": why})
+            continue
+        srcs = [float(r["src_total"]) for r in recs if r.get("outcome") == "AC" and r.get("src_total")]
+        src_rt = statistics.median(srcs) if srcs else None
+        runtimes: list[float | None] = []
+        for r in recs:
+            sp = r.get("speedup")
+            runtimes.append(src_rt / float(sp) if r.get("outcome") == "AC" and sp and src_rt else None)
+        programs.append(ProgramGenerations(src_rt if src_rt else 1.0, runtimes, pid))
+        per.append({"id": pid, "src_runtime": src_rt, "runtimes": runtimes,
+                    "outcomes": [r.get("outcome") for r in recs]})
+    return programs, per, excluded
+
+
+def _precomputed(rec: Mapping[str, Any], line: int) -> tuple[str, ProgramGenerations]:
+    pid = str(rec.get("id") or rec.get("src_id") or f"line {line}")
+    try:
+        return pid, ProgramGenerations(rec["src_runtime"], list(rec["runtimes"]), pid)
+    except (TypeError, ValueError, KeyError) as e:
+        raise ValueError(f"line {line}: fields 'src_runtime'/'runtimes': {e}") from None
+
+
+def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str | os.PathLike, *,
+             ks: Sequence[int] | None = None, seed: int = 0, split: str | None = None,
+             on_start: Callable[[int], None] | None = None,
+             on_result: Callable[[dict[str, Any]], None] | None = None, **reward_kw: Any) -> EvalRun:
+    """PIE's %Opt, mean speedup (floored at 1.0), %Correct and threshold shares at best@k, k = 1..n.
+
+    - ``generations``: JSONL, one line per source program: the candidates format of
+      :func:`arbiter.pipelines.pie_retime.iter_candidates` with the programs in ``generations`` (or ``candidates``
+      / ``code``), in sampling order (best@k uses the first k); or precomputed ``src_runtime`` + ``runtimes``.
+    - ``rows`` / ``tests``: as :func:`arbiter.pipelines.pie_retime.run_reward_batch` (``rows`` may be None when
+      every line is precomputed).
+    - ``ks``: k values (default 1..n, n = fewest generations of any program).
+    - ``out_dir``: ``generations.jsonl`` (per-generation reward records, resumable), ``generations_summary.json``
+      (their :func:`~arbiter.pipelines.pie_retime.summarize_rewards`), ``errors.jsonl`` (sandbox errors of this
+      run), ``metrics.json`` (the report: method, metrics per k, per-program runtimes, exclusions).
+    - ``reward_kw``: :func:`~arbiter.pipelines.pie_retime.pie_reward` keywords (``method``, ``k``, ``checker``,
+      ``limits``, ...); the transform is irrelevant here (metrics come from runtimes).
+
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for bad options, a bad precomputed line, or
+    no program left to evaluate.
+    """
+    from arbiter.pipelines.pie_retime import RowIndex, iter_candidates, run_reward_batch
+
+    gen_path = Path(generations)
+    if not gen_path.is_file():
+        raise FileNotFoundError(f"generations file not found: {gen_path}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    lines: list[tuple[int, dict[str, Any]]] = []
+    with open(gen_path, encoding="utf-8") as f:
+        for n, text in enumerate(f, 1):
+            if text.strip():
+                try:
+                    rec = json.loads(text)
+                except ValueError as e:
+                    raise ValueError(f"{gen_path}: line {n}: not valid JSON ({e})") from None
+                lines.append((n, rec if isinstance(rec, dict) else {}))
+    pre = [(n, r) for n, r in lines if "runtimes" in r and not any(f in r for f in GENERATION_FIELDS)]
+    needs_run = len(pre) < len(lines)
+    groups: list[tuple[str, list[dict[str, Any]]]] = []
+    run = None
+    method = reward_kw.get("method", "instructions")
+    if needs_run:
+        if rows is None or tests is None:
+            raise ValueError("rows and tests are needed to measure generations (only precomputed lines skip them)")
+        index = rows if isinstance(rows, RowIndex) else RowIndex(rows, split=split)
+        run = run_reward_batch(index, tests, gen_path, out, seed=seed, field_names=GENERATION_FIELDS,
+                               file_names={"rewards": "generations.jsonl", "summary": "generations_summary.json"},
+                               skip_precomputed=True,
+                               on_start=on_start, on_result=on_result, **reward_kw)
+        by_key = {r["key"]: r for r in run.records}
+        errs = {r["key"]: r for r in run.sandbox_errors}
+        by_line: dict[int, list[dict[str, Any]]] = {}
+        names: dict[int, str] = {}
+        for it in iter_candidates(gen_path, index, field_names=GENERATION_FIELDS, skip_precomputed=True):
+            rec = by_key.get(it.key) or errs.get(it.key) or {"outcome": "SANDBOX_ERROR", "reward": None,
+                                                             "reason": "not scored"}
+            by_line.setdefault(it.line, []).append(rec)
+            names.setdefault(it.line, it.record_id or (f"{it.source.label()}@{it.line}" if it.source else
+                                                       f"line {it.line}"))
+        groups = [(names[n], by_line[n]) for n in sorted(by_line)]
+    programs, per, excluded = programs_from_records(groups)
+    for n, r in pre:
+        pid, prog = _precomputed(r, n)
+        programs.append(prog)
+        per.append({"id": pid, "src_runtime": prog.src_runtime,
+                    "runtimes": [None if x == math.inf else x for x in prog.runtimes], "outcomes": None})
+    if not programs:
+        raise ValueError(f"no program left to evaluate ({len(excluded)} excluded: "
+                         f"{'; '.join(e['id'] + ': ' + e['reason'] for e in excluded[:3])})")
+    metrics = pie_eval_metrics(programs, ks)
+    table = format_metrics_table(metrics)
+    records = run.records if run is not None else []
+    report = {
+        "method": method if needs_run else "precomputed",
+        "unit": ("instructions" if method == "instructions" else "seconds") if needs_run else "as given",
+        "n_programs": len(programs),
+        "n_excluded": len(excluded),
+        "excluded": excluded,
+        "fingerprints": sorted({str(r["fingerprint"]) for r in records if r.get("fingerprint")}),
+        "metrics": [m.as_record() for m in metrics],
+        "per_program": [dict(p, speedups_at_k={m.k: m.speedups[i] for m in metrics}) for i, p in enumerate(per)],
+        "rules": "reference/pie.md §1 'Aggregation' (LearningOpt/pie gem5_eval.py): failures = inf runtime; "
+                 "best@k over the first k; speedup floored at 1.0; %Opt = speedup >= 1.10",
+    }
+    paths = {"metrics": out / "metrics.json"}
+    if run is not None:
+        paths.update({"generations": Path(run.outputs["rewards"]), "errors": Path(run.outputs["errors"])})
+    paths["metrics"].write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    return EvalRun(metrics=metrics, table=table, report=report, records=records,
+                   sandbox_errors=run.sandbox_errors if run is not None else [],
+                   outputs={k: str(v) for k, v in paths.items()})

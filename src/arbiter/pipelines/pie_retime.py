@@ -1,0 +1,1160 @@
+"""Re-timing reward for a candidate rewrite of a PIE source program (issue 7, "Re-timing a candidate").
+
+The PIE gem5 card (``spec/pie_gem5_pairs_card.txt``) warns: "if you re-time rollouts, use the same toolchain or
+regenerate references, otherwise speedups are not comparable". So a candidate is **never** compared with the
+dataset's gem5 ticks: :func:`pie_reward` measures the row's ``src_code`` and the candidate here, on the same cases,
+with the same toolchain, and reports the toolchain fingerprint with the figures.
+
+One call, step by step (every rule names its source):
+
+1. **Row** (:func:`as_source`): a :class:`~arbiter.datasets.pie_rows.PiePair`, a pie-gem5 pairs/bysrc row, a
+   mapping of either, or a :class:`PieSource`. Only ``problem_id``, ``src_id``, ``src_code`` and
+   ``usable_case_ids`` (gem5 rows) are used; the target program and the dataset's ticks are not.
+2. **Tests**: a PIE/CodeNet folder or tar archive (``<problem_id>/input.N.txt``/``output.N.txt``, read by
+   :func:`arbiter.judge.encodings.load_pie_tests`) or a ready :class:`~arbiter.judge.testsuite.TestSuite`. Card
+   case index ``N`` is the case named ``input.N`` (or ``N``). A row with ``usable_case_ids`` is restricted to them
+   (card: "usable_case_ids is already the correct, fully-filtered set"); a usable id without a test file is
+   ``INVALID_TASK``.
+3. **Case choice, the card's K** (:func:`arbiter.pipelines.pie_speedup.select_cases`): ``k < 0`` uses every case,
+   ``k > 0`` takes ``rng.sample(cases, min(k, len(cases)))`` — clamped, never padded (card, "How to compute the
+   reward"). Rows with ``usable_case_ids`` sample from that list in its stored order, exactly as the card's snippet
+   (the same seeded ``random.Random`` picks the same cases as the dataset's reward). Rows without it (PIE release
+   rows such as ``realdata/pie_purdue/val.jsonl``) sample from the cases the source passes (step 4).
+4. **The source must be correct on the cases it is timed on.** The source is judged natively on the candidate
+   pool (every case of the problem, or the card's sample) with the same checker and limits; the verdicts are cached
+   per (problem, src, toolchain fingerprint, checker, limits, cases). Cases the source fails are **dropped and
+   reported** (``src_dropped``), never scored against the candidate:
+
+   - ``TLE``/``MLE`` ("correct but too slow": realdata/SOURCES.md §4 shows PIE's p02587 src exceeding 4 s on 8 of
+     105 tests) are dropped like the card drops cases over its 2-minute wall ("Strict 2-min wall: cases above
+     1.4e10 ticks dropped from usable");
+   - ``WA``/``RE``/``OLE`` are dropped too, but when they exceed ``max(5, 5 %)`` of the pool the row is
+     ``INVALID_TASK``: the card's bad-apple rule ("a submission failing > max(5, 5% of cases) is treated as
+     wrong/mislabeled");
+   - no case left, or a source that does not compile, is ``INVALID_TASK``.
+
+   For card rows this should drop nothing (usable is already correctness-filtered); a drop there means this
+   machine or toolchain disagrees with the dataset's screen, and is reported.
+5. **Correctness first** (issue 7; PIE's harness runs the native binary before gem5): the candidate is judged on
+   every used case with the PIE comparator (checker ``pie``: line-wise, floats within 1e-3; extra or missing
+   lines fail, unlike PIE's ``zip``), all-or-nothing. Anything but ``AC`` (``WA``/``TLE``/``MLE``/``RE``/``OLE``/
+   ``CE``) gets the transform's failure reward (:data:`arbiter.pipelines.pie_speedup.TRANSFORMS`), speedup
+   ``None``.
+6. **Measurement** with :mod:`arbiter.timing` on the used cases, one exclusive core per measurement:
+
+   - ``method="instructions"`` (default; DESIGN.md "Speed"): exact valgrind instruction counts. The source's
+     per-case counts are cached (:class:`SrcCountCache`) per (problem, src text, executable, toolchain
+     fingerprint, case input/expected, checker, meter incl. valgrind version and CPU, limits), in memory and on
+     disk, so many candidates for one source measure it once. A count is a pure function of these
+     (``arbiter.timing.instructions``: "same binary + same stdin + same environment give the same count").
+   - ``method="wall"``: :func:`arbiter.timing.compare.compare` as is (interleaved ABBA repeats, headline on the
+     CPU clock, wall clock in ``comparison["extra"]``); the source is re-measured with every candidate because
+     interleaving is what makes wall figures comparable.
+
+   Speedup = ``sum(src) / sum(candidate)`` over the used cases (card: "speedup = sum(src ...) / sum(tgt ...)").
+   A candidate run that fails under measurement gets the failure reward (status mapped to its verdict); a source
+   run that fails under measurement makes the row ``INVALID_TASK``.
+7. **Reward** = the selected transform of the speedup (``raw``, ``log``, ``clipped``, ``pie_floor``,
+   ``opt_indicator``; :func:`arbiter.pipelines.pie_speedup.make_transform`).
+8. **Headroom**: with instructions, ``startup_floor`` (instructions of ``int main() {}`` under the same toolchain,
+   :func:`arbiter.timing.compare.startup_floor`) and ``ceiling_speedup`` = mean per-case source instructions /
+   floor, the card's ``ceiling_speedup`` ("Mean per-case src ticks / startup floor (192M ticks)") in instruction
+   units; ``low_headroom`` = ceiling < 1.5 (card, ``flag_low_headroom``).
+
+Rewards are never silently 0: ``INVALID_TASK`` (the row/tests are unusable) and ``SANDBOX_ERROR`` (our fault,
+after the judge's and the timing module's retries) return ``reward=None`` (DESIGN.md: "SANDBOX_ERROR is never
+turned into reward 0 silently"; "zero tests is INVALID_TASK, never a pass"). An RL loop skips those samples.
+
+:func:`run_reward_batch` (with :class:`RowIndex`, :func:`iter_candidates`, :func:`score_candidates`) is the batch
+form behind ``arbiter pie reward``: resumable JSONL, one record per candidate, our errors kept apart for a rerun. Measured programs must be single-process (valgrind counting refuses ``fork``/``execve``); PIE/CodeNet
+programs are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from arbiter.checkers.compare import check_output
+from arbiter.checkers.spec import CheckerSpec
+from arbiter.datasets.pie_rows import (
+    PieBysrcRow,
+    PiePair,
+    PieRow,
+    PieRowError,
+    RowError,
+    decode_case_ids,
+    iter_raw_rows,
+    parse_pie_pair,
+    parse_row,
+)
+from arbiter.judge.encodings.pie import load_pie_tests
+from arbiter.judge.judge import judge
+from arbiter.judge.task import CompileSpec, Task
+from arbiter.judge.testsuite import InvalidTestSuite, StdioCase, TestSuite
+from arbiter.judge.verdict import CaseResult, Outcome, Verdict
+from arbiter.pipelines.pie_speedup import LOW_HEADROOM_THRESHOLD, make_transform, select_cases
+from arbiter.sandbox.limits import Limits
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "PieRewardResult",
+    "PieSource",
+    "RowIndex",
+    "SrcCountCache",
+    "as_source",
+    "bad_apple_limit",
+    "case_number",
+    "check_reward_options",
+    "costliest_cases",
+    "iter_candidates",
+    "pie_reward",
+    "run_reward_batch",
+    "sample_rng",
+    "score_candidates",
+    "summarize_rewards",
+]
+
+#: Native per-case limits of the correctness runs: PIE's harness runs the native binary with a 10 s timeout before
+#: timing it (reference/pie.md §1, LearningOpt/pie ``gem5/benchmarking.py``). Valgrind runs scale these
+#: (:func:`arbiter.timing.instructions.valgrind_limits`).
+DEFAULT_LIMITS = Limits(cpu_seconds=10.0)
+#: Source verdicts that mean "correct but too slow/too big": dropped like the card's wall filter, not bad apples.
+RESOURCE_OUTCOMES = frozenset({Outcome.TLE, Outcome.MLE})
+#: Bumped when the meaning of a cached source count changes.
+SRC_CACHE_VERSION = 1
+SRC_CACHE_SUBDIR = "pie_src_counts"
+
+Method = Literal["instructions", "wall"]
+
+
+def bad_apple_limit(n_cases: int) -> float:
+    """The card's bad-apple bound for ``n_cases`` cases: ``max(5, 5 % of n_cases)``; a program failing MORE cases
+    than this is "treated as wrong/mislabeled" (card, "Filtering")."""
+    return max(5.0, 0.05 * n_cases)
+
+
+def case_number(name: str) -> int | None:
+    """The card's case index of a case name: ``input.N`` or ``N`` → ``N``; other names → ``None``."""
+    text = name[len("input."):] if name.startswith("input.") else name
+    return int(text) if text.isdigit() else None
+
+
+# ------------------------------------------------------------------------------------------------------- rows
+
+
+@dataclass(frozen=True)
+class PieSource:
+    """The part of a PIE row the re-timing reward uses.
+
+    ``problem_id``/``src_id`` name the row; ``src_code`` is the C++ source program; ``usable_case_ids`` the card's
+    usable case indices (``None`` for rows without a case manifest: every test of the problem is a candidate case);
+    ``tgt_id``/``dataset_speedup`` are carried for reports only (never used in the reward).
+    """
+
+    problem_id: str
+    src_id: str
+    src_code: str
+    usable_case_ids: tuple[int, ...] | None = None
+    tgt_id: str | None = None
+    dataset_speedup: float | None = None
+
+    def label(self) -> str:
+        """``problem_id/src_id`` (``/tgt_id`` when known), for messages and keys."""
+        return f"{self.problem_id}/{self.src_id}" + (f"/{self.tgt_id}" if self.tgt_id else "")
+
+
+def as_source(row: Any) -> PieSource:
+    """A :class:`PieSource` from ``row``.
+
+    Accepts a :class:`PieSource`; a :class:`~arbiter.datasets.pie_rows.PiePair`; a
+    :class:`~arbiter.datasets.pie_rows.PieRow` (gem5 pairs: ``usable_case_ids``, ``our_speedup_usable``) or
+    :class:`~arbiter.datasets.pie_rows.PieBysrcRow`; or a mapping: a gem5 row (has ``gem5_src_per_tc_ticks``;
+    pairs if it has ``tgt_id``, else bysrc), a PIE release row (``src_id, tgt_id, problem_id, speedup, src_code,
+    tgt_code``), or a minimal ``{problem_id, src_id, src_code[, usable_case_ids]}``. Raises
+    :class:`~arbiter.datasets.pie_rows.PieRowError` (a ``ValueError``) naming the row and column for a bad
+    mapping, ``TypeError`` for anything else.
+    """
+    if isinstance(row, PieSource):
+        return row
+    if isinstance(row, PiePair):
+        ids = tuple(row.usable_case_ids) if row.usable_case_ids is not None else None
+        return PieSource(row.problem_id, row.src_id, row.src_code, ids, row.tgt_id, row.speedup)
+    if isinstance(row, PieRow):
+        return PieSource(row.problem_id, row.src_id, row.src_code, tuple(row.usable_case_ids), row.tgt_id,
+                         row.our_speedup_usable)
+    if isinstance(row, PieBysrcRow):
+        return PieSource(row.problem_id, row.src_id, row.src_code, tuple(row.usable_case_ids))
+    if isinstance(row, Mapping):
+        if "gem5_src_per_tc_ticks" in row:
+            return as_source(parse_row(row, kind="pairs" if "tgt_id" in row else "bysrc"))
+        if "tgt_code" in row and "speedup" in row:
+            return as_source(parse_pie_pair(row))
+        return _minimal_source(row)
+    raise TypeError(f"cannot take a PIE source program from a {type(row).__name__}")
+
+
+def _minimal_source(row: Mapping[str, Any]) -> PieSource:
+    issues: list[tuple[str, str]] = []
+    vals: dict[str, str] = {}
+    for col in ("problem_id", "src_id", "src_code"):
+        v = row.get(col)
+        if not isinstance(v, str) or not v.strip():
+            issues.append((col, "is missing" if v is None else "must be a non-empty string"))
+        else:
+            vals[col] = v
+    usable = None
+    if row.get("usable_case_ids") is not None:
+        try:
+            usable = tuple(decode_case_ids(row["usable_case_ids"]))
+            if not usable:
+                issues.append(("usable_case_ids", "is empty: no case to time"))
+        except ValueError as e:
+            issues.append(("usable_case_ids", str(e)))
+    if issues:
+        pid, sid = row.get("problem_id"), row.get("src_id")
+        raise PieRowError(RowError(None, None if pid is None else str(pid), None if sid is None else str(sid),
+                                   tuple(issues)))
+    return PieSource(vals["problem_id"], vals["src_id"], vals["src_code"], usable,
+                     str(row["tgt_id"]) if row.get("tgt_id") is not None else None)
+
+
+# ------------------------------------------------------------------------------------------------------- result
+
+
+@dataclass
+class PieRewardResult:
+    """The reward of one candidate (see the module docstring for every rule).
+
+    - ``outcome``: ``"AC"`` when the candidate was correct and measured; its verdict (``WA``/``TLE``/``MLE``/``RE``/
+      ``OLE``/``CE``) when it failed (then ``reward`` is the transform's failure reward, ``speedup`` None);
+      ``"INVALID_TASK"`` (row/tests unusable) or ``"SANDBOX_ERROR"`` (ours) with ``reward`` None.
+    - ``reward``: the transform of ``speedup``; ``speedup``: ``src_total / candidate_total`` (dimensionless, > 1 =
+      candidate faster). ``transform`` / ``transform_params``: which transform.
+    - ``method``: ``instructions`` | ``wall``; ``unit``: ``instructions`` | ``seconds`` (wall: the CPU clock).
+    - ``cases``: the case names the speedup is over (after K sampling and drops); ``per_case``:
+      ``[{case, src, candidate, speedup}]`` in ``unit``; ``src_total`` / ``candidate_total``; ``largest_speedup``:
+      the ratio over the source's costliest 20 % of cases (:mod:`arbiter.timing.compare`).
+    - ``src_dropped``: ``[{case, outcome, detail}]`` cases dropped because the source failed them (step 4);
+      ``n_pool``: how many cases the source was checked on.
+    - ``fingerprint`` / ``toolchain``: the toolchain both programs were built with; ``meter``: what else the
+      figures depend on (valgrind version and CPU, or the wall schedule).
+    - ``startup_floor`` (instructions of an empty program, same toolchain), ``ceiling_speedup`` (mean per-case src
+      instructions / floor), ``low_headroom`` (ceiling < 1.5); instructions only.
+    - ``src_cache_hits``: source cases whose count came from the cache; ``verdict``: the candidate's correctness
+      verdict (``Verdict.to_dict()``; None when the candidate was not judged); ``reason``: one line a human can
+      act on; ``seconds``: wall seconds spent; ``comparison``: the timing module's record (``Comparison.to_dict()``
+      without the run order), when measured.
+    """
+
+    outcome: str
+    reward: float | None
+    speedup: float | None
+    reason: str
+    problem_id: str = ""
+    src_id: str = ""
+    tgt_id: str | None = None
+    transform: str = "raw"
+    transform_params: dict[str, float] = field(default_factory=dict)
+    method: str = "instructions"
+    unit: str = "instructions"
+    k: int = -1
+    cases: list[str] = field(default_factory=list)
+    per_case: list[dict[str, Any]] = field(default_factory=list)
+    src_total: float | int | None = None
+    candidate_total: float | int | None = None
+    largest_speedup: float | None = None
+    n_pool: int = 0
+    src_dropped: list[dict[str, str]] = field(default_factory=list)
+    fingerprint: str | None = None
+    toolchain: dict[str, Any] | None = None
+    meter: dict[str, Any] = field(default_factory=dict)
+    startup_floor: int | None = None
+    ceiling_speedup: float | None = None
+    low_headroom: bool | None = None
+    src_cache_hits: int = 0
+    verdict: dict[str, Any] | None = None
+    comparison: dict[str, Any] | None = None
+    seconds: float = 0.0
+
+    @property
+    def correct(self) -> bool:
+        """True when the candidate passed every used case and was measured (``outcome == "AC"``)."""
+        return self.outcome == Outcome.AC.value
+
+    @property
+    def scored(self) -> bool:
+        """True when ``reward`` is a number (not INVALID_TASK / SANDBOX_ERROR)."""
+        return self.reward is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (every field)."""
+        return asdict(self)
+
+
+# ------------------------------------------------------------------------------------------------------- caches
+
+
+def _sha(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+class SrcCountCache:
+    """Per-case instruction counts of source programs, so many candidates for one source measure it once.
+
+    Key (sha256 of): cache version, problem id, sha256 of the source text, sha256 of its executable, the toolchain
+    fingerprint, the case name, sha256 of stdin and of every accepted output, the checker, the valgrind meter
+    fingerprint (version, options, CPU model and flags) and the valgrind limits — i.e. "per (problem, src, cases,
+    fingerprint)" at case granularity, so two candidates sampling overlapping cases share counts.
+
+    Successful counts (instructions, int > 0) are kept in memory and, when ``directory`` is given, as one small
+    JSON file per key (written atomically; unreadable files are ignored). Failed source runs are remembered in
+    memory only (a TLE is not re-run for every candidate in one process). Thread-safe; :meth:`flight` gives one
+    lock per source executable so concurrent candidates wait for the first measurement instead of repeating it.
+    """
+
+    def __init__(self, directory: str | os.PathLike | None = None):
+        self.directory = Path(directory) if directory is not None else None
+        self._mem: dict[str, int] = {}
+        self._failed: dict[str, tuple[str, str]] = {}
+        self._lock = threading.Lock()
+        self._flights: dict[str, threading.Lock] = {}
+
+    @classmethod
+    def default(cls) -> "SrcCountCache":
+        """The process-wide cache, on disk under ``<cache root>/pie_src_counts`` (``$ARBITER_CACHE_DIR``, default
+        ``~/.cache/arbiter``, as the compile cache)."""
+        global _DEFAULT_CACHE
+        with _DEFAULT_LOCK:
+            if _DEFAULT_CACHE is None:
+                from arbiter.languages.compile_cache import cache_root
+
+                _DEFAULT_CACHE = cls(cache_root() / SRC_CACHE_SUBDIR)
+            return _DEFAULT_CACHE
+
+    def flight(self, binary_sha: str) -> threading.Lock:
+        """The lock of one source executable (single flight)."""
+        with self._lock:
+            return self._flights.setdefault(binary_sha, threading.Lock())
+
+    def get(self, key: str) -> int | None:
+        """The cached count for ``key``, or None."""
+        with self._lock:
+            if key in self._mem:
+                return self._mem[key]
+        if self.directory is None:
+            return None
+        try:
+            d = json.loads((self.directory / f"{key}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        n = d.get("instructions") if isinstance(d, dict) else None
+        if not (isinstance(d, dict) and d.get("key") == key and isinstance(n, int) and not isinstance(n, bool)
+                and n > 0):
+            return None
+        with self._lock:
+            self._mem[key] = n
+        return n
+
+    def failure(self, key: str) -> tuple[str, str] | None:
+        """``(status, detail)`` of a remembered failed source run, or None."""
+        with self._lock:
+            return self._failed.get(key)
+
+    def put(self, key: str, instructions: int, case: str = "") -> None:
+        """Store a successful count (memory, then disk when configured; a disk error only costs time)."""
+        with self._lock:
+            self._mem[key] = instructions
+        if self.directory is None:
+            return
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump({"key": key, "instructions": instructions, "case": case}, f)
+            os.replace(tmp, self.directory / f"{key}.json")
+        except OSError:
+            pass
+
+    def put_failure(self, key: str, status: str, detail: str) -> None:
+        """Remember a failed source run (memory only)."""
+        with self._lock:
+            self._failed[key] = (status, detail)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._mem)
+
+
+_DEFAULT_CACHE: SrcCountCache | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+# Native source verdicts per (problem, src, fingerprint, checker, limits, cases): {case name: (outcome, detail)}.
+_SRC_CHECKS: dict[str, dict[str, tuple[str, str]]] = {}
+_SRC_CHECKS_LOCK = threading.Lock()
+_SRC_CHECKS_MAX = 4096
+
+
+# ------------------------------------------------------------------------------------------------------- helpers
+
+
+def _load_suite(tests: Any, problem_id: str) -> TestSuite:
+    if isinstance(tests, TestSuite):
+        return tests
+    if isinstance(tests, (str, os.PathLike)):
+        return load_pie_tests(tests, problem_id)
+    if isinstance(tests, Mapping):
+        if problem_id not in tests:
+            raise InvalidTestSuite(f"row {problem_id!r}: tests: no suite for this problem")
+        return tests[problem_id]
+    if callable(tests):
+        return tests(problem_id)
+    raise TypeError(f"tests must be a PIE folder/archive path, a TestSuite, a mapping or a callable, "
+                    f"got {type(tests).__name__}")
+
+
+def _stdio_cases(suite: TestSuite, label: str) -> list[StdioCase]:
+    cases = list(suite)
+    if not cases:
+        raise InvalidTestSuite(f"row {label!r}: tests: zero test cases; a suite without tests is never scored")
+    bad = [c.name for c in cases if not isinstance(c, StdioCase)]
+    if bad:
+        raise InvalidTestSuite(f"row {label!r}: tests: case {bad[0]!r} is a function call; PIE programs use stdin")
+    return cases
+
+
+def _by_card_index(cases: list[StdioCase], ids: Sequence[int], label: str) -> dict[int, StdioCase]:
+    index: dict[int, StdioCase] = {}
+    for c in cases:
+        n = case_number(c.name)
+        if n is not None:
+            index.setdefault(n, c)
+    missing = [i for i in ids if i not in index]
+    if missing:
+        raise InvalidTestSuite(f"row {label!r}: usable_case_ids: case(s) {missing[:10]} have no test file "
+                               f"(input.N.txt) among the {len(cases)} cases found")
+    return index
+
+
+def _pie_same_output(checker: CheckerSpec, answers: Mapping[bytes, tuple[bytes, ...]]) -> Callable[[bytes, bytes], bool]:
+    """``same_output(actual, expected)`` for the timing module: the task's checker against every accepted answer
+    of the case whose first answer is ``expected`` (the timing module's cases carry one expected output)."""
+
+    def same(actual: bytes, expected: bytes) -> bool:
+        return check_output(checker, actual, answers.get(expected, (expected,))).ok
+
+    return same
+
+
+def _limits_key(lim: Limits) -> list[Any]:
+    return [lim.cpu_seconds, lim.wall_seconds, lim.memory_bytes, lim.output_bytes, lim.stack_bytes]
+
+
+def _checker_key(chk: CheckerSpec) -> str:
+    return f"{chk.name}:{chk.case_insensitive}:{chk.abs_tol}:{chk.rel_tol}:{_sha(chk.program)[:16]}"
+
+
+def _case_key(c: StdioCase) -> list[str]:
+    return [c.name, _sha(c.stdin), *(_sha(e) for e in c.expected)]
+
+
+_MEASURE_OUTCOME = {
+    "time_limit": Outcome.TLE,
+    "memory_limit": Outcome.MLE,
+    "runtime_error": Outcome.RE,
+    "output_limit": Outcome.OLE,
+    "wrong_output": Outcome.WA,
+    "exec_refused": Outcome.RE,
+    "no_count": Outcome.SANDBOX_ERROR,
+    "sandbox_error": Outcome.SANDBOX_ERROR,
+}
+
+
+def _src_check(src: PieSource, src_code_sha: str, fingerprint: str, pool: list[StdioCase], task: Task
+               ) -> tuple[dict[str, tuple[str, str]] | None, Verdict | None]:
+    """The source's native outcome on each pool case (cached), or ``(None, verdict)`` on CE/SANDBOX_ERROR."""
+    key = _sha(json.dumps([src.problem_id, src_code_sha, fingerprint, _checker_key(task.checker),
+                           _limits_key(task.limits), [_case_key(c) for c in pool], task.compile.command or ""],
+                          separators=(",", ":")))
+    with _SRC_CHECKS_LOCK:
+        hit = _SRC_CHECKS.get(key)
+    if hit is not None:
+        return hit, None
+    v = judge(task)
+    if v.outcome in (Outcome.SANDBOX_ERROR, Outcome.CE, Outcome.INVALID_TASK) or len(v.cases) != len(pool):
+        return None, v
+    out = {r.name: (r.outcome.value, (r.diff or r.detail)[:200]) for r in v.cases}
+    with _SRC_CHECKS_LOCK:
+        if len(_SRC_CHECKS) >= _SRC_CHECKS_MAX:
+            _SRC_CHECKS.pop(next(iter(_SRC_CHECKS)))
+        _SRC_CHECKS[key] = out
+    return out, None
+
+
+def costliest_cases(src_cases: Sequence[CaseResult], n_largest: int, n_smallest: int = 0) -> list[str]:
+    """Names of the source's ``n_largest`` costliest cases plus its ``n_smallest`` cheapest ones, in suite order.
+
+    ``src_cases``: the source's native :class:`~arbiter.judge.verdict.CaseResult` per case (its correctness pass:
+    ``Verdict.cases``); cost = ``cpu_seconds``, ties by suite order (both ends). Only ``AC`` cases are eligible. Ranked by the
+    source alone, so a candidate cannot choose which cases count (as :func:`arbiter.timing.compare.largest_cases`).
+    Used to bound valgrind's cost on suites with heavy inputs (instruction counting is 20-50x slower than native):
+    the costliest cases carry the speedup, the cheap ones keep the start-up-dominated regime in view. Raises
+    ``ValueError`` for negative counts.
+    """
+    if n_largest < 0 or n_smallest < 0:
+        raise ValueError("n_largest and n_smallest must be >= 0")
+    ok = [(i, c) for i, c in enumerate(src_cases) if c.outcome is Outcome.AC]
+    by_cost = sorted(ok, key=lambda ic: (-ic[1].cpu_seconds, ic[0]))
+    chosen = {i for i, _ in by_cost[:n_largest]}
+    for i, _ in sorted(ok, key=lambda ic: (ic[1].cpu_seconds, ic[0])):  # cheapest first, ties by suite order
+        if len(chosen) >= min(len(ok), n_largest + n_smallest):
+            break
+        chosen.add(i)
+    return [c.name for i, c in ok if i in chosen]
+
+
+# ------------------------------------------------------------------------------------------------------- reward
+
+
+def pie_reward(
+    row: Any,
+    candidate: str,
+    tests: Any,
+    *,
+    transform: str = "raw",
+    transform_params: Mapping[str, float] | None = None,
+    method: Method = "instructions",
+    k: int = -1,
+    rng: random.Random | None = None,
+    checker: str | CheckerSpec = "pie",
+    compile_spec: CompileSpec | None = None,
+    limits: Limits | None = None,
+    only_cases: Iterable[str] | None = None,
+    repeats: int = 5,
+    warmup: int = 1,
+    cache: SrcCountCache | None | Literal[False] = None,
+    with_floor: bool = True,
+) -> PieRewardResult:
+    """The correctness-gated, re-timed speedup reward of ``candidate`` against the row's source program.
+
+    - ``row``: anything :func:`as_source` accepts (PiePair, PieRow, PieBysrcRow, mapping, :class:`PieSource`).
+    - ``candidate``: the candidate's C++ source text.
+    - ``tests``: a PIE/CodeNet folder or ``.tar.gz`` (``<problem_id>/input.N.txt``), a ``TestSuite`` for this
+      problem, a mapping ``problem_id -> TestSuite`` or a callable ``problem_id -> TestSuite``.
+    - ``transform`` / ``transform_params``: :func:`arbiter.pipelines.pie_speedup.make_transform` (``raw``,
+      ``log``, ``clipped``, ``pie_floor``, ``opt_indicator``).
+    - ``method``: ``"instructions"`` (valgrind counts; default) or ``"wall"`` (interleaved repeats, CPU clock;
+      ``repeats``/``warmup`` rounds).
+    - ``k`` / ``rng``: the card's K (``-1`` = all cases; ``k > 0`` sampled with ``rng``, clamped); ``k == 0``
+      raises. ``only_cases``: restrict the pool to these case names first (e.g. :func:`costliest_cases`).
+    - ``checker``: ``"pie"`` by default (the card's comparator); ``"tokens"`` for Codeforces-style rows.
+    - ``compile_spec``: default :class:`~arbiter.languages.cpp.CompileSpec` (``g++ -std=gnu++17 -O2``, the card's
+      build, plus ``-DONLINE_JUDGE``); both programs use it. ``limits``: native per-case limits (default
+      :data:`DEFAULT_LIMITS`, 10 s CPU).
+    - ``cache``: the source-count cache (default :meth:`SrcCountCache.default`, on disk); ``False`` disables it.
+    - ``with_floor``: also report the startup floor and ceiling (instructions only; one cached valgrind run).
+
+    Returns a :class:`PieRewardResult` (``reward`` None for INVALID_TASK / SANDBOX_ERROR). Raises ``ValueError``
+    for a bad transform/method/K (or a sample without ``rng``), ``TypeError``/``PieRowError`` for an unusable
+    ``row`` object, :class:`~arbiter.languages.cpp.CompileCommandError` for an unusable ``compile_spec``, and
+    :class:`~arbiter.timing.instructions.ValgrindUnavailable` when instructions are asked for without valgrind.
+    """
+    started = time.monotonic()
+    params = dict(transform_params or {})
+    tf = make_transform(transform, **params)
+    if method not in ("instructions", "wall"):
+        raise ValueError(f"method must be 'instructions' or 'wall', got {method!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or k == 0:
+        raise ValueError(f"K must be a non-zero int (-1 = all cases), got {k!r}")
+    if not isinstance(candidate, str):
+        raise TypeError(f"candidate must be C++ source text, got {type(candidate).__name__}")
+    src = as_source(row)
+    spec = compile_spec or CompileSpec()
+    lim = limits or DEFAULT_LIMITS
+    chk = checker if isinstance(checker, CheckerSpec) else CheckerSpec(checker)
+    if cache is None:
+        cache = SrcCountCache.default()
+    res = PieRewardResult(outcome="", reward=None, speedup=None, reason="", problem_id=src.problem_id,
+                          src_id=src.src_id, tgt_id=src.tgt_id, transform=tf.name, transform_params=dict(tf.params),
+                          method=method, unit="instructions" if method == "instructions" else "seconds", k=k)
+
+    def done(outcome: Outcome | str, reason: str, speedup: float | None = None, scored: bool = False
+             ) -> PieRewardResult:
+        res.outcome = outcome.value if isinstance(outcome, Outcome) else outcome
+        res.reason = reason
+        res.speedup = speedup
+        res.reward = tf(speedup) if scored else None
+        res.seconds = time.monotonic() - started
+        return res
+
+    label = src.label()
+    # 2. tests, 3. pool
+    try:
+        cases = _stdio_cases(_load_suite(tests, src.problem_id), label)
+        if only_cases is not None:
+            wanted = set(only_cases)
+            unknown = wanted - {c.name for c in cases}
+            if unknown:
+                raise InvalidTestSuite(f"row {label!r}: only_cases: unknown case(s) {sorted(unknown)[:10]}")
+            cases = [c for c in cases if c.name in wanted]
+        if src.usable_case_ids is not None:
+            index = _by_card_index(cases, src.usable_case_ids, label)
+            usable = [i for i in src.usable_case_ids if i in index]
+            if only_cases is not None:
+                usable = [i for i in usable if index[i].name in wanted]
+            if not usable:
+                raise InvalidTestSuite(f"row {label!r}: usable_case_ids: no usable case left to time")
+            pool = [index[i] for i in select_cases(usable, k, rng, row=label)]
+        else:
+            pool = cases
+        if not pool:
+            raise InvalidTestSuite(f"row {label!r}: tests: no case selected")
+    except InvalidTestSuite as e:
+        return done(Outcome.INVALID_TASK, str(e))
+
+    # 4. source: compile, then check natively on the pool
+    from arbiter.languages.cpp import ToolchainUnavailable, compile_cpp
+    from arbiter.sandbox.sandbox import SandboxError
+
+    try:
+        src_comp = compile_cpp(src.src_code, spec)
+    except (SandboxError, ToolchainUnavailable) as e:
+        return done(Outcome.SANDBOX_ERROR, f"compiling the source: {e}")
+    res.fingerprint = src_comp.toolchain.fingerprint
+    res.toolchain = src_comp.toolchain.to_dict()
+    if not src_comp.ok:
+        return done(Outcome.INVALID_TASK, f"row {label}: src_code does not compile: {src_comp.message[:300]}")
+    src_task = Task(language="cpp", source=src.src_code, suite=TestSuite(tuple(pool), origin="pie"), limits=lim,
+                    checker=chk, scoring="fraction", run_all=True, compile=spec, task_id=f"{label}:src")
+    src_sha = _sha(src.src_code)
+    outcomes, bad_verdict = _src_check(src, src_sha, res.fingerprint, pool, src_task)
+    res.n_pool = len(pool)
+    if outcomes is None:
+        assert bad_verdict is not None
+        kind = Outcome.SANDBOX_ERROR if bad_verdict.outcome is Outcome.SANDBOX_ERROR else Outcome.INVALID_TASK
+        return done(kind, f"row {label}: judging the source: {bad_verdict.outcome.value}: {bad_verdict.reason}")
+    kept: list[StdioCase] = []
+    wrong = 0
+    for c in pool:
+        oc, detail = outcomes[c.name]
+        if oc == Outcome.AC.value:
+            kept.append(c)
+            continue
+        res.src_dropped.append({"case": c.name, "outcome": oc, "detail": detail})
+        if Outcome(oc) not in RESOURCE_OUTCOMES:
+            wrong += 1
+    if wrong > bad_apple_limit(len(pool)):
+        return done(Outcome.INVALID_TASK,
+                    f"row {label}: the source fails {wrong} of {len(pool)} cases (WA/RE/OLE), more than the card's "
+                    f"bad-apple bound max(5, 5%): treated as wrong/mislabeled")
+    if not kept:
+        return done(Outcome.INVALID_TASK, f"row {label}: the source passes none of the {len(pool)} cases "
+                                          f"({', '.join(sorted({d['outcome'] for d in res.src_dropped}))})")
+    used = select_cases(kept, k, rng, row=label) if src.usable_case_ids is None else kept
+    res.cases = [c.name for c in used]
+
+    # 5. correctness first
+    used_suite = TestSuite(tuple(used), origin="pie")
+    verdict = judge(Task(language="cpp", source=candidate, suite=used_suite, limits=lim, checker=chk,
+                         scoring="all_or_nothing", compile=spec, task_id=f"{label}:candidate"))
+    res.verdict = verdict.to_dict()
+    if verdict.outcome is Outcome.SANDBOX_ERROR:
+        return done(Outcome.SANDBOX_ERROR, f"judging the candidate: {verdict.reason}")
+    if verdict.outcome is Outcome.INVALID_TASK:
+        return done(Outcome.INVALID_TASK, f"judging the candidate: {verdict.reason}")
+    if verdict.outcome is not Outcome.AC:
+        return done(verdict.outcome, f"candidate {verdict.outcome.value}: {verdict.reason}", None, scored=True)
+
+    # 6. measure
+    try:
+        cand_comp = compile_cpp(candidate, spec)
+    except (SandboxError, ToolchainUnavailable) as e:
+        return done(Outcome.SANDBOX_ERROR, f"compiling the candidate for measurement: {e}")
+    if not cand_comp.ok:  # compiled a moment ago for the judge; only a vanished cache entry gets here
+        return done(Outcome.SANDBOX_ERROR, f"the candidate no longer compiles: {cand_comp.message[:200]}")
+    from arbiter.languages.toolchain import ToolchainMismatch
+    from arbiter.timing.compare import Program
+
+    answers = {c.expected[0]: c.expected for c in used}
+    same = _pie_same_output(chk, answers)
+    timing_cases = [(c.name, c.stdin, c.expected[0]) for c in used]
+    a = Program(src_comp.binary, src_comp.toolchain, "src")
+    b = Program(cand_comp.binary, cand_comp.toolchain, "candidate")
+    try:
+        if method == "instructions":
+            comp, hits = _measure_instructions(src, src_sha, a, b, used, timing_cases, lim, same, _checker_key(chk),
+                                               cache if cache is not False else None)
+            res.src_cache_hits = hits
+        else:
+            from arbiter.timing.compare import compare
+
+            comp = compare(a, b, timing_cases, "wall", limits=lim, same_output=same, repeats=repeats, warmup=warmup)
+    except ToolchainMismatch as e:
+        return done(Outcome.SANDBOX_ERROR, f"toolchains differ between source and candidate: {e}")
+    except SandboxError as e:
+        return done(Outcome.SANDBOX_ERROR, f"measurement sandbox: {e}")
+    cd = comp.to_dict()
+    cd.pop("order", None)
+    res.comparison = cd
+    res.meter = comp.meter
+    res.per_case = [{"case": c.case, "src": c.a, "candidate": c.b, "speedup": c.speedup} for c in comp.cases]
+    if comp.failures:
+        f = comp.failures[0]
+        oc = _MEASURE_OUTCOME.get(f["status"], Outcome.SANDBOX_ERROR)
+        if oc is Outcome.SANDBOX_ERROR:
+            return done(Outcome.SANDBOX_ERROR, f"measurement of {f['program']} on case {f['case']}: "
+                                               f"{f['status']} {f.get('detail', '')}".strip())
+        if f["program"] == "a":
+            return done(Outcome.INVALID_TASK, f"row {label}: the source failed under measurement on case "
+                                              f"{f['case']}: {f['status']} {f.get('detail', '')}".strip())
+        return done(oc, f"candidate failed under measurement on case {f['case']}: {f['status']} "
+                        f"{f.get('detail', '')}".strip(), None, scored=True)
+    if comp.speedup is None or not (math.isfinite(comp.speedup) and comp.speedup > 0):
+        return done(Outcome.SANDBOX_ERROR, f"measurement gave no speedup (totals {comp.a_total} / {comp.b_total})")
+    res.src_total, res.candidate_total = comp.a_total, comp.b_total
+    res.largest_speedup = comp.largest_speedup
+
+    # 8. headroom
+    if method == "instructions" and with_floor:
+        from arbiter.timing.compare import startup_floor
+
+        try:
+            res.startup_floor = startup_floor(spec)
+        except RuntimeError:
+            res.startup_floor = None
+        if res.startup_floor:
+            res.ceiling_speedup = comp.ceiling_speedup(res.startup_floor)
+            if res.ceiling_speedup is not None:
+                res.low_headroom = res.ceiling_speedup < LOW_HEADROOM_THRESHOLD
+    return done(Outcome.AC, f"correct on {len(used)} case(s); speedup {comp.speedup:.4g} ({res.unit})",
+                comp.speedup, scored=True)
+
+
+def _measure_instructions(src: PieSource, src_sha: str, a: Any, b: Any, used: list[StdioCase],
+                          timing_cases: list[tuple[str, bytes, bytes]], native: Limits,
+                          same: Callable[[bytes, bytes], bool], checker_name: str, cache: SrcCountCache | None):
+    """Instruction counts of ``a`` (cached per case) and ``b`` on ``timing_cases``: a :class:`Comparison` built
+    with the timing module's own types and rules (see module docstring, step 6), and the source cache hits."""
+    from arbiter.languages.toolchain import assert_comparable
+    from arbiter.timing.compare import CaseFigures, Comparison, largest_cases
+    from arbiter.timing.instructions import find_valgrind, measure_instructions, valgrind_limits
+
+    assert_comparable(a.toolchain, b.toolchain)
+    vg = find_valgrind()
+    vlim = valgrind_limits(native)
+    meter_fp = vg.fingerprint()
+    bin_sha = _sha(a.binary)
+    keys = {c.name: _sha(json.dumps([SRC_CACHE_VERSION, src.problem_id, src_sha, bin_sha, a.fingerprint,
+                                     _case_key(c), checker_name, meter_fp, _limits_key(vlim)],
+                                    sort_keys=True, separators=(",", ":"), default=str))
+            for c in used}
+    figs = {name: CaseFigures(case=name, a=None, b=None) for name, _, _ in timing_cases}
+    failures: list[dict[str, Any]] = []
+    hits = 0
+    lock = cache.flight(bin_sha) if cache is not None else threading.Lock()
+    with lock:
+        todo = []
+        for case in timing_cases:
+            key = keys[case[0]]
+            n = cache.get(key) if cache is not None else None
+            fail = cache.failure(key) if cache is not None else None
+            if n is not None:
+                figs[case[0]].a, figs[case[0]].a_status = n, "ok"
+                hits += 1
+            elif fail is not None:
+                figs[case[0]].a_status = fail[0]
+                failures.append({"program": "a", "case": case[0], "status": fail[0], "detail": fail[1]})
+                break
+            else:
+                todo.append(case)
+        if todo and not failures:
+            run = measure_instructions(a.binary, todo, limits=native, same_output=same, stop_on_failure=True,
+                                       valgrind=vg)
+            for c in run.counts:
+                figs[c.case].a_status = c.status.value
+                if c.ok:
+                    figs[c.case].a = c.instructions
+                    if cache is not None:
+                        cache.put(keys[c.case], int(c.instructions), c.case)
+                else:
+                    if cache is not None and c.status.value != "sandbox_error":
+                        cache.put_failure(keys[c.case], c.status.value, c.detail)
+                    failures.append({"program": "a", "case": c.case, "status": c.status.value, "detail": c.detail})
+    if not failures:
+        run = measure_instructions(b.binary, timing_cases, limits=native, same_output=same, stop_on_failure=True,
+                                   valgrind=vg)
+        for c in run.counts:
+            figs[c.case].b_status = c.status.value
+            figs[c.case].b = c.instructions if c.ok else None
+            if not c.ok:
+                failures.append({"program": "b", "case": c.case, "status": c.status.value, "detail": c.detail})
+    cases = [figs[name] for name, _, _ in timing_cases]
+    sa = sb = speedup = big_speedup = None
+    big: list[str] = []
+    if all(f.a is not None for f in cases):
+        big = largest_cases([(f.case, f.a) for f in cases])  # type: ignore[misc]
+    if not failures and all(f.a is not None and f.b is not None for f in cases):
+        sa, sb = sum(f.a for f in cases), sum(f.b for f in cases)  # type: ignore[misc]
+        speedup = sa / sb if sb > 0 else None
+        ba = sum(f.a for f in cases if f.case in big)  # type: ignore[misc]
+        bb = sum(f.b for f in cases if f.case in big)  # type: ignore[misc]
+        big_speedup = ba / bb if bb > 0 else None
+    meter = dict(meter_fp, limits={"cpu_seconds": vlim.cpu_seconds, "memory_bytes": vlim.memory_bytes},
+                 src_cache_hits=hits)
+    comp = Comparison(method="instructions", unit="instructions", a_name="src", b_name="candidate",
+                      fingerprint=a.fingerprint, toolchain=a.toolchain.to_dict(), meter=meter, cases=cases,
+                      a_total=sa, b_total=sb, speedup=speedup, largest_fraction=0.2, largest_cases=big,
+                      largest_speedup=big_speedup, failures=failures, order=[], clock=None, extra={})
+    return comp, hits
+
+
+# ------------------------------------------------------------------------------------------------------- batch
+
+
+class RowIndex:
+    """The rows of a PIE file, looked up by a candidate record's ``src_id`` (+ optional ``problem_id``/``tgt_id``)
+    or ``row`` key (``problem_id/src_id[/tgt_id]``).
+
+    Built from anything :func:`arbiter.datasets.pie_rows.iter_raw_rows` reads (Parquet, JSONL, HF datasets);
+    each raw row is turned into a :class:`PieSource` with :func:`as_source`. Bad rows are kept in ``errors``
+    (``RowError`` or message strings) and never stop the load. Several rows may share a ``src_id`` (one source,
+    several targets); a lookup by ``src_id`` alone is accepted only when those rows agree on problem, code and
+    usable cases, otherwise it must name ``tgt_id``.
+    """
+
+    def __init__(self, source: Any, *, split: str | None = None):
+        self.sources: list[PieSource] = []
+        self.errors: list[str] = []
+        self._by_src: dict[str, list[int]] = {}
+        for i, raw in iter_raw_rows(source, split=split):
+            if isinstance(raw, RowError):
+                self.errors.append(str(raw))
+                continue
+            try:
+                s = as_source(raw)
+            except (PieRowError, TypeError) as e:
+                err = getattr(e, "error", None)
+                if err is not None:
+                    err = RowError(i, err.problem_id, err.src_id, err.issues)
+                self.errors.append(str(err) if err is not None else f"row {i}: {e}")
+                continue
+            self._by_src.setdefault(s.src_id, []).append(len(self.sources))
+            self.sources.append(s)
+
+    def __len__(self) -> int:
+        return len(self.sources)
+
+    def lookup(self, src_id: str, *, problem_id: str | None = None, tgt_id: str | None = None) -> PieSource:
+        """The row for a candidate. Raises ``KeyError`` (unknown) or ``ValueError`` (ambiguous) with a message."""
+        found = [self.sources[i] for i in self._by_src.get(src_id, [])]
+        if problem_id is not None:
+            found = [s for s in found if s.problem_id == problem_id]
+        if tgt_id is not None:
+            found = [s for s in found if s.tgt_id == tgt_id]
+        if not found:
+            what = f"src_id {src_id!r}" + (f", problem_id {problem_id!r}" if problem_id else "") + (
+                f", tgt_id {tgt_id!r}" if tgt_id else "")
+            raise KeyError(f"no row with {what}")
+        first = found[0]
+        for s in found[1:]:
+            if (s.problem_id, s.src_code, s.usable_case_ids) != (first.problem_id, first.src_code,
+                                                                 first.usable_case_ids):
+                raise ValueError(f"src_id {src_id!r} matches {len(found)} rows that differ in problem, code or "
+                                 "usable_case_ids; give tgt_id")
+        return first
+
+
+@dataclass
+class CandidateItem:
+    """One candidate to score: ``key`` (stable, for resume), ``line`` (1-based in the candidates file), ``index``
+    (position in its record's list), ``source`` (the row, or None when it could not be resolved), ``code``, and
+    ``error`` (why the record is unusable, or "")."""
+
+    key: str
+    line: int
+    index: int
+    source: PieSource | None
+    code: str
+    error: str = ""
+    record_id: str = ""
+
+
+def _read_jsonl_lines(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield n, json.loads(line)
+            except ValueError as e:
+                yield n, ValueError(f"line {n}: not valid JSON ({e})")
+
+
+def iter_candidates(path: str | os.PathLike, rows: RowIndex, *, field_names: Sequence[str] = ("candidates", "code"),
+                    skip_precomputed: bool = False) -> Iterator[CandidateItem]:
+    """The candidates of a JSONL file, one :class:`CandidateItem` per program.
+
+    Record format (one JSON object per line)::
+
+        {"src_id": "s995406644", "code": "<C++>"}
+        {"src_id": "s995406644", "tgt_id": "s525143936", "problem_id": "p02915", "candidates": ["<C++>", ...]}
+        {"row": "p02915/s995406644", "id": "my-run-17", "candidates": [...]}
+
+    ``src_id`` (optionally narrowed by ``problem_id``/``tgt_id``) or ``row`` (``problem_id/src_id[/tgt_id]``)
+    names the row; ``candidates`` (a list of programs) or ``code`` (one program) holds the code (``field_names``
+    gives the accepted fields, first match wins; ``arbiter pie eval`` adds ``generations``). Optional ``id`` names
+    the record. Stable key: ``<id or problem/src/tgt@line>#<index>:<sha256(code)[:16]>``, so an edited file does not
+    reuse stale results. A bad record yields one item with ``error`` set (the line and field named) and never stops
+    the batch. ``skip_precomputed``: pass over records holding ``runtimes`` and no program field (``arbiter pie
+    eval``'s precomputed lines).
+    """
+    for line, rec in _read_jsonl_lines(path):
+        if skip_precomputed and isinstance(rec, dict) and "runtimes" in rec and not any(f in rec for f in field_names):
+            continue
+        if isinstance(rec, Exception):
+            yield CandidateItem(key=f"@{line}#error", line=line, index=0, source=None, code="", error=str(rec))
+            continue
+        if not isinstance(rec, dict):
+            yield CandidateItem(key=f"@{line}#error", line=line, index=0, source=None, code="",
+                                error=f"line {line}: expected a JSON object, got {type(rec).__name__}")
+            continue
+        rid = str(rec["id"]) if rec.get("id") is not None else ""
+        src_id, problem_id, tgt_id = rec.get("src_id"), rec.get("problem_id"), rec.get("tgt_id")
+        if rec.get("row") is not None:
+            parts = str(rec["row"]).split("/")
+            if len(parts) in (2, 3) and all(parts):
+                problem_id, src_id = parts[0], parts[1]
+                tgt_id = parts[2] if len(parts) == 3 else tgt_id
+            else:
+                src_id = None
+        err = ""
+        source = None
+        if not isinstance(src_id, str) or not src_id:
+            err = f"line {line}: field 'src_id' (or 'row' = problem_id/src_id[/tgt_id]) is missing or invalid"
+        else:
+            try:
+                source = rows.lookup(src_id, problem_id=problem_id, tgt_id=tgt_id)
+            except (KeyError, ValueError) as e:
+                err = f"line {line}: field 'src_id': {e.args[0]}"
+        codes: list[Any] | None = None
+        fname = next((f for f in field_names if f in rec), None)
+        if fname is None:
+            err = err or f"line {line}: no program: expected one of the fields {list(field_names)}"
+        else:
+            val = rec[fname]
+            codes = val if isinstance(val, list) else [val]
+            if not codes:
+                err = err or f"line {line}: field {fname!r} is an empty list"
+        base = rid or (f"{source.label()}@{line}" if source else f"{problem_id or '?'}/{src_id or '?'}@{line}")
+        if err:
+            yield CandidateItem(key=f"{base}#error", line=line, index=0, source=source, code="", error=err,
+                                record_id=rid)
+            continue
+        for i, code in enumerate(codes or []):
+            if not isinstance(code, str) or not code.strip():
+                yield CandidateItem(key=f"{base}#{i}:error", line=line, index=i, source=source, code="",
+                                    error=f"line {line}: field {fname!r}[{i}] is not a non-empty string",
+                                    record_id=rid)
+                continue
+            yield CandidateItem(key=f"{base}#{i}:{_sha(code)[:16]}", line=line, index=i, source=source, code=code,
+                                record_id=rid)
+
+
+def sample_rng(seed: int, source: PieSource) -> random.Random:
+    """The K-sampling generator of one source in a batch: seeded by ``seed``, ``problem_id`` and ``src_id``, so
+    every candidate of a source is timed on the same cases (they share the source's counts and are comparable, as
+    PIE's best@k needs) and a resumed run samples the same cases."""
+    return random.Random(f"{seed}:{source.problem_id}:{source.src_id}")
+
+
+def check_reward_options(reward_kw: Mapping[str, Any]) -> None:
+    """Validate :func:`pie_reward` keyword options once, before a batch: the transform and its parameters, the
+    method, K. Raises ``ValueError`` naming the option; :class:`~arbiter.timing.instructions.ValgrindUnavailable`
+    when instructions are asked for without valgrind."""
+    make_transform(reward_kw.get("transform", "raw"), **dict(reward_kw.get("transform_params") or {}))
+    method = reward_kw.get("method", "instructions")
+    if method not in ("instructions", "wall"):
+        raise ValueError(f"method must be 'instructions' or 'wall', got {method!r}")
+    k = reward_kw.get("k", -1)
+    if isinstance(k, bool) or not isinstance(k, int) or k == 0:
+        raise ValueError(f"K must be a non-zero int (-1 = all cases), got {k!r}")
+    if method == "instructions":
+        from arbiter.timing.instructions import find_valgrind
+
+        find_valgrind()
+
+
+def score_candidates(items: Iterable[CandidateItem], tests: Any, *, on_result: Callable[[CandidateItem, dict], None],
+                     seed: int = 0, skip: Callable[[str], bool] = lambda key: False, **reward_kw: Any) -> None:
+    """Score each item with :func:`pie_reward` (``reward_kw``: its keyword arguments; ``k`` sampling uses
+    :func:`sample_rng`) and call ``on_result(item, record)`` with the JSON record: ``key``, ``line``, ``index``,
+    ``id``, ``candidate_sha256`` plus :meth:`PieRewardResult.to_dict`. Items whose ``key`` ``skip`` accepts are
+    passed over (resume). An unusable item gives a record with ``outcome`` ``INVALID_TASK`` and its error as
+    ``reason``; an unexpected exception for one item gives ``SANDBOX_ERROR`` with the exception named, so one bad
+    item never stops the batch (DESIGN.md "Reliability"). Bad arguments (transform, method, K) raise ``ValueError``
+    before any item is scored; a missing valgrind raises :class:`~arbiter.timing.instructions.ValgrindUnavailable`."""
+    from arbiter.timing.instructions import ValgrindUnavailable
+
+    check_reward_options(reward_kw)
+    for item in items:
+        if skip(item.key):
+            continue
+        head = {"key": item.key, "line": item.line, "index": item.index, "id": item.record_id,
+                "candidate_sha256": _sha(item.code) if item.code else None}
+        if item.error or item.source is None:
+            src = item.source
+            rec = PieRewardResult(outcome=Outcome.INVALID_TASK.value, reward=None, speedup=None,
+                                  reason=item.error or "no row", problem_id=src.problem_id if src else "",
+                                  src_id=src.src_id if src else "", tgt_id=src.tgt_id if src else None).to_dict()
+        else:
+            kw = dict(reward_kw)
+            if kw.get("k", -1) > 0 and kw.get("rng") is None:
+                kw["rng"] = sample_rng(seed, item.source)
+            try:
+                rec = pie_reward(item.source, item.code, tests, **kw).to_dict()
+            except ValgrindUnavailable:
+                raise
+            except Exception as e:  # noqa: BLE001 - one item must not stop the batch; reported, never a 0
+                rec = PieRewardResult(outcome=Outcome.SANDBOX_ERROR.value, reward=None, speedup=None,
+                                      reason=f"{type(e).__name__}: {e}", problem_id=item.source.problem_id,
+                                      src_id=item.source.src_id, tgt_id=item.source.tgt_id).to_dict()
+        on_result(item, {**head, **rec})
+
+
+# ------------------------------------------------------------------------------------------------------- runs
+
+
+@dataclass
+class BatchRun:
+    """What :func:`run_reward_batch` did: ``records`` (this candidates file's final records, resumed ones
+    included, in file order), ``new`` (scored now), ``resumed`` (already in the output), ``sandbox_errors`` (our
+    failures this run: in ``errors.jsonl``, retried by a rerun), ``row_errors`` (rows of the rows file that could
+    not be read), ``summary`` (:func:`summarize_rewards`) and ``outputs`` (name -> path)."""
+
+    records: list[dict[str, Any]]
+    new: int
+    resumed: int
+    sandbox_errors: list[dict[str, Any]]
+    row_errors: list[str]
+    summary: dict[str, Any]
+    outputs: dict[str, str]
+
+
+def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Counts and figures over reward records (:meth:`PieRewardResult.to_dict` shape).
+
+    ``n``; ``by_outcome`` (outcome -> count); ``n_scored`` (reward is a number); ``n_correct`` (AC);
+    ``pct_correct`` (% of scored that are AC); ``mean_reward`` (over scored); over AC: ``mean_speedup``,
+    ``geomean_speedup``, ``median_speedup``, ``min_speedup``, ``max_speedup``; ``pct_opt``: % of scored whose
+    speedup >= 1.10 (PIE %Opt; failures count as not optimized); ``fingerprints`` / ``methods`` / ``transforms``
+    seen; ``startup_floors`` (distinct instruction floors). Percentages are 0-100; None when undefined."""
+    import statistics
+
+    from arbiter.pipelines.pie_speedup import OPT_THRESHOLD
+
+    by: dict[str, int] = {}
+    for r in records:
+        by[str(r.get("outcome"))] = by.get(str(r.get("outcome")), 0) + 1
+    scored = [r for r in records if r.get("reward") is not None]
+    ok = [float(r["speedup"]) for r in scored if r.get("outcome") == "AC" and r.get("speedup")]
+    return {
+        "n": len(records),
+        "by_outcome": dict(sorted(by.items())),
+        "n_scored": len(scored),
+        "n_correct": len(ok),
+        "pct_correct": 100.0 * len(ok) / len(scored) if scored else None,
+        "mean_reward": statistics.fmean(float(r["reward"]) for r in scored) if scored else None,
+        "mean_speedup": statistics.fmean(ok) if ok else None,
+        "geomean_speedup": math.exp(statistics.fmean(math.log(s) for s in ok)) if ok else None,
+        "median_speedup": statistics.median(ok) if ok else None,
+        "min_speedup": min(ok) if ok else None,
+        "max_speedup": max(ok) if ok else None,
+        "pct_opt": 100.0 * sum(s >= OPT_THRESHOLD for s in ok) / len(scored) if scored else None,
+        "fingerprints": sorted({str(r["fingerprint"]) for r in records if r.get("fingerprint")}),
+        "methods": sorted({str(r["method"]) for r in records if r.get("method")}),
+        "transforms": sorted({str(r["transform"]) for r in records if r.get("transform")}),
+        "startup_floors": sorted({int(r["startup_floor"]) for r in records if r.get("startup_floor")}),
+    }
+
+
+def run_reward_batch(rows: Any, tests: Any, candidates: str | os.PathLike, out_dir: str | os.PathLike, *,
+                     seed: int = 0, split: str | None = None, field_names: Sequence[str] = ("candidates", "code"),
+                     on_start: Callable[[int], None] | None = None,
+                     on_result: Callable[[dict[str, Any]], None] | None = None,
+                     file_names: Mapping[str, str] | None = None, skip_precomputed: bool = False,
+                     **reward_kw: Any) -> BatchRun:
+    """Score every candidate of a candidates JSONL (:func:`iter_candidates`) against its row; resumable.
+
+    - ``rows``: a rows source (:class:`RowIndex`: Parquet / JSONL / HF datasets; pairs, bysrc or PIE release
+      rows such as ``val.jsonl``) or a ready :class:`RowIndex`.
+    - ``tests``: as :func:`pie_reward` (a PIE folder or ``.tar.gz``; ...).
+    - ``out_dir``: created. ``rewards.jsonl``: one record per candidate (``key``, ``line``, ``index``, ``id``,
+      ``candidate_sha256`` + :meth:`PieRewardResult.to_dict`), keyed by ``key`` and appended as each candidate
+      finishes, so an interrupted run loses nothing and a rerun skips what is done
+      (:class:`arbiter.datasets.jsonl_sink.JsonlSink`). ``errors.jsonl``: SANDBOX_ERROR records of this run (our
+      failures are not final: a rerun retries them; never written as a reward). ``summary.json``:
+      :func:`summarize_rewards` over the final records plus run counts. ``file_names`` renames these
+      (``{"rewards": ..., "errors": ..., "summary": ...}``). ``skip_precomputed``: see :func:`iter_candidates`.
+    - ``seed``: K sampling seed (:func:`sample_rng`); ``reward_kw``: :func:`pie_reward` keywords (``transform``,
+      ``transform_params``, ``method``, ``k``, ``checker``, ``compile_spec``, ``limits``, ``repeats``, ...).
+    - ``on_start(total)`` / ``on_result(record)``: progress hooks.
+
+    Raises ``FileNotFoundError`` for a missing candidates file, ``ValueError`` for bad options (before scoring).
+    """
+    from arbiter.datasets.jsonl_sink import JsonlSink, read_jsonl
+
+    check_reward_options(reward_kw)
+    index = rows if isinstance(rows, RowIndex) else RowIndex(rows, split=split)
+    if not Path(candidates).is_file():
+        raise FileNotFoundError(f"candidates file not found: {candidates}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    names = {"rewards": "rewards.jsonl", "errors": "errors.jsonl", "summary": "summary.json", **(file_names or {})}
+    paths = {k: out / names[k] for k in ("rewards", "errors", "summary")}
+    items = list(iter_candidates(candidates, index, field_names=field_names, skip_precomputed=skip_precomputed))
+    sink = JsonlSink(paths["rewards"], "key")
+    resumed = sum(1 for it in items if it.key in sink)
+    if on_start is not None:
+        on_start(len(items))
+    errors: list[dict[str, Any]] = []
+    new = 0
+    try:
+        with open(paths["errors"], "a", encoding="utf-8") as err_f:
+            def handle(item: CandidateItem, rec: dict[str, Any]) -> None:
+                nonlocal new
+                if rec.get("outcome") == Outcome.SANDBOX_ERROR.value:
+                    errors.append(rec)
+                    err_f.write(json.dumps(rec, default=str) + "\n")
+                    err_f.flush()
+                else:
+                    sink.write(rec)
+                    new += 1
+                if on_result is not None:
+                    on_result(rec)
+
+            score_candidates(items, tests, on_result=handle, seed=seed, skip=lambda key: key in sink, **reward_kw)
+    finally:
+        sink.close()
+    keys = {it.key for it in items}
+    final = {r["key"]: r for r in read_jsonl(paths["rewards"]) if r.get("key") in keys}
+    records = [final[it.key] for it in items if it.key in final]
+    summary = summarize_rewards(records)
+    summary.update({"candidates": len(items), "new": new, "resumed": resumed, "sandbox_errors": len(errors),
+                    "row_errors": len(index.errors), "rows": len(index)})
+    paths["summary"].write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    return BatchRun(records=records, new=new, resumed=resumed, sandbox_errors=errors, row_errors=index.errors,
+                    summary=summary, outputs={k: str(v) for k, v in paths.items()})

@@ -1,0 +1,148 @@
+"""``arbiter pie reward`` and ``arbiter pie eval`` as real subprocesses, on real C++ programs (the divisor-sum
+problem of ``test_pie_retime.py``) in a PIE-layout tests folder, with a val.jsonl-style rows file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arbiter.datasets.jsonl_sink import read_jsonl
+from arbiter.timing.instructions import valgrind_available
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_pie_retime import FAST, NOT_CPP, SLOW, WRONG, write_problem  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not valgrind_available(), reason="valgrind is not installed")
+
+REPO = Path(__file__).resolve().parents[1]
+ARBITER = [sys.executable, "-m", "arbiter.cli.main", "pie"]
+P = "p09101"
+
+
+def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([*ARBITER, *args], capture_output=True, text=True, cwd=REPO, timeout=timeout,
+                          env=dict(os.environ, COLUMNS="200"))
+
+
+def jl(path: Path, records: list) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
+    return path
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("pie_cli")
+    tests = write_problem(root / "tests", P, [400_000, 10, 77_777])
+    # val.jsonl-style rows; one source, two targets (a src_id alone is enough: both rows agree on the source)
+    base = {"problem_id": P, "src_id": "s1", "src_code": SLOW, "speedup": "3.5", "src_agg_runtime": 0.1}
+    rows = jl(root / "rows.jsonl", [dict(base, tgt_id="t1", tgt_code=FAST, tgt_agg_runtime=0.03),
+                                    dict(base, tgt_id="t2", tgt_code=FAST, tgt_agg_runtime=0.02),
+                                    {"problem_id": P, "src_id": "broken"}])
+    cands = jl(root / "cands.jsonl", [{"src_id": "s1", "candidates": [FAST, WRONG, NOT_CPP]},
+                                      {"row": f"{P}/s1/t2", "id": "mine", "code": SLOW},
+                                      {"src_id": "nope", "code": FAST},
+                                      "{not json"])
+    return {"root": root, "tests": tests, "rows": rows, "cands": cands}
+
+
+def test_reward_scores_every_candidate_writes_records_and_resumes(data):
+    out = data["root"] / "out"
+    args = ["reward", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--candidates", str(data["cands"]),
+            "--out", str(out), "--no-progress"]
+    r = cli(*args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "PIE re-timed reward" in r.stdout and "toolchain fingerprint" in r.stdout
+    assert "bad row" in r.stdout  # the rows file's unusable row is named, the batch goes on
+    recs = list(read_jsonl(out / "rewards.jsonl"))
+    assert [(x["line"], x["index"], x["outcome"]) for x in recs] == [
+        (1, 0, "AC"), (1, 1, "WA"), (1, 2, "CE"), (2, 0, "AC"), (3, 0, "INVALID_TASK"), (4, 0, "INVALID_TASK")]
+    fast, wrong, ce, same, missing, bad_json = recs
+    assert fast["speedup"] > 1 and fast["reward"] == fast["speedup"] and fast["src_id"] == "s1"
+    assert fast["cases"] == ["input.0", "input.1", "input.2"] and fast["startup_floor"] > 0
+    assert wrong["reward"] == 0.0 and ce["reward"] == 0.0 and wrong["speedup"] is None
+    assert same["speedup"] == 1.0 and same["tgt_id"] == "t2" and same["key"].startswith("mine#0:")
+    assert same["src_cache_hits"] == 3  # the source was measured once, for the first candidate
+    assert missing["reward"] is None and "nope" in missing["reason"]
+    assert bad_json["reward"] is None and "line 4" in bad_json["reason"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["by_outcome"] == {"AC": 2, "CE": 1, "INVALID_TASK": 2, "WA": 1}
+    assert (summary["n_scored"], summary["n_correct"], summary["new"], summary["resumed"]) == (4, 2, 6, 0)
+    assert summary["pct_correct"] == 50.0 and summary["pct_opt"] == 25.0 and summary["row_errors"] == 1
+    # rerun: nothing re-scored, nothing duplicated
+    again = cli(*args)
+    assert again.returncode == 0
+    assert len(list(read_jsonl(out / "rewards.jsonl"))) == 6
+    assert json.loads((out / "summary.json").read_text())["resumed"] == 6
+    # an interrupted run (last record lost, a torn line left) resumes to the same six records
+    lines = (out / "rewards.jsonl").read_text().splitlines(keepends=True)
+    (out / "rewards.jsonl").write_text("".join(lines[:-3]) + lines[-3][:40])
+    third = cli(*args)
+    assert third.returncode == 0
+    after = list(read_jsonl(out / "rewards.jsonl"))
+    assert sorted(x["key"] for x in after) == sorted(x["key"] for x in recs)
+    assert json.loads((out / "summary.json").read_text())["new"] == 3
+
+
+def test_reward_transform_and_k_sampling_shared_per_source(data):
+    out = data["root"] / "out_k"
+    r = cli("reward", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--candidates", str(data["cands"]),
+            "--out", str(out), "--transform", "log", "--k", "1", "--seed", "3", "--no-progress")
+    assert r.returncode == 0, r.stdout + r.stderr
+    recs = [x for x in read_jsonl(out / "rewards.jsonl") if x["outcome"] in ("AC", "WA")]
+    assert {x["transform"] for x in recs} == {"log"} and all(x["k"] == 1 for x in recs)
+    assert all(len(x["cases"]) == 1 for x in recs)
+    assert len({tuple(x["cases"]) for x in recs}) == 1  # every candidate of the source is timed on the same case
+    ac = [x for x in recs if x["outcome"] == "AC"]
+    assert any(x["reward"] == pytest.approx(0.0) for x in ac)  # SLOW against itself: log(1) = 0
+
+
+def test_reward_bad_arguments_exit_2(data):
+    base = ["reward", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--out", str(data["root"] / "x")]
+    r = cli(*base, "--candidates", str(data["root"] / "missing.jsonl"))
+    assert r.returncode == 2 and "not found" in r.stdout
+    r = cli(*base, "--candidates", str(data["cands"]), "--k", "0")
+    assert r.returncode == 2 and "K" in r.stdout
+    r = cli(*base, "--candidates", str(data["cands"]), "--transform", "clipped", "--param", "lo=3", "--param", "hi=1")
+    assert r.returncode == 2 and "lo" in r.stdout
+
+
+def test_eval_pie_metrics_with_measured_and_precomputed_programs(data):
+    gens = jl(data["root"] / "gens.jsonl", [{"src_id": "s1", "generations": [WRONG, FAST]},
+                                            {"id": "gem5", "src_runtime": 10.0, "runtimes": [None, 4.0]}])
+    out = data["root"] / "eval"
+    r = cli("eval", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--generations", str(gens),
+            "--out", str(out), "--no-progress")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "best@k" in r.stdout and "%Opt" in r.stdout
+    rep = json.loads((out / "metrics.json").read_text())
+    gen = list(read_jsonl(out / "generations.jsonl"))
+    assert [g["outcome"] for g in gen] == ["WA", "AC"]
+    s = gen[1]["speedup"]
+    assert s > 1.1
+    # by hand: program 1 = [fail, s] -> best@1 floors to 1.0, best@2 = s; program "gem5" = [fail, 10/4 = 2.5]
+    m1, m2 = rep["metrics"]
+    assert (m1["k"], m1["pct_correct"], m1["pct_opt"], m1["mean_speedup"]) == (1, 0.0, 0.0, 1.0)
+    assert (m2["k"], m2["pct_correct"], m2["pct_opt"]) == (2, 100.0, 100.0)
+    assert m2["mean_speedup"] == pytest.approx((s + 2.5) / 2)
+    assert rep["n_programs"] == 2 and rep["n_excluded"] == 0 and rep["method"] == "instructions"
+    per = {p["id"]: p for p in rep["per_program"]}
+    assert per[f"{P}/s1/t1@1"]["runtimes"][0] is None
+    assert per[f"{P}/s1/t1@1"]["src_runtime"] == gen[1]["src_total"]
+
+
+def test_eval_precomputed_only_needs_no_rows_or_tests(data):
+    gens = jl(data["root"] / "pre.jsonl", [{"id": "a", "src_runtime": 6.0, "runtimes": [3.0, None, 1.0]},
+                                           {"id": "b", "src_runtime": 2.0, "runtimes": [None, None, None]}])
+    out = data["root"] / "eval_pre"
+    r = cli("eval", "--generations", str(gens), "--out", str(out), "--no-progress")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads((out / "metrics.json").read_text())
+    # a: best@1 = 3 -> 2.0, best@3 = 1 -> 6.0; b never correct -> 1.0
+    assert [m["mean_speedup"] for m in rep["metrics"]] == [pytest.approx(1.5), pytest.approx(1.5), pytest.approx(3.5)]
+    assert [m["pct_correct"] for m in rep["metrics"]] == [50.0, 50.0, 50.0]
+    assert rep["method"] == "precomputed"

@@ -1,0 +1,328 @@
+"""The re-timing reward (:mod:`arbiter.pipelines.pie_retime`) on real C++ programs in the real sandbox, measured
+with valgrind (instructions) and interleaved repeats (wall), plus the rank statistics of :mod:`pie_eval`.
+
+Problem used throughout ("divisor sum", PIE layout ``<problem>/input.N.txt``): given n, print
+``sum_{i=1..n} floor(n / i)``. SLOW does n divisions (O(n)); FAST uses the O(sqrt n) block trick. Expected outputs
+are computed here in Python from the definition.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+from arbiter.checkers.spec import CheckerSpec
+from arbiter.datasets.pie_rows import PiePair, PieRowError, parse_row
+from arbiter.judge.judge import judge
+from arbiter.judge.task import Task
+from arbiter.judge.testsuite import StdioCase, TestSuite
+from arbiter.judge.verdict import CaseResult, Outcome
+from arbiter.pipelines.pie_eval import rankdata, reversals, spearman
+from arbiter.pipelines.pie_retime import (
+    DEFAULT_LIMITS,
+    PieSource,
+    SrcCountCache,
+    as_source,
+    bad_apple_limit,
+    case_number,
+    costliest_cases,
+    pie_reward,
+)
+from arbiter.pipelines.pie_speedup import DEFAULT_LOG_FAILURE_PENALTY
+from arbiter.sandbox.limits import Limits
+from arbiter.timing.instructions import valgrind_available
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_pie_rows import make_pairs_raw  # noqa: E402  (the card-shaped gem5 row builder)
+
+needs_valgrind = pytest.mark.skipif(not valgrind_available(), reason="valgrind is not installed")
+
+SLOW = r"""
+#include <cstdio>
+int main() {
+    long long n; if (scanf("%lld", &n) != 1) return 1;
+    long long s = 0;
+    for (long long i = 1; i <= n; i++) s += n / i;
+    printf("%lld\n", s);
+}
+"""
+FAST = r"""
+#include <cstdio>
+int main() {
+    long long n; if (scanf("%lld", &n) != 1) return 1;
+    long long s = 0;
+    for (long long i = 1; i <= n; ) { long long q = n / i, j = n / q; s += q * (j - i + 1); i = j + 1; }
+    printf("%lld\n", s);
+}
+"""
+WRONG = r"""
+#include <cstdio>
+int main() { long long n; scanf("%lld", &n); printf("%lld\n", n); }
+"""
+EXTRA_LINE = FAST.replace('printf("%lld\\n", s);', 'printf("%lld\\nextra\\n", s);')
+NOT_CPP = "int main( {"
+SPIN = r"""
+#include <cstdio>
+int main() { long long n; scanf("%lld", &n); volatile long long x = 0; while (true) x++; }
+"""
+# correct except it spins forever on large inputs: the source TLEs on those (PIE: "correct but too slow")
+SLOW_TLE_BIG = SLOW.replace("long long s = 0;", "long long s = 0; if (n > 2000000) { volatile int x = 0; while (1) x++; }")
+# wrong only on n == 10
+SLOW_WRONG_ON_10 = SLOW.replace('printf("%lld\\n", s);', 'printf("%lld\\n", n == 10 ? s + 1 : s);')
+
+NS = [3_000_000, 10, 123_456, 7, 999_999, 1]
+P = "p09001"
+
+
+def divisor_sum(n: int) -> int:
+    s, i = 0, 1
+    while i <= n:
+        q = n // i
+        j = n // q
+        s += q * (j - i + 1)
+        i = j + 1
+    return s
+
+
+def write_problem(root: Path, problem: str, ns: list[int]) -> Path:
+    d = root / problem
+    d.mkdir(parents=True, exist_ok=True)
+    for i, n in enumerate(ns):
+        (d / f"input.{i}.txt").write_text(f"{n}\n")
+        (d / f"output.{i}.txt").write_text(f"{divisor_sum(n)}\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def tests_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("pie_tests")
+    write_problem(root, P, NS)
+    write_problem(root, "p09003", list(range(1, 9)))  # 8 small cases for the bad-apple rule
+    f = root / "p09002"  # float output: 1/n
+    f.mkdir()
+    (f / "input.0.txt").write_text("3\n")
+    (f / "output.0.txt").write_text("0.333333\n")
+    return root
+
+
+def src(code: str = SLOW, problem: str = P, usable=None) -> PieSource:
+    return PieSource(problem_id=problem, src_id="s1", src_code=code,
+                     usable_case_ids=None if usable is None else tuple(usable))
+
+
+# --------------------------------------------------------------------------------------------- pure helpers
+
+
+def test_rankdata_averages_ties():
+    assert rankdata([10, 20, 20, 5]) == [2.0, 3.5, 3.5, 1.0]
+    assert rankdata([3, 3, 3]) == [2.0, 2.0, 2.0]
+    with pytest.raises(ValueError):
+        rankdata([1.0, math.nan])
+
+
+def test_spearman_hand_computed_with_ties():
+    # x ranks 1..5; y = [5, 6, 7, 8, 7] -> ranks [1, 2, 3.5, 5, 3.5]. Centred: dx = [-2,-1,0,1,2],
+    # dy = [-2,-1,0.5,2,0.5]; sum dx*dy = 4+1+0+2+1 = 8; sum dx^2 = 10; sum dy^2 = 4+1+0.25+4+0.25 = 9.5
+    # rho = 8 / sqrt(10 * 9.5) = 8 / sqrt(95)
+    assert spearman([1, 2, 3, 4, 5], [5, 6, 7, 8, 7]) == pytest.approx(8 / math.sqrt(95))
+    assert spearman([1, 2, 3], [30, 20, 10]) == pytest.approx(-1.0)
+    assert spearman([1, 2, 3], [1.5, 9.0, 100.0]) == pytest.approx(1.0)  # ranks only: monotone is 1
+    assert spearman([1, 2, 3], [4, 4, 4]) is None  # constant side: undefined
+    assert spearman([1], [2]) is None
+    with pytest.raises(ValueError):
+        spearman([1, 2], [1])
+
+
+def test_reversals_need_opposite_directions():
+    pairs = [("a", 2.0, 3.0), ("b", 1.5, 0.8), ("c", 0.5, 1.2), ("d", 1.02, 0.99), ("e", 0.9, 0.95)]
+    assert [n for n, _, _ in reversals(pairs)] == ["b", "c", "d"]
+    assert [n for n, _, _ in reversals(pairs, margin=0.05)] == ["b", "c"]
+
+
+def test_bad_apple_limit_and_case_number():
+    assert bad_apple_limit(8) == 5 and bad_apple_limit(100) == 5 and bad_apple_limit(200) == 10  # max(5, 5 %)
+    assert case_number("input.12") == 12 and case_number("7") == 7 and case_number("sample") is None
+
+
+def test_costliest_cases_ranks_by_source_cost_only_ac_ties_by_order():
+    rs = [CaseResult("a", Outcome.AC, cpu_seconds=0.1), CaseResult("b", Outcome.AC, cpu_seconds=0.5),
+          CaseResult("c", Outcome.TLE, cpu_seconds=9.0), CaseResult("d", Outcome.AC, cpu_seconds=0.0),
+          CaseResult("e", Outcome.AC, cpu_seconds=0.5), CaseResult("f", Outcome.AC, cpu_seconds=0.0)]
+    assert costliest_cases(rs, 1) == ["b"]                 # tie b/e -> suite order; c is not AC
+    assert costliest_cases(rs, 2, 1) == ["b", "d", "e"]    # + the cheapest (d before f), suite order kept
+    assert costliest_cases(rs, 9, 9) == ["a", "b", "d", "e", "f"]
+    with pytest.raises(ValueError):
+        costliest_cases(rs, -1)
+
+
+def test_as_source_accepts_rows_of_every_kind():
+    pair = PiePair(problem_id="p1", src_id="s1", tgt_id="t1", src_code="a", tgt_code="b", speedup=2.0)
+    s = as_source(pair)
+    assert (s.problem_id, s.src_id, s.tgt_id, s.usable_case_ids, s.dataset_speedup) == ("p1", "s1", "t1", None, 2.0)
+    row = parse_row(make_pairs_raw())
+    s = as_source(row)
+    assert s.usable_case_ids == (0, 1, 2, 4) and s.dataset_speedup == pytest.approx(2200 / 600)
+    assert as_source(make_pairs_raw()).usable_case_ids == (0, 1, 2, 4)  # raw gem5 mapping
+    s = as_source({"problem_id": "p9", "src_id": "s9", "src_code": "x", "usable_case_ids": "[3, 1]"})
+    assert s.usable_case_ids == (3, 1)
+    with pytest.raises(PieRowError) as e:
+        as_source({"problem_id": "p9", "src_code": ""})
+    assert "src_id" in str(e.value) and "src_code" in str(e.value)
+    with pytest.raises(TypeError):
+        as_source(42)
+
+
+# --------------------------------------------------------------------------------------------- rewards
+
+
+@needs_valgrind
+def test_correct_faster_candidate_gets_its_measured_speedup(tests_root):
+    cache = SrcCountCache()
+    r = pie_reward(src(), FAST, tests_root, cache=cache)
+    assert r.outcome == "AC" and r.correct and r.scored
+    assert r.cases == [f"input.{i}" for i in range(len(NS))] and r.src_dropped == [] and r.n_pool == len(NS)
+    assert r.unit == "instructions" and r.method == "instructions"
+    per = {c["case"]: c for c in r.per_case}
+    assert r.src_total == sum(c["src"] for c in r.per_case) and r.candidate_total == sum(c["candidate"] for c in r.per_case)
+    assert r.speedup == pytest.approx(r.src_total / r.candidate_total) and r.reward == r.speedup  # raw
+    assert r.speedup > 5  # 3M divisions against ~3.5k: the slow source costs far more instructions
+    assert per["input.0"]["src"] > 10 * per["input.3"]["src"]  # the big input carries the work
+    # the card's ceiling analogue: mean per-case src instructions / startup floor; no candidate beats the floor
+    assert r.startup_floor and r.ceiling_speedup == pytest.approx(r.src_total / len(NS) / r.startup_floor)
+    assert r.speedup <= r.ceiling_speedup and r.low_headroom is False
+    assert r.fingerprint and r.toolchain["fingerprint"] == r.fingerprint and "-O2" in r.toolchain["flags"]
+    assert r.meter["meter"] == "valgrind-cachegrind" and r.verdict["outcome"] == "AC"
+    # a second candidate for the same source reuses the source's counts, figures unchanged
+    r2 = pie_reward(src(), FAST, tests_root, cache=cache, transform="log")
+    assert r2.src_cache_hits == len(NS) and r.src_cache_hits == 0
+    assert r2.per_case == r.per_case and r2.reward == pytest.approx(math.log(r.speedup))
+
+
+@needs_valgrind
+def test_transforms_and_their_failure_rewards(tests_root):
+    ok = pie_reward(src(), FAST, tests_root, transform="pie_floor")
+    assert ok.reward == pytest.approx(max(ok.speedup, 1.0))
+    assert pie_reward(src(), FAST, tests_root, transform="opt_indicator").reward == 1.0
+    clipped = pie_reward(src(), FAST, tests_root, transform="clipped", transform_params={"lo": 0.5, "hi": 2.0})
+    assert clipped.reward == 2.0 and clipped.transform_params == {"lo": 0.5, "hi": 2.0}
+    # the source against itself: same executable, same counts -> exactly 1.0
+    same = pie_reward(src(), SLOW, tests_root, transform="opt_indicator")
+    assert same.speedup == 1.0 and same.reward == 0.0
+    wrong = {t: pie_reward(src(), WRONG, tests_root, transform=t).reward
+             for t in ("raw", "log", "pie_floor", "opt_indicator")}
+    assert wrong == {"raw": 0.0, "log": DEFAULT_LOG_FAILURE_PENALTY, "pie_floor": 1.0, "opt_indicator": 0.0}
+    w = pie_reward(src(), WRONG, tests_root, transform="clipped", transform_params={"lo": 0.25})
+    assert (w.outcome, w.reward, w.speedup, w.per_case) == ("WA", 0.25, None, [])
+
+
+@needs_valgrind
+def test_failing_candidates_get_the_failure_reward_with_their_verdict(tests_root):
+    ce = pie_reward(src(), NOT_CPP, tests_root)
+    assert (ce.outcome, ce.reward, ce.speedup) == ("CE", 0.0, None)
+    extra = pie_reward(src(), EXTRA_LINE, tests_root)  # extra lines fail (PIE's zip would ignore them)
+    assert extra.outcome == "WA" and extra.reward == 0.0 and "line" in extra.reason
+    tle = pie_reward(src(), SPIN, tests_root, limits=Limits(cpu_seconds=1.0), transform="log")
+    assert tle.outcome == "TLE" and tle.reward == DEFAULT_LOG_FAILURE_PENALTY
+
+
+@needs_valgrind
+def test_pie_comparator_accepts_floats_within_1e3(tests_root):
+    prog = '#include <cstdio>\nint main(){{int n; scanf("%d",&n); printf("{fmt}\\n", 1.0/n);}}'
+    s = src(prog.format(fmt="%.6f"), problem="p09002")
+    assert pie_reward(s, prog.format(fmt="%.4f"), tests_root).outcome == "AC"   # |0.3333-0.333333| < 1e-3
+    assert pie_reward(s, prog.format(fmt="%.2f"), tests_root).outcome == "WA"   # |0.33-0.333333| > 1e-3
+
+
+@needs_valgrind
+def test_source_tle_cases_are_dropped_and_reported(tests_root):
+    # the source spins on n > 2e6 (case input.0): "correct but too slow" is dropped like the card's wall filter
+    r = pie_reward(src(SLOW_TLE_BIG), FAST, tests_root, limits=Limits(cpu_seconds=1.0))
+    assert r.outcome == "AC"
+    assert r.src_dropped == [{"case": "input.0", "outcome": "TLE", "detail": r.src_dropped[0]["detail"]}]
+    assert r.cases == [f"input.{i}" for i in range(1, len(NS))] and r.n_pool == len(NS)
+
+
+@needs_valgrind
+def test_source_wrong_cases_dropped_until_the_bad_apple_bound(tests_root):
+    one = pie_reward(src(SLOW_WRONG_ON_10), FAST, tests_root)  # wrong on 1 of 6: dropped, reported
+    assert one.outcome == "AC" and [d["case"] for d in one.src_dropped] == ["input.1"]
+    assert one.src_dropped[0]["outcome"] == "WA" and "input.1" not in one.cases
+    # WRONG prints n: right only for n = 1, wrong on 7 of 8 > max(5, 5%) -> the row is unusable, no reward
+    bad = pie_reward(src(WRONG, problem="p09003"), FAST, tests_root)
+    assert bad.outcome == "INVALID_TASK" and bad.reward is None and "bad-apple" in bad.reason
+    assert len(bad.src_dropped) == 7
+    nocompile = pie_reward(src(NOT_CPP), FAST, tests_root)
+    assert nocompile.outcome == "INVALID_TASK" and nocompile.reward is None and "compile" in nocompile.reason
+
+
+@needs_valgrind
+def test_usable_case_ids_restrict_and_k_samples_exactly_as_the_card(tests_root):
+    # a real pie-gem5 row (usable [0, 1, 2, 4]) with our programs; its dataset ticks are never used
+    row = parse_row(make_pairs_raw(problem_id=P, src_code=SLOW, tgt_code=FAST))
+    r = pie_reward(row, FAST, tests_root)
+    assert r.outcome == "AC" and r.cases == ["input.0", "input.1", "input.2", "input.4"]
+    assert r.n_pool == 4 and r.tgt_id == "s200"
+    # K = 2 with a seeded rng picks what the card's snippet picks with the same seed
+    want = random.Random(7).sample([0, 1, 2, 4], 2)
+    r2 = pie_reward(row, FAST, tests_root, k=2, rng=random.Random(7))
+    assert sorted(r2.cases) == sorted(f"input.{i}" for i in want) and r2.k == 2
+    # K larger than usable is clamped, never padded
+    assert pie_reward(row, FAST, tests_root, k=50, rng=random.Random(1)).n_pool == 4
+    # rows without usable ids sample among the cases the source passes
+    r3 = pie_reward(src(SLOW_WRONG_ON_10), FAST, tests_root, k=3, rng=random.Random(3))
+    assert len(r3.cases) == 3 and "input.1" not in r3.cases
+    with pytest.raises(ValueError):
+        pie_reward(row, FAST, tests_root, k=0)
+    with pytest.raises(ValueError):
+        pie_reward(row, FAST, tests_root, k=2)  # sampling needs a seeded rng
+    with pytest.raises(ValueError):
+        pie_reward(row, FAST, tests_root, transform="nope")
+    with pytest.raises(ValueError):
+        pie_reward(row, FAST, tests_root, method="gem5")
+
+
+def test_unusable_tests_are_invalid_task_never_a_reward(tests_root, tmp_path):
+    missing = pie_reward(src(problem="p09999"), FAST, tests_root)
+    assert missing.outcome == "INVALID_TASK" and missing.reward is None and "p09999" in missing.reason
+    no_file = pie_reward(src(usable=[0, 17]), FAST, tests_root)
+    assert no_file.outcome == "INVALID_TASK" and "17" in no_file.reason
+    call = TestSuite((StdioCase("0", b"1\n", (b"1\n",)),))
+    r = pie_reward(src(), FAST, call, only_cases=["nope"])
+    assert r.outcome == "INVALID_TASK" and "only_cases" in r.reason
+
+
+@needs_valgrind
+def test_source_counts_cache_on_disk_and_determinism(tests_root, tmp_path):
+    d = tmp_path / "cache"
+    a = pie_reward(src(), FAST, tests_root, cache=SrcCountCache(d))
+    b = pie_reward(src(), FAST, tests_root, cache=SrcCountCache(d))  # a new process would see the same files
+    assert a.src_cache_hits == 0 and b.src_cache_hits == len(NS) and len(list(d.glob("*.json"))) == len(NS)
+    c = pie_reward(src(), FAST, tests_root, cache=False)  # re-measured from scratch: identical counts
+    assert c.src_cache_hits == 0 and c.per_case == a.per_case == b.per_case
+
+
+@needs_valgrind
+def test_wall_method_interleaves_and_reports_both_clocks(tests_root):
+    r = pie_reward(src(), FAST, tests_root, method="wall", repeats=3, only_cases=["input.0", "input.4"])
+    assert r.outcome == "AC" and r.unit == "seconds" and r.cases == ["input.0", "input.4"]
+    assert r.comparison["clock"] == "cpu" and r.comparison["extra"]["wall_speedup"] > 0
+    assert r.meter["meter"] == "wall" and r.startup_floor is None
+    assert r.speedup > 1  # 4M divisions against ~4k on these two cases: the gap dwarfs the clock's noise
+
+
+@needs_valgrind
+def test_costliest_cases_from_a_real_source_verdict(tests_root):
+    from arbiter.judge.encodings import load_pie_tests
+
+    suite = load_pie_tests(tests_root, P)
+    v = judge(Task(language="cpp", source=SLOW, suite=suite, limits=DEFAULT_LIMITS, run_all=True, scoring="fraction",
+                   checker=CheckerSpec("pie")))
+    assert v.accepted
+    chosen = costliest_cases(v.cases, 1, 1)
+    assert "input.0" in chosen and len(chosen) == 2  # n = 3e6 is the costliest by far
+    r = pie_reward(src(), FAST, tests_root, only_cases=chosen)
+    assert r.outcome == "AC" and r.cases == chosen
