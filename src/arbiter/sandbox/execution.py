@@ -30,8 +30,10 @@ class Execution:
     - ``signal``: the number of the signal that killed it, else ``None``.
     - ``cpu_seconds``: user + system CPU seconds of the program and the children it waited for.
     - ``wall_seconds``: elapsed seconds from fork to exit.
-    - ``peak_memory_bytes``: the largest memory the run used (max of its peak RSS and what the
-      sandbox's memory cgroup saw it add), bytes.
+    - ``peak_memory_bytes``: the largest memory the run used, bytes: the peak of what the run added
+      to the sandbox's memory cgroup (heap, stack, page tables, files written to tmpfs), and for
+      forked Python cases at least their peak RSS. Pages already in memory before the run (shared
+      libraries, the warm interpreter) are not counted for native programs.
     - ``stdout`` / ``stderr``: captured bytes, capped by ``Limits.output_bytes`` /
       ``Limits.stderr_bytes``; ``*_truncated`` says when more was written.
     - ``result``: for a Python function call, the JSON bytes the harness wrote for the return value

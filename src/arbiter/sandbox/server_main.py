@@ -289,6 +289,7 @@ class Server:
             os.set_blocking(log_r, False)
         t0 = time.monotonic()
         pid = None
+        spawned = False
         if spare is not None:
             try:
                 _write_all(go_fd, encode_frame(req, [call_args or b""]))
@@ -300,6 +301,7 @@ class Server:
         if mode == "exec" and "address_space_bytes" not in limits:
             pid = self.spawn_exec(req, limits, stdin_fd, out_fd, err_fd,
                                   extra=[(log_w, log_fd)] if log_fd else [])
+            spawned = True
             if isinstance(pid, str):  # execve failed: report like a shell would (exit 127)
                 _write_all(err_fd, pid.encode("utf-8", "replace"))
                 os.close(stdin_fd)
@@ -356,10 +358,11 @@ class Server:
             _drain(log_r, log, log_cap)  # everything that could write is gone now
             os.close(log_r)
         return self.finish_case(pid, status, rusage, wall, timed_out, out_fd, err_fd, res_fd,
-                                out_cap, err_cap, mode, bytes(log) if log is not None else None)
+                                out_cap, err_cap, mode, bytes(log) if log is not None else None,
+                                spawned=spawned)
 
     def finish_case(self, pid, status, rusage, wall, timed_out, out_fd, err_fd, res_fd, out_cap,
-                    err_cap, mode, log=None):
+                    err_cap, mode, log=None, spawned=False):
         out_size = os.fstat(out_fd).st_size
         err_size = os.fstat(err_fd).st_size
         result = {
@@ -367,7 +370,9 @@ class Server:
             "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
             "cpu_seconds": rusage.ru_utime + rusage.ru_stime if rusage else 0.0,
             "wall_seconds": wall,
-            "maxrss_bytes": rusage.ru_maxrss * 1024 if rusage else 0,
+            # A posix_spawn'ed (vfork) child's ru_maxrss includes this server's RSS: exec records
+            # the high-water mark of the mm it leaves. The judge uses the memory cgroup instead.
+            "maxrss_bytes": rusage.ru_maxrss * 1024 if rusage and not spawned else 0,
             "wall_timeout": timed_out,
             "stdout_size": out_size,
             "stderr_size": err_size,
