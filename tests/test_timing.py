@@ -19,16 +19,19 @@ from arbiter.sandbox.sandbox import Sandbox
 from arbiter.timing.compare import (
     FingerprintMismatch,
     Program,
+    check_comparable,
     compare,
     largest_cases,
     startup_floor,
 )
+from arbiter.timing.count_cache import CountCache, count_key, sha256_hex
 from arbiter.timing.instructions import (
     MeasureStatus,
     count_instructions,
     find_valgrind,
     measure_instructions,
     valgrind_available,
+    valgrind_limits,
 )
 from arbiter.timing.wallclock import core_lease, interleave_order, spread
 
@@ -390,3 +393,161 @@ def test_a_program_cannot_forge_its_instruction_count():
     count = reopened.counts[0]
     assert count.instructions != 5
     assert (not count.ok) or count.instructions > 3_000_000, count
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# baseline count cache
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _key(stdin: bytes = b"1\n", **over) -> str:
+    kw = dict(toolchain="tc", meter={"meter": "valgrind-cachegrind", "valgrind": "3.19.0"},
+              limits=valgrind_limits(Limits()), output_check="")
+    kw.update(over)
+    return count_key(sha256_hex(b"exe"), stdin, b"ok\n", **kw)
+
+
+def test_count_key_names_everything_a_count_depends_on():
+    base = _key()
+    assert len(base) == 64 and _key() == base  # deterministic
+    variants = {_key(b"2\n"), _key(toolchain="tc-static"), _key(meter={"meter": "valgrind-cachegrind"}),
+                _key(limits=valgrind_limits(Limits(cpu_seconds=1.0))),
+                _key(limits=valgrind_limits(Limits(stack_bytes=300 * MiB))), _key(output_check="pie"),
+                count_key(sha256_hex(b"other"), b"1\n", b"ok\n", toolchain="tc", meter={},
+                          limits=valgrind_limits(Limits())),
+                count_key(sha256_hex(b"exe"), b"1\n", None, toolchain="tc",
+                          meter={"meter": "valgrind-cachegrind", "valgrind": "3.19.0"},
+                          limits=valgrind_limits(Limits()))}
+    assert base not in variants and len(variants) == 8
+
+
+def test_count_cache_disk_round_trip_and_corrupt_entries_are_misses(tmp_path):
+    d = tmp_path / "counts"
+    first = CountCache(d)
+    assert first.get("k1") is None and not d.exists()  # a miss writes nothing
+    first.put("k1", 12345, "case-1")
+    assert first.get("k1") == 12345 and len(first) == 1
+    assert json.loads((d / "k1.json").read_text()) == {"key": "k1", "instructions": 12345, "case": "case-1"}
+    assert not [p for p in d.iterdir() if p.name.startswith(".tmp-")]  # atomic write left no temporary file
+    assert CountCache(d).get("k1") == 12345  # a new process sees the stored count
+    for name, text in (("bad-json", "{not json"), ("other-key", '{"key": "k0", "instructions": 5}'),
+                       ("zero", '{"key": "zero", "instructions": 0}'),
+                       ("bool", '{"key": "bool", "instructions": true}'),
+                       ("text", '{"key": "text", "instructions": "7"}'), ("list", "[1, 2]"), ("empty", "")):
+        (d / f"{name}.json").write_text(text)
+        assert CountCache(d).get(name) is None, name
+    with pytest.raises(ValueError):
+        first.put("k2", 0)
+    # memory only, disabled, failures only when asked for (memory only, never on disk)
+    mem = CountCache()
+    mem.put("k", 7)
+    assert mem.get("k") == 7 and mem.directory is None
+    off = CountCache.disabled()
+    off.put("k", 7)
+    off.put_failure("k", "time_limit", "")
+    assert off.get("k") is None and off.failure("k") is None and len(off) == 0
+    first.put_failure("k3", "time_limit", "cpu")
+    assert first.failure("k3") is None  # only successful counts are reused by default
+    remembering = CountCache(d, remember_failures=True)
+    remembering.put_failure("k3", "time_limit", "cpu")
+    assert remembering.failure("k3") == ("time_limit", "cpu") and not (d / "k3.json").exists()
+    # one shared instance per directory and options
+    assert CountCache.shared(d) is CountCache.shared(str(d)) and CountCache.shared(d) is not first
+    assert CountCache.shared(d, remember_failures=True) is not CountCache.shared(d)
+
+
+def test_count_cache_single_flight_lock_per_executable():
+    cache = CountCache()
+    assert cache.flight("exe-a") is cache.flight("exe-a") and cache.flight("exe-a") is not cache.flight("exe-b")
+    # the second thread asking for the same executable waits until the first has stored its count
+    seen: list[int | None] = []
+
+    def second():
+        with cache.flight("exe-a"):
+            seen.append(cache.get("k"))
+
+    with cache.flight("exe-a"):
+        t = threading.Thread(target=second)
+        t.start()
+        t.join(0.3)
+        assert t.is_alive()  # blocked on the flight
+        cache.put("k", 99)
+    t.join(5)
+    assert seen == [99]
+
+
+def test_compare_with_a_baseline_cache_reuses_the_baseline_counts(tmp_path):
+    quad, lin = program(QUAD, "quad"), program(LINEAR, "linear")
+    cases = cases_for([10, 300, 1000])
+    plain = compare(quad, lin, cases)
+    cache = CountCache(tmp_path / "counts")
+    first = compare(quad, lin, cases, baseline_cache=cache)
+    second = compare(quad, lin, cases, baseline_cache=cache, largest_fraction=0.5)
+    for c in (first, second):  # same figures and rules as without a cache
+        assert c.ok and [(f.a, f.b) for f in c.cases] == [(f.a, f.b) for f in plain.cases]
+        assert (c.a_total, c.b_total, c.speedup, c.fingerprint) == (plain.a_total, plain.b_total, plain.speedup,
+                                                                     plain.fingerprint)
+        assert {k: v for k, v in c.meter.items() if k != "core"} == {k: v for k, v in plain.meter.items()
+                                                                      if k != "core"}
+    assert first.largest_cases == plain.largest_cases and first.largest_speedup == plain.largest_speedup
+    assert first.extra == {"baseline_cache_hits": 0} and second.extra == {"baseline_cache_hits": 3}
+    assert [o["program"] for o in first.order] == ["a"] * 3 + ["b"] * 3  # the baseline first, then the candidate
+    assert [o["program"] for o in second.order] == ["b"] * 3  # hits are not runs
+    stored = list((tmp_path / "counts").glob("*.json"))
+    assert len(stored) == 3  # on disk for the next process, as the counts measured
+    assert sorted(CountCache(tmp_path / "counts").get(p.stem) for p in stored) == sorted(f.a for f in plain.cases)
+    # another candidate with the same baseline: hits again; a disabled cache measures the baseline again
+    third = compare(quad, program(QUAD.replace("c++;", "c += 1;"), "quad2"), cases, baseline_cache=cache)
+    assert third.extra["baseline_cache_hits"] == 3 and third.ok
+    off = compare(quad, lin, cases, baseline_cache=CountCache.disabled())
+    assert off.extra["baseline_cache_hits"] == 0
+    assert [(f.a, f.b) for f in off.cases] == [(f.a, f.b) for f in plain.cases]
+    with pytest.raises(ValueError, match="instruction counts only"):
+        compare(quad, lin, cases, method="wall", baseline_cache=cache)
+
+
+def test_compare_baseline_cache_single_flight_across_threads():
+    """Concurrent comparisons against one baseline measure it once: the others wait and take the counts."""
+    quad, lin = program(QUAD, "quad"), program(LINEAR, "linear")
+    cases = cases_for([200, 400])
+    cache = CountCache()
+    results: list = []
+
+    def one():
+        results.append(compare(quad, lin, cases, baseline_cache=cache))
+
+    threads = [threading.Thread(target=one) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+    assert len(results) == 3 and all(r.ok for r in results)
+    assert sorted(r.extra["baseline_cache_hits"] for r in results) == [0, 2, 2]
+    assert len({tuple((f.a, f.b) for f in r.cases) for r in results}) == 1
+
+
+def test_compare_baseline_cache_failures_remembered_only_when_asked():
+    crash, lin = program(CRASH, "crash"), program(LINEAR, "linear")
+    cases = cases_for([30, 40])
+    for remember in (False, True):
+        cache = CountCache(remember_failures=remember)
+        first = compare(crash, lin, cases, baseline_cache=cache)
+        again = compare(crash, lin, cases, baseline_cache=cache)
+        for c in (first, again):
+            assert not c.ok and c.failed("a") and not c.failed("b") and c.speedup is None
+            assert c.failures[0]["status"] == MeasureStatus.RUNTIME_ERROR.value
+            assert c.cases[0].a_status == "runtime_error"
+            assert c.cases[1].a_status == "not_run" and c.cases[0].b_status == "not_run"  # stopped; b never run
+        assert first.order == [{"case": cases[0][0], "program": "a"}]
+        assert again.order == ([] if remember else first.order)  # remembered: not re-run
+        assert again.failures == first.failures
+
+
+def test_check_comparable_is_the_one_fingerprint_check():
+    o2 = compiled(LINEAR, CompileSpec(command="g++ -std=gnu++17 -O2 main.cpp -o main"))
+    o3 = compiled(LINEAR, CompileSpec(command="g++ -std=gnu++17 -O3 main.cpp -o main"))
+    check_comparable(o2, Program.of(o2))
+    check_comparable(o2.toolchain, o2.toolchain.to_dict())
+    with pytest.raises(FingerprintMismatch, match="flags") as info:
+        check_comparable(Program.of(o2), o3.toolchain)
+    assert isinstance(info.value, ToolchainMismatch) and "flags" in info.value.differences

@@ -42,11 +42,13 @@ One call, step by step (every rule names its source):
    ``None``.
 6. **Measurement** with :mod:`arbiter.timing` on the used cases, one exclusive core per measurement:
 
-   - ``method="instructions"`` (default; DESIGN.md "Speed"): exact valgrind instruction counts. The source's
-     per-case counts are cached (:class:`SrcCountCache`) per (problem, src text, executable, toolchain
-     fingerprint, case input/expected, checker, meter incl. valgrind version and CPU, limits), in memory and on
-     disk, so many candidates for one source measure it once. A count is a pure function of these
-     (``arbiter.timing.instructions``: "same binary + same stdin + same environment give the same count").
+   - ``method="instructions"`` (default; DESIGN.md "Speed"): exact valgrind instruction counts,
+     :func:`arbiter.timing.compare.compare` with the source as the cached baseline (``baseline_cache``). The
+     source's per-case counts are cached (:class:`SrcCountCache`, an :class:`arbiter.timing.count_cache.CountCache`)
+     per (executable, toolchain fingerprint, case input, every accepted output, checker, meter incl. valgrind version
+     and CPU, limits), in memory and on disk, so many candidates for one source measure it once. A count is a pure
+     function of these (``arbiter.timing.instructions``: "same binary + same stdin + same environment give the
+     same count"). The source's cases are looked up or measured first, then the candidate's.
    - ``method="wall"``: :func:`arbiter.timing.compare.compare` as is (interleaved ABBA repeats, headline on the
      CPU clock, wall clock in ``comparison["extra"]``); the source is re-measured with every candidate because
      interleaving is what makes wall figures comparable.
@@ -72,12 +74,10 @@ programs are.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
 import random
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -105,6 +105,8 @@ from arbiter.judge.testsuite import InvalidTestSuite, StdioCase, TestSuite
 from arbiter.judge.verdict import CaseResult, Outcome, Verdict
 from arbiter.pipelines.pie_speedup import LOW_HEADROOM_THRESHOLD, make_transform, select_cases
 from arbiter.sandbox.limits import Limits
+from arbiter.timing.count_cache import CountCache
+from arbiter.timing.count_cache import sha256_hex as _sha
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -131,8 +133,8 @@ __all__ = [
 DEFAULT_LIMITS = Limits(cpu_seconds=10.0)
 #: Source verdicts that mean "correct but too slow/too big": dropped like the card's wall filter, not bad apples.
 RESOURCE_OUTCOMES = frozenset({Outcome.TLE, Outcome.MLE})
-#: Bumped when the meaning of a cached source count changes.
-SRC_CACHE_VERSION = 1
+#: The directory of the on-disk source-count cache under the cache root (key versions:
+#: :data:`arbiter.timing.count_cache.COUNT_KEY_VERSION`).
 SRC_CACHE_SUBDIR = "pie_src_counts"
 
 Method = Literal["instructions", "wall"]
@@ -305,103 +307,30 @@ class PieRewardResult:
 # ------------------------------------------------------------------------------------------------------- caches
 
 
-def _sha(data: bytes | str | None) -> str:
-    if data is None:
-        return ""
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    return hashlib.sha256(data).hexdigest()
+class SrcCountCache(CountCache):
+    """Per-case instruction counts of source programs, so many candidates for one source measure it once: an
+    :class:`arbiter.timing.count_cache.CountCache` that also remembers failed source runs.
 
-
-class SrcCountCache:
-    """Per-case instruction counts of source programs, so many candidates for one source measure it once.
-
-    Key (sha256 of): cache version, problem id, sha256 of the source text, sha256 of its executable, the toolchain
-    fingerprint, the case name, sha256 of stdin and of every accepted output, the checker, the valgrind meter
-    fingerprint (version, options, CPU model and flags) and the valgrind limits — i.e. "per (problem, src, cases,
-    fingerprint)" at case granularity, so two candidates sampling overlapping cases share counts.
+    Keys: :func:`arbiter.timing.count_cache.count_key` as :func:`arbiter.timing.compare.compare` computes them for
+    its baseline (executable, toolchain fingerprint, case input and expected output, the valgrind meter and
+    limits), with the checker and every accepted output as the output check (:func:`pie_reward`) — at case
+    granularity, so two candidates sampling overlapping cases share counts.
 
     Successful counts (instructions, int > 0) are kept in memory and, when ``directory`` is given, as one small
     JSON file per key (written atomically; unreadable files are ignored). Failed source runs are remembered in
-    memory only (a TLE is not re-run for every candidate in one process). Thread-safe; :meth:`flight` gives one
-    lock per source executable so concurrent candidates wait for the first measurement instead of repeating it.
+    memory only (a TLE is not re-run for every candidate in one process; ``sandbox_error`` never). Thread-safe;
+    single flight per source executable (:meth:`~arbiter.timing.count_cache.CountCache.flight`).
     """
 
     def __init__(self, directory: str | os.PathLike | None = None):
-        self.directory = Path(directory) if directory is not None else None
-        self._mem: dict[str, int] = {}
-        self._failed: dict[str, tuple[str, str]] = {}
-        self._lock = threading.Lock()
-        self._flights: dict[str, threading.Lock] = {}
+        super().__init__(directory, remember_failures=True)
 
     @classmethod
     def default(cls) -> "SrcCountCache":
         """The process-wide cache, on disk under ``<cache root>/pie_src_counts`` (``$ARBITER_CACHE_DIR``, default
         ``~/.cache/arbiter``, as the compile cache)."""
-        global _DEFAULT_CACHE
-        with _DEFAULT_LOCK:
-            if _DEFAULT_CACHE is None:
-                from arbiter.languages.compile_cache import cache_root
+        return cls.shared(subdir=SRC_CACHE_SUBDIR)  # type: ignore[return-value]
 
-                _DEFAULT_CACHE = cls(cache_root() / SRC_CACHE_SUBDIR)
-            return _DEFAULT_CACHE
-
-    def flight(self, binary_sha: str) -> threading.Lock:
-        """The lock of one source executable (single flight)."""
-        with self._lock:
-            return self._flights.setdefault(binary_sha, threading.Lock())
-
-    def get(self, key: str) -> int | None:
-        """The cached count for ``key``, or None."""
-        with self._lock:
-            if key in self._mem:
-                return self._mem[key]
-        if self.directory is None:
-            return None
-        try:
-            d = json.loads((self.directory / f"{key}.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        n = d.get("instructions") if isinstance(d, dict) else None
-        if not (isinstance(d, dict) and d.get("key") == key and isinstance(n, int) and not isinstance(n, bool)
-                and n > 0):
-            return None
-        with self._lock:
-            self._mem[key] = n
-        return n
-
-    def failure(self, key: str) -> tuple[str, str] | None:
-        """``(status, detail)`` of a remembered failed source run, or None."""
-        with self._lock:
-            return self._failed.get(key)
-
-    def put(self, key: str, instructions: int, case: str = "") -> None:
-        """Store a successful count (memory, then disk when configured; a disk error only costs time)."""
-        with self._lock:
-            self._mem[key] = instructions
-        if self.directory is None:
-            return
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"key": key, "instructions": instructions, "case": case}, f)
-            os.replace(tmp, self.directory / f"{key}.json")
-        except OSError:
-            pass
-
-    def put_failure(self, key: str, status: str, detail: str) -> None:
-        """Remember a failed source run (memory only)."""
-        with self._lock:
-            self._failed[key] = (status, detail)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._mem)
-
-
-_DEFAULT_CACHE: SrcCountCache | None = None
-_DEFAULT_LOCK = threading.Lock()
 
 # Native source verdicts per (problem, src, fingerprint, checker, limits, cases): {case name: (outcome, detail)}.
 _SRC_CHECKS: dict[str, dict[str, tuple[str, str]]] = {}
@@ -546,7 +475,7 @@ def pie_reward(
     only_cases: Iterable[str] | None = None,
     repeats: int = 5,
     warmup: int = 1,
-    cache: SrcCountCache | None | Literal[False] = None,
+    cache: CountCache | None | Literal[False] = None,
     with_floor: bool = True,
 ) -> PieRewardResult:
     """The correctness-gated, re-timed speedup reward of ``candidate`` against the row's source program.
@@ -565,7 +494,8 @@ def pie_reward(
     - ``compile_spec``: default :class:`~arbiter.languages.cpp.CompileSpec` (``g++ -std=gnu++17 -O2``, the card's
       build, plus ``-DONLINE_JUDGE``); both programs use it. ``limits``: native per-case limits (default
       :data:`DEFAULT_LIMITS`, 10 s CPU).
-    - ``cache``: the source-count cache (default :meth:`SrcCountCache.default`, on disk); ``False`` disables it.
+    - ``cache``: the source-count cache (default :meth:`SrcCountCache.default`, on disk; any
+      :class:`~arbiter.timing.count_cache.CountCache`); ``False`` disables it (the source is measured afresh).
     - ``with_floor``: also report the startup floor and ceiling (instructions only; one cached valgrind run).
 
     Returns a :class:`PieRewardResult` (``reward`` None for INVALID_TASK / SANDBOX_ERROR). Raises ``ValueError``
@@ -687,7 +617,7 @@ def pie_reward(
     if not cand_comp.ok:  # compiled a moment ago for the judge; only a vanished cache entry gets here
         return done(Outcome.SANDBOX_ERROR, f"the candidate no longer compiles: {cand_comp.message[:200]}")
     from arbiter.languages.toolchain import ToolchainMismatch
-    from arbiter.timing.compare import Program
+    from arbiter.timing.compare import Program, compare
 
     answers = {c.expected[0]: c.expected for c in used}
     same = _pie_same_output(chk, answers)
@@ -696,12 +626,15 @@ def pie_reward(
     b = Program(cand_comp.binary, cand_comp.toolchain, "candidate")
     try:
         if method == "instructions":
-            comp, hits = _measure_instructions(src, src_sha, a, b, used, timing_cases, lim, same, _checker_key(chk),
-                                               cache if cache is not False else None)
-            res.src_cache_hits = hits
+            checks = {c.name: ":".join([_checker_key(chk), *(_sha(e) for e in c.expected)]) for c in used}
+            comp = compare(a, b, timing_cases, "instructions", limits=lim, same_output=same, output_check=checks,
+                           baseline_cache=cache if cache is not False else CountCache.disabled())
+            # this reward's record: hits as src_cache_hits, no leased core, meter limits without the stack
+            res.src_cache_hits = comp.extra.pop("baseline_cache_hits")
+            comp.meter.pop("core", None)
+            comp.meter["limits"] = {k: v for k, v in comp.meter["limits"].items() if k != "stack_bytes"}
+            comp.meter["src_cache_hits"] = res.src_cache_hits
         else:
-            from arbiter.timing.compare import compare
-
             comp = compare(a, b, timing_cases, "wall", limits=lim, same_output=same, repeats=repeats, warmup=warmup)
     except ToolchainMismatch as e:
         return done(Outcome.SANDBOX_ERROR, f"toolchains differ between source and candidate: {e}")
@@ -742,84 +675,6 @@ def pie_reward(
                 res.low_headroom = res.ceiling_speedup < LOW_HEADROOM_THRESHOLD
     return done(Outcome.AC, f"correct on {len(used)} case(s); speedup {comp.speedup:.4g} ({res.unit})",
                 comp.speedup, scored=True)
-
-
-def _measure_instructions(src: PieSource, src_sha: str, a: Any, b: Any, used: list[StdioCase],
-                          timing_cases: list[tuple[str, bytes, bytes]], native: Limits,
-                          same: Callable[[bytes, bytes], bool], checker_name: str, cache: SrcCountCache | None):
-    """Instruction counts of ``a`` (cached per case) and ``b`` on ``timing_cases``: a :class:`Comparison` built
-    with the timing module's own types and rules (see module docstring, step 6), and the source cache hits."""
-    from arbiter.languages.toolchain import assert_comparable
-    from arbiter.timing.compare import CaseFigures, Comparison, largest_cases
-    from arbiter.timing.instructions import find_valgrind, measure_instructions, valgrind_limits
-
-    assert_comparable(a.toolchain, b.toolchain)
-    vg = find_valgrind()
-    vlim = valgrind_limits(native)
-    meter_fp = vg.fingerprint()
-    bin_sha = _sha(a.binary)
-    keys = {c.name: _sha(json.dumps([SRC_CACHE_VERSION, src.problem_id, src_sha, bin_sha, a.fingerprint,
-                                     _case_key(c), checker_name, meter_fp, _limits_key(vlim)],
-                                    sort_keys=True, separators=(",", ":"), default=str))
-            for c in used}
-    figs = {name: CaseFigures(case=name, a=None, b=None) for name, _, _ in timing_cases}
-    failures: list[dict[str, Any]] = []
-    hits = 0
-    lock = cache.flight(bin_sha) if cache is not None else threading.Lock()
-    with lock:
-        todo = []
-        for case in timing_cases:
-            key = keys[case[0]]
-            n = cache.get(key) if cache is not None else None
-            fail = cache.failure(key) if cache is not None else None
-            if n is not None:
-                figs[case[0]].a, figs[case[0]].a_status = n, "ok"
-                hits += 1
-            elif fail is not None:
-                figs[case[0]].a_status = fail[0]
-                failures.append({"program": "a", "case": case[0], "status": fail[0], "detail": fail[1]})
-                break
-            else:
-                todo.append(case)
-        if todo and not failures:
-            run = measure_instructions(a.binary, todo, limits=native, same_output=same, stop_on_failure=True,
-                                       valgrind=vg)
-            for c in run.counts:
-                figs[c.case].a_status = c.status.value
-                if c.ok:
-                    figs[c.case].a = c.instructions
-                    if cache is not None:
-                        cache.put(keys[c.case], int(c.instructions), c.case)
-                else:
-                    if cache is not None and c.status.value != "sandbox_error":
-                        cache.put_failure(keys[c.case], c.status.value, c.detail)
-                    failures.append({"program": "a", "case": c.case, "status": c.status.value, "detail": c.detail})
-    if not failures:
-        run = measure_instructions(b.binary, timing_cases, limits=native, same_output=same, stop_on_failure=True,
-                                   valgrind=vg)
-        for c in run.counts:
-            figs[c.case].b_status = c.status.value
-            figs[c.case].b = c.instructions if c.ok else None
-            if not c.ok:
-                failures.append({"program": "b", "case": c.case, "status": c.status.value, "detail": c.detail})
-    cases = [figs[name] for name, _, _ in timing_cases]
-    sa = sb = speedup = big_speedup = None
-    big: list[str] = []
-    if all(f.a is not None for f in cases):
-        big = largest_cases([(f.case, f.a) for f in cases])  # type: ignore[misc]
-    if not failures and all(f.a is not None and f.b is not None for f in cases):
-        sa, sb = sum(f.a for f in cases), sum(f.b for f in cases)  # type: ignore[misc]
-        speedup = sa / sb if sb > 0 else None
-        ba = sum(f.a for f in cases if f.case in big)  # type: ignore[misc]
-        bb = sum(f.b for f in cases if f.case in big)  # type: ignore[misc]
-        big_speedup = ba / bb if bb > 0 else None
-    meter = dict(meter_fp, limits={"cpu_seconds": vlim.cpu_seconds, "memory_bytes": vlim.memory_bytes},
-                 src_cache_hits=hits)
-    comp = Comparison(method="instructions", unit="instructions", a_name="src", b_name="candidate",
-                      fingerprint=a.fingerprint, toolchain=a.toolchain.to_dict(), meter=meter, cases=cases,
-                      a_total=sa, b_total=sb, speedup=speedup, largest_fraction=0.2, largest_cases=big,
-                      largest_speedup=big_speedup, failures=failures, order=[], clock=None, extra={})
-    return comp, hits
 
 
 # ------------------------------------------------------------------------------------------------------- batch

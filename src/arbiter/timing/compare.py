@@ -24,6 +24,11 @@ answer; PIE's ``tgt``) and returns a :class:`Comparison`:
   (:meth:`Comparison.ceiling_speedup`).
 - Correctness is the judge's job; a measured run that crashes, hits a limit, or prints something other than the
   case's expected output is a failed measurement (:attr:`Comparison.failures`), never a number.
+- **Baseline cache** (instructions only): a baseline compared with many candidates (the oracle's ``source_code``,
+  PIE's ``src``) needs measuring once per case, since a count is a pure function of the executable, its input, the
+  toolchain and the meter. ``compare(a, b, cases, baseline_cache=cache)`` looks ``a``'s counts up in a
+  :class:`~arbiter.timing.count_cache.CountCache`, measures only the misses (single flight per executable) and
+  stores them; ``b`` is always measured afresh. Same figures, sums and rules as without a cache.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 from arbiter.languages.toolchain import ToolchainMismatch
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import Sandbox
+from arbiter.timing.count_cache import CountCache, count_key, sha256_hex
 from arbiter.timing.instructions import (
     CaseCount,
     MeasureStatus,
@@ -59,6 +65,7 @@ __all__ = [
     "FingerprintMismatch",
     "Method",
     "Program",
+    "check_comparable",
     "compare",
     "fingerprint_of",
     "largest_cases",
@@ -148,11 +155,23 @@ class Program:
                         "compile result with .binary and .toolchain")
 
 
-def _check_comparable(a: Program, b: Program) -> None:
-    fa, fb = a.fingerprint, b.fingerprint
+def check_comparable(a: Any, b: Any) -> None:
+    """Refuse to compare figures of two different toolchains (card: "Caveat — pin your toolchain"; DESIGN.md
+    "Speed": every measurement records its toolchain fingerprint). The one fingerprint check of the timing layer:
+    :func:`compare` runs it before measuring anything, for both methods.
+
+    ``a`` / ``b``: a :class:`Program` (or a compile result with ``.binary`` and ``.toolchain``), or a toolchain as
+    :func:`fingerprint_of` accepts it (``Toolchain``, its ``to_dict()`` mapping, a fingerprint string). Returns
+    ``None`` when the fingerprints are equal. Raises :class:`FingerprintMismatch` (a
+    :class:`~arbiter.languages.toolchain.ToolchainMismatch`) naming every differing field of structured toolchains
+    (``include_dirs`` / ``exec_path`` ignored, as :func:`~arbiter.languages.toolchain.assert_comparable` does);
+    ValueError / TypeError as :func:`fingerprint_of`."""
+    ta = a.toolchain if isinstance(a, Program) or hasattr(a, "binary") else a
+    tb = b.toolchain if isinstance(b, Program) or hasattr(b, "binary") else b
+    fa, fb = fingerprint_of(ta), fingerprint_of(tb)
     if fa == fb:
         return
-    ra, rb = _toolchain_record(a.toolchain), _toolchain_record(b.toolchain)
+    ra, rb = _toolchain_record(ta), _toolchain_record(tb)
     diffs: dict[str, tuple[Any, Any]] = {}
     if isinstance(ra, dict) and isinstance(rb, dict):
         diffs = {k: (ra.get(k), rb.get(k)) for k in sorted(set(ra) | set(rb))
@@ -226,7 +245,8 @@ class Comparison:
       ``a_total / b_total``; ``largest_cases`` / ``largest_speedup``: the same over the costliest cases of ``a``.
       Totals and speedups are ``None`` when any run failed.
     - ``failures``: ``{"program", "case", "status", "detail"}`` per failed run; ``order``: the runs in the order they
-      happened; ``extra``: wall method: the other clock's totals and speedup, per-round speedups.
+      happened; ``extra``: wall method: the other clock's totals and speedup, per-round speedups; with a baseline
+      cache: ``baseline_cache_hits`` (how many of ``a``'s figures came from the cache).
     """
 
     method: str
@@ -314,7 +334,8 @@ def compare(a: Any, b: Any, cases: Sequence[Case], method: Method = "instruction
             limits: Limits | None = None, same_output: Callable[[bytes, bytes], bool] | None = None,
             largest_fraction: float = LARGEST_FRACTION, repeats: int = 5, warmup: int = 1,
             pattern: Pattern = "ABBA", clock: Clock = "cpu", pin: bool = True, stop_on_failure: bool = True,
-            valgrind: Valgrind | None = None) -> Comparison:
+            valgrind: Valgrind | None = None, baseline_cache: CountCache | None = None,
+            output_check: str | Mapping[str, str] = "") -> Comparison:
     """Measure baseline ``a`` and candidate ``b`` on the same ``cases``; return a :class:`Comparison`.
 
     - ``a`` / ``b``: :class:`Program`, ``(binary, toolchain)`` or a compile result (see :meth:`Program.of`).
@@ -330,23 +351,42 @@ def compare(a: Any, b: Any, cases: Sequence[Case], method: Method = "instruction
       whitespace ignored); pass the judge's checker for tolerant comparisons.
     - ``pin``: hold an exclusive core (:func:`~arbiter.timing.wallclock.core_lease`) for the whole measurement.
     - ``stop_on_failure``: stop at the first failed run (the speedup is then ``None`` anyway).
+    - ``baseline_cache`` (instructions only): a :class:`~arbiter.timing.count_cache.CountCache` for ``a``'s counts
+      (``CountCache.disabled()``: the same order of runs, nothing kept). Keys:
+      :func:`~arbiter.timing.count_cache.count_key` of (``a``'s executable sha256, its toolchain fingerprint, each
+      case's stdin and expected output, ``output_check``, the valgrind meter fingerprint, the valgrind limits). Under the cache's single-flight
+      lock for ``a``'s executable, every case is looked up first (a remembered failure counts as that failed run,
+      when the cache remembers failures); the misses are measured in one sandbox and their counts stored (failed
+      runs remembered, except ``sandbox_error``: ours, never kept). Then ``b`` is measured on every case — unless
+      ``a`` failed and ``stop_on_failure``. So ``order`` lists ``a``'s measured runs, then ``b``'s (cache hits are
+      not runs); ``extra["baseline_cache_hits"]`` says how many of ``a``'s figures came from the cache; ``meter``
+      and every figure are as without a cache (``meter["core"]``: the core of the last measurement).
+    - ``output_check``: the identity of ``same_output`` in the cache keys (e.g. the checker's name and options),
+      one string for every case or ``{case name: string}``; ``""`` when one fixed check is used with this cache.
 
     Each program runs in its own sandbox (one sandbox per submission). A ``sandbox_error`` run is retried once in
-    a fresh sandbox. Raises :class:`FingerprintMismatch` (a ``ToolchainMismatch``) when the toolchain
-    fingerprints differ, before running anything; ValueError for bad cases or options;
+    a fresh sandbox. Raises :class:`FingerprintMismatch` (a ``ToolchainMismatch``, :func:`check_comparable`) when
+    the toolchain fingerprints differ, before running anything; ValueError for bad cases or options (also a
+    ``baseline_cache`` with the wall method: wall figures are only comparable when interleaved);
     :class:`~arbiter.timing.instructions.ValgrindUnavailable` when the instruction method has no valgrind; and
     :class:`~arbiter.sandbox.sandbox.SandboxError` when no sandbox starts (our fault: report ``SANDBOX_ERROR``).
     """
     pa, pb = Program.of(a, getattr(a, "name", "") or "a"), Program.of(b, getattr(b, "name", "") or "b")
-    _check_comparable(pa, pb)
+    check_comparable(pa, pb)
     checked = _check_cases(cases)
     if method not in ("instructions", "wall"):
         raise ValueError(f"method must be 'instructions' or 'wall', got {method!r}")
+    if baseline_cache is not None and method != "instructions":
+        raise ValueError("baseline_cache applies to instruction counts only: wall figures are comparable only when "
+                         "both programs' runs are interleaved")
     if clock not in ("wall", "cpu"):
         raise ValueError(f"clock must be 'wall' or 'cpu', got {clock!r}")
     if not 0 < largest_fraction <= 1:
         raise ValueError(f"largest_fraction must be in (0, 1], got {largest_fraction}")
     native = limits or Limits()
+    if method == "instructions" and baseline_cache is not None:
+        return _compare_cached(pa, pb, checked, native, same_output, largest_fraction, pin, stop_on_failure,
+                               valgrind or find_valgrind(), baseline_cache, output_check)
     if method == "instructions":
         return _compare_instructions(pa, pb, checked, native, same_output, largest_fraction, pin, stop_on_failure,
                                      valgrind or find_valgrind())
@@ -383,10 +423,70 @@ def _compare_instructions(pa: Program, pb: Program, cases: list[Case], native: L
         finally:
             for sb in sbs.values():
                 sb.close()
-    meter = dict(vg.fingerprint(), core=core, limits={"cpu_seconds": vlim.cpu_seconds,
-                                                       "memory_bytes": vlim.memory_bytes,
-                                                       "stack_bytes": vlim.stack})
-    return _finish(pa, pb, "instructions", "instructions", None, meter, figures, failures, order, fraction, {})
+    return _finish(pa, pb, "instructions", "instructions", None, _instruction_meter(vg, core, vlim), figures,
+                   failures, order, fraction, {})
+
+
+def _instruction_meter(vg: Valgrind, core: int | None, vlim: Limits) -> dict[str, Any]:
+    return dict(vg.fingerprint(), core=core, limits={"cpu_seconds": vlim.cpu_seconds,
+                                                     "memory_bytes": vlim.memory_bytes, "stack_bytes": vlim.stack})
+
+
+def _compare_cached(pa: Program, pb: Program, cases: list[Case], native: Limits,
+                    same_output: Callable[[bytes, bytes], bool] | None, fraction: float, pin: bool, stop: bool,
+                    vg: Valgrind, cache: CountCache, output_check: str | Mapping[str, str]) -> Comparison:
+    """The instruction method with ``a``'s counts from ``cache`` (see :func:`compare`, ``baseline_cache``)."""
+    vlim = valgrind_limits(native)
+    meter_fp = vg.fingerprint()
+    exe = sha256_hex(pa.binary)
+    keys = {name: count_key(exe, stdin, expected, toolchain=pa.fingerprint, meter=meter_fp, limits=vlim,
+                            output_check=output_check if isinstance(output_check, str)
+                            else output_check.get(name, ""))
+            for name, stdin, expected in cases}
+    figs = {name: CaseFigures(case=name, a=None, b=None) for name, _, _ in cases}
+    failures: list[dict[str, Any]] = []
+    order: list[dict[str, Any]] = []
+    hits = 0
+    core: int | None = None
+
+    def measure(key: str, prog: Program, todo: list[Case]) -> None:
+        nonlocal core
+        with _lease(pin) as core:
+            run = measure_instructions(prog.binary, todo, limits=native, same_output=same_output,
+                                       stop_on_failure=stop, valgrind=vg, pin=False)
+        for c in run.counts:
+            order.append({"case": c.case, "program": key})
+            setattr(figs[c.case], key, c.instructions if c.ok else None)
+            setattr(figs[c.case], f"{key}_status", c.status.value)
+            if key == "a" and c.ok:
+                cache.put(keys[c.case], int(c.instructions), c.case)  # type: ignore[arg-type]
+            elif not c.ok:
+                if key == "a" and c.status is not MeasureStatus.SANDBOX_ERROR:
+                    cache.put_failure(keys[c.case], c.status.value, c.detail)
+                failures.append({"program": key, "case": c.case, "status": c.status.value, "detail": c.detail})
+
+    with cache.flight(exe):
+        todo: list[Case] = []
+        for case in cases:
+            name = case[0]
+            n = cache.get(keys[name])
+            fail = cache.failure(keys[name]) if n is None else None
+            if n is not None:
+                figs[name].a, figs[name].a_status = n, MeasureStatus.OK.value
+                hits += 1
+            elif fail is not None:
+                figs[name].a_status = fail[0]
+                failures.append({"program": "a", "case": name, "status": fail[0], "detail": fail[1]})
+                if stop:
+                    break
+            else:
+                todo.append(case)
+        if todo and not (failures and stop):
+            measure("a", pa, todo)
+    if not (failures and stop):
+        measure("b", pb, cases)
+    return _finish(pa, pb, "instructions", "instructions", None, _instruction_meter(vg, core, vlim),
+                   [figs[name] for name, _, _ in cases], failures, order, fraction, {"baseline_cache_hits": hits})
 
 
 def _count_with_retry(sbs: dict[str, Sandbox], key: str, prog: Program, vlim: Limits, vg: Valgrind, name: str,
