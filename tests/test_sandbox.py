@@ -51,3 +51,32 @@ def test_stale_groups_of_dead_judges_are_pruned():
     code = "from arbiter.sandbox.sandbox import Sandbox\nwith Sandbox() as sb: pass\n"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     assert not any(Path(p).exists() for p in leftovers)
+
+
+def test_heavy_stderr_is_kept_head_and_tail_and_never_fails_the_run():
+    with Sandbox() as sb:
+        ex = sb.run(["/bin/sh", "-c", "echo first >&2; head -c 5000000 /dev/zero | tr '\\0' x >&2; echo last >&2; echo ok"],
+                    limits=Limits(output_bytes=1 << 20, stderr_bytes=1000))
+        assert ex.status is Status.OK and ex.stdout == b"ok\n"
+        assert ex.stderr.startswith(b"first\n") and ex.stderr.endswith(b"last\n") and ex.stderr_truncated
+        assert len(ex.stderr) == 1000
+
+
+def test_input_and_output_are_not_charged_to_the_programs_memory():
+    """Contest judges charge a program for its own memory: a 100 MB input read by a program that
+    keeps almost nothing, and a 60 MB output, fit in a 64 MiB limit."""
+    big = b"1\n" * (50 << 20)
+    with Sandbox(limits=Limits(memory_bytes=64 << 20, output_bytes=64 << 20)) as sb:
+        reader = sb.run(["/bin/sh", "-c", "wc -l"], big)
+        assert reader.status is Status.OK and reader.stdout.strip() == str(50 << 20).encode()
+        assert reader.peak_memory_bytes < 16 << 20, reader.peak_memory_bytes
+        writer = sb.run(["/bin/sh", "-c", "head -c 60000000 /dev/zero"])
+        assert writer.status is Status.OK and len(writer.stdout) == 60_000_000
+        assert writer.peak_memory_bytes < 16 << 20, writer.peak_memory_bytes
+        hog = sb.run(["/usr/bin/python3", "-c", "x = bytearray(100 << 20)"])
+        assert hog.status is Status.MEMORY_LIMIT
+        assert sb.load_python("import sys\nprint(sum(1 for _ in sys.stdin.buffer))\n") is None
+        py = sb.run_python(big)
+        assert py.ok and py.stdout == str(50 << 20).encode() + b"\n", py
+        assert sb.load_python("import sys\nprint(len(sys.stdin.buffer.read()))\n") is None
+        assert sb.run_python(big).status is Status.MEMORY_LIMIT  # holding the input is its memory

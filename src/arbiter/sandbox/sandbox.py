@@ -40,6 +40,9 @@ from arbiter.sandbox.server_main import _LEN, MAX_HEADER, encode_frame
 SERVER_PATH = Path(__file__).with_name("server_main.py")
 #: Memory the server itself may use on top of the program's limit (its own reads and writes).
 SERVER_HEADROOM = 32 * MiB
+#: Inputs larger than this (bytes) are written into the sandbox before a run starts, so the
+#: program is not charged for its input (contest judges do not count it).
+STAGE_STDIN_BYTES = 1 * MiB
 #: Extra seconds the judge waits for the server's answer beyond the case's wall limit.
 REPLY_GRACE = 5.0
 _EXTRA_TASKS = 2  # the server itself (+ one for exec)
@@ -481,6 +484,9 @@ class Sandbox:
 
     def _run(self, req: dict[str, Any], stdin: bytes, limits: Limits | None,
              call_payload: bytes | None = None) -> Execution:
+        """One run, with the memory accounting of contest judges: the program is charged for its
+        own memory, not for its input (a large stdin is written into the sandbox before the
+        measurement starts) nor for its stdout (held in a memfd; subtracted)."""
         lim = limits or self.limits
         req = dict(req, op="run", limits=_limits_payload(lim))
         cg = self._cg
@@ -489,10 +495,20 @@ class Sandbox:
         if cg is None:  # no memory cgroup: fall back to an address-space limit
             req["limits"]["address_space_bytes"] = lim.memory_bytes + 64 * MiB
         try:
+            staged = 0
+            base = lim.memory_bytes + SERVER_HEADROOM + lim.output_bytes
+            if cg is not None and len(stdin) > STAGE_STDIN_BYTES:
+                # while it is copied in, the input exists twice (the server's buffer, the memfd)
+                self._memory_limit = base + 2 * _pages(len(stdin))
+                cg.set_memory_limit(self._memory_limit)
+                self._request({"op": "stdin", "mode": req.get("mode")}, [stdin], timeout=60)
+                req["stdin_staged"] = True
+                staged, stdin = len(stdin), b""
             if cg is not None:
-                if lim.memory_bytes + SERVER_HEADROOM != self._memory_limit:
-                    self._memory_limit = lim.memory_bytes + SERVER_HEADROOM
-                    cg.set_memory_limit(self._memory_limit)
+                limit = base + _pages(staged)
+                if limit != self._memory_limit:
+                    self._memory_limit = limit
+                    cg.set_memory_limit(limit)
                 cg.reset_memory_peak()
                 mem_before = cg.memory_usage()
                 oom_before = cg.oom_kills()
@@ -502,7 +518,8 @@ class Sandbox:
             mem_delta = oom = 0
             cg_cpu = 0.0
             if cg is not None:
-                mem_delta = max(0, cg.memory_peak() - mem_before)
+                out_pages = _pages(int(reply.get("stdout_size", 0)))
+                mem_delta = max(0, cg.memory_peak() - mem_before - out_pages)
                 oom = cg.oom_kills() - oom_before
                 cg_cpu = (cg.cpu_ns() - cpu_before) / 1e9
         except cgroups.CgroupError as exc:
@@ -514,6 +531,11 @@ class Sandbox:
                        parts.get("result"), mem_delta, oom, cg_cpu, have_memcg=cg is not None)
         ex.log = parts.get("log")
         return ex
+
+
+def _pages(n: int) -> int:
+    """``n`` bytes rounded up to whole 4 KiB pages."""
+    return (n + 4095) // 4096 * 4096
 
 
 def _classify(reply: dict[str, Any], lim: Limits, stdout: bytes, stderr: bytes, result: bytes | None,
@@ -536,7 +558,7 @@ def _classify(reply: dict[str, Any], lim: Limits, stdout: bytes, stderr: bytes, 
         status, detail = Status.MEMORY_LIMIT, f"memory limit exceeded ({lim.memory_bytes // MiB} MiB)"
     elif sig == signal.SIGXCPU or cpu > lim.cpu_seconds:
         status, detail = Status.TIME_LIMIT, f"CPU time limit exceeded ({lim.cpu_seconds:g} s)"
-    elif sig == signal.SIGXFSZ or out_size > lim.output_bytes or err_size > lim.output_bytes:
+    elif sig == signal.SIGXFSZ or out_size > lim.output_bytes:
         status, detail = Status.OUTPUT_LIMIT, f"output limit exceeded ({lim.output_bytes} bytes)"
     elif sig is not None:
         try:

@@ -49,14 +49,17 @@ def encode_frame(header, blobs=()):
 
 
 def _read_exact(fd, n):
-    chunks = []
-    while n:
-        chunk = os.read(fd, min(n, 1 << 20))
-        if not chunk:
+    """Read exactly ``n`` bytes into one buffer (no second copy: a large stdin is memory)."""
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = os.readv(fd, [view[got:got + (1 << 20)]])
+        if not k:
             raise EOFError("control pipe closed")
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
+        got += k
+    view.release()
+    return buf
 
 
 def read_frame_blocking(fd):
@@ -116,6 +119,7 @@ class Server:
         self.wrapped = False
         self.kept_files = set()
         self.spare = None  # a pre-forked child waiting to run the next Python case
+        self.staged_stdin = None  # "spare" or a memfd: the next case's stdin, written beforehand
 
     # ---- plumbing -------------------------------------------------------------------------
     def reply(self, header, blobs=()):
@@ -160,6 +164,8 @@ class Server:
                     self.op_fetch(header)
                 elif op == "ps":
                     self.op_ps()
+                elif op == "stdin":
+                    self.op_stdin(header, blobs)
                 elif op == "exit":
                     self.reply({"op": "bye"})
                     return
@@ -169,6 +175,7 @@ class Server:
                 import traceback
                 self.reply({"op": "error", "error": "%s: %s" % (type(exc).__name__, exc),
                             "traceback": traceback.format_exc()[-4000:]})
+            del header, blobs  # a large stdin must not stay alive (and charged) between cases
 
     # ---- ops ------------------------------------------------------------------------------
     def op_put(self, header, blobs):
@@ -206,6 +213,24 @@ class Server:
         finally:
             os.close(fd)
 
+    def op_stdin(self, header, blobs):
+        """Write the next case's stdin now (a large input): the judge then measures the sandbox's
+        memory with the input already in it, so the input is not charged to the program."""
+        data = blobs[0] if blobs else b""
+        blobs.clear()
+        if self.staged_stdin is not None and self.staged_stdin != "spare":
+            os.close(self.staged_stdin)
+        if header.get("mode") in ("python", "call") and self.spare is not None:
+            fd, self.staged_stdin = self.spare[2], "spare"
+            os.ftruncate(fd, 0)
+        else:
+            fd = self.staged_stdin = os.memfd_create("stdin", os.MFD_CLOEXEC)
+        os.lseek(fd, 0, os.SEEK_SET)
+        _write_all(fd, data)
+        os.lseek(fd, 0, os.SEEK_SET)
+        del data
+        self.reply({"op": "stdin", "ok": True})
+
     def op_ps(self):
         """The processes in the sandbox other than this server and its idle spare."""
         spare = self.spare[0] if self.spare else None
@@ -218,7 +243,7 @@ class Server:
     def op_load(self, header, blobs):
         """Compile the program once. A source that crashes or hangs the compiler is caught by
         compiling it first in a throwaway child under limits."""
-        source = blobs[0].decode("utf-8", "surrogateescape")
+        source = bytes(blobs[0])  # compiled like a file, so a coding line is honoured
         prelude = blobs[1].decode("utf-8", "surrogateescape") if len(blobs) > 1 else ""
         filename = header.get("filename", "main.py")
         probe = self.fork_case({"mode": "compile_probe", "limits": header.get("limits", {}),
@@ -231,6 +256,7 @@ class Server:
             return
         self.code, self.wrapped = compile_program(source, filename)
         self.filename = filename
+        _warm_heavy_imports(self.code)
         # The prelude (task data: an import preamble, never the submission) runs once, here,
         # into the __main__ module every case forks with, instead of once per case. Same
         # semantics as running it first in each case: each case gets its own copy of that dict.
@@ -247,8 +273,10 @@ class Server:
     def op_run(self, header, blobs):
         for path in header.get("keep", ()):  # outputs the judge will fetch (e.g. a binary)
             self.kept_files.add(os.path.abspath(path))
-        result = self.fork_case(header, stdin=blobs[0] if blobs else b"",
-                                call_args=blobs[1] if len(blobs) > 1 else None)
+        stdin = blobs[0] if blobs else b""
+        call_args = blobs[1] if len(blobs) > 1 else None
+        blobs.clear()
+        result = self.fork_case(header, stdin=stdin, call_args=call_args)
         fds = result.pop("_fds")
         try:
             self.reply_with_fds(dict(result, op="run"), fds)
@@ -262,6 +290,12 @@ class Server:
 
     # ---- running one case ---------------------------------------------------------------------
     def fork_case(self, req, stdin=b"", call_args=None, source_for_probe=None):
+        """Run one case; returns the result header plus ``_fds`` (the blobs of the reply).
+
+        stdout goes to a memfd capped by RLIMIT_FSIZE (over the cap is OLE); stderr goes to a
+        pipe this server drains while the case runs, keeping its first and last
+        ``stderr_bytes / 2`` (never a limit: contest judges ignore stderr); ``log_fd`` (exec only)
+        is another drained pipe whose last bytes are kept."""
         import select
         import time
 
@@ -269,24 +303,36 @@ class Server:
         out_cap = int(limits.get("output_bytes", 64 << 20))
         err_cap = int(limits.get("stderr_bytes", 64 << 10))
         mode = req.get("mode", "exec")
+        staged = self.staged_stdin if req.get("stdin_staged") else None
+        self.staged_stdin = None
         if mode not in ("python", "call"):
             self.drop_spare()  # an exec case's cleanup (kill(-1)) would take it anyway
         spare = self.take_spare() if mode in ("python", "call") else None
+        if staged == "spare" and spare is None:
+            raise RuntimeError("the staged stdin was lost with the pre-forked child")
         if spare is not None:
-            pid, go_fd, stdin_fd, out_fd, err_fd, res_fd = spare
+            pid, go_fd, stdin_fd, out_fd, err_r, res_fd = spare
+            err_w = -1  # the spare holds the write end
         else:
             stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
             out_fd = os.memfd_create("stdout", os.MFD_CLOEXEC)
-            err_fd = os.memfd_create("stderr", os.MFD_CLOEXEC)
+            err_r, err_w = os.pipe()
             res_fd = os.memfd_create("result", os.MFD_CLOEXEC) if mode == "call" else -1
-        _write_all(stdin_fd, stdin)
-        os.lseek(stdin_fd, 0, os.SEEK_SET)
+        if isinstance(staged, int):
+            os.close(stdin_fd)
+            stdin_fd = staged
+        elif staged is None:
+            _write_all(stdin_fd, stdin)
+            os.lseek(stdin_fd, 0, os.SEEK_SET)
+        os.set_blocking(err_r, False)
+        err = _Capture(err_cap, head=err_cap // 2)
 
         log_fd = int(req.get("log_fd") or 0) if mode == "exec" else 0
         log_r = log_w = -1
         if log_fd:  # a channel only the exec'd tool writes last to (e.g. valgrind's --log-fd)
             log_r, log_w = os.pipe()
             os.set_blocking(log_r, False)
+        log = _Capture(err_cap, head=0) if log_fd else None
         t0 = time.monotonic()
         pid = None
         spawned = False
@@ -296,20 +342,21 @@ class Server:
                 pid = spare[0]
             except OSError:  # the spare died (it should not): reap it and fork as usual
                 self.reap_all()
+                err_r, err_w = os.pipe()
+                os.set_blocking(err_r, False)
             finally:
                 os.close(go_fd)
         if mode == "exec" and "address_space_bytes" not in limits:
-            pid = self.spawn_exec(req, limits, stdin_fd, out_fd, err_fd,
+            pid = self.spawn_exec(req, limits, stdin_fd, out_fd, err_w,
                                   extra=[(log_w, log_fd)] if log_fd else [])
             spawned = True
             if isinstance(pid, str):  # execve failed: report like a shell would (exit 127)
-                _write_all(err_fd, pid.encode("utf-8", "replace"))
-                os.close(stdin_fd)
-                for fd in (log_r, log_w):
+                err.feed(pid.encode("utf-8", "replace"))
+                for fd in (stdin_fd, log_r, log_w, err_r, err_w):
                     if fd >= 0:
                         os.close(fd)
-                return self.finish_case(None, 127 << 8, None, 0.0, False, out_fd, err_fd, -1,
-                                        out_cap, err_cap, mode, b"" if log_fd else None)
+                return self.finish_case(127 << 8, None, 0.0, False, out_fd, err, res_fd,
+                                        out_cap, mode, log, spawned=True)
         if pid is None:
             pid = os.fork()
             if pid == 0:  # --------------------------------------------------------- child
@@ -317,25 +364,27 @@ class Server:
                 try:
                     if log_fd:
                         os.dup2(log_w, log_fd)
-                    status = child_main(self, req, limits, stdin_fd, out_fd, err_fd, res_fd,
+                    status = child_main(self, req, limits, stdin_fd, out_fd, err_w, res_fd,
                                         call_args, source_for_probe, keep_fd=log_fd)
                 finally:
                     _EXIT(status)
         # ------------------------------------------------------------------------- parent
-        os.close(stdin_fd)
-        if log_w >= 0:
-            os.close(log_w)
-        log = bytearray() if log_fd else None
-        log_cap = int(limits.get("stderr_bytes", 64 << 10))
+        for fd in (stdin_fd, log_w, err_w):
+            if fd >= 0:
+                os.close(fd)
+        readers = {err_r: err}
+        if log_r >= 0:
+            readers[log_r] = log
         wall_limit = float(limits.get("wall_seconds", 10.0))
         deadline = t0 + wall_limit
         pidfd = os.pidfd_open(pid)
         try:
             poller = select.poll()
             poller.register(pidfd, select.POLLIN)
-            if log_r >= 0:
-                poller.register(log_r, select.POLLIN)
+            for fd in readers:
+                poller.register(fd, select.POLLIN)
             timed_out = False
+            open_readers = set(readers)
             while True:
                 left = deadline - time.monotonic()
                 events = poller.poll(max(0.0, left) * 1000.0) if left > 0 else []
@@ -344,8 +393,10 @@ class Server:
                     break
                 if any(fd == pidfd for fd, _ in events):
                     break
-                if not _drain(log_r, log, log_cap):  # the writers closed the log: just wait
-                    poller.unregister(log_r)
+                for fd, _ in events:
+                    if fd in open_readers and not _drain(fd, readers[fd]):
+                        poller.unregister(fd)  # every writer closed it: just wait for the exit
+                        open_readers.discard(fd)
         finally:
             os.close(pidfd)
         if timed_out:
@@ -354,17 +405,15 @@ class Server:
         wall = time.monotonic() - t0
         self.kill_all(pid)
         self.reap_all()
-        if log_r >= 0:
-            _drain(log_r, log, log_cap)  # everything that could write is gone now
-            os.close(log_r)
-        return self.finish_case(pid, status, rusage, wall, timed_out, out_fd, err_fd, res_fd,
-                                out_cap, err_cap, mode, bytes(log) if log is not None else None,
-                                spawned=spawned)
+        for fd, capture in readers.items():
+            _drain(fd, capture)  # everything that could write is gone now
+            os.close(fd)
+        return self.finish_case(status, rusage, wall, timed_out, out_fd, err, res_fd, out_cap,
+                                mode, log, spawned=spawned)
 
-    def finish_case(self, pid, status, rusage, wall, timed_out, out_fd, err_fd, res_fd, out_cap,
-                    err_cap, mode, log=None, spawned=False):
+    def finish_case(self, status, rusage, wall, timed_out, out_fd, err, res_fd, out_cap, mode,
+                    log=None, spawned=False):
         out_size = os.fstat(out_fd).st_size
-        err_size = os.fstat(err_fd).st_size
         result = {
             "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
             "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
@@ -375,15 +424,15 @@ class Server:
             "maxrss_bytes": rusage.ru_maxrss * 1024 if rusage and not spawned else 0,
             "wall_timeout": timed_out,
             "stdout_size": out_size,
-            "stderr_size": err_size,
+            "stderr_size": err.total,
         }
         if mode == "compile_probe":
-            os.lseek(err_fd, 0, os.SEEK_SET)
-            result["stderr_text"] = os.read(err_fd, 8192).decode("utf-8", "replace")
-            for fd in (out_fd, err_fd):
-                os.close(fd)
+            result["stderr_text"] = err.value()[:8192].decode("utf-8", "replace")
+            os.close(out_fd)
+            if res_fd >= 0:
+                os.close(res_fd)
             return result
-        fds = [(out_fd, min(out_size, out_cap)), (err_fd, min(err_size, err_cap))]
+        fds = [(out_fd, min(out_size, out_cap)), err.value()]
         if res_fd >= 0 and mode != "call":
             os.close(res_fd)
             res_fd = -1
@@ -392,7 +441,7 @@ class Server:
             fds.append((res_fd, min(os.fstat(res_fd).st_size, out_cap)))
             parts.append("result")
         if log is not None:
-            fds.append(log)
+            fds.append(log.value())
             parts.append("log")
         result["parts"] = parts
         result["_fds"] = fds
@@ -460,25 +509,28 @@ class Server:
         """Fork the child of the next Python case now, while the judge is busy with the last
         result; it waits on a pipe for its request (fork is the largest per-case cost)."""
         go_r, go_w = os.pipe()
-        fds = [os.memfd_create(name, os.MFD_CLOEXEC) for name in ("stdin", "stdout", "stderr", "result")]
+        stdin_fd, out_fd, res_fd = (os.memfd_create(name, os.MFD_CLOEXEC) for name in ("stdin", "stdout", "result"))
+        err_r, err_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # ------------------------------------------------------------- spare
             status = 70
             try:
                 os.close(go_w)
+                os.close(err_r)
                 try:
                     req, blobs = read_frame_blocking(go_r)
                 except (EOFError, OSError, ValueError):
                     status = 0
                 else:
                     os.close(go_r)
-                    res_fd = fds[3] if req.get("mode") == "call" else -1
-                    status = child_main(self, req, req.get("limits", {}), fds[0], fds[1], fds[2],
-                                        res_fd, blobs[0] if blobs and blobs[0] else None, None)
+                    status = child_main(self, req, req.get("limits", {}), stdin_fd, out_fd, err_w,
+                                        res_fd if req.get("mode") == "call" else -1,
+                                        blobs[0] if blobs and blobs[0] else None, None)
             finally:
                 _EXIT(status)
         os.close(go_r)
-        self.spare = (pid, go_w, *fds)
+        os.close(err_w)
+        self.spare = (pid, go_w, stdin_fd, out_fd, err_r, res_fd)
 
     def take_spare(self):
         spare, self.spare = self.spare, None
@@ -563,15 +615,48 @@ class Server:
                     onerror(None, e.path, None)
 
 
+#: Installed modules too heavy to import for every sandbox (numpy: ~50 ms, ~20 MB) that are
+#: imported once, before any case forks, when the loaded program imports them.
+HEAVY_MODULES = ("numpy",)
+
+
+def _imported_names(code):
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _imported_names(const)
+    return names
+
+
+def _warm_heavy_imports(code):
+    """Import the heavy modules the program's code mentions (by name), in the server: every case
+    then forks with them loaded. Only installed library modules from :data:`HEAVY_MODULES`, never
+    the program's own code."""
+    import importlib
+    names = _imported_names(code)
+    for mod in HEAVY_MODULES:
+        if mod in names and mod not in sys.modules:
+            try:
+                importlib.import_module(mod)
+            except Exception:
+                pass
+
+
 def compile_program(source, filename):
-    """Compile ``source`` as a module. A module-level ``return`` (legal in the APPS/TACO harness,
-    which wraps stdin programs in a function) is accepted by wrapping the body the same way, only
-    when plain compilation fails for that reason. Returns ``(code, wrapped)``."""
+    """Compile ``source`` (bytes, decoded as ``python3 main.py`` would: PEP 263 coding line, BOM,
+    else UTF-8) as a module. A module-level ``return`` (legal in the APPS/TACO harness, which
+    wraps stdin programs in a function) is accepted by wrapping the body the same way, only when
+    plain compilation fails for that reason. Returns ``(code, wrapped)``."""
     try:
         return compile(source, filename, "exec", dont_inherit=True), False
     except SyntaxError as exc:
         if "'return' outside function" not in str(exc.msg):
             raise
+    if isinstance(source, bytes):
+        import io
+        import tokenize
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+        source = source.decode(encoding)
     body = "".join("    " + line if line.strip() else line for line in source.splitlines(True))
     wrapped = "def __arbiter_main__():\n" + body + "\n__arbiter_main__()\n"
     return compile(wrapped, filename, "exec", dont_inherit=True), True
@@ -581,9 +666,34 @@ def compile_program(source, filename):
 # the child: limits, then the program
 # --------------------------------------------------------------------------------------------
 
-def _drain(fd, buf, cap):
-    """Read what is available on non-blocking ``fd`` into ``buf``, keeping its last ``cap`` bytes.
-    Returns False at end of file."""
+class _Capture:
+    """Bytes read from a pipe, bounded: the first ``head`` bytes and the last ``cap - head``;
+    ``total`` counts everything that was written."""
+
+    def __init__(self, cap, head):
+        self.cap, self.head_cap = cap, head
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk):
+        self.total += len(chunk)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            keep = self.cap - self.head_cap
+            if len(self.tail) > keep:
+                del self.tail[:len(self.tail) - keep]
+
+    def value(self):
+        return bytes(self.head + self.tail)
+
+
+def _drain(fd, capture):
+    """Read what is available on non-blocking ``fd`` into ``capture``. False at end of file."""
     while True:
         try:
             chunk = os.read(fd, 65536)
@@ -591,9 +701,7 @@ def _drain(fd, buf, cap):
             return True
         if not chunk:
             return False
-        buf += chunk
-        if len(buf) > cap:
-            del buf[:len(buf) - cap]
+        capture.feed(chunk)
 
 
 def _set_own_oom_adj(value):
@@ -807,8 +915,8 @@ def run_python(server, req, call_args, probe):
             try:
                 if value is None and _returns_node(g, fn):
                     value = []  # LeetCode writes an empty list / tree as []
-                payload = {"ok": True, "value": _to_plain(g, value)}
-                text = dumps(payload, allow_nan=True)
+                payload = {"ok": True, "value": value}
+                text = dumps(payload, allow_nan=True, default=_plain_default(g))
             except (TypeError, ValueError, RecursionError) as exc:
                 payload = {"ok": True, "unserializable": "%s: %s" % (type(exc).__name__, exc),
                            "type": type(value).__name__}
@@ -967,34 +1075,41 @@ def _from_plain(g, ann, value):
     return value
 
 
-def _to_plain(g, value):
-    """Return values: tuples become lists (json does this); ``ListNode`` / ``TreeNode`` become
-    their list forms (LeetCode's serialisation: level order, trailing nulls dropped)."""
+def _plain_default(g):
+    """``json.dumps(default=...)`` for values JSON cannot hold natively: ``ListNode`` / ``TreeNode``
+    become their list forms (LeetCode: level order, trailing nulls dropped); numpy scalars and
+    arrays become Python numbers and lists (APPS/TACO harnesses compare them with ``==``, so
+    ``np.int64(6)`` is 6). Anything else (a generator, a custom object) stays unserialisable."""
     lcls, tcls = g.get("ListNode"), g.get("TreeNode")
-    if lcls is not None and isinstance(value, lcls):
-        out, seen = [], 0
-        while value is not None and seen < 10 ** 6:
-            out.append(value.val)
-            value = value.next
-            seen += 1
-        return out
-    if tcls is not None and isinstance(value, tcls):
-        out, queue, qi = [], [value], 0
-        while qi < len(queue) and qi < 10 ** 6:
-            node = queue[qi]
-            qi += 1
-            if node is None:
-                out.append(None)
-                continue
-            out.append(node.val)
-            queue.append(node.left)
-            queue.append(node.right)
-        while out and out[-1] is None:
-            out.pop()
-        return out
-    if isinstance(value, (list, tuple)) and (lcls is not None or tcls is not None):
-        return [_to_plain(g, v) for v in value]
-    return value
+    np = sys.modules.get("numpy")
+
+    def default(value):
+        if lcls is not None and isinstance(value, lcls):
+            out, seen = [], 0
+            while value is not None and seen < 10 ** 6:
+                out.append(value.val)
+                value = value.next
+                seen += 1
+            return out
+        if tcls is not None and isinstance(value, tcls):
+            out, queue, qi = [], [value], 0
+            while qi < len(queue) and qi < 10 ** 6:
+                node = queue[qi]
+                qi += 1
+                if node is None:
+                    out.append(None)
+                    continue
+                out.append(node.val)
+                queue.append(node.left)
+                queue.append(node.right)
+            while out and out[-1] is None:
+                out.pop()
+            return out
+        if np is not None and isinstance(value, (np.generic, np.ndarray)):
+            return value.tolist()  # np.generic.tolist() is .item()
+        raise TypeError("%s is not a JSON value" % type(value).__name__)
+
+    return default
 
 
 def main():
@@ -1026,6 +1141,15 @@ def main():
             importlib.import_module(name)
         except ImportError:
             pass
+    # `python3 main.py` has exit(), quit(), help() and copyright from the site module; -S skips
+    # site, so install just those builtins (not its sys.path changes).
+    try:
+        import site
+        site.setquit()
+        site.setcopyright()
+        site.sethelper()
+    except Exception:
+        pass
     global _STDIO
     _STDIO = _make_stdio()
     import atexit  # noqa: F401  (so a forked case can see whether callbacks were registered)
