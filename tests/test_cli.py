@@ -57,3 +57,22 @@ def test_judge_command_rejects_unknown_test_shapes(tmp_path):
     r = run("judge", "--lang", "python", "--tests", str(bad), str(prog))
     assert r.returncode == 2
     assert "unrecognised test file shape" in r.stdout + r.stderr
+
+
+def test_judge_command_runs_the_apps_import_block_for_apps_tests(tmp_path):
+    io_file = tmp_path / "input_output.json"
+    io_file.write_text(json.dumps({"fn_name": "f", "inputs": [[[1, 2, 3]]], "outputs": [6]}))
+    prog = tmp_path / "s.py"
+    prog.write_text("class Solution:\n    def f(self, a: List[int]) -> int:\n        return sum(a)\n")
+    assert run("judge", "--lang", "python", "--tests", str(io_file), str(prog)).returncode == 0
+    bare = run("judge", "--lang", "python", "--tests", str(io_file), "--prelude", "none", "--json", str(prog))
+    assert bare.returncode == 1 and "NameError" in bare.stdout
+
+
+def test_judge_command_zero_tests_is_an_error_never_a_pass(tmp_path):
+    prog = tmp_path / "p.py"
+    prog.write_text("print(1)\n")
+    empty = tmp_path / "t.json"
+    empty.write_text("[]")
+    r = run("judge", "--lang", "python", "--tests", str(empty), str(prog))
+    assert r.returncode == 2 and "zero cases" in r.stdout + r.stderr

@@ -242,3 +242,41 @@ def test_runtime_error_traceback_shows_the_program_not_the_harness():
     detail = v.cases[0].detail
     assert "ZeroDivisionError" in detail and 'main.py", line 2' in detail
     assert "server.py" not in detail
+
+
+def test_exit_and_quit_work_as_in_python3_main_py():
+    suite = TestSuite((stdio("a", "3\n", "3\n"),))
+    assert judge(Task("python", "print(input())\nexit()\nprint('never')\n", suite)).outcome is Outcome.AC
+    assert judge(Task("python", "print(input())\nquit(0)\n", suite)).outcome is Outcome.AC
+    assert judge(Task("python", "print(input())\nexit(2)\n", suite)).outcome is Outcome.RE
+
+
+def test_source_with_a_coding_line_is_decoded_like_a_file():
+    src = "# -*- coding: latin-1 -*-\ns = '\xe9'\nprint(len(s))\n".encode("latin-1").decode("utf-8", "surrogateescape")
+    assert judge(Task("python", src, TestSuite((stdio("a", "", "1\n"),)))).outcome is Outcome.AC
+
+
+def test_numpy_return_values_are_plain_numbers_and_lists():
+    suite = TestSuite((CallCase("s", "f", ([1, 2, 3],), {}, (6,)), CallCase("z", "g", (2,), {}, ([[0, 0], [0, 0]],)),
+                       CallCase("b", "h", (), {}, (True,)), CallCase("x", "k", (), {}, (1.5,))))
+    src = ("import numpy as np\n"
+           "def f(a): return np.sum(a)\n"
+           "def g(n): return np.zeros((n, n), dtype=int)\n"
+           "def h(): return np.bool_(True)\n"
+           "def k(): return np.float32(1.5)\n")
+    v = judge(Task("python", src, suite, run_all=True))
+    assert v.outcome is Outcome.AC, [(c.name, c.diff) for c in v.cases]
+    wrong = judge(Task("python", src.replace("np.sum(a)", "np.sum(a) + 1"), suite))
+    assert wrong.outcome is Outcome.WA
+
+
+def test_a_failing_checker_is_the_tasks_fault_never_the_programs():
+    suite = TestSuite((stdio("a", "3\n", "3\n"),))
+    src = "print(input())\n"
+    fail3 = CheckerSpec("external", program="import sys\nsys.exit(3)\n", program_language="python")
+    v = judge(Task("python", src, suite, checker=fail3))
+    assert v.outcome is Outcome.INVALID_TASK and "checker failed" in v.reason
+    crash = CheckerSpec("external", program="raise KeyError('oops')\n", program_language="python")
+    assert judge(Task("python", src, suite, checker=crash)).outcome is Outcome.INVALID_TASK
+    pe = CheckerSpec("external", program="import sys\nsys.exit(2)\n", program_language="python")
+    assert judge(Task("python", src, suite, checker=pe)).outcome is Outcome.WA

@@ -17,6 +17,28 @@ class Lang(str, Enum):
     cpp = "cpp"
 
 
+class Scoring(str, Enum):
+    all_or_nothing = "all_or_nothing"
+    fraction = "fraction"
+
+
+def _prelude(option: str, suite, lang: str) -> str:
+    """The Python prelude for ``--prelude``: ``auto`` runs the import block the APPS/TACO/verl
+    harnesses prepend (scrubbed of the names of the functions under test) for suites in those
+    encodings, nothing for other suites; ``none``; ``apps``; or a file."""
+    from pathlib import Path
+
+    from arbiter.judge.testsuite import CallCase
+    from arbiter.verl.routing import PYTHON_PRELUDE, scrub_prelude
+
+    if lang != "python" or option == "none":
+        return ""
+    if option == "auto" and not suite.origin.split(":")[0] in ("apps", "verl"):
+        return ""
+    text = PYTHON_PRELUDE if option in ("auto", "apps") else Path(option).read_text(encoding="utf-8")
+    return scrub_prelude(text, {c.fn_name for c in suite if isinstance(c, CallCase)})
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def judge(
@@ -32,7 +54,9 @@ def register(app: typer.Typer) -> None:
         problem: Optional[str] = typer.Option(None, "--problem", help="problem id inside a PIE archive"),
         time_limit: float = typer.Option(2.0, "--time-limit", help="CPU seconds per case"),
         memory_limit: int = typer.Option(512, "--memory-limit", help="MiB per case"),
-        scoring: str = typer.Option("all_or_nothing", "--scoring", help="all_or_nothing | fraction"),
+        scoring: Scoring = typer.Option(Scoring.all_or_nothing, "--scoring", help="all_or_nothing | fraction"),
+        prelude: str = typer.Option("auto", "--prelude",
+                                    help="Python code run first: auto (the APPS/TACO import block for APPS/verl test files), none, apps, or a file"),
         run_all: bool = typer.Option(False, "--run-all", help="keep running after the first failure"),
         compile_command: Optional[str] = typer.Option(None, "--compile-command",
                                                       help="e.g. 'g++ -std=c++20 -O2 main.cpp -o main'"),
@@ -58,9 +82,10 @@ def register(app: typer.Typer) -> None:
                                program_language="python" if checker_program and checker_program.suffix == ".py" else "cpp")
             task = Task(language=lang.value, source=file.read_text(encoding="utf-8", errors="surrogateescape"),
                         suite=suite, limits=Limits(cpu_seconds=time_limit, memory_bytes=memory_limit * MiB),
-                        checker=spec, scoring=scoring, run_all=run_all,  # type: ignore[arg-type]
-                        compile=CompileSpec(command=compile_command), task_id=str(file))
-        except (InvalidTestSuite, ValueError) as exc:
+                        checker=spec, scoring=scoring.value, run_all=run_all,  # type: ignore[arg-type]
+                        compile=CompileSpec(command=compile_command), task_id=str(file),
+                        prelude=_prelude(prelude, suite, lang.value))
+        except (InvalidTestSuite, ValueError, OSError) as exc:
             console.print(f"[red]error:[/] {exc}")
             raise typer.Exit(2)
         verdict = run_judge(task)

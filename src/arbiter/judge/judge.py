@@ -114,8 +114,13 @@ class _ExternalChecker:
         else:
             self.error = f"unknown checker language {lang!r}"
 
-    def check(self, case: StdioCase, output: bytes) -> CheckResult | None:
-        """CheckResult, or None when the checker itself failed (a sandbox/checker error)."""
+    def check(self, case: StdioCase, output: bytes) -> CheckResult | str | None:
+        """A :class:`CheckResult`; a string when the checker itself failed (the task's fault:
+        testlib's exit 3 "FAIL", any other exit status, a crash, a Python traceback, a time
+        limit); ``None`` when the sandbox failed (ours).
+
+        testlib's convention: exit 0 accepts, 1 (WA) and 2 (presentation error) reject.
+        """
         if self.sandbox is None:
             return None
         sb = self.sandbox
@@ -125,13 +130,17 @@ class _ExternalChecker:
         for answer in case.expected:
             sb.put("answer.txt", answer)
             ex = sb.run([*self.argv, "input.txt", "output.txt", "answer.txt"], b"", CHECKER_LIMITS)
+            if ex.status is Status.SANDBOX_ERROR:
+                return None
             if ex.status is Status.OK:
                 return CheckResult(True, "")
-            if ex.status is Status.RUNTIME_ERROR and ex.exit_code is not None and ex.signal is None:
-                msg = _tail(ex.stderr or ex.stdout, 300)
+            msg = _tail(ex.stderr or ex.stdout, 300)
+            python_crash = self.spec.program_language == "python" and "Traceback (most recent call last)" in msg
+            if (ex.status is Status.RUNTIME_ERROR and ex.signal is None and ex.exit_code in (1, 2)
+                    and not python_crash):
                 last = CheckResult(False, f"checker: {msg}" if msg else f"checker exit {ex.exit_code}")
                 continue
-            return None  # the checker crashed or timed out: our problem, not the program's
+            return f"the checker failed ({ex.detail}){': ' + msg if msg else ''}"
         return last
 
     def close(self) -> None:
@@ -162,7 +171,10 @@ def evaluate_case(case: TestCase, ex: Execution, checker: CheckerSpec,
     if external is not None:
         result = external.check(case, ex.stdout)
         if result is None:
-            res.outcome, res.detail = Outcome.SANDBOX_ERROR, external.error or "the external checker failed"
+            res.outcome, res.detail = Outcome.SANDBOX_ERROR, external.error or "the checker's sandbox failed"
+            return res
+        if isinstance(result, str):  # the task's checker is broken: never the program's fault
+            res.outcome, res.detail = Outcome.INVALID_TASK, result
             return res
     else:
         result = check_output(checker, ex.stdout, case.expected)
@@ -303,8 +315,8 @@ def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
                     runner.open()
                 except SandboxError:
                     continue
-            if res.outcome is Outcome.SANDBOX_ERROR:
-                return _verdict(task, Outcome.SANDBOX_ERROR, f"case {case.name}: {res.detail}", started,
+            if res.outcome in (Outcome.SANDBOX_ERROR, Outcome.INVALID_TASK):
+                return _verdict(task, res.outcome, f"case {case.name}: {res.detail}", started,
                                 cases=results + [res], compile_output=compile_output,
                                 toolchain=toolchain)
             results.append(res)

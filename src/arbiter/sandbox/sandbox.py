@@ -149,6 +149,9 @@ class Sandbox:
             _warn_unsafe()
         elif not os.access(cfg.bwrap, os.X_OK):
             raise SandboxError(f"bubblewrap not found at {cfg.bwrap}; install it (apt-get install bubblewrap)")
+        if not os.access(cfg.python, os.X_OK):
+            raise SandboxError(f"the Python for untrusted code ({cfg.python}, $ARBITER_SANDBOX_PYTHON) "
+                               "is not an executable file")
         self._tmp = tempfile.mkdtemp(prefix="arbiter-sbx-")
         os.chmod(self._tmp, 0o755)
         prog = os.path.join(self._tmp, "prog")

@@ -48,6 +48,8 @@ def load_suite(path: str | Path, *, problem: str | None = None) -> TestSuite:
         return oracle_tests_to_suite(data["visible_tests"], row=row)
     if isinstance(data, dict) and "inputs" in data:
         return apps_input_output_to_suite(data, row=row)
+    if isinstance(data, list) and not data:
+        raise InvalidTestSuite(f"row '{row}': the test file holds zero cases (zero tests is never a pass)")
     if isinstance(data, list) and data and isinstance(data[0], dict):
         if "type" in data[0]:
             return verl_ground_truth_to_suite(data, row=row)
