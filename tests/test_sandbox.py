@@ -80,3 +80,14 @@ def test_input_and_output_are_not_charged_to_the_programs_memory():
         assert py.ok and py.stdout == str(50 << 20).encode() + b"\n", py
         assert sb.load_python("import sys\nprint(len(sys.stdin.buffer.read()))\n") is None
         assert sb.run_python(big).status is Status.MEMORY_LIMIT  # holding the input is its memory
+
+
+def test_file_size_limit_is_separate_from_the_stdout_cap():
+    lim = Limits(output_bytes=1 << 20, file_bytes=8 << 20)
+    with Sandbox(limits=lim) as sb:
+        ok = sb.run(["/bin/sh", "-c", "head -c 4000000 /dev/zero > /work/f && wc -c < /work/f"])
+        assert ok.status is Status.OK and ok.stdout.strip() == b"4000000"
+        big = sb.run(["/bin/sh", "-c", "head -c 9000000 /dev/zero > /work/f"])
+        assert big.status is Status.OUTPUT_LIMIT
+        flood = sb.run(["/bin/sh", "-c", "head -c 2000000 /dev/zero"])
+        assert flood.status is Status.OUTPUT_LIMIT and len(flood.stdout) == 1 << 20

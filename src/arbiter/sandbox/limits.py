@@ -23,8 +23,9 @@ class Limits:
       exceeding it is ``memory_limit``.
     - ``processes``: tasks (processes and threads) alive at once in the sandbox, including the
       sandbox's own server process (cgroup ``pids.max`` plus ``RLIMIT_NPROC``).
-    - ``output_bytes``: cap on stdout; exceeding it is ``output_limit``. Also the largest file the
-      program may write (``RLIMIT_FSIZE``).
+    - ``output_bytes``: cap on stdout; exceeding it is ``output_limit``.
+    - ``file_bytes``: the largest file the program may write (``RLIMIT_FSIZE``; writing past it
+      is ``output_limit``); ``None`` means ``output_bytes``.
     - ``stderr_bytes``: how much of stderr is kept (more is discarded, not an error).
     - ``open_files``: ``RLIMIT_NOFILE``.
     - ``scratch_bytes``: size of each private tmpfs (``/work``, ``/tmp``, ``/dev/shm``).
@@ -37,6 +38,7 @@ class Limits:
     memory_bytes: int = 512 * MiB
     processes: int = 64
     output_bytes: int = 64 * MiB
+    file_bytes: int | None = None
     stderr_bytes: int = 64 * 1024
     open_files: int = 64
     scratch_bytes: int = 256 * MiB
@@ -55,6 +57,11 @@ class Limits:
     def wall(self) -> float:
         """The effective wall limit in seconds."""
         return self.wall_seconds if self.wall_seconds is not None else 2 * self.cpu_seconds + 1.0
+
+    @property
+    def files(self) -> int:
+        """The effective file size limit in bytes."""
+        return self.file_bytes if self.file_bytes is not None else self.output_bytes
 
     @property
     def stack(self) -> int:

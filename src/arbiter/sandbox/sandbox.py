@@ -90,6 +90,7 @@ def _limits_payload(limits: Limits) -> dict[str, Any]:
         "cpu_seconds": limits.cpu_seconds,
         "wall_seconds": limits.wall,
         "output_bytes": limits.output_bytes,
+        "file_bytes": limits.files,
         "stderr_bytes": limits.stderr_bytes,
         "open_files": limits.open_files,
         "stack_bytes": limits.stack,

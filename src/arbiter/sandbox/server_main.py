@@ -734,7 +734,9 @@ def _rlimit_list(limits, keep_fd):
     soft = int(math.ceil(cpu)) + 1
     rl = [
         (resource.RLIMIT_CPU, (soft, soft + 1)),
-        (resource.RLIMIT_FSIZE, (int(limits.get("output_bytes", 64 << 20)) + 1,) * 2),
+        # stdout is a file too: the cap is the larger of the two, stdout's own cap is checked after
+        (resource.RLIMIT_FSIZE, (max(int(limits.get("output_bytes", 64 << 20)),
+                                     int(limits.get("file_bytes", 0))) + 1,) * 2),
         (resource.RLIMIT_NOFILE, (max(int(limits.get("open_files", 64)), keep_fd + 1),) * 2),
         (resource.RLIMIT_CORE, (0, 0)),
     ]
