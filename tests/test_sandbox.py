@@ -87,7 +87,7 @@ def test_file_size_limit_is_separate_from_the_stdout_cap():
     with Sandbox(limits=lim) as sb:
         ok = sb.run(["/bin/sh", "-c", "head -c 4000000 /dev/zero > /work/f && wc -c < /work/f"])
         assert ok.status is Status.OK and ok.stdout.strip() == b"4000000"
-        big = sb.run(["/bin/sh", "-c", "head -c 9000000 /dev/zero > /work/f"])
+        big = sb.run(["/bin/sh", "-c", "exec head -c 9000000 /dev/zero > /work/f"])
         assert big.status is Status.OUTPUT_LIMIT
         flood = sb.run(["/bin/sh", "-c", "head -c 2000000 /dev/zero"])
         assert flood.status is Status.OUTPUT_LIMIT and len(flood.stdout) == 1 << 20
