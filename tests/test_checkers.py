@@ -180,7 +180,7 @@ def test_tokens_float_tolerance():
     assert check("tokens_float", b"1000000.5", b"1000000.0").ok  # rel 1e-6 of 1e6 = 1
     assert not check("tokens_float", b"0.333", b"0.333333333").ok
     assert check("tokens_float", b"5", b"5.000000").ok
-    assert check("tokens_float", b"5.0000001", b"5").ok
+    assert check("tokens_float", b"5.0000001", b"5.0").ok  # the expected token has a fraction: tolerance
     assert check("tokens_float", b"1e3", b"1000.0").ok
     assert check("tokens_float", b"0.1", b"0.2", abs_tol=0.2).ok
     assert not check("tokens_float", b"0.1", b"0.2", abs_tol=0.01, rel_tol=0.01).ok
@@ -198,6 +198,37 @@ def test_tokens_float_plain_integers_are_exact():
     assert check("tokens_float", big, big).ok
     assert not check("tokens_float", big + b"1", big + b"2").ok
     assert check("tokens_float", b"-0", b"0").ok
+
+
+@pytest.mark.parametrize(
+    "got,want,ok",
+    [
+        # an expected plain integer takes only the same number, exactly (no tolerance)
+        (b"6.0000001", b"6", False),
+        (b"5.9999999", b"6", False),
+        (b"6.000000000000000000000000001", b"6", False),  # the same double as 6: decided in decimal
+        (b"1000000.5", b"1000000", False),  # rel 1e-6 of 1e6 would accept
+        (b"6", b"6", True),
+        (b"6.0", b"6", True),
+        (b"06", b"6", True),
+        (b"6.", b"6", True),
+        (b"+6.000", b"6", True),
+        (b"6e0", b"6", True),
+        (b"1e6", b"1000000", True),
+        (b"-0.0", b"0", True),
+        (b"-6.0", b"6", False),
+        (b"1e500", b"1" + b"0" * 500, True),  # exact decimal value: no overflow involved
+        (b"1e500", b"1" + b"0" * 499, False),
+        (b"1e-999999999999999999999", b"0", False),  # beyond Decimal's exponent range: not a match
+        (b"six", b"6", False),
+        # an expected token with a fraction or an exponent keeps the tolerance
+        (b"6.0000001", b"6.0", True),
+        (b"6.0000001", b"6e0", True),
+        (b"6", b"6.0000001", True),
+    ],
+)
+def test_tokens_float_expected_integer_needs_an_exact_value(got, want, ok):
+    assert check("tokens_float", got, want).ok is ok
 
 
 @pytest.mark.parametrize(
@@ -372,6 +403,32 @@ def test_compare_values_rules(actual, expected, ok):
     result = compare_values(actual, expected)
     assert result.ok is ok
     assert bool(result.diff) is not ok
+
+
+@pytest.mark.parametrize(
+    "actual,expected,ok",
+    [
+        (True, 1, True),  # APPS/TACO/prime_code compare with Python ==: True == 1
+        (1, True, True),
+        (False, 0, True),
+        (0, False, True),
+        ([True, False], [1, 0], True),
+        ({"a": True}, {"a": 1}, True),
+        (True, 1.0, True),
+        (True, 0, False),
+        (2, True, False),
+        (False, None, False),
+        (True, "1", False),
+        (True, True, True),
+    ],
+)
+def test_compare_values_lenient_bool(actual, expected, ok):
+    assert compare_values(actual, expected, strict_bool=False).ok is ok
+
+
+def test_strict_bool_is_a_checker_option():
+    assert CheckerSpec("tokens").strict_bool is True
+    assert CheckerSpec("tokens_float", strict_bool=False).strict_bool is False
 
 
 def test_compare_values_diff_paths():

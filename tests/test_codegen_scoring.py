@@ -289,6 +289,109 @@ def test_memory_stays_flat_as_the_data_grows(tmp_path):
     assert grew < data_grew / 8, (grew, data_grew, peaks)
 
 
+# ------------------------------------------------------------------ reruns: same inputs resume, others are refused
+
+
+def _score(dataset: Path, completions: Path, out: Path, *extra: str):
+    return runner.invoke(app, ["score", "--dataset", str(dataset), "--completions", str(completions),
+                               "--out", str(out), "--quiet", *extra])
+
+
+def _sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@pytest.fixture()
+def stale(tmp_path):
+    """The QA repro: one row, a wrong (A) and a right (B) completions file."""
+    gt = json.dumps({"inputs": ["3\n1 2 3\n"], "outputs": ["6\n"]})
+    dataset = write_jsonl(tmp_path / "ds.jsonl", [row("code_contests_o", "cco_0", gt)])
+    a = write_jsonl(tmp_path / "A.jsonl", [{"index": "cco_0", "responses": ["```python\nprint(1)\n```"]}])
+    b = write_jsonl(tmp_path / "B.jsonl", [{"index": "cco_0", "responses": [
+        "```python\nn=int(input()); print(sum(map(int,input().split())))\n```"]}])
+    return dataset, a, b, gt
+
+
+def test_rerun_with_other_inputs_or_options_is_refused(stale, tmp_path):
+    dataset, a, b, gt = stale
+    out = tmp_path / "s"
+    first = _score(dataset, a, out)
+    assert first.exit_code == 0, first.output
+    (v,) = read_jsonl(out / "verdicts.jsonl")
+    assert v["verdict"] == "WA"
+    config = json.loads((out / "config.json").read_text())
+    assert config["completions"]["sha256"] == _sha(a.read_text())
+    assert config["dataset"]["sha256"] == _sha(dataset.read_text())
+    before = {name: (out / name).read_text() for name in ("verdicts.jsonl", "errors.jsonl", "summary.json",
+                                                          "config.json")}
+
+    other_gt = write_jsonl(tmp_path / "ds2.jsonl", [row("code_contests_o", "cco_0", gt.replace("6\\n", "7\\n"))])
+    refused = {
+        "completions": _score(dataset, b, out),
+        "dataset": _score(other_gt, a, out),
+        "option checker": _score(dataset, a, out, "--checker", "exact"),
+        "option time_limit": _score(dataset, a, out, "--time-limit", "0.5"),
+        "option parity": _score(dataset, a, out, "--parity", "prime_code"),
+        "option case_insensitive": _score(dataset, a, out, "--case-insensitive"),
+        "option memory_limit_mb": _score(dataset, a, out, "--memory-limit", "256"),
+    }
+    for what, result in refused.items():
+        text = " ".join(result.output.split())
+        assert result.exit_code == 2, (what, result.output)
+        assert what in text and "--out" in text and str(out.name) in text, (what, text)
+    # nothing in the folder was touched by the refused runs
+    assert before == {name: (out / name).read_text() for name in before}
+    # the same inputs and options resume (workers do not change verdicts)
+    same = _score(dataset, a, out, "--workers", "1")
+    assert same.exit_code == 0 and "0 scored now, 1 already done" in " ".join(same.output.split())
+    # B into a new folder is judged on its own
+    fresh = _score(dataset, b, tmp_path / "s2")
+    assert fresh.exit_code == 0 and [v["verdict"] for v in read_jsonl(tmp_path / "s2" / "verdicts.jsonl")] == ["AC"]
+
+
+def test_records_carry_hashes_and_are_never_reused_for_another_response(stale, tmp_path):
+    dataset, a, b, gt = stale
+    out = tmp_path / "s"
+    assert _score(dataset, a, out).exit_code == 0
+    (v,) = read_jsonl(out / "verdicts.jsonl")
+    assert v["response_sha256"] == _sha(json.loads(a.read_text())["responses"][0])
+    assert v["ground_truth_sha256"] == _sha(gt)
+    # a folder whose config.json says B (edited by hand, copied around, ...) but whose record was made for A:
+    # the record is judged again for B's response and replaced, not reused and not duplicated
+    config = json.loads((out / "config.json").read_text())
+    config["completions"] = {**config["completions"], "sha256": _sha(b.read_text())}
+    (out / "config.json").write_text(json.dumps(config))
+    rerun = _score(dataset, b, out)
+    assert rerun.exit_code == 0, rerun.output
+    assert "1 scored now, 0 already done" in " ".join(rerun.output.split())
+    (v,) = read_jsonl(out / "verdicts.jsonl")
+    assert v["verdict"] == "AC" and v["response_sha256"] == _sha(json.loads(b.read_text())["responses"][0])
+    assert json.loads((out / "summary.json").read_text())["overall"]["correct"] == 1
+    (p,) = read_jsonl(out / "problems.jsonl")
+    assert (p["n"], p["c"]) == (1, 1)
+    assert any(e["kind"] == "stale_verdicts" for e in read_jsonl(out / "errors.jsonl"))
+    # a run killed after appending the replacement but before dropping the stale record: the next run
+    # keeps the last record and counts the response once
+    verdicts = out / "verdicts.jsonl"
+    verdicts.write_text(json.dumps(stale_record := {**v, "verdict": "WA", "score": 0.0,
+                                                    "response_sha256": _sha("old")}) + "\n" + verdicts.read_text())
+    again = _score(dataset, b, out)
+    assert again.exit_code == 0 and "0 scored now, 1 already done" in " ".join(again.output.split())
+    assert read_jsonl(verdicts) == [v] and stale_record != v
+    assert json.loads((out / "summary.json").read_text())["overall"]["correct"] == 1
+
+
+def test_folder_with_verdicts_but_no_config_is_refused(stale, tmp_path):
+    dataset, a, b, gt = stale
+    out = tmp_path / "s"
+    assert _score(dataset, a, out).exit_code == 0
+    (out / "config.json").unlink()  # e.g. made by an arbiter without config.json
+    result = _score(dataset, a, out)
+    assert result.exit_code == 2 and "config.json" in " ".join(result.output.split())
+
+
 def test_bad_dataset_rows_are_reported_and_the_run_goes_on(tmp_path):
     good = row("code_taco", "g", SUM)
     broken = {"data_source": "code_taco", "prompt": [], "extra_info": {"index": "b"}}  # no reward_model

@@ -105,6 +105,51 @@ def test_no_program_is_reported(text, why):
     assert why in got.reason
 
 
+@pytest.mark.parametrize(
+    "text, code",
+    [
+        # the closing fence on the last code line (verl's regex extraction accepts it)
+        ("```python\nprint(1)```", "print(1)\n"),
+        ("```python\nn = int(input())\nprint(n * 2)```\n", "n = int(input())\nprint(n * 2)\n"),
+        ("Solution:\n```python\nprint(1)```  \n\nThis prints 1 because it does.\n", "print(1)\n"),
+        ("```python\nprint(1)  ```", "print(1)\n"),
+        ("```\nprint(1)```", "print(1)\n"),
+        ("````python\nprint(1)````", "print(1)\n"),
+        ("  ```python\n  for i in range(2):\n      print(i)```\n", "for i in range(2):\n    print(i)\n"),
+        # an earlier closed block and a final inline-closed one: the final one is the answer
+        (md("print('draft')") + "Final:\n```python\nprint('final')```\n", "print('final')\n"),
+        # a ``` inside the code (a string) does not end the block early when the real close is inline
+        ("```python\ns = '```'\nprint(s)```", "s = '```'\nprint(s)\n"),
+    ],
+)
+def test_extract_accepts_an_inline_closing_fence(text, code):
+    got = extract_code(text)
+    assert got.ok, got.reason
+    assert got.code == code
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```python\nprint(1)",  # never closed
+        "```python\nprint(1)\n",
+        "```python\nprint(1)``",  # two backticks are not a fence
+        "````python\nprint(1)```",  # shorter than the opening fence
+        "~~~python\nprint(1)```",  # another fence character
+        # an inline close, then a new block cut at the length limit: the final answer is incomplete
+        "```python\nprint(1)```\nBetter:\n```python\nprint(2",
+    ],
+)
+def test_extract_still_rejects_unclosed_fences(text):
+    got = extract_code(text)
+    assert not got.ok and "unclosed" in got.reason
+
+
+def test_inline_closing_fence_is_judged():
+    r = compute_score("code_taco", "Here:\n```python\n" + SUM_OK + "```\nDone.", SUM_DICT)
+    assert (r["verdict"], r["score"]) == ("AC", 1.0)
+
+
 def test_strip_reasoning_keeps_the_answer():
     assert strip_reasoning("<think>a</think>b<think>c</think>d") == "d"
     assert strip_reasoning("x<think>unfinished") == "x"
@@ -126,6 +171,27 @@ def test_routes_for_the_card_and_verl_names():
     assert route("code_lcbv5").checker.rel_tol == 1e-9 and route("code_lcbv5").limits.cpu_seconds == 6
     assert not route("code_contests_o").checker.case_insensitive  # stricter than the validator
     assert route("my_code_set").family == "code" and route("my_code_set").checker.name == "tokens"
+
+
+def test_bool_int_equivalence_per_route():
+    # APPS/TACO testing_util, rllm and prime_code compare call results with Python ==, so True == 1
+    for name in ("code_taco", "taco", "apps", "code_apps", "code_primeintellect", "primeintellect"):
+        assert route(name).checker.strict_bool is False, name
+    # LeetCode's judge and LiveCodeBench tell true from 1; stdin routes and unknown sources stay strict
+    for name in ("leetcode", "code_leetcode", "code_lcbv5", "livecodebench", "lcb", "code_contests_o",
+                 "codeforces", "my_code_set"):
+        assert route(name).checker.strict_bool is True, name
+
+
+def test_bool_for_int_accepted_where_the_peers_accept_it():
+    one = [{"type": "function_call", "fn_name": "f", "input": [1], "output": [1]}]
+    true = [{"type": "function_call", "fn_name": "f", "input": [1], "output": [True]}]
+    ret_true, ret_one = md("def f(x):\n    return True"), md("def f(x):\n    return 1")
+    assert compute_score("code_primeintellect", ret_true, one)["score"] == 1.0
+    assert compute_score("code_taco", ret_one, true)["score"] == 1.0
+    assert compute_score("code_lcbv5", ret_true, one)["verdict"] == "WA"
+    assert compute_score("leetcode", ret_one, true)["verdict"] == "WA"
+    assert compute_score("code_primeintellect", md("def f(x):\n    return False"), one)["verdict"] == "WA"
 
 
 @pytest.mark.parametrize("name", ["gsm8k", "math", "lighteval/MATH", "aime2024", "", None])
@@ -158,7 +224,7 @@ def test_result_shape_is_fixed_and_verl_compatible():
     results = [
         compute_score("code_taco", md(SUM_OK), SUM_DICT),
         compute_score("code_taco", "no code", SUM_DICT),
-        compute_score("code_taco", md(SUM_OK), {"inputs": [], "outputs": []}),
+        compute_score("code_taco", md(SUM_OK), {"inputs": [], "outputs": []}, on_invalid="zero"),
         compute_score("code_taco", md("print(1"), SUM_DICT),
     ]
     assert [r["verdict"] for r in results] == ["AC", "FORMAT_ERROR", "INVALID_TASK", "CE"]
@@ -191,13 +257,22 @@ def test_numpy_ground_truth_as_verl_reads_parquet(tmp_path):
     assert compute_score("code_taco", md(SUM_OK), gt2)["score"] == 1.0
 
 
-def test_invalid_rows_zero_by_default_or_raise():
-    for gt in ([], {"inputs": [], "outputs": []}, json.dumps([{"type": "assert", "input": "x"}]), "not json", 42):
-        r = compute_score("code_taco", md(SUM_OK), gt, {"index": "bad-row"})
-        assert (r["score"], r["verdict"]) == (0.0, "INVALID_TASK")
-        assert "bad-row" in r["reason"]
-        with pytest.raises(InvalidTask, match="bad-row"):
+def test_invalid_rows_raise_by_default_or_zero():
+    """The card: unknown encodings "fail loudly rather than silently scoring 0"."""
+    cases = [([], "empty list"), ({"inputs": [], "outputs": []}, "zero test cases"),
+             (json.dumps([{"type": "assert", "input": "x"}]), "unknown type 'assert'"), ("not json", "not valid JSON"),
+             (42, "got int")]
+    for gt, shape in cases:
+        with pytest.raises(InvalidTask, match="code_taco:bad-row") as info:
+            compute_score("code_taco", md(SUM_OK), gt, {"index": "bad-row"})
+        assert shape in str(info.value) and info.value.row == "code_taco:bad-row"
+        with pytest.raises(InvalidTask, match=shape):
             compute_score("code_taco", md(SUM_OK), gt, {"index": "bad-row"}, on_invalid="raise")
+        with pytest.raises(InvalidTask, match="code_taco:bad-row"):
+            compute_score_batch(["code_taco"], [md(SUM_OK)], [gt], [{"index": "bad-row"}])
+        r = compute_score("code_taco", md(SUM_OK), gt, {"index": "bad-row"}, on_invalid="zero")
+        assert (r["score"], r["verdict"]) == (0.0, "INVALID_TASK")
+        assert "bad-row" in r["reason"] and shape in r["reason"]
 
 
 def test_options_are_validated():
@@ -259,6 +334,28 @@ def test_parity_prime_code_first_ten_cases_partial_credit():
     assert compute_score("code_taco", three_wrong, gt)["score"] == 0.0
     small = {"inputs": ["1\n", "2\n", "3\n", "4\n"], "outputs": ["2\n", "4\n", "0\n", "8\n"]}
     assert compute_score("code_taco", md("print(2 * int(input()))"), small, parity="prime_code")["score"] == 0.75
+
+
+def test_parity_verdict_and_reason_are_honest():
+    """prime_code's score, but the verdict never claims cases that were not run."""
+    gt = {"inputs": [f"{i}\n" for i in range(15)], "outputs": [f"{2 * i}\n" for i in range(15)]}
+    fails_12 = md("n = int(input())\nprint(2 * n if n != 11 else -1)")  # fails only case 12 of 15
+    p = compute_score("code_taco", fails_12, gt, parity="prime_code")
+    assert p["score"] == 1.0 and (p["passed"], p["total"]) == (10, 10)
+    assert p["verdict"] == "SKIPPED"
+    assert "parity prime_code" in p["reason"] and "10/10 of the first 10" in p["reason"]
+    assert "cases 11-15 not run" in p["reason"] and "all 10 cases passed" not in p["reason"]
+    # a really correct program gets the same: the unrun cases are not claimed either way
+    ok = compute_score("code_taco", md("print(2 * int(input()))"), gt, parity="prime_code")
+    assert (ok["score"], ok["verdict"]) == (1.0, "SKIPPED")
+    # AC only when every case of the suite ran and passed
+    ten = {"inputs": gt["inputs"][:10], "outputs": gt["outputs"][:10]}
+    full = compute_score("code_taco", md("print(2 * int(input()))"), ten, parity="prime_code")
+    assert (full["score"], full["verdict"]) == (1.0, "AC") and "all 10 cases" in full["reason"]
+    # a failure among the first 10: that case's verdict and the fraction
+    early = compute_score("code_taco", md("n = int(input())\nprint(2 * n if n != 3 else 0)"), gt, parity="prime_code")
+    assert (early["score"], early["verdict"], early["passed"]) == (pytest.approx(0.9), "WA", 9)
+    assert "9/10 of the first 10" in early["reason"] and "case 3" in early["reason"]
 
 
 def test_sandbox_error_is_raised_or_reported_never_a_silent_zero(monkeypatch, caplog):

@@ -10,7 +10,9 @@ Decisions (the spec left them open; each makes a false pass impossible rather th
   so ``nan`` matches ``nan`` and nothing else. (Python's ``float()`` parses them; a checker built
   on ``float()`` would let ``inf`` match ``1e500``.)
 - ``1e500`` (and any literal that overflows a double): matches the grammar but is **not finite**,
-  so it is compared as a plain string: ``1e500`` matches only ``1e500``.
+  so under a tolerance it is compared as a plain string: ``1e500`` matches only ``1e500``
+  (against an expected plain integer the comparison is exact in decimal, below, so ``1e500``
+  equals the 501-digit ``10**500``: no double is involved).
 - ``0x10``, ``1_000``, ``١٢`` (non-ASCII digits), ``1,5``: not numbers (``float()`` would take
   ``1_000``; C++ and most judges would not), compared as strings.
 - Two *plain integers* (no ``.`` and no exponent) are never compared as floats:
@@ -18,8 +20,17 @@ Decisions (the spec left them open; each makes a false pass impossible rather th
   (rllm/TACO's ``np.isclose`` accepts them, reference finding B). They are compared as exact
   integers of any length: sign and leading zeros are normalised (``007`` == ``7``, ``-0`` == ``0``,
   as testlib and PIE's ``float()`` comparison also accept), without ``int()`` (no 4300-digit
-  limit, linear time). The tolerance applies only when at least one side has a decimal point or
-  an exponent.
+  limit, linear time).
+- ``tokens_float``: when the **expected** token is a plain integer, the answer must be a number
+  of *exactly* that value, decided in decimal (:class:`decimal.Decimal`, never through a double):
+  ``6``, ``06``, ``6.0``, ``6.``, ``+6.000``, ``6e0`` pass for ``6``; ``6.0000001`` and
+  ``6.000000000000000000000000001`` (the same double as 6) fail. An integer answer has no
+  precision to lose, so a tolerance there only lets near-misses through (an off-by-rounding
+  ``5.9999999`` for a count); LiveCodeBench compares tokens by exact ``Decimal`` equality too.
+  The tolerance applies only when the expected token has a decimal point or an exponent
+  (``6.0``, ``6e0``: the problem prints a real value). An answer whose exponent is beyond
+  ``Decimal``'s range (``1e-999999999999999999999``) is not a match. (PIE keeps its own rule,
+  :func:`pie_lines_match`: the PIE card's ``float()`` comparison within 1e-3.)
 
 Tolerance (testlib's ``doubleCompare``, the Codeforces convention): ``got`` matches ``want`` when
 ``|got - want| <= abs_tol`` **or** ``|got - want| <= rel_tol * |want|``; relative to the
@@ -29,6 +40,7 @@ the binary rounding of decimal inputs (testlib adds the same).
 
 from __future__ import annotations
 
+import decimal
 import math
 import re
 
@@ -68,6 +80,20 @@ def plain_integers_equal(got: bytes, want: bytes) -> bool:
     return _canonical_integer(got) == _canonical_integer(want)
 
 
+def integer_equals_exactly(got: bytes, want: bytes) -> bool:
+    """Whether ``got`` is a number (grammar above) whose exact decimal value is the plain integer
+    ``want`` (``6.0``, ``6e0``, ``+06`` for ``6``; never ``6.0000001``). No float conversion; an
+    exponent beyond :mod:`decimal`'s range is not a match. Never raises."""
+    if is_plain_integer(got):
+        return plain_integers_equal(got, want)
+    if not _NUMBER.fullmatch(got):
+        return False
+    try:
+        return decimal.Decimal(got.decode("ascii")) == decimal.Decimal(want.decode("ascii"))
+    except (decimal.DecimalException, ValueError):
+        return False
+
+
 def close(got: float, want: float, abs_tol: float, rel_tol: float) -> bool:
     """True when ``|got - want| <= abs_tol`` or ``|got - want| <= rel_tol * |want|`` (plus slack).
 
@@ -80,11 +106,12 @@ def close(got: float, want: float, abs_tol: float, rel_tol: float) -> bool:
 def tokens_match_numeric(got: bytes, want: bytes, abs_tol: float, rel_tol: float) -> bool:
     """Whether two *different* tokens still match under the ``tokens_float`` rule.
 
-    Two plain integers match only when they are the same integer. Otherwise both must be finite
-    numbers (grammar above) within tolerance. Callers test byte equality first.
+    An expected plain integer matches only a number of exactly its value
+    (:func:`integer_equals_exactly`). Otherwise both must be finite numbers (grammar above)
+    within tolerance. Callers test byte equality first.
     """
-    if is_plain_integer(got) and is_plain_integer(want):
-        return plain_integers_equal(got, want)
+    if is_plain_integer(want):
+        return integer_equals_exactly(got, want)
     g = parse_number(got)
     if g is None:
         return False

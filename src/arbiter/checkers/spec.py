@@ -18,6 +18,11 @@ class CheckerSpec:
       checker program run in the sandbox as ``checker input output answer``, exit 0 accepts).
     - ``case_insensitive``: compare letters without case.
     - ``abs_tol`` / ``rel_tol``: float tolerance for ``tokens_float`` and function-call results.
+    - ``strict_bool``: function-call results only (:func:`arbiter.checkers.values.compare_values`).
+      ``True`` (default): a ``bool`` equals only a ``bool`` (LeetCode's judge and LiveCodeBench
+      tell ``true`` from ``1``). ``False``: ``True``/``False`` equal ``1``/``0`` as in Python's
+      ``==``, which is how APPS/TACO ``testing_util``, rllm and verl ``prime_code`` compare call
+      results; the verl routes for those sources set it (:mod:`arbiter.verl.routing`).
     - ``program``: for ``external``, the checker's source code; ``program_language`` its language.
     """
 
@@ -27,6 +32,7 @@ class CheckerSpec:
     rel_tol: float = 1e-6
     program: str | None = None
     program_language: str = "cpp"
+    strict_bool: bool = True
 
     def __post_init__(self) -> None:
         if self.name not in CHECKER_NAMES:

@@ -56,9 +56,10 @@ def check_tokens(output: bytes, expected: bytes) -> CheckResult:
 def check_tokens_float(output: bytes, expected: bytes, abs_tol: float = 1e-6, rel_tol: float = 1e-6) -> CheckResult:
     """``tokens_float``: tokens as in :func:`check_tokens`, but numbers may differ by a tolerance.
 
-    Two different tokens match when both are finite numbers, at least one has a decimal point or
-    an exponent, and ``|got - want| <= abs_tol`` or ``|got - want| <= rel_tol * |want|``; two
-    plain integers must be the same integer; anything else must be byte-equal. The grammar and
+    Two different tokens match when both are finite numbers, the *expected* one has a decimal
+    point or an exponent, and ``|got - want| <= abs_tol`` or ``|got - want| <= rel_tol * |want|``;
+    an expected plain integer takes only a number of exactly that value (``6``, ``6.0``, ``06``
+    for ``6``, never ``6.0000001``; compared in decimal); anything else must be byte-equal. The grammar and
     the decisions for ``nan``, ``inf``, ``1e500``, ``0x10``, ``1_000`` are in
     :mod:`arbiter.checkers.numbers`. Tolerances are absolute/relative amounts (unitless),
     default 1e-6 (LiveCodeBench issue 133, NeMo-Gym PR 2956).

@@ -6,10 +6,14 @@ here (DESIGN.md standing rule: no untrusted ``__eq__``). So both sides are plain
 
 Rules (in this order):
 
-- ``bool`` equals only ``bool``: ``True != 1`` and ``False != 0``. LeetCode serialises a boolean
-  answer as ``true``/``false`` and an integer as ``1``/``0``; its judge rejects ``1`` for a
-  ``bool`` problem, and Python's ``True == 1`` would let a wrong type pass (peer harnesses that
-  compare with ``==``, e.g. LiveCodeBench's, accept it).
+- ``bool`` equals only ``bool`` (``strict_bool=True``, the default): ``True != 1`` and
+  ``False != 0``. LeetCode serialises a boolean answer as ``true``/``false`` and an integer as
+  ``1``/``0``; its judge rejects ``1`` for a ``bool`` problem, and Python's ``True == 1`` would
+  let a wrong type pass. With ``strict_bool=False`` a ``bool`` is the number ``1``/``0``
+  (Python's ``==``: ``True`` matches ``1`` and ``1.0``, ``False`` matches ``0``), which is what
+  APPS/TACO ``testing_util``, rllm and verl ``prime_code`` accept (they compare the returned
+  value with ``==``); the verl routes of those sources use it
+  (:attr:`arbiter.checkers.spec.CheckerSpec.strict_bool`).
 - ``None`` equals only ``None``.
 - ``int`` vs ``int``: exact, any size (no float conversion: ``10**17`` != ``10**17 + 1``).
 - a number vs a number when either is a ``float``: equal within ``abs_tol`` or ``rel_tol`` of
@@ -80,10 +84,13 @@ def _fast_equal(actual: Any, expected: Any) -> bool:
         return False
 
 
-def compare_values(actual: Any, expected: Any, abs_tol: float = 1e-6, rel_tol: float = 1e-6) -> CheckResult:
+def compare_values(actual: Any, expected: Any, abs_tol: float = 1e-6, rel_tol: float = 1e-6, *,
+                   strict_bool: bool = True) -> CheckResult:
     """Compare a function's JSON-decoded return value with one expected value.
 
-    ``abs_tol`` / ``rel_tol`` are unitless tolerances for floats (see the module rules). The diff
+    ``abs_tol`` / ``rel_tol`` are unitless tolerances for floats; ``strict_bool`` whether a
+    ``bool`` equals only a ``bool`` (see the module rules; a judge passes its
+    :class:`~arbiter.checkers.spec.CheckerSpec`'s fields). The diff
     names the first difference in depth-first order as a path: ``$`` is the whole value, then
     ``[3]`` for list items and ``['key']`` for dict values, e.g.
     ``at $[2]: expected 5 (int), got 6 (int)``. Never raises; iterative, so deep nesting is fine.
@@ -94,8 +101,13 @@ def compare_values(actual: Any, expected: Any, abs_tol: float = 1e-6, rel_tol: f
     while stack:
         path, a, e = stack.pop()
         if isinstance(a, bool) or isinstance(e, bool):
-            if isinstance(a, bool) and isinstance(e, bool) and a == e:
-                continue
+            if isinstance(a, bool) and isinstance(e, bool):
+                if a == e:
+                    continue
+            elif not strict_bool and isinstance(a, (int, float)) and isinstance(e, (int, float)):
+                if _numbers_match(int(a) if isinstance(a, bool) else a, int(e) if isinstance(e, bool) else e,
+                                  abs_tol, rel_tol):
+                    continue
             return CheckResult(False, f"at {path}: expected {show_value(e)}, got {show_value(a)}")
         if a is None or e is None:
             if a is None and e is None:

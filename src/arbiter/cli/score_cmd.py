@@ -7,6 +7,7 @@ pipeline :mod:`arbiter.pipelines.codegen_scoring`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import sys
@@ -70,9 +71,15 @@ def register(app: typer.Typer) -> None:
         Writes OUT/verdicts.jsonl (one record per response, keyed <data_source>:<index>#<i>),
         OUT/problems.jsonl (pass rate, pass@k), OUT/summary.json and OUT/errors.jsonl, and prints
         a table by data_source. Rerun the same command after an interruption: finished responses
-        are kept and skipped. Exit status: 0 done; 1 some responses hit SANDBOX_ERROR (not
-        recorded: rerun to retry them); 2 bad input.
+        are kept and skipped. OUT/config.json records the inputs (content sha256 of DATASET and
+        COMPLETIONS) and the verdict-changing options (--parity, --checker, --case-insensitive,
+        --time-limit, --memory-limit, --run-all, --split); a rerun into OUT with anything else is
+        refused (exit 2, naming what differs): use a new --out. Rows with an unusable test suite are
+        recorded as INVALID_TASK and the run goes on. Exit status: 0 done; 1 some responses hit
+        SANDBOX_ERROR (not recorded: rerun to retry them); 2 bad input or OUT made with other inputs.
         """
+        from rich.markup import escape
+
         from arbiter.pipelines.codegen_scoring import score_completions
         from arbiter.verl.reward import RewardOptions, iter_scores
 
@@ -80,13 +87,19 @@ def register(app: typer.Typer) -> None:
         # INVALID_TASK / SANDBOX_ERROR are reported in the outputs and the table, not as log lines
         logging.getLogger("arbiter.verl").setLevel(logging.ERROR)
         try:
+            # on_invalid="zero": one unusable row never stops the run; it is recorded as INVALID_TASK
+            # (raise_errors=False below returns such rows as results whatever on_invalid says)
             opts = RewardOptions.from_kwargs({k: v for k, v in dict(
                 parity=parity, checker=checker, case_insensitive=case_insensitive, time_limit=time_limit,
-                memory_limit_mb=memory_limit, run_all=run_all, workers=workers).items() if v is not None})
+                memory_limit_mb=memory_limit, run_all=run_all, workers=workers, on_invalid="zero").items()
+                if v is not None})
         except (TypeError, ValueError) as exc:
-            console.print(f"[red]error:[/] {exc}")
+            console.print(f"[red]error:[/] {escape(str(exc))}")
             raise typer.Exit(2)
         scorer = functools.partial(iter_scores, opts=opts, raise_errors=False)
+        # what the verdicts depend on (OUT/config.json); workers and the error policies do not change them
+        verdict_options = {k: v for k, v in dataclasses.asdict(opts).items()
+                           if k not in ("workers", "on_invalid", "on_sandbox_error")}
         with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TextColumn("responses"),
                       TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=quiet) as bar:
             task = bar.add_task("score", total=None)
@@ -95,13 +108,17 @@ def register(app: typer.Typer) -> None:
                 bar.update(task, completed=done, total=total)
 
             try:
-                run = score_completions(dataset, completions, out, scorer=scorer, split=split, progress=progress)
+                run = score_completions(dataset, completions, out, scorer=scorer, split=split,
+                                        options=verdict_options, progress=progress)
             except (ValueError, OSError) as exc:
-                console.print(f"[red]error:[/] {exc}")
+                console.print(f"[red]error:[/] {escape(str(exc))}")
                 raise typer.Exit(2)
         Console(width=None if sys.stdout.isatty() else 160).print(summary_table(run.summary))
         console.print(f"{run.rows} rows read; {run.responses} responses matched; {run.judged} scored now, "
-                      f"{run.skipped_done} already done; outputs in {out}")
+                      f"{run.skipped_done} already done; outputs in {escape(str(out))}")
+        if run.stale:
+            console.print(f"[yellow]{run.stale} earlier verdict(s) were made for another response or ground truth; "
+                          f"judged again and replaced[/]")
         if run.errors:
             console.print(f"[yellow]{run.errors} problem(s) reported in {out / 'errors.jsonl'}[/]")
         if run.sandbox_errors:

@@ -213,7 +213,7 @@ def _evaluate_call(case: CallCase, ex: Execution, checker: CheckerSpec, res: Cas
     value = payload.get("value")
     first: CheckResult | None = None
     for want in case.expected:
-        r = compare_values(value, want, checker.abs_tol, checker.rel_tol)
+        r = compare_values(value, want, checker.abs_tol, checker.rel_tol, strict_bool=checker.strict_bool)
         if r.ok:
             return res
         if first is None:

@@ -27,19 +27,37 @@ responses or tests; at most ``2 x workers`` submissions are in flight.
 
 Outputs in ``out_dir``:
 
+- ``config.json``: what the verdicts depend on besides the code: the identity of the inputs
+  (``dataset`` and ``completions``: path, size in bytes and the sha256 of the content, streamed;
+  a dataset folder hashes every file in it by relative path), ``split`` and the verdict-changing
+  ``options`` the caller passes (``arbiter score``: ``parity``, ``checker``,
+  ``case_insensitive``, ``abs_tol``, ``rel_tol``, ``time_limit``, ``memory_limit_mb``,
+  ``run_all``; not ``workers``). Written on the first run; a rerun into the folder with a
+  different dataset or completions *content*, split or option is refused with
+  :class:`ConfigMismatch` naming what differs (before anything in the folder is touched), so a
+  resumed run never keeps verdicts made for other inputs. Moving or renaming an input file is
+  fine (only the content is compared). A folder holding verdicts but no ``config.json`` is
+  refused too (its inputs cannot be told). Full content hashes: sha256 streams at roughly
+  1 GB/s here (0.19 s for 200 MB), small next to judging.
 - ``verdicts.jsonl``: one record per response, keyed ``"<row key>#<response index>"``
   (:class:`arbiter.datasets.jsonl_sink.JsonlSink`: flushed per record; a rerun after a kill
   skips every response already there and never duplicates one). Fields: ``key``, ``row_key``,
-  ``response_idx``, ``data_source``, ``index`` and the reward's result fields (``score``,
-  ``verdict``, ``passed``, ``total``, ``reason``, ``seconds``, ...).
+  ``response_idx``, ``data_source``, ``index``, ``response_sha256`` (sha256 of the response text,
+  UTF-8; a non-string response: of its JSON), ``ground_truth_sha256`` (of the row's
+  ``reward_model.ground_truth``: the JSON text as stored, or canonical JSON of decoded data) and
+  the reward's result fields (``score``, ``verdict``, ``passed``, ``total``, ``reason``,
+  ``seconds``, ...). A record is reused by a rerun only when both hashes still match its
+  response and row; otherwise the response is judged again and the record replaced (defence in
+  depth behind ``config.json``: e.g. a folder whose files were edited by hand).
 - ``problems.jsonl``: per problem: ``n`` responses, ``c`` correct (score 1.0), ``pass_rate``
   (c / n), ``pass_at_k`` for k = 1..n (:func:`pass_at_k`), verdict counts; rewritten from
   ``verdicts.jsonl`` at the end of every run.
 - ``summary.json``: the same by ``data_source`` and overall (mean pass rate and mean pass@k over
   problems), plus counts of invalid rows, errors and sandbox failures.
 - ``errors.jsonl``: this run's problems: completion records that match no row, bad dataset rows,
-  and responses that hit ``SANDBOX_ERROR`` (those are *not* written to ``verdicts.jsonl``, so a
-  rerun judges them again; they are never counted as 0).
+  responses that hit ``SANDBOX_ERROR`` (those are *not* written to ``verdicts.jsonl``, so a
+  rerun judges them again; they are never counted as 0), and a count of stale records replaced
+  (kind ``stale_verdicts``).
 
 Rows whose suite is unusable (``INVALID_TASK``: unknown encoding, zero tests, a non-code
 ``data_source``) get their verdicts written but are left out of pass rates and pass@k, and
@@ -53,8 +71,10 @@ as it would in training (layers: entry points wire the adapter into the pipeline
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import tempfile
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -95,7 +115,9 @@ class ScoringRun:
     """What one run did (counts of this run; totals are in ``summary``).
 
     - ``rows``: dataset rows read; ``responses``: responses in the completions that match a row;
-    - ``judged``: responses scored in this run; ``skipped_done``: already in ``verdicts.jsonl``;
+    - ``judged``: responses scored in this run; ``skipped_done``: already in ``verdicts.jsonl``
+  (for the same response and ground truth); ``stale``: records found for another response or
+  ground truth (judged again, replaced);
     - ``sandbox_errors``: responses that hit SANDBOX_ERROR (not written; rerun to retry);
     - ``errors``: other problems (bad records/rows), also in ``errors.jsonl``;
     - ``summary``: the content of ``summary.json``.
@@ -105,6 +127,7 @@ class ScoringRun:
     responses: int = 0
     judged: int = 0
     skipped_done: int = 0
+    stale: int = 0
     sandbox_errors: int = 0
     errors: int = 0
     summary: dict[str, Any] = field(default_factory=dict)
@@ -178,6 +201,175 @@ def index_completions(path: Path, by_index: Mapping[str, list[str]], by_position
     return dict(index)
 
 
+CONFIG_FILE = "config.json"
+VERDICTS_FILE = "verdicts.jsonl"
+
+
+class ConfigMismatch(ValueError):
+    """``out_dir`` holds verdicts made from other inputs (dataset or completions content, split) or
+    other verdict-changing options, or verdicts without a ``config.json``; resuming into it would
+    keep verdicts for responses they were not made for. The message names what differs; use
+    another output folder (or delete that one)."""
+
+
+def _sha_file(path: Path, h: Any) -> int:
+    size = 0
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+            size += len(chunk)
+    return size
+
+
+def input_identity(path: str | os.PathLike) -> dict[str, Any]:
+    """``{"path", "bytes", "sha256"}`` of an input file, or of a folder (an HF ``datasets``
+    folder): every regular file under it in sorted relative-path order, each hashed as its path,
+    size and content. Streams (1 MiB at a time). Raises ``OSError`` for a missing path."""
+    p = Path(path)
+    h = hashlib.sha256()
+    if p.is_dir():
+        size = 0
+        for f in sorted(q for q in p.rglob("*") if q.is_file()):
+            rel = f.relative_to(p).as_posix()
+            h.update(f"{rel}\0{f.stat().st_size}\0".encode("utf-8", "surrogateescape"))
+            size += _sha_file(f, h)
+    else:
+        size = _sha_file(p, h)
+    return {"path": str(p.resolve()), "bytes": size, "sha256": h.hexdigest()}
+
+
+def config_fingerprint(dataset: str | os.PathLike, completions: str | os.PathLike, split: str | None,
+                       options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The content of ``config.json`` (module docstring) for these inputs and options."""
+    return {"version": 1, "dataset": input_identity(dataset), "completions": input_identity(completions),
+            "split": split, "options": dict(sorted((options or {}).items()))}
+
+
+def _short(sha: Any) -> str:
+    return f"{sha[:12]}..." if isinstance(sha, str) else repr(sha)
+
+
+def check_config(out_dir: Path, fingerprint: dict[str, Any]) -> None:
+    """Record ``fingerprint`` in ``out_dir/config.json`` on the first run; on a rerun, raise
+    :class:`ConfigMismatch` naming every difference. Paths and sizes are informative only: the
+    inputs are compared by content hash. Touches nothing else in ``out_dir``."""
+    path = out_dir / CONFIG_FILE
+    verdicts = out_dir / VERDICTS_FILE
+    if not path.exists():
+        if verdicts.exists() and verdicts.read_bytes().strip():
+            raise ConfigMismatch(
+                f"{out_dir} holds {VERDICTS_FILE} but no {CONFIG_FILE} (made by an older arbiter, or the file was "
+                f"deleted): cannot tell which dataset, completions and options its verdicts were made with; "
+                f"use a new --out folder (or delete {out_dir})")
+        _write_json_atomic(path, fingerprint)
+        return
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigMismatch(f"{path} is unreadable ({exc}); use a new --out folder (or delete {out_dir})") from None
+    if not isinstance(old, dict):
+        old = {}
+    diffs: list[str] = []
+    if old.get("version") != fingerprint["version"]:
+        diffs.append(f"config version ({old.get('version')!r} -> {fingerprint['version']!r})")
+    for name in ("dataset", "completions"):
+        was = old.get(name) if isinstance(old.get(name), dict) else {}
+        now = fingerprint[name]
+        if was.get("sha256") != now["sha256"]:
+            diffs.append(f"{name} file content (sha256 {_short(was.get('sha256'))} -> {_short(now['sha256'])}; "
+                         f"was {was.get('path')}, now {now['path']})")
+    if old.get("split") != fingerprint["split"]:
+        diffs.append(f"split ({old.get('split')!r} -> {fingerprint['split']!r})")
+    o = old.get("options") if isinstance(old.get("options"), dict) else {}
+    n = fingerprint["options"]
+    diffs += [f"option {k} ({o.get(k)!r} -> {n.get(k)!r})" for k in sorted(set(o) | set(n)) if o.get(k) != n.get(k)]
+    if diffs:
+        raise ConfigMismatch(
+            f"{out_dir} holds verdicts made with other inputs or options; differs: {'; '.join(diffs)}. "
+            f"Its verdicts would be kept for responses they were not made for: use a new --out folder "
+            f"(or delete {out_dir})")
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, ensure_ascii=False, indent=1, default=str)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def text_sha256(value: Any) -> str:
+    """sha256 (hex) of a response or ground truth: a string's UTF-8 bytes (lone surrogates kept
+    via ``surrogatepass``), anything else as canonical JSON (sorted keys, no spaces)."""
+    if not isinstance(value, str):
+        value = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _fingerprint(response_sha: Any, truth_sha: Any) -> bytes | None:
+    if not isinstance(response_sha, str) or not isinstance(truth_sha, str):
+        return None
+    return hashlib.blake2b(f"{response_sha}:{truth_sha}".encode(), digest_size=16).digest()
+
+
+def _load_done(path: Path) -> tuple[dict[str, bytes | None], bool]:
+    """``key -> fingerprint of (response_sha256, ground_truth_sha256)`` of the records in
+    ``verdicts.jsonl`` (the last record wins; ``None`` for a record without hashes) and whether a
+    key occurs more than once (a run killed after replacing a stale record)."""
+    done: dict[str, bytes | None] = {}
+    duplicates = False
+    if not path.exists():
+        return done, duplicates
+    for rec in read_jsonl(path):
+        key = str(rec.get("key"))
+        duplicates = duplicates or key in done
+        done[key] = _fingerprint(rec.get("response_sha256"), rec.get("ground_truth_sha256"))
+    return done, duplicates
+
+
+def _rewrite_verdicts(path: Path, keep: Callable[[int, str, dict[str, Any]], bool]) -> None:
+    """Rewrite ``verdicts.jsonl`` keeping the records for which ``keep(line number, key, record)``
+    holds (streamed to a temporary file, then renamed over it)."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out, open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f):
+                if not line.strip():
+                    continue
+                rec = json.loads(line)
+                if keep(number, str(rec.get("key")), rec):
+                    out.write(line if line.endswith("\n") else line + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _drop_earlier_duplicates(path: Path) -> None:
+    last: dict[str, int] = {}
+    for number, rec in enumerate(_numbered(path)):
+        if rec is not None:
+            last[str(rec.get("key"))] = number
+    _rewrite_verdicts(path, lambda number, key, rec: last.get(key) == number)
+
+
+def _numbered(path: Path) -> Iterator[dict[str, Any] | None]:
+    """The records of a JSONL file by physical line (``None`` for a blank line)."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            yield json.loads(line) if line.strip() else None
+
+
 def _read_responses(f, entries: list[tuple[int, int]]) -> list[Any]:
     out: list[Any] = []
     for offset, _ in entries:
@@ -187,7 +379,7 @@ def _read_responses(f, entries: list[tuple[int, int]]) -> list[Any]:
 
 
 def score_completions(dataset: str | os.PathLike, completions: str | os.PathLike, out_dir: str | os.PathLike, *,
-                      scorer: Scorer, split: str | None = None,
+                      scorer: Scorer, split: str | None = None, options: Mapping[str, Any] | None = None,
                       progress: Callable[[int, int], None] | None = None) -> ScoringRun:
     """Score every response in ``completions`` against its row of ``dataset``; write the outputs
     of the module docstring to ``out_dir``; resumable.
@@ -196,14 +388,21 @@ def score_completions(dataset: str | os.PathLike, completions: str | os.PathLike
       with at least ``score`` and ``verdict``, lazily and in input order (e.g.
       ``functools.partial(arbiter.verl.reward.iter_scores, opts=..., raise_errors=False)``).
     - ``split``: the split of an HF ``DatasetDict`` folder.
+    - ``options``: every option of ``scorer`` that can change a verdict (JSON values), recorded
+      in ``config.json``; a rerun with other values is refused. ``arbiter score`` passes the
+      :class:`~arbiter.verl.reward.RewardOptions` fields except ``workers``, ``on_invalid`` and
+      ``on_sandbox_error``.
     - ``progress(done, total)``: called as responses are finished (``done`` includes responses
       already scored by an earlier run).
 
-    Returns a :class:`ScoringRun`. Raises ``ValueError`` for an unreadable dataset format;
-    bad rows and records are reported in ``errors.jsonl`` and the run goes on.
+    Returns a :class:`ScoringRun`. Raises :class:`ConfigMismatch` (a ``ValueError``) when
+    ``out_dir`` holds verdicts of other inputs or options (nothing in it is changed then),
+    ``ValueError`` for an unreadable dataset format, ``OSError`` for a missing input; bad rows
+    and records are reported in ``errors.jsonl`` and the run goes on.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    check_config(out, config_fingerprint(dataset, completions, split, options))
     run = ScoringRun()
     errors = _Errors(out / "errors.jsonl")
     try:
@@ -227,12 +426,18 @@ def score_completions(dataset: str | os.PathLike, completions: str | os.PathLike
         total = sum(n for entries in comp_index.values() for _, n in entries)
         run.responses = total
 
-        with JsonlSink(out / "verdicts.jsonl", key="key") as sink:
-            done = sum(1 for k in sink.keys if k.rsplit("#", 1)[0] in comp_index)
-            run.skipped_done = done
+        verdicts_path = out / VERDICTS_FILE
+        JsonlSink(verdicts_path, key="key").close()  # repairs a line torn by a kill
+        done_fp, duplicates = _load_done(verdicts_path)
+        if duplicates:  # killed after appending a replacement for a stale record: the last one wins
+            _drop_earlier_duplicates(verdicts_path)
+        stale: dict[str, bytes | None] = {}  # key -> fingerprint of the response/ground truth judged now
+        with JsonlSink(verdicts_path, key="key") as sink:
+            run.skipped_done = sum(1 for k in done_fp if k.rsplit("#", 1)[0] in comp_index)
             if progress is not None:
-                progress(done, total)
-            pending: deque[tuple[str, int, Any, Any]] = deque()  # (row key, i, data_source, index), item order
+                progress(run.skipped_done, total)
+            # (row key, i, data_source, index, response sha256, ground truth sha256), in item order
+            pending: deque[tuple[str, int, Any, Any, str, str]] = deque()
 
             def items() -> Iterator[Item]:
                 with open(completions, "rb") as cf:
@@ -250,25 +455,42 @@ def score_completions(dataset: str | os.PathLike, completions: str | os.PathLike
                             errors.add("dataset", str(exc), row=key, position=position)
                             continue
                         responses = _read_responses(cf, entries)
+                        truth_sha = text_sha256(row.ground_truth)
                         for i, response in enumerate(responses):
-                            if f"{key}#{i}" in sink:
-                                continue
-                            pending.append((key, i, row.data_source, row.index))
+                            rkey = f"{key}#{i}"
+                            response_sha = text_sha256(response)
+                            if rkey in done_fp:
+                                fp = _fingerprint(response_sha, truth_sha)
+                                if done_fp[rkey] == fp:
+                                    continue
+                                # made for another response or ground truth: judge again, replace
+                                stale[rkey] = fp
+                                sink.keys.discard(rkey)
+                                run.stale += 1
+                                run.skipped_done -= 1
+                            pending.append((key, i, row.data_source, row.index, response_sha, truth_sha))
                             yield row.data_source, response, row.ground_truth, row.extra_info
 
-            finished = done
+            processed = 0
             for result in scorer(items()):
-                key, i, ds, idx = pending.popleft()
+                key, i, ds, idx, response_sha, truth_sha = pending.popleft()
                 if result.get("verdict") == SANDBOX_ERROR:
                     run.sandbox_errors += 1
                     errors.add("sandbox_error", str(result.get("reason", "")), row=key, response_idx=i)
                 else:
                     sink.write({"key": f"{key}#{i}", "row_key": key, "response_idx": i, "data_source": ds,
-                                "index": idx, **dict(result)})
+                                "index": idx, "response_sha256": response_sha, "ground_truth_sha256": truth_sha,
+                                **dict(result)})
                     run.judged += 1
-                finished += 1
+                processed += 1
                 if progress is not None:
-                    progress(finished, total)
+                    progress(run.skipped_done + processed, total)
+        if stale:  # drop the stale records (their replacements, when judged, carry the new hashes)
+            _rewrite_verdicts(verdicts_path, lambda number, key, rec: key not in stale or _fingerprint(
+                rec.get("response_sha256"), rec.get("ground_truth_sha256")) == stale[key])
+        if stale:
+            errors.add("stale_verdicts", f"{len(stale)} record(s) in {VERDICTS_FILE} were made for another response or "
+                       f"ground truth; judged again and replaced", count=len(stale))
         run.summary = summarize(out, comp_index.keys())
         run.summary["sandbox_errors_this_run"] = run.sandbox_errors
         run.summary["errors_this_run"] = errors.count
@@ -324,7 +546,9 @@ def summarize(out_dir: str | os.PathLike, keys: Iterable[str] | None = None) -> 
     (overall and by ``data_source``). ``keys``: only these row keys (default: all).
 
     A response counts as correct when its ``score`` is 1.0 (all-or-nothing; in parity mode a
-    partial score is not a pass). INVALID_TASK rows are counted apart (module docstring).
+    partial score is not a pass, and a ``SKIPPED`` verdict with score 1.0, first 10 cases passed
+    and the rest not run, is one, as in prime_code). INVALID_TASK rows are counted apart (module
+    docstring).
     """
     out = Path(out_dir)
     wanted = set(keys) if keys is not None else None
@@ -360,4 +584,5 @@ def summarize(out_dir: str | os.PathLike, keys: Iterable[str] | None = None) -> 
     }
 
 
-__all__ = ["ScoringRun", "Scorer", "index_completions", "pass_at_k", "score_completions", "summarize"]
+__all__ = ["ConfigMismatch", "ScoringRun", "Scorer", "check_config", "config_fingerprint", "index_completions",
+           "input_identity", "pass_at_k", "score_completions", "summarize", "text_sha256"]

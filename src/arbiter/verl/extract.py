@@ -13,6 +13,13 @@ Rules (decided here; peers differ, see ``reference/verl_reward.md`` and
    the same fence character, at least as many times. So ```` ``` ```` inside a code line (a
    string literal ``"```"``) never closes a block, and a 4-backtick fence can quote a 3-backtick
    one. An indented fence (inside a list item) has that indentation removed from its lines.
+   **One exception, the inline closing fence**: a block with no closing line whose code line
+   *ends* with the fence (```` print(x)``` ````, at least as many of the same character; spaces
+   before it are dropped) is closed there, when nothing after that line is a fence line (the
+   response ends, or only whitespace or prose follows). Models write this, and verl's
+   extractors accept it (``sandbox_fusion``'s non-greedy regex, ``prime_code``'s
+   ``split("```")``). The first such line closes the block. With a fence line after it (a new
+   block that is never closed) the response is still unclosed (rule 4).
 3. **Which block is the solution.** Blocks labelled Python (the first word of the info string,
    case-insensitive: ``python``, ``python3``, ``py``, ``py3``; so ```` ```Python3 ```` counts) and
    unlabelled blocks are candidates. The **last Python-labelled block** wins; when there is none,
@@ -23,8 +30,9 @@ Rules (decided here; peers differ, see ``reference/verl_reward.md`` and
    are never run: a response with only such blocks has no Python program.
 4. **No program is FORMAT_ERROR** (score 0): no fence at all (unlike verl ``prime_code``, which
    runs the whole completion as code), only non-Python blocks, an empty block, or a response
-   that ends inside an unclosed fence (a response cut at the generation length limit: its final
-   answer is incomplete, and an earlier closed block is a draft, not the answer).
+   that ends inside an unclosed fence, with no inline closing fence either (a response cut at
+   the generation length limit: its final answer is incomplete, and an earlier closed block is a
+   draft, not the answer).
 
 Pure functions, no I/O.
 """
@@ -87,9 +95,28 @@ def _dedent(line: str, indent: int) -> str:
     return line[i:]
 
 
+def _inline_close(lines: list[str], start: int, fence: str, indent: int) -> list[str] | None:
+    """The body of a block opened before ``lines[start]`` that has no closing line, when one of
+    its lines ends with the fence (rule 2's inline exception) and no fence line follows that
+    line; else ``None``. The fence run (and the spaces before it) is cut off that line."""
+    tail = re.compile(r"(?P<code>.*?)[ \t]*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*$")
+    for k in range(start, len(lines)):
+        line = lines[k].rstrip("\r")
+        if not line.rstrip(" \t").endswith(fence):
+            continue
+        m = tail.fullmatch(line)
+        if m is None or not m.group("code").strip() or m.group("code").endswith(fence[0]):
+            continue
+        if any(_FENCE_OPEN.match(later.rstrip("\r")) for later in lines[k + 1:]):
+            return None  # a fence after it: not the response's final code line
+        return [_dedent(lines[n].rstrip("\r"), indent) for n in range(start, k)] + [_dedent(m.group("code"), indent)]
+    return None
+
+
 def fenced_blocks(text: str) -> tuple[list[tuple[str, str]], bool]:
     """Closed fenced blocks of ``text`` as ``(label, code)`` pairs in order, and whether the text
-    ends inside an unclosed fence. Labels are lower-cased first words of the info string."""
+    ends inside an unclosed fence. Labels are lower-cased first words of the info string. A block
+    closed by an inline fence (module docstring, rule 2) counts as closed."""
     blocks: list[tuple[str, str]] = []
     lines = text.split("\n")
     i = 0
@@ -110,7 +137,12 @@ def fenced_blocks(text: str) -> tuple[list[tuple[str, str]], bool]:
             body.append(_dedent(lines[j].rstrip("\r"), indent))
             j += 1
         if j >= len(lines):
-            return blocks, True
+            inline = _inline_close(lines, i + 1, fence, indent)
+            if inline is None:
+                return blocks, True
+            code = "\n".join(inline)
+            blocks.append((_label_of(info), code + "\n" if code else ""))
+            return blocks, False
         code = "\n".join(body)
         blocks.append((_label_of(info), code + "\n" if code else ""))
         i = j + 1

@@ -6,7 +6,7 @@ Use it from a verl config (``reference/verl_reward.md`` section 1)::
     custom_reward_function:
       path: pkg://arbiter.verl.reward        # or the file path of this module
       name: compute_score                    # compute_score_batch with reward_manager=batch
-      reward_kwargs: {on_sandbox_error: raise, parity: null}
+      reward_kwargs: {on_sandbox_error: raise, on_invalid: raise, parity: null}
 
 What one call does, in order (each step's rule and its source):
 
@@ -14,20 +14,29 @@ What one call does, in order (each step's rule and its source):
    source raises ``ValueError`` (verl's own router raises ``NotImplementedError`` there).
 2. ``ground_truth`` -> test suite (:func:`arbiter.judge.encodings.verl_ground_truth_to_suite`;
    the card's three encodings, as a JSON string or decoded numpy/pyarrow data). A row that does
-   not convert (unknown encoding, zero tests) is ``INVALID_TASK``: score 0.0 with the reason
-   (``on_invalid="zero"``, the default) or :class:`InvalidTask` raised (``on_invalid="raise"``).
-   The default is zero because one unusable row must not stop a training step (verl's naive
-   manager does not catch; its prime manager turns any exception into 0.0 for the *whole*
-   batch); every response of such a row scores 0.0, so group-normalised advantages (GRPO) are
-   zero and the row teaches nothing, and ``verdict`` says ``INVALID_TASK`` in the logged extra
-   info. Validate datasets before training with ``arbiter score`` / ``arbiter convert``, which
-   report such rows.
+   not convert (unknown encoding, zero tests) is ``INVALID_TASK``:
+
+   - ``on_invalid="raise"`` (the default): :class:`InvalidTask` is raised, naming the row
+     (``"<data_source>:<extra_info.index>"``) and what is wrong with the ``ground_truth`` (its
+     shape: "zero test cases (empty list)", "unknown type 'assert'", "got int", ...). The card:
+     the in-tree reward "raises on anything else — unknown encodings fail loudly rather than
+     silently scoring 0". In training this stops the step (verl's naive and batch managers do not
+     catch; its prime manager turns any exception into 0.0 for the *whole* batch), which is the
+     point: a dataset with unusable rows is a bug to fix before training. Validate datasets with
+     ``arbiter score`` / ``arbiter convert``, which report such rows without stopping.
+   - ``on_invalid="zero"``: score 0.0, ``verdict: "INVALID_TASK"`` with the reason, and one
+     warning per row in the log. Every response of such a row scores 0.0, so group-normalised
+     advantages (GRPO) are zero and the row teaches nothing; use it to train on a dataset known
+     to hold a few bad rows.
+
+   ``arbiter score`` (:func:`iter_scores` with ``raise_errors=False``) always records such rows
+   as INVALID_TASK verdicts and goes on, whatever ``on_invalid`` says.
 3. ``solution_str`` -> program (:func:`arbiter.verl.extract.extract_code`): the last fenced
    Python (or unlabelled) block after any ``<think>`` block; none is ``FORMAT_ERROR``, 0.0.
 4. The judge runs the program on every case in one sandbox (DESIGN.md) and stops at the first
    failure: score 1.0 only if every case passes (the card's all-or-nothing reward).
    ``parity="prime_code"`` instead reproduces verl ``prime_code``'s published continuous score
-   (see :data:`PARITY_MODES`).
+   (see :data:`PARITY_MODES`, also for its ``verdict``).
 5. ``SANDBOX_ERROR`` (our failure, not the program's) has already been retried by the judge
    (a fresh sandbox, twice per case). Then :class:`SandboxFailure` is raised
    (``on_sandbox_error="raise"``, the default: a broken sandbox must stop training rather than
@@ -39,7 +48,8 @@ The result is a :class:`RewardResult`: a dict with always the same keys (verl co
 into ``reward_extra_info`` lists, so the key set must not vary):
 
 - ``score`` (float in [0, 1]), ``verdict`` (``AC``, ``WA``, ``TLE``, ``MLE``, ``RE``, ``OLE``,
-  ``CE``, ``FORMAT_ERROR``, ``INVALID_TASK``, ``SANDBOX_ERROR``), ``passed`` / ``total`` (cases;
+  ``CE``, ``FORMAT_ERROR``, ``INVALID_TASK``, ``SANDBOX_ERROR``; in parity mode also ``SKIPPED``,
+  see :data:`PARITY_MODES`), ``passed`` / ``total`` (cases;
   ``total`` counts the cases scored: the whole suite, or the first 10 in parity mode),
   ``reason`` (one line), ``seconds`` (wall seconds of work for this response: parsing,
   extraction and judging, not time queued in a batch), ``judge_seconds`` (wall seconds inside the
@@ -99,6 +109,16 @@ log = logging.getLogger("arbiter.verl")
 #: reproduces the scoring formula, not prime_code's comparison (its numpy-based, set-of-lines
 #: fallbacks accept wrong answers); arbiter's checkers and sandbox stay in force, and a response
 #: without a code block is FORMAT_ERROR (prime_code would run the whole text as code).
+#:
+#: The label stays honest (only the score follows prime_code): ``verdict`` is ``AC`` only when
+#: every case of the suite ran and passed (a suite of at most 10 cases); a failure among the
+#: first 10 gives that case's verdict (``WA``, ``TLE``, ...) with the fraction as score; when the
+#: first 10 pass and the suite has more cases, which were not run, ``verdict`` is ``SKIPPED``
+#: (the per-case verdict for "not run": the cases that would decide AC were never run) with
+#: score 1.0. ``reason`` reads e.g. "parity prime_code: 10/10 of the first 10 cases passed
+#: (score 1.0); cases 11-15 not run, verdict SKIPPED". ``arbiter score`` counts a score of 1.0 as
+#: correct, so parity pass rates are prime_code's; the verdict counts show how many were not
+#: checked beyond case 10.
 PARITY_MODES = ("prime_code",)
 PRIME_CODE_CASES = 10
 
@@ -124,7 +144,15 @@ class SandboxFailure(RuntimeError):
 
 class InvalidTask(ValueError):
     """A row whose test suite cannot be used (unknown encoding, zero tests); raised with
-    ``on_invalid="raise"``. The message names the row and the field (from the encodings)."""
+    ``on_invalid="raise"`` (the default). The message names the row
+    (``"<data_source>:<extra_info.index>"``), the field and the shape found (e.g.
+    ``row 'code_taco:7': ground_truth[0].type: unknown type 'assert'; known: stdin_stdout,
+    function_call``). Attributes: ``row`` (that label), ``reason`` (the message)."""
+
+    def __init__(self, message: str, *, row: str = ""):
+        super().__init__(message)
+        self.row = row
+        self.reason = message
 
 
 class RewardResult(dict):
@@ -149,7 +177,8 @@ class RewardOptions:
     """The keyword options of :func:`compute_score` (verl ``reward_kwargs``), validated.
 
     - ``parity``: ``None`` (all-or-nothing on every case, the card's reward) or ``"prime_code"``.
-    - ``on_invalid``: ``"zero"`` (default) or ``"raise"`` (:class:`InvalidTask`).
+    - ``on_invalid``: ``"raise"`` (default: :class:`InvalidTask`, the card's "fail loudly") or
+      ``"zero"`` (score 0.0, ``verdict: "INVALID_TASK"``); module docstring, step 2.
     - ``on_sandbox_error``: ``"raise"`` (default, :class:`SandboxFailure`) or ``"report"``.
     - ``checker``, ``case_insensitive``, ``abs_tol``, ``rel_tol``: override the route's checker.
     - ``time_limit``: CPU seconds per case; ``memory_limit_mb``: MiB per case.
@@ -158,7 +187,7 @@ class RewardOptions:
     """
 
     parity: str | None = None
-    on_invalid: str = "zero"
+    on_invalid: str = "raise"
     on_sandbox_error: str = "raise"
     checker: str | None = None
     case_insensitive: bool | None = None
@@ -240,6 +269,7 @@ class Prepared:
     task: Task | None = None
     result: RewardResult | None = None
     invalid_error: Exception | None = None
+    suite_cases: int = 0  # cases in the row's whole suite (parity mode judges only the first 10)
 
 
 def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any, opts: RewardOptions,
@@ -264,6 +294,7 @@ def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: 
     if isinstance(suite, Exception):
         return Prepared(label, started, result=_result(0.0, Outcome.INVALID_TASK.value, 0, 0, str(suite), started),
                         invalid_error=suite)
+    suite_cases = len(suite)
     if opts.parity == "prime_code":
         suite = TestSuite(suite.cases[:PRIME_CODE_CASES], origin=f"{suite.origin}[:{PRIME_CODE_CASES}]")
     got = extract_code(solution_str)
@@ -289,7 +320,7 @@ def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: 
         prelude=scrub_prelude(prelude, fn_names),
         task_id=label,
     )
-    return Prepared(label, started, prep_seconds=time.monotonic() - started, task=task)
+    return Prepared(label, started, prep_seconds=time.monotonic() - started, task=task, suite_cases=suite_cases)
 
 
 def _solution_methods(code: str) -> set[str]:
@@ -318,7 +349,7 @@ def finish(prep: Prepared, verdict: Verdict | None, opts: RewardOptions, *, rais
         res = prep.result
         if res["verdict"] == Outcome.INVALID_TASK.value:
             if opts.on_invalid == "raise" and raise_errors:
-                raise InvalidTask(res["reason"]) from prep.invalid_error
+                raise InvalidTask(res["reason"], row=prep.label) from prep.invalid_error
             with _warn_lock:
                 first = prep.label not in _warned_invalid and len(_warned_invalid) < 10_000
                 _warned_invalid.add(prep.label)
@@ -337,10 +368,31 @@ def finish(prep: Prepared, verdict: Verdict | None, opts: RewardOptions, *, rais
                        prep.prep_seconds)
     if outcome is Outcome.INVALID_TASK:
         if opts.on_invalid == "raise" and raise_errors:
-            raise InvalidTask(f"row {prep.label!r}: {verdict.reason}")
+            raise InvalidTask(f"row {prep.label!r}: {verdict.reason}", row=prep.label)
         log.warning("INVALID_TASK %s scored 0.0: %s", prep.label, verdict.reason)
-    return _result(verdict.score, outcome.value, verdict.passed, verdict.total, verdict.reason, prep.started,
+    reason = verdict.reason
+    if opts.parity and outcome not in (Outcome.INVALID_TASK, Outcome.CE):
+        outcome, reason = _parity_label(opts.parity, verdict, prep.suite_cases)
+    return _result(verdict.score, outcome.value, verdict.passed, verdict.total, reason, prep.started,
                    verdict.seconds, cpu, prep.prep_seconds)
+
+
+def _parity_label(parity: str, verdict: Verdict, suite_cases: int) -> tuple[Outcome, str]:
+    """The honest verdict and reason of a parity-mode result (:data:`PARITY_MODES`): ``AC`` only
+    when the whole suite ran and passed; ``SKIPPED`` when the first cases passed and later ones
+    were not run; else the judge's verdict on the first cases."""
+    run, passed = verdict.total, verdict.passed
+    head = (f"parity {parity}: {passed}/{run} of the first {run} cases passed (score {verdict.score:g})"
+            if suite_cases > run else f"parity {parity}: {passed}/{run} cases passed (score {verdict.score:g})")
+    not_run = f"cases {run + 1}-{suite_cases} not run" if suite_cases > run + 1 else f"case {suite_cases} not run"
+    if verdict.outcome is Outcome.AC:
+        if suite_cases > run:
+            return Outcome.SKIPPED, f"{head}; {not_run}, verdict SKIPPED"
+        return Outcome.AC, f"parity {parity}: all {run} cases passed (score 1)"
+    reason = f"{head}; first failure: {verdict.reason}"
+    if suite_cases > run:
+        reason += f"; {not_run}"
+    return verdict.outcome, reason
 
 
 _slots: tuple[int, threading.BoundedSemaphore] | None = None
@@ -375,8 +427,9 @@ def compute_score(data_source: Any, solution_str: Any, ground_truth: Any, extra_
 
     Returns a :class:`RewardResult` (keys :data:`RESULT_KEYS`; seconds are wall seconds).
     Raises ``ValueError`` (non-code data_source, bad option value), ``TypeError`` (unknown
-    option), :class:`InvalidTask` (with ``on_invalid="raise"``), :class:`SandboxFailure` (with
-    ``on_sandbox_error="raise"``).
+    option), :class:`InvalidTask` (an unusable ``ground_truth``, by default; with
+    ``on_invalid="zero"`` it scores 0.0 with ``verdict: "INVALID_TASK"`` instead),
+    :class:`SandboxFailure` (with ``on_sandbox_error="raise"``, the default).
     """
     opts = RewardOptions.from_kwargs(kwargs)
     prep = prepare(data_source, solution_str, ground_truth, extra_info, opts)
@@ -415,8 +468,9 @@ def iter_scores(items: Iterable[tuple[Any, Any, Any, Any]], opts: RewardOptions,
     repeats a prompt's row for its n responses).
 
     ``raise_errors=False`` returns INVALID_TASK / SANDBOX_ERROR as results whatever the options
-    say, and a non-code data_source as an INVALID_TASK result (with ``raise_errors`` it raises
-    ``ValueError`` before judging that item).
+    say (``on_invalid``, ``on_sandbox_error``), and a non-code data_source as an INVALID_TASK
+    result (with ``raise_errors`` it raises ``ValueError`` before judging that item); this is how
+    ``arbiter score`` records bad rows and goes on.
     """
     cache: dict[tuple, tuple[Any, TestSuite | Exception]] = {}
 
@@ -480,9 +534,10 @@ def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[Any
     parsed suite.
 
     Raises ``ValueError`` (lengths differ, a non-code data_source: checked before anything runs),
-    ``TypeError`` (unknown option), :class:`InvalidTask` (``on_invalid="raise"``: the first
-    invalid row, before judging), :class:`SandboxFailure` (``on_sandbox_error="raise"``: after
-    the whole batch is judged, with ``.results`` holding every result).
+    ``TypeError`` (unknown option), :class:`InvalidTask` (``on_invalid="raise"``, the default:
+    the first invalid row, before judging; ``on_invalid="zero"`` scores such rows 0.0),
+    :class:`SandboxFailure` (``on_sandbox_error="raise"``: after the whole batch is judged, with
+    ``.results`` holding every result).
     """
     opts = RewardOptions.from_kwargs(kwargs)
     sources = _as_list(data_sources, "data_sources")
@@ -501,7 +556,7 @@ def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[Any
             try:
                 load_suite(gt, label)
             except InvalidTestSuite as exc:
-                raise InvalidTask(str(exc)) from exc
+                raise InvalidTask(str(exc), row=label) from exc
     results = list(iter_scores(zip(sources, solutions, truths, extras), opts, raise_errors=False))
     if opts.on_sandbox_error == "raise":
         failed = [(i, r) for i, r in enumerate(results) if r["verdict"] == Outcome.SANDBOX_ERROR.value]

@@ -10,10 +10,10 @@ arbiter routes every code source to the sandbox judge, with a default per source
 |---|---|---|---|
 | ``code_contests_o``, ``codecontests``, ``code_contests`` | ``tokens`` | 5 | (a) |
 | ``codeforces`` | ``tokens`` | 5 | (b) |
-| ``code_taco``, ``taco``, ``apps`` | ``tokens_float`` 1e-6 | 5 | (c) |
-| ``code_primeintellect``, ``primeintellect`` | ``tokens_float`` 1e-6 | 5 | (c) |
-| ``code_lcbv5``, ``livecodebench``, ``lcb`` | ``tokens_float`` 1e-9 | 6 | (d) |
-| ``leetcode``, ``code_leetcode`` | ``tokens`` (call-based: JSON values, floats 1e-6) | 5 | (e) |
+| ``code_taco``, ``taco``, ``apps``, ``code_apps`` | ``tokens_float`` 1e-6; call results: ``True == 1`` | 5 | (c) |
+| ``code_primeintellect``, ``primeintellect`` | ``tokens_float`` 1e-6; call results: ``True == 1`` | 5 | (c) |
+| ``code_lcbv5``, ``livecodebench``, ``lcb`` | ``tokens_float`` 1e-9; call results: ``bool`` only ``bool`` | 6 | (d) |
+| ``leetcode``, ``code_leetcode`` | ``tokens`` (call-based: JSON values, floats 1e-6, ``bool`` only ``bool``) | 5 | (e) |
 | any other name containing ``code`` | ``tokens`` | 5 | (f) |
 | anything else (``gsm8k``, ``math``, ...) | refused: ``ValueError`` | | (g) |
 
@@ -47,19 +47,33 @@ an answer the problem's own judge would reject):
     ``YES``); ``prime_code`` compares stripped lines then ``np.allclose``. arbiter compares tokens
     in order with multiplicity and numbers within 1e-6 (absolute or relative): **stricter**
     than every one of those peers, and tolerant enough for the 1e-6 answers these problems ask
-    for. TACO/APPS time limits are 4 s (rllm: 12 s); prime_code's alarm is 5 s.
+    for. An expected integer token takes only that exact value (``6.0`` passes for ``6``,
+    ``6.0000001`` does not: :mod:`arbiter.checkers.numbers`). TACO/APPS time limits are 4 s
+    (rllm: 12 s); prime_code's alarm is 5 s.
+    Call-based cases: TACO/APPS ``testing_util`` (and rllm's TACO path, which PrimeIntellect rows
+    take) compare the returned value with Python ``==`` (``ret == output`` after a tuple-to-list
+    pass, ``reference/codegen_harnesses.md`` section 1), and ``prime_code`` matches by ``==`` too
+    (``reference/verl_reward.md`` section 3); so ``return True`` passes for an expected ``1`` and
+    ``return 0`` for ``False`` there. These routes set ``CheckerSpec.strict_bool=False`` to
+    accept exactly that (``True``/``False`` as ``1``/``0``; nothing else, e.g. ``"1"`` or ``2``).
 (d) LiveCodeBench strips lines, requires equal line counts, and compares each line exactly or
     token-wise by exact ``Decimal`` equality (so ``1.0`` equals ``1``; no epsilon, a known source
     of false negatives: LCB issues 129 and 133). arbiter: tokens with numbers within 1e-9,
     **looser** than LCB only by that 1e-9, which is tighter than any tolerance an AtCoder or
     LeetCode statement grants, and **looser** about line breaks, which AtCoder's judge ignores
     too. 6 s: LCB's default per-test timeout. Call-based (LeetCode) cases compare JSON values
-    (no untrusted ``__eq__``), floats within the same 1e-9.
+    (no untrusted ``__eq__``), floats within the same 1e-9; a ``bool`` equals only a ``bool``
+    (``strict_bool``): LCB's call-based problems are LeetCode's, whose judge tells ``true`` from
+    ``1`` (LCB's own harness compares with ``==`` and would accept ``True`` for ``1``: **stricter**
+    than LCB there, never stricter than the problem's own judge).
 (e) LeetCodeDataset's ``check`` compares with ``==``; LeetCode's own judge accepts floats within
-    1e-5, so values within 1e-6 are never an answer LeetCode rejects. Rows bring their own
+    1e-5, so values within 1e-6 are never an answer LeetCode rejects. LeetCode's judge serialises
+    ``true`` and ``1`` differently and rejects one for the other, so a ``bool`` equals only a
+    ``bool`` (``strict_bool``, stricter than ``check``'s ``==``). Rows bring their own
     prelude (``extra_info.prelude``: the row's ``prompt`` import block with ``ListNode``/
     ``TreeNode``), which the converter stores.
-(f) An unknown code source gets the strictest sensible defaults: exact tokens, 5 s.
+(f) An unknown code source gets the strictest sensible defaults: exact tokens, 5 s, ``bool``
+    only ``bool``.
 (g) The card routes by "every value contains code"; a non-code source (math, QA) must not be
     scored by running its answer as a program, so it is refused loudly, as verl's router does.
 """
@@ -114,7 +128,8 @@ class Route:
 
     - ``family``: the canonical family name (``code_contests``, ``codeforces``, ``taco``,
       ``primeintellect``, ``livecodebench``, ``leetcode``, ``code``).
-    - ``checker``: stdout comparison (and ``abs_tol``/``rel_tol`` for call-based float values).
+    - ``checker``: stdout comparison (and ``abs_tol``/``rel_tol``/``strict_bool`` for call-based
+      values).
     - ``limits``: per-case limits (CPU seconds, memory bytes; wall ``2 * cpu + 1`` s).
     - ``prelude``: Python run before the program in the same namespace.
     - ``why``: the reference behaviour this default follows (module docstring, letter).
@@ -164,10 +179,10 @@ def _limits(cpu: float) -> Limits:
 
 _CODE_CONTESTS = Route("code_contests", CheckerSpec("tokens"), _limits(5), why="(a) CodeContests-O validator / testlib wcmp")
 _CODEFORCES = Route("codeforces", CheckerSpec("tokens"), _limits(5), why="(b) Codeforces default checker wcmp")
-_TACO = Route("taco", CheckerSpec("tokens_float", abs_tol=1e-6, rel_tol=1e-6), _limits(5),
+_TACO = Route("taco", CheckerSpec("tokens_float", abs_tol=1e-6, rel_tol=1e-6, strict_bool=False), _limits(5),
               why="(c) TACO/APPS testing_util, rllm, prime_code (all looser)")
-_PRIME = Route("primeintellect", CheckerSpec("tokens_float", abs_tol=1e-6, rel_tol=1e-6), _limits(5),
-               why="(c) rllm primeintellect -> TACO path, prime_code")
+_PRIME = Route("primeintellect", CheckerSpec("tokens_float", abs_tol=1e-6, rel_tol=1e-6, strict_bool=False),
+               _limits(5), why="(c) rllm primeintellect -> TACO path, prime_code")
 _LCB = Route("livecodebench", CheckerSpec("tokens_float", abs_tol=1e-9, rel_tol=1e-9), _limits(6),
              why="(d) LiveCodeBench exact Decimal tokens, 6 s")
 _LEETCODE = Route("leetcode", CheckerSpec("tokens", abs_tol=1e-6, rel_tol=1e-6), _limits(5),
