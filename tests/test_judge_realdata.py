@@ -20,7 +20,7 @@ from arbiter.judge.encodings import (
     oracle_visible_suite,
 )
 from arbiter.judge.judge import judge_all
-from arbiter.judge.preludes import APPS_PRELUDE
+from arbiter.judge.preludes import PYTHON_PRELUDE
 from arbiter.judge.task import CompileSpec, Task
 from arbiter.judge.verdict import Outcome
 from arbiter.sandbox.limits import Limits
@@ -62,7 +62,7 @@ def test_apps_reference_solutions_are_accepted(shared: Path):
         suite = load_apps_problem(d)
         for i, src in enumerate(json.loads((d / "solutions.json").read_text())):
             # APPS/TACO's harness prepends its import block (and accepts a module-level return)
-            tasks.append(Task("python", src, suite, prelude=APPS_PRELUDE, limits=Limits(cpu_seconds=4),
+            tasks.append(Task("python", src, suite, prelude=PYTHON_PRELUDE, limits=Limits(cpu_seconds=4),
                               task_id=f"{d.name}#{i}"))
     verdicts = judge_all(tasks)
     report("coderl_apps references", tasks, verdicts)
@@ -79,7 +79,7 @@ def test_apps_labelled_generations_get_verdicts_matching_their_labels(shared: Pa
     for d in _apps_dirs(shared):
         suite = load_apps_problem(d)
         for i, gen in enumerate(json.loads((d / "gen_solutions.json").read_text())):
-            tasks.append(Task("python", gen["code"], suite, prelude=APPS_PRELUDE,
+            tasks.append(Task("python", gen["code"], suite, prelude=PYTHON_PRELUDE,
                               limits=Limits(cpu_seconds=4), task_id=f"{d.name}#gen{i}"))
             labels.append(gen)
     verdicts = judge_all(tasks)

@@ -29,7 +29,7 @@ def _prelude(option: str, suite, lang: str) -> str:
     from pathlib import Path
 
     from arbiter.judge.testsuite import CallCase
-    from arbiter.verl.routing import PYTHON_PRELUDE, scrub_prelude
+    from arbiter.judge.preludes import PYTHON_PRELUDE, scrub_prelude
 
     if lang != "python" or option == "none":
         return ""

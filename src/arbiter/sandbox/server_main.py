@@ -616,8 +616,9 @@ class Server:
 
 
 #: Installed modules too heavy to import for every sandbox (numpy: ~50 ms, ~20 MB) that are
-#: imported once, before any case forks, when the loaded program imports them.
-HEAVY_MODULES = ("numpy",)
+#: imported once, before any case forks, when the loaded program mentions them: name -> module
+#: (``np`` too: preludes may bind it lazily).
+HEAVY_MODULES = {"numpy": "numpy", "np": "numpy"}
 
 
 def _imported_names(code):
@@ -634,8 +635,8 @@ def _warm_heavy_imports(code):
     the program's own code."""
     import importlib
     names = _imported_names(code)
-    for mod in HEAVY_MODULES:
-        if mod in names and mod not in sys.modules:
+    for name, mod in HEAVY_MODULES.items():
+        if name in names and mod not in sys.modules:
             try:
                 importlib.import_module(mod)
             except Exception:
