@@ -193,3 +193,53 @@ def test_real_seed_rows_and_card_return_example(tmp_path, shared):
     (rec,) = rows(out / "verified.jsonl")
     assert rec["verification"]["score"] == 1.0 and rec["verification"]["speed_gate"] == "passed"
     assert rows(out / "sft.jsonl")[0]["messages"] == json.loads(example.read_text())["messages"]
+
+
+def test_malformed_seed_rows_are_printed_and_their_returns_say_seed_row_rejected(tmp_path):
+    """A seed row that does not load is printed (line, JSON path, reason); returns for its task are rejected as
+    "seed row rejected", never UNKNOWN_TASK_ID. The other tasks go on; the terminal warns that a row was accepted
+    on visible tests only (no --hidden / --generators)."""
+    seed_lines = (DATA / "seeds.jsonl").read_text().splitlines()
+    seeds = tmp_path / "seeds.jsonl"
+    seeds.write_text("\n".join([seed_lines[0][:300]] + seed_lines[1:]) + "\n")  # task 0001's row: cut short
+    returns = tmp_path / "returns.jsonl"
+    returns.write_text((DATA / "return_example.jsonl").read_text().strip() + "\n" + json.dumps(DEMO["good-0002"]) + "\n")
+    out = tmp_path / "out"
+    p = cli("verify", "--seeds", str(seeds), "--returns", str(returns), "--out", str(out), "--no-progress")
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    text = " ".join(p.stdout.split())
+    assert f"seed row rejected: {seeds}:1 (task_id 'dummy_pie_cpp_0001_sum_even'): MALFORMED_JSON at $" in text, text
+    rej = {r["line"]: r for r in rows(out / "rejected.jsonl") if r["kind"] == "return"}
+    (reason,) = rej[1]["reasons"]
+    assert reason["code"] == "SEED_REJECTED" and reason["message"].startswith("seed row rejected")
+    assert "line 1" in reason["message"] and "MALFORMED_JSON" in reason["message"]
+    assert "UNKNOWN_TASK_ID" not in p.stdout and "SEED_REJECTED" in p.stdout
+    assert len(rows(out / "verified.jsonl")) == 1  # good-0002: its seed row is fine
+    assert "warning:" in text and "visible tests only" in text and "--hidden" in text
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["load_rejections"][0]["line"] == 1 and rep["load_rejections"][0]["code"] == "MALFORMED_JSON"
+
+
+def test_no_usable_seed_row_exits_2_naming_every_rejection(tmp_path):
+    seeds = tmp_path / "seeds.jsonl"
+    seeds.write_text('{"task_id": "a", "source": \n{"task_id": "b"}\n')
+    out = tmp_path / "out"
+    p = cli("verify", "--seeds", str(seeds), "--returns", str(DATA / "return_example.jsonl"), "--out", str(out))
+    assert p.returncode == 2, p.stdout[-3000:] + p.stderr[-3000:]
+    text = " ".join(p.stdout.split())
+    assert f"seed row rejected: {seeds}:1 (task_id 'a'): MALFORMED_JSON at $" in text, text
+    assert f"seed row rejected: {seeds}:2 (task_id 'b'): SCHEMA at $" in text
+    assert "no usable seed row" in text and "Traceback" not in p.stderr
+    assert not (out / "report.json").exists()
+
+
+def test_out_pointing_to_a_file_is_a_clear_error(tmp_path):
+    target = tmp_path / "not_a_folder"
+    target.write_text("x")
+    for command in ("verify", "generate"):
+        extra = ["--returns", str(DATA / "return_example.jsonl")] if command == "verify" else ["--model", "m"]
+        p = cli(command, "--seeds", str(DATA / "seeds.jsonl"), *extra, "--out", str(target),
+                env={"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+        assert p.returncode == 2, (command, p.stdout[-2000:] + p.stderr[-2000:])
+        assert "exists and is not a folder" in " ".join(p.stdout.split()) and "Traceback" not in p.stderr
+    assert target.read_text() == "x"

@@ -133,7 +133,12 @@ def test_outputs_sft_verified_best_report(demo):
     assert b3["messages"] == next(r for r in accepted if r["demo_id"] == faster)["messages"]
     rep = json.loads((out / "report.json").read_text())
     assert rep["counts"] == {"rows": 31, "accepted": 7, "rejected": 24, "errors": 0, "sft_rows": 7,
-                             "other_rejections": 0}
+                             "other_rejections": 0, "accepted_visible_only": 0,
+                             "accepted_speed_gate_not_applied": 0, "measure_fallbacks": 0}
+    # every task has hidden and generated tests, the demo's hidden tests all agree with the seeds' sources
+    assert rep["warnings"] == [] and rep["coverage"]["tasks_visible_only"] == []
+    assert all(h["total"] == h["kept"] and not h["dropped"] for h in rep["hidden_checks"].values())
+    assert sorted(rep["hidden_checks"]) == sorted(SEEDS)
     assert sum(rep["by_stage"].values()) == 24 and rep["by_reason"]["tests:WA"] == 7
     assert rep["tasks"]["dummy_pie_cpp_0003_count_pairs"]["best"]["demo_id"] == faster
     gen = rep["generated"]["dummy_pie_cpp_0001_sum_even"]

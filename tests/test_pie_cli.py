@@ -146,3 +146,60 @@ def test_eval_precomputed_only_needs_no_rows_or_tests(data):
     assert [m["mean_speedup"] for m in rep["metrics"]] == [pytest.approx(1.5), pytest.approx(1.5), pytest.approx(3.5)]
     assert [m["pct_correct"] for m in rep["metrics"]] == [50.0, 50.0, 50.0]
     assert rep["method"] == "precomputed"
+
+
+def test_reward_resume_into_a_folder_of_other_options_is_refused(data):
+    """Keys hold the candidate's hash, not the options: rerunning into the same --out with another transform or
+    checker (or other rows) must be refused (exit 2, naming what differs), never resume with the old rewards."""
+    cands = jl(data["root"] / "one.jsonl", [{"src_id": "s1", "code": FAST}])
+    out = data["root"] / "out_cfg"
+    base = ["reward", "--tests", str(data["tests"]), "--candidates", str(cands), "--out", str(out), "--no-progress"]
+    first = cli(*base, "--rows", str(data["rows"]))
+    assert first.returncode == 0, first.stdout + first.stderr
+    for extra, named in ((["--transform", "log"], "option transform ('raw' -> 'log')"),
+                         (["--checker", "exact"], "option checker"),
+                         (["--k", "1"], "option k (-1 -> 1)"),
+                         (["--cpu-seconds", "5"], "option limits")):
+        r = cli(*base, "--rows", str(data["rows"]), *extra)
+        text = " ".join(r.stdout.split())
+        assert r.returncode == 2 and named in text and "use another --out folder" in text, (extra, r.stdout)
+    other_rows = jl(data["root"] / "rows2.jsonl", [json.loads(l) for l in data["rows"].read_text().splitlines()][:2])
+    r = cli(*base, "--rows", str(other_rows))
+    assert r.returncode == 2 and "changed: rows" in " ".join(r.stdout.split()), r.stdout
+    assert [x["transform"] for x in read_jsonl(out / "rewards.jsonl")] == ["raw"]  # nothing was rescored
+    same = cli(*base, "--rows", str(data["rows"]))
+    assert same.returncode == 0 and json.loads((out / "summary.json").read_text())["resumed"] == 1
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["options"]["transform"] == "raw" and cfg["rows"]["file_sha256"] and cfg["tests"]["files"] == 6
+
+
+def test_reward_and_eval_out_pointing_to_a_file_exit_2(data):
+    target = data["root"] / "a_file"
+    target.write_text("x")
+    r = cli("reward", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--candidates", str(data["cands"]),
+            "--out", str(target), "--no-progress")
+    assert r.returncode == 2 and "exists and is not a folder" in " ".join(r.stdout.split()), r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+    gens = jl(data["root"] / "pre_only.jsonl", [{"id": "a", "src_runtime": 2.0, "runtimes": [1.0]}])
+    e = cli("eval", "--generations", str(gens), "--out", str(target), "--no-progress")
+    assert e.returncode == 2 and "exists and is not a folder" in " ".join(e.stdout.split()), e.stdout + e.stderr
+    assert "Traceback" not in e.stderr and target.read_text() == "x"
+
+
+def test_program_fields_are_typed_and_unscored_records_report_the_requested_method(data):
+    """``candidates`` must be a list (a string there is bad input naming the line and field, not one program);
+    ``code`` must be one string. Records that were never measured report the method asked for (--method wall)."""
+    cands = jl(data["root"] / "typed.jsonl", [{"src_id": "s1", "candidates": FAST},
+                                              {"src_id": "s1", "code": [FAST]},
+                                              {"src_id": "nope", "code": FAST}])
+    out = data["root"] / "out_typed"
+    r = cli("reward", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--candidates", str(cands),
+            "--out", str(out), "--method", "wall", "--no-progress")
+    assert r.returncode == 0, r.stdout + r.stderr
+    recs = list(read_jsonl(out / "rewards.jsonl"))
+    assert [x["outcome"] for x in recs] == ["INVALID_TASK"] * 3 and all(x["reward"] is None for x in recs)
+    assert recs[0]["reason"].startswith("line 1: field 'candidates' must be a list of programs, got str")
+    assert recs[1]["reason"].startswith("line 2: field 'code' must be one program (a string), got list")
+    assert {(x["method"], x["unit"], x["requested_method"]) for x in recs} == {("wall", "seconds", "wall")}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["methods"] == ["wall"] and summary["requested_methods"] == ["wall"]

@@ -326,3 +326,63 @@ def test_costliest_cases_from_a_real_source_verdict(tests_root):
     assert "input.0" in chosen and len(chosen) == 2  # n = 3e6 is the costliest by far
     r = pie_reward(src(), FAST, tests_root, only_cases=chosen)
     assert r.outcome == "AC" and r.cases == chosen
+
+
+# ------------------------------------------------------------------------------------ meter fallback (AVX-512)
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+needs_avx512 = pytest.mark.skipif(not {"avx512f", "avx512bw", "avx512vl"} <= _cpu_flags(),
+                                  reason="this CPU lacks avx512f/avx512bw/avx512vl")
+
+# FAST plus an AVX-512 vectorised pass over a table (EVEX vpxorq/vpmaxsq on zmm); same answers as FAST
+FAST_AVX512 = '#pragma GCC target("avx512f,avx512bw,avx512vl")\n#pragma GCC optimize("O3,unroll-loops")\n' + r"""
+#include <cstdio>
+long long v[4096];
+int main() {
+    long long n; if (scanf("%lld", &n) != 1) return 1;
+    for (int i = 0; i < 4096; i++) v[i] = n ^ i;
+    long long mx = 0;
+    for (int i = 0; i < 4096; i++) mx = mx > v[i] ? mx : v[i];
+    long long s = 0;
+    for (long long i = 1; i <= n; ) { long long q = n / i, j = n / q; s += q * (j - i + 1); i = j + 1; }
+    if (mx < 0) s = -1;
+    printf("%lld\n", s);
+}
+"""
+
+
+@needs_valgrind
+@needs_avx512
+def test_avx512_candidate_is_measured_with_wall_time_not_failed(tests_root):
+    """valgrind 3.19 cannot decode AVX-512 (SIGILL under valgrind) although the candidate is correct natively: the
+    reward must come from the wall/CPU-time method (both programs interleaved), never RE 0.0, and say so."""
+    from arbiter.languages.cpp import compile_cpp
+    from arbiter.timing.instructions import MeasureStatus, measure_instructions
+
+    r = pie_reward(src(), FAST_AVX512, tests_root, transform="log", repeats=3, only_cases=["input.0", "input.4"])
+    assert r.outcome == "AC", r.reason
+    comp = compile_cpp(FAST_AVX512)
+    assert measure_instructions(comp.binary, [("x", b"10\n", None)]).counts[0].status is \
+        MeasureStatus.UNSUPPORTED_BY_METER  # the premise: valgrind cannot run it (natively it is AC, above)
+    assert (r.method, r.unit, r.requested_method) == ("wall", "seconds", "instructions")
+    assert r.fallback_reason == "valgrind cannot decode the program's instructions (AVX-512)"
+    assert "wall fallback" in r.reason
+    assert r.speedup == pytest.approx(r.src_total / r.candidate_total) and r.speedup > 1  # 4M divisions vs ~4k
+    assert r.reward == pytest.approx(math.log(r.speedup))  # the same transform, of the wall speedup
+    assert r.comparison["method"] == "wall" and r.comparison["fallback_reason"] == r.fallback_reason
+    assert r.comparison["extra"]["meter_failures"][0]["program"] == "b"
+    assert r.meter["meter"] == "wall" and r.startup_floor is None and r.ceiling_speedup is None
+    # an ordinary candidate is still counted with instructions
+    plain = pie_reward(src(), FAST, tests_root, only_cases=["input.0", "input.4"])
+    assert (plain.method, plain.fallback_reason) == ("instructions", None)

@@ -551,3 +551,139 @@ def test_check_comparable_is_the_one_fingerprint_check():
     with pytest.raises(FingerprintMismatch, match="flags") as info:
         check_comparable(Program.of(o2), o3.toolchain)
     assert isinstance(info.value, ToolchainMismatch) and "flags" in info.value.differences
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# instructions valgrind cannot decode (AVX-512): the meter's limitation, never the program's fault
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+HAS_AVX512 = {"avx512f", "avx512bw", "avx512vl"} <= _cpu_flags()
+needs_avx512 = pytest.mark.skipif(not HAS_AVX512, reason="this CPU lacks avx512f/avx512bw/avx512vl")
+
+# LINEAR plus an AVX-512 vectorised max over the input (GCC emits EVEX vpmaxsq): same answers as LINEAR
+AVX512 = '#pragma GCC target("avx512f,avx512bw,avx512vl")\n#pragma GCC optimize("O3,unroll-loops")\n' + r"""
+#include <bits/stdc++.h>
+int main() {
+    int n, k; std::cin >> n >> k;
+    std::vector<long long> a(n);
+    for (auto &x : a) std::cin >> x;
+    long long mx = LLONG_MIN;
+    for (int i = 0; i < n; i++) mx = std::max(mx, a[i]);
+    std::vector<long long> cnt(k, 0);
+    for (int i = 0; i < n; i++) cnt[a[i] % k]++;
+    long long c = cnt[0] * (cnt[0] - 1) / 2;
+    for (int r = 1; 2 * r < k; r++) c += cnt[r] * cnt[k - r];
+    if (k % 2 == 0) c += cnt[k / 2] * (cnt[k / 2] - 1) / 2;
+    if (mx < 0) c = -1;
+    std::cout << c << "\n";
+}
+"""
+# writes valgrind's "unhandled instruction" message into its log pipe, then dies of SIGILL natively too
+FAKE_SIGILL = r"""
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+int main() {
+    const char *m = "vex amd64->IR: unhandled instruction bytes: 0x62 0xD2 0xFD 0x8\n";
+    if (write(3, m, strlen(m)) < 0) {}
+    std::raise(SIGILL);
+    puts("0");
+}
+"""
+
+# the log of a real run (valgrind 3.19, this repository's options) of an AVX-512 program, up to its summary
+REAL_AVX512_LOG = b"""==2== Cachegrind, a cache and branch-prediction profiler
+==2== Copyright (C) 2002-2017, and GNU GPL'd, by Nicholas Nethercote et al.
+==2== Using Valgrind-3.19.0 and LibVEX; rerun with -h for copyright info
+==2== Command: /prog/main
+==2== 
+--2-- warning: L3 cache found, using its data for the LL simulation.
+vex amd64->IR: unhandled instruction bytes: 0x62 0xD2 0xFD 0x8 0x3D 0xC7 0xC4 0xE1 0xF9 0x7E
+vex amd64->IR:   REX=0 REX.W=0 REX.R=0 REX.X=0 REX.B=0
+vex amd64->IR:   VEX=0 VEX.L=0 VEX.nVVVV=0x0 ESC=NONE
+vex amd64->IR:   PFX.66=0 PFX.F2=0 PFX.F3=0
+==2== valgrind: Unrecognised instruction at address 0x10940a.
+==2==    at 0x10940A: main (in /prog/main)
+==2== Your program just tried to execute an instruction that Valgrind
+==2== did not recognise.  There are two possible reasons for this.
+==2== Either way, Valgrind will now raise a SIGILL signal which will
+==2== probably kill your program.
+==2== 
+==2== Process terminating with default action of signal 4 (SIGILL)
+==2==  Illegal opcode at address 0x10940A
+==2==    at 0x10940A: main (in /prog/main)
+==2== 
+==2== I   refs:      1,817,498
+"""
+
+
+def test_undecodable_instruction_is_read_from_the_real_valgrind_log():
+    from arbiter.timing.instructions import meter_reason, undecodable_instruction
+
+    reason, specifics = undecodable_instruction(REAL_AVX512_LOG)
+    assert reason == "valgrind cannot decode the program's instructions (AVX-512)"
+    assert specifics.startswith("unhandled instruction bytes 0x62 0xD2 0xFD 0x8")
+    assert meter_reason(f"{reason}; {specifics}; more") == reason
+    # a legacy prefix before the EVEX byte is still AVX-512; other bytes are not named as AVX-512
+    assert undecodable_instruction(b"vex amd64->IR: unhandled instruction bytes: 0x67 0x62 0xF1\n")[0].endswith(
+        "(AVX-512)")
+    other = undecodable_instruction(b"vex amd64->IR: unhandled instruction bytes: 0xF 0x1 0xD0 0x0\n")
+    assert other == ("valgrind cannot decode the program's instructions", "unhandled instruction bytes 0xF 0x1 0xD0 0x0")
+    assert undecodable_instruction(b"==7== valgrind: Unrecognised instruction at address 0x4011.\n")[0] == \
+        "valgrind cannot decode the program's instructions"
+    # an ordinary log (a crash, a clean run) is not a meter limitation
+    assert undecodable_instruction(b"==2== Process terminating with default action of signal 11 (SIGSEGV)\n"
+                                   b"==2== I   refs:      1,000\n") is None
+    assert undecodable_instruction(b"") is None and undecodable_instruction(None) is None
+
+
+@needs_avx512
+def test_avx512_program_is_unsupported_by_the_meter_not_a_crash():
+    """valgrind 3.19 cannot decode AVX-512 and kills the program with SIGILL; the same binary runs natively. That is
+    the meter's limitation (``unsupported_by_meter``), never ``runtime_error``; ``compare(on_unsupported="wall")``
+    measures the pair with interleaved wall/CPU time instead and says why."""
+    avx = compiled(AVX512)
+    cases = cases_for([3000, 20])
+    with Sandbox(files={"main": avx.binary}, limits=Limits()) as sb:  # natively: correct
+        native = sb.run(["/prog/main"], cases[0][1], Limits())
+    assert native.ok and native.stdout == cases[0][2]
+    run = measure_instructions(avx.binary, cases)
+    c = run.counts[0]
+    assert c.status is MeasureStatus.UNSUPPORTED_BY_METER and c.signal == 4 and c.instructions is None, c
+    assert c.detail.startswith("valgrind cannot decode the program's instructions (AVX-512); ") and \
+        "native run" in c.detail
+    quad = program(QUAD, "quad")
+    plain = compare(quad, Program.of(avx, "avx"), cases)
+    assert not plain.ok and plain.failures[0]["status"] == "unsupported_by_meter" and plain.fallback_reason is None
+    fb = compare(quad, Program.of(avx, "avx"), cases, on_unsupported="wall", repeats=2, warmup=1)
+    assert fb.ok, fb.failures
+    assert (fb.method, fb.unit, fb.requested_method) == ("wall", "seconds", "instructions")
+    assert fb.fallback_reason == "valgrind cannot decode the program's instructions (AVX-512)"
+    assert fb.extra["meter_failures"][0]["program"] == "b"
+    assert fb.speedup == pytest.approx(fb.a_total / fb.b_total) and fb.speedup > 1  # O(n^2) vs O(n) on n=3000
+    assert {o["program"] for o in fb.order} == {"a", "b"}  # both measured together, interleaved
+    d = fb.to_dict()
+    assert d["fallback_reason"] == fb.fallback_reason and d["requested_method"] == "instructions"
+
+
+def test_sigill_with_a_forged_meter_message_is_still_a_crash():
+    """Detection is precise: a log line saying "unhandled instruction" is not enough; the native run must succeed."""
+    run = measure_instructions(compile_binary(FAKE_SIGILL), [("x", b"", None)])
+    c = run.counts[0]
+    assert c.status is MeasureStatus.RUNTIME_ERROR and "native run failed too" in c.detail, c
+    # ud2 (__builtin_trap) is an instruction VEX does not handle either, but it also kills the native run: a crash
+    trap = measure_instructions(compile_binary("int main() { __builtin_trap(); }\n"), [("t", b"", None)])
+    assert trap.counts[0].status is MeasureStatus.RUNTIME_ERROR, trap.counts[0]

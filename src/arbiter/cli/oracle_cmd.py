@@ -3,7 +3,10 @@
 
 Exit status of both commands: 0 when every row got a verdict (accepted or rejected), 3 when some rows could not
 be verified because of our own failure (sandbox, valgrind; see ``errors.jsonl``; rerun to retry them), 2 for bad
-arguments or missing input files.
+arguments, missing input files, an ``--out`` that is not a folder, a folder of another run, or a seeds file with no
+usable row (every seed rejection is printed: line, JSON path, reason). Seed and hidden-test rejections and the
+report's warnings (rows accepted on visible tests only, rows accepted without the speed gate, hidden cases dropped
+as bad data, tasks without hidden / generated tests) are printed after the summary.
 """
 
 from __future__ import annotations
@@ -82,6 +85,10 @@ def print_report(report: dict[str, Any], console: Console, *, rows: bool = True)
                 reasons = str(r.get("error", ""))[:80]
             if r.get("speed_gate") == "not_applied":
                 reasons = (reasons + " " if reasons else "") + "(speed not gated: small tests)"
+            if r.get("visible_only"):
+                reasons = (reasons + " " if reasons else "") + "(visible tests only)"
+            if r.get("measure_fallback"):
+                reasons = (reasons + " " if reasons else "") + "(measured with wall time: valgrind cannot run it)"
             claim = "false" if r.get("claim_disagreements") else ""
             t.add_row(str(r.get("line") or ""), label, short(r.get("task_id")), outcome, r.get("stage") or "",
                       reasons, claim, _fmt_speed(r.get("largest_speedup")))
@@ -96,6 +103,13 @@ def print_report(report: dict[str, Any], console: Console, *, rows: bool = True)
         s.add_row("[yellow]not verified (our error; rerun)[/]", str(counts["errors"]))
     if counts.get("other_rejections"):
         s.add_row("rejected seed / hidden-test entries", str(counts["other_rejections"]))
+    if counts.get("accepted_visible_only"):
+        s.add_row("[yellow]  accepted on visible tests only[/]", str(counts["accepted_visible_only"]))
+    if counts.get("accepted_speed_gate_not_applied"):
+        s.add_row("[yellow]  accepted without the speed gate (tests too small)[/]",
+                  str(counts["accepted_speed_gate_not_applied"]))
+    if counts.get("measure_fallbacks"):
+        s.add_row("  measured with wall time (valgrind cannot run the program)", str(counts["measure_fallbacks"]))
     s.add_row("claims disagreeing with our findings", str(report.get("claims_disagreeing", 0)))
     for stage, n in report["by_stage"].items():
         s.add_row(f"  first failing stage: {stage}", str(n))
@@ -113,6 +127,7 @@ def print_report(report: dict[str, Any], console: Console, *, rows: bool = True)
             b.add_row(short(tid), v.get("demo_id") or str(v.get("key"))[-16:], _fmt_speed(v.get("largest_speedup")),
                       _fmt_speed(v.get("speedup")))
         console.print(b)
+    print_rejections_and_warnings(report, console)
     run = report.get("run") or {}
     opts = report.get("options") or {}
     stage_s = ", ".join(f"{k} {v:.1f}s" for k, v in (run.get("stage_seconds") or {}).items())
@@ -127,6 +142,19 @@ def print_report(report: dict[str, Any], console: Console, *, rows: bool = True)
                       ", ".join(str(Path(p).name) for p in outs.values()), highlight=False)
 
 
+def print_rejections_and_warnings(report: dict[str, Any], console: Console) -> None:
+    """Print the seed / hidden-test rejections (line, task, JSON path, reason) and the report's warnings."""
+    from rich.markup import escape
+
+    rejs = report.get("load_rejections") or []
+    for r in rejs[:20]:
+        console.print(f"[red]{r.get('kind')} row rejected:[/] {escape(str(r.get('message') or ''))}", highlight=False)
+    if len(rejs) > 20:
+        console.print(f"[red]... and {len(rejs) - 20} more seed / hidden-test rejections (rejected.jsonl)[/]")
+    for w in report.get("warnings") or []:
+        console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
+
+
 def _console() -> Console:
     """A console at least 150 columns wide when stdout is not a terminal (logs, ``make demo | tee``)."""
     c = Console()
@@ -137,7 +165,7 @@ def _console() -> Console:
 
 def _run_verify(seeds: Path, returns: Path, out: Path, hidden: Optional[Path], generators: Optional[Path],
                 opts: Any, console: Console, progress: bool, show_rows: bool) -> int:
-    from arbiter.pipelines.oracle_verify import verify_returns
+    from arbiter.pipelines.oracle_verify import NoUsableSeeds, verify_returns
 
     bar = Progress(TextColumn("[bold]verifying[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
                    TimeElapsedColumn(), console=console, disable=not progress, transient=True)
@@ -149,9 +177,17 @@ def _run_verify(seeds: Path, returns: Path, out: Path, hidden: Optional[Path], g
         elif event == "row" and state["task"] is not None:
             bar.update(state["task"], advance=1, info=f"{data.get('outcome')} {data.get('task_id') or ''}")
 
-    with bar:
-        run = verify_returns(seeds, returns, out, hidden=hidden, generators=generators, options=opts,
-                             on_progress=on_progress)
+    try:
+        with bar:
+            run = verify_returns(seeds, returns, out, hidden=hidden, generators=generators, options=opts,
+                                 on_progress=on_progress)
+    except NoUsableSeeds as exc:
+        from rich.markup import escape
+
+        for r in exc.rejections:
+            console.print(f"[red]seed row rejected:[/] {escape(r.message)}", highlight=False)
+        raise ValueError(f"no usable seed row in {seeds} ({len(exc.rejections)} rejected): nothing can be "
+                         "verified; fix the seeds file") from None
     print_report(run.report, console, rows=show_rows)
     return 3 if run.report["counts"].get("errors") else 0
 
@@ -236,7 +272,9 @@ def generate(
                         cache_dir)
         if not seeds.is_file():
             raise FileNotFoundError(f"seeds file not found: {seeds}")
-        out.mkdir(parents=True, exist_ok=True)
+        from arbiter.pipelines.oracle_verify import ensure_out_dir
+
+        ensure_out_dir(out)
         returns = out / "returns.jsonl"
         bar = Progress(TextColumn("[bold]asking the model[/]"), BarColumn(), MofNCompleteColumn(),
                        TimeElapsedColumn(), console=console, disable=no_progress, transient=True)

@@ -14,10 +14,21 @@ Inputs:
 
   ``src_id`` (narrowed by ``problem_id``/``tgt_id`` when several rows share it) or ``row`` names the row; the
   programs are in ``candidates``/``code`` (reward) or ``generations``/``candidates``/``code`` (eval, in sampling
-  order). Eval lines may instead give ``src_runtime`` + ``runtimes`` (precomputed, nulls = failures).
+  order). ``candidates`` and ``generations`` are JSON lists of programs; ``code`` is one program (a string); any
+  other type is an ``INVALID_TASK`` record naming the line and the field. Eval lines may instead give
+  ``src_runtime`` + ``runtimes`` (precomputed, nulls = failures).
+
+Resuming: ``--out`` records ``config.json`` (the rows and tests identity and every reward-changing option); a rerun
+into it with other rows, tests or options (``--transform``, ``--param``, ``--method``, ``--k``/``--seed``,
+``--checker``, ``--compile-command``, limits, wall ``--repeats``) is refused with exit 2 naming what differs.
+
+Measurement: ``--method instructions`` falls back to interleaved wall/CPU time for a pair valgrind cannot run
+(e.g. an AVX-512 program: valgrind 3.19 cannot decode it); the record says ``method: "wall"`` and
+``fallback_reason``, and the summary counts such records.
 
 Exit status: 0 when every candidate got a reward (or a final INVALID_TASK), 3 when some hit our own errors
-(SANDBOX_ERROR: see ``errors.jsonl``; rerun to retry), 2 for bad arguments or missing files.
+(SANDBOX_ERROR: see ``errors.jsonl``; rerun to retry), 2 for bad arguments, missing files, an ``--out`` that is
+not a folder, or an ``--out`` folder of another configuration.
 """
 
 from __future__ import annotations
@@ -127,7 +138,12 @@ def print_reward_summary(summary: dict[str, Any], console: Console) -> None:
               f"{_fmt(summary['mean_speedup'])} / {_fmt(summary['geomean_speedup'])} / "
               f"{_fmt(summary['median_speedup'])}")
     t.add_row("speedup of correct: min .. max", f"{_fmt(summary['min_speedup'])} .. {_fmt(summary['max_speedup'])}")
-    t.add_row("method", ", ".join(summary["methods"]))
+    requested = summary.get("requested_methods") or summary["methods"]
+    t.add_row("method (requested)", ", ".join(requested))
+    if summary.get("n_method_fallbacks"):
+        for why, n in (summary.get("fallback_reasons") or {}).items():
+            t.add_row(f"[yellow]  measured with wall instead: {escape(why)}[/]", str(n))
+    t.add_row("method (figures)", ", ".join(summary["methods"]))
     t.add_row("toolchain fingerprint", ", ".join(summary["fingerprints"]))
     if summary.get("startup_floors"):
         t.add_row("startup floor (instructions, empty main)", ", ".join(f"{f:,}" for f in summary["startup_floors"]))

@@ -25,8 +25,12 @@ stage rejects it (a :class:`Rejection`, never an exception):
    with the path of the message; anything above the line limit is never parsed at all.
 5. ``DUPLICATE_TASK_ID`` (seed rows): the first row with a ``task_id`` is kept; every later one is
    rejected, naming the line of the first. ``UNKNOWN_TASK_ID`` (return rows, when seeds are given):
-   the ``task_id`` is not in the seeds. ``DUPLICATE_ROW`` (return rows): a row identical in
-   ``task_id`` and ``messages`` to an earlier one is rejected, naming the earlier line.
+   the ``task_id`` is not in the seeds. ``SEED_REJECTED`` (return rows): the ``task_id`` is the id of
+   a seed row that was itself rejected (a malformed or schema-violating seed): "seed row rejected",
+   naming that seed row and its reason, never ``UNKNOWN_TASK_ID``. For a seed line that is not valid
+   JSON, the id is read from its text (``"task_id": "..."``) when it can be, for this attribution
+   only. ``DUPLICATE_ROW`` (return rows): a row identical in ``task_id`` and ``messages`` to an
+   earlier one is rejected, naming the earlier line.
 
 Several return rows for one ``task_id`` are allowed (several samples per task). Each gets the stable
 key :attr:`ReturnRow.key` = ``task_id + ":" + sha256(canonical JSON of messages)[:16]``. The whole
@@ -41,6 +45,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -81,6 +86,7 @@ class RejectCode(str, enum.Enum):
     ANSWER_TOO_LARGE = "ANSWER_TOO_LARGE"
     DUPLICATE_TASK_ID = "DUPLICATE_TASK_ID"
     UNKNOWN_TASK_ID = "UNKNOWN_TASK_ID"
+    SEED_REJECTED = "SEED_REJECTED"
     DUPLICATE_ROW = "DUPLICATE_ROW"
     UNREADABLE_FILE = "UNREADABLE_FILE"
 
@@ -422,6 +428,22 @@ class _RawRecord:
     line: int
     value: Any = None
     issue: RowIssue | None = None
+    task_id_hint: str | None = None  # read from the text of a line that is not valid JSON
+
+
+_TASK_ID_TEXT = re.compile(r'"task_id"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _task_id_hint(text: str) -> str | None:
+    """The ``task_id`` written in the text of a line that did not parse (first ``"task_id": "..."``)."""
+    m = _TASK_ID_TEXT.search(text)
+    if m is None:
+        return None
+    try:
+        value = json.loads(f'"{m.group(1)}"')
+    except ValueError:
+        return None
+    return value if isinstance(value, str) and value else None
 
 
 def _is_parquet(path: Path) -> bool:
@@ -479,15 +501,17 @@ def _jsonl_records(path: Path, max_line_bytes: int) -> Iterator[_RawRecord]:
             value = _parse_json_strict(text)
         except _DuplicateKey as e:
             yield _RawRecord(line_no, issue=RowIssue(
-                RejectCode.DUPLICATE_JSON_KEY, "$", f"key {str(e)!r} appears twice in one object"))
+                RejectCode.DUPLICATE_JSON_KEY, "$", f"key {str(e)!r} appears twice in one object"),
+                task_id_hint=_task_id_hint(text))
             continue
         except _NonFinite as e:
             yield _RawRecord(line_no, issue=RowIssue(
-                RejectCode.NON_FINITE_NUMBER, "$", f"{e} is not a JSON number"))
+                RejectCode.NON_FINITE_NUMBER, "$", f"{e} is not a JSON number"), task_id_hint=_task_id_hint(text))
             continue
         except (json.JSONDecodeError, RecursionError) as e:
             detail = f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else "nested too deeply"
-            yield _RawRecord(line_no, issue=RowIssue(RejectCode.MALFORMED_JSON, "$", f"malformed JSON: {detail}"))
+            yield _RawRecord(line_no, issue=RowIssue(RejectCode.MALFORMED_JSON, "$", f"malformed JSON: {detail}"),
+                             task_id_hint=_task_id_hint(text))
             continue
         yield _RawRecord(line_no, value=value)
 
@@ -590,7 +614,9 @@ def load_seeds(path: str | os.PathLike, *, max_line_bytes: int = MAX_LINE_BYTES)
     Returns a :class:`LoadResult` of :class:`SeedRow` (each with ``origin`` set) and
     :class:`Rejection` s: unreadable lines, schema violations (``oracle_seed.schema.json``), and
     ``DUPLICATE_TASK_ID`` for every row whose ``task_id`` already appeared (the first row is kept;
-    the rejection names its line). A file that cannot be opened at all gives one
+    the rejection names its line). A line that is not valid JSON gets the ``task_id`` written in its
+    text as its rejection's ``task_id`` when one can be read (so that returns for it can say "seed
+    row rejected", :func:`iter_returns`). A file that cannot be opened at all gives one
     ``UNREADABLE_FILE`` rejection. Raises nothing for bad content.
     """
     p = Path(path)
@@ -600,7 +626,7 @@ def load_seeds(path: str | os.PathLike, *, max_line_bytes: int = MAX_LINE_BYTES)
         for rec in _records(p, max_line_bytes=max_line_bytes, schema_name=SEED_SCHEMA_NAME):
             tid = _task_id_of(rec.value)
             if rec.issue is not None:
-                out.rejections.append(Rejection(str(p), rec.line, "seed", None, [rec.issue]))
+                out.rejections.append(Rejection(str(p), rec.line, "seed", rec.task_id_hint, [rec.issue]))
                 continue
             issues = schema_issues(rec.value, SEED_SCHEMA_NAME)
             if issues:
@@ -645,13 +671,18 @@ def iter_returns(
     *,
     max_answer_bytes: int = MAX_ANSWER_BYTES,
     max_line_bytes: int = MAX_LINE_BYTES,
+    seed_rejections: Iterable[Rejection] = (),
 ) -> Iterator[Union[ReturnRow, Rejection]]:
     """Stream oracle return rows from a JSONL or Parquet file: yields a :class:`ReturnRow` (with
     ``origin`` and ``raw`` set) or a :class:`Rejection` per row, in file order.
 
     Checks: readability, ``oracle_return.schema.json``, assistant content size, ``UNKNOWN_TASK_ID``
     (only when ``seeds`` is given: a mapping ``task_id -> SeedRow`` or an iterable of seed rows),
-    ``DUPLICATE_ROW`` (same :attr:`ReturnRow.key` as an earlier row). Whether ``messages`` equals the
+    ``DUPLICATE_ROW`` (same :attr:`ReturnRow.key` as an earlier row). ``seed_rejections``: the seed
+    rows :func:`load_seeds` rejected; a return whose ``task_id`` is one of theirs (and not a loaded
+    seed) is rejected as ``SEED_REJECTED`` ("seed row rejected", naming the seed row and its reason)
+    instead of ``UNKNOWN_TASK_ID``; an unknown ``task_id`` while some rejected seed rows have no
+    readable id says so in its message. Whether ``messages`` equals the
     seed's messages plus one assistant message is *not* checked here: see
     :func:`arbiter.pipelines.oracle_format.check_messages`. A file that cannot be opened yields one
     ``UNREADABLE_FILE`` rejection. Raises nothing for bad content.
@@ -660,6 +691,13 @@ def iter_returns(
     known: set[str] | None = None
     if seeds is not None:
         known = set(seeds.keys()) if isinstance(seeds, Mapping) else {s.task_id for s in seeds}
+    rejected_seed: dict[str, Rejection] = {}
+    anonymous_seed_rejections = 0
+    for r in seed_rejections:
+        if r.task_id and (known is None or r.task_id not in known):
+            rejected_seed.setdefault(r.task_id, r)
+        elif not r.task_id:
+            anonymous_seed_rejections += 1
     seen: dict[str, int] = {}
     try:
         for rec in _records(p, max_line_bytes=max_line_bytes, schema_name=RETURN_SCHEMA_NAME):
@@ -670,9 +708,18 @@ def iter_returns(
             issues = schema_issues(rec.value, RETURN_SCHEMA_NAME)
             if not issues:
                 issues = answer_size_issues(rec.value, max_answer_bytes)
-            if not issues and known is not None and tid not in known:
+            if not issues and tid in rejected_seed and (known is None or tid not in known):
+                sr = rejected_seed[tid]
+                where = f"line {sr.line}" if sr.line is not None else "the seeds file"
+                issues = [RowIssue(RejectCode.SEED_REJECTED, "$.task_id",
+                                   f"seed row rejected: the seed row of task_id {tid!r} ({where}) was rejected "
+                                   f"({sr.issues[0].code.value} at {sr.issues[0].path}: {sr.issues[0].message}); "
+                                   "this return cannot be verified until the seed row is fixed")]
+            elif not issues and known is not None and tid not in known:
+                more = (f" ({anonymous_seed_rejections} seed row(s) were rejected without a readable task_id; "
+                        "see the seed rejections)" if anonymous_seed_rejections else "")
                 issues = [RowIssue(RejectCode.UNKNOWN_TASK_ID, "$.task_id",
-                                   f"task_id {tid!r} is not in the seed rows")]
+                                   f"task_id {tid!r} is not in the seed rows{more}")]
             if issues:
                 yield Rejection(str(p), rec.line, "return", tid, issues)
                 continue

@@ -11,6 +11,12 @@ every reason that applies is collected (a row can be rejected for altered messag
 1. **task** -- the row's ``task_id`` is a seed task (checked by the loader: ``UNKNOWN_TASK_ID``); the task is
    usable: its hidden tests loaded (``INVALID_TASK`` when its hidden entry was rejected), its compile command is
    accepted, its source compiles for generated tests. An unusable task stops the row after the text checks.
+   **Hidden tests are checked against the seed's source first** (:mod:`arbiter.pipelines.oracle_hidden_tests`,
+   once per task, cached by task + hidden cases): ``source_code`` is correct by contract, so a hidden case it
+   fails (``WA``/``RE``/``OLE``) is bad data and is dropped, counted in the report's warnings and noted in the
+   task's rows (``verification.hidden_tests_dropped``); no answer is blamed for it. A task all of whose hidden
+   cases are bad has no hidden suite (``all_hidden_tests_pass: null``, with a warning). Cases the source cannot
+   finish (``TLE``/``MLE`` with 5x the seed's CPU time) are kept as given and reported as unconfirmed.
 2. **messages** and **format** -- ``messages`` equals the seed's ``messages`` exactly plus one final assistant
    message; the answer is exactly one ``<reasoning>`` block then one ```` ```cpp ```` fence
    (:mod:`arbiter.pipelines.oracle_format`, card "Required Oracle Return Format"). A messages failure does not
@@ -35,6 +41,13 @@ every reason that applies is collected (a row can be rejected for altered messag
    Recorded: both programs' per-case figures and sums, ``speedup = sum(source) / sum(answer)`` (PIE card's rule),
    ``largest_speedup`` (the same ratio on the costliest :attr:`VerifyOptions.largest_fraction` of the measured
    cases by the source's cost), the toolchain fingerprint and the meter.
+   **Meter fallback**: when valgrind cannot run a program that passed every test natively (valgrind 3.19 has no
+   AVX-512 decoder: the run dies of SIGILL with "unhandled instruction bytes", ``unsupported_by_meter`` in
+   :mod:`arbiter.timing.instructions`), that is the meter's limitation, never the answer's fault (no
+   ``MEASURE_FAILED``): the pair is measured again with interleaved wall/CPU time (the wall method, all other
+   work of the run paused) and ``verification.measurement`` says so: ``method: "wall"``, ``requested_method:
+   "instructions"``, ``fallback_reason`` (e.g. "valgrind cannot decode the program's instructions (AVX-512)"),
+   ``extra.meter_failures``; a note too. The gate below then uses the wall figures and the wall rule.
 6. **speed** and **score** -- score 1.0 only when every stage passed and ``largest_speedup >= min_speedup``
    (default 1.0: "not slower than the source on the largest tests"); anything less is rejected with every
    reason. When the largest tests are too small to show speed (the source's cost on them is below
@@ -75,7 +88,10 @@ keyed by the row key (:attr:`~arbiter.datasets.oracle_rows.ReturnRow.key`; load 
 - ``best.jsonl``: one ``{"task_id", "messages"}`` per task: the accepted answer with the highest
   ``largest_speedup`` (ties: ``speedup``, then key); rewritten at the end of every run.
 - ``report.json``: counts by outcome, stage and reason, per task, per row, generated suites, timings. Rebuilt from
-  the output files, so a resumed run reports every row.
+  the output files, so a resumed run reports every row. It also says how far the accepted rows can be trusted
+  (:func:`build_report`): rows accepted on visible tests only, rows accepted without the speed gate, hidden cases
+  dropped as bad data, seed tasks without hidden / generated tests, seed and hidden-test rejections, meter
+  fallbacks, each summed up in a ``warnings`` line that ``arbiter oracle verify`` prints.
 - ``config.json``: what the verdicts depend on (sha256 of the seeds, hidden tests and generators; the
   verdict-changing options). A rerun into a folder made with anything else is refused (:class:`ConfigMismatch`)
   instead of mixing verdicts. The returns file is not part of it: rows are keyed by their content, so rows
@@ -119,6 +135,8 @@ from arbiter.datasets.oracle_rows import (
 )
 from arbiter.pipelines.oracle_format import check_answer
 from arbiter.pipelines.oracle_measure import COUNT_CACHE_SUBDIR
+from arbiter.pipelines.oracle_hidden_tests import CACHE_SUBDIR as HIDDEN_CACHE_SUBDIR
+from arbiter.pipelines.oracle_hidden_tests import HiddenCheck, HiddenCheckError, check_hidden_tests
 from arbiter.pipelines.oracle_generated_tests import (
     CACHE_SUBDIR,
     DEFAULT_PLAN,
@@ -270,6 +288,8 @@ class _TaskInfo:
     generated: GeneratedSuite | None = None
     generated_error: str | None = None  # task error (INVALID_TASK)
     generator_path: str | None = None
+    hidden: HiddenCheck | None = None  # the source's check of the task's hidden cases (None: no hidden cases)
+    hidden_error: str | None = None  # task error (INVALID_TASK): the hidden cases could not be checked
 
 
 class VerifyContext:
@@ -292,6 +312,8 @@ class VerifyContext:
         self._task_locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         self._floors: dict[str, int] = {}
+        self._hidden_extra: dict[str, _TaskInfo] = {}  # hidden checks of tasks no row needed (report coverage)
+        self._hidden_failures: dict[str, str] = {}
         self.rw = _RWLock()
         self.stage_seconds: Counter[str] = Counter()
 
@@ -301,21 +323,26 @@ class VerifyContext:
 
     @contextlib.contextmanager
     def work(self) -> Iterator[None]:
-        """Held around sandbox work that is not a measurement (only matters for wall-time measurement)."""
-        if self.options.measure == "wall":
-            with self.rw.shared():
-                yield
-        else:
+        """Held (shared) around sandbox work that is not a measurement, so that a wall-time measurement (the wall
+        method, or an instruction measurement's fallback to it) can pause it. Never nested."""
+        with self.rw.shared():
             yield
 
     @contextlib.contextmanager
     def measuring(self) -> Iterator[None]:
-        """Held around a measurement: exclusive for wall time, free for instruction counts (``compare`` itself
-        leases a core either way)."""
+        """Held around a measurement with the run's method: exclusive for wall time, shared for instruction
+        counts (``compare`` itself leases a core either way)."""
         if self.options.measure == "wall":
             with self.rw.exclusive():
                 yield
         else:
+            with self.rw.shared():
+                yield
+
+    @contextlib.contextmanager
+    def measuring_wall(self) -> Iterator[None]:
+        """Held around a wall-time measurement whatever the run's method (a meter fallback): exclusive."""
+        with self.rw.exclusive():
             yield
 
     def task_info(self, seed: SeedRow) -> _TaskInfo:
@@ -331,8 +358,9 @@ class VerifyContext:
             if info is not None:
                 return info
             info = _TaskInfo()
+            self._check_hidden(seed, info)
             gen = find_generator(self.generators, seed.task_id) if self.generators is not None else None
-            if gen is not None:
+            if gen is not None and info.hidden_error is None:
                 info.generator_path = str(gen)
                 t0 = time.monotonic()
                 try:
@@ -348,6 +376,62 @@ class VerifyContext:
                     self.add_seconds("generate", time.monotonic() - t0)
             self._tasks[seed.task_id] = info
             return info
+
+    def _check_hidden(self, seed: SeedRow, info: _TaskInfo) -> None:
+        """Check the task's hidden cases against its source (:mod:`~arbiter.pipelines.oracle_hidden_tests`)."""
+        from arbiter.languages.toolchain import ToolchainUnavailable
+        from arbiter.sandbox.sandbox import SandboxError
+
+        cases = self.hidden.for_task(seed.task_id) if self.hidden is not None else []
+        if not cases:
+            return
+        t0 = time.monotonic()
+        try:
+            with self.work():
+                info.hidden = check_hidden_tests(seed, cases, _checker(seed),
+                                                 cache_dir=_sub(self.options, HIDDEN_CACHE_SUBDIR),
+                                                 use_cache=self.options.use_cache, config=self.options.config)
+        except HiddenCheckError as exc:
+            info.hidden_error = str(exc)
+        except (SandboxError, ToolchainUnavailable, OSError) as exc:
+            raise InfraError(f"hidden tests of {seed.task_id}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            self.add_seconds("hidden_check", time.monotonic() - t0)
+
+    def hidden_summaries(self, all_tasks: bool = False) -> dict[str, Any]:
+        """Per task with hidden cases: the source's check of them (:meth:`HiddenCheck.summary`, or its error).
+        ``all_tasks``: also check the tasks no row of this run needed (cached on disk; for the report's
+        coverage); our own failure there is reported as ``{"error": ...}``, never raised."""
+        if all_tasks and self.hidden is not None:
+            for tid in sorted(self.hidden.tests):
+                if tid in self.seeds and self.hidden.tests[tid] and tid not in self._tasks:
+                    try:
+                        self._hidden_only(tid)
+                    except InfraError as exc:
+                        with self._guard:
+                            self._hidden_failures[tid] = str(exc)
+        with self._guard:
+            items = list(self._tasks.items()) + [(t, i) for t, i in self._hidden_extra.items()
+                                                 if t not in self._tasks]
+            failures = dict(self._hidden_failures)
+        out: dict[str, Any] = {}
+        for tid, info in sorted(items):
+            if info.hidden is not None:
+                out[tid] = info.hidden.summary()
+            elif info.hidden_error is not None:
+                out[tid] = {"task_id": tid, "error": info.hidden_error}
+        for tid, err in failures.items():
+            out.setdefault(tid, {"task_id": tid, "error": err, "ours": True})
+        return dict(sorted(out.items()))
+
+    def _hidden_only(self, tid: str) -> None:
+        with self._guard:
+            if tid in self._hidden_extra:
+                return
+        info = _TaskInfo()
+        self._check_hidden(self.seeds[tid], info)
+        with self._guard:
+            self._hidden_extra[tid] = info
 
     def generated_summaries(self) -> dict[str, Any]:
         """Per task: the generated suite's summary (or its error)."""
@@ -442,8 +526,10 @@ def _suites(seed: SeedRow, ctx: VerifyContext, info: _TaskInfo) -> list[tuple[st
     visible = [_Case(t.name, str_to_bytes(t.stdin), str_to_bytes(t.stdout), "visible") for t in seed.visible_tests]
     hidden = None
     if ctx.hidden is not None and seed.task_id in ctx.hidden.tests:
+        # only the cases the seed's source passes (or could not finish): the others are bad data, dropped
+        keep = set(info.hidden.kept) if info.hidden is not None else None
         hidden = [_Case(t.name, str_to_bytes(t.stdin), str_to_bytes(t.stdout), "hidden")
-                  for t in ctx.hidden.for_task(seed.task_id)]
+                  for t in ctx.hidden.for_task(seed.task_id) if keep is None or t.name in keep]
         hidden = hidden or None
     generated = None
     if info.generated is not None and info.generated.cases:
@@ -583,9 +669,21 @@ def _verify(row: ReturnRow, seed: SeedRow, ctx: VerifyContext, res: RowResult) -
     info = _TaskInfo()
     if task_ok:
         info = ctx.task_info(seed)
-        if info.generated_error is not None:
-            reasons.append(_reason("task", "INVALID_TASK", info.generated_error))
-            task_ok = False
+        for err in (info.hidden_error, info.generated_error):
+            if err is not None:
+                reasons.append(_reason("task", "INVALID_TASK", err))
+                task_ok = False
+        hc = info.hidden
+        if hc is not None and hc.dropped:
+            names = [d["name"] for d in hc.dropped]
+            listed = ", ".join(f"{d['name']} {d['outcome']}" for d in hc.dropped[:MAX_CASES_LISTED])
+            notes.append(f"{len(names)} of {hc.total} hidden test(s) dropped as bad data: the seed's source_code "
+                         f"(correct by contract) fails them ({listed})"
+                         + ("; the task's hidden suite is treated as absent" if hc.all_bad else ""))
+            ver["hidden_tests_dropped"] = names
+        if hc is not None and hc.unconfirmed:
+            notes.append(f"{len(hc.unconfirmed)} hidden test(s) kept unconfirmed: the seed's source_code did not "
+                         f"finish them ({', '.join(d['name'] for d in hc.unconfirmed[:MAX_CASES_LISTED])})")
 
     # a suite that exists but is not run (or fails) is "not all passed": False; a suite that does not exist: None
     suites = _suites(seed, ctx, info)
@@ -695,7 +793,7 @@ def _measure(seed: SeedRow, comp: Any, spec: Any, all_cases: list[_Case], ctx: V
              ver: dict[str, Any], notes: list[str]) -> None:
     from arbiter.languages.cpp import compile_cpp
     from arbiter.pipelines.oracle_measure import measure_against_source
-    from arbiter.timing.compare import Program
+    from arbiter.timing.compare import Program, mark_fallback, meter_fallback_reason
 
     opts = ctx.options
     with ctx.work():
@@ -706,19 +804,26 @@ def _measure(seed: SeedRow, comp: Any, spec: Any, all_cases: list[_Case], ctx: V
         return
     chosen = _largest_by_input(all_cases, int(opts.measure_cases))
     cases = [(c.name, c.stdin, c.stdout) for c in chosen]
+    a, b = Program(src.binary, src.toolchain, "source"), Program(comp.binary, comp.toolchain, "answer")
+    kw = dict(limits=seed_run_limits(seed), same_output=_same_output(seed), largest_fraction=opts.largest_fraction,
+              repeats=int(opts.wall_repeats), cache_dir=_sub(opts, COUNT_CACHE_SUBDIR), use_cache=opts.use_cache)
     with ctx.measuring():
-        cmp = measure_against_source(
-            Program(src.binary, src.toolchain, "source"), Program(comp.binary, comp.toolchain, "answer"), cases,
-            method=opts.measure, limits=seed_run_limits(seed), same_output=_same_output(seed),
-            largest_fraction=opts.largest_fraction, repeats=int(opts.wall_repeats),
-            cache_dir=_sub(opts, COUNT_CACHE_SUBDIR), use_cache=opts.use_cache)
+        cmp = measure_against_source(a, b, cases, method=opts.measure, **kw)
+    reason = meter_fallback_reason(cmp) if cmp.method == "instructions" else None
+    if reason is not None:
+        # valgrind cannot run a program that passed every test natively (e.g. AVX-512): the meter's limitation,
+        # never the program's fault. Measure the pair with interleaved wall/CPU time instead, and say so.
+        attempt = cmp
+        with ctx.measuring_wall():
+            cmp = mark_fallback(measure_against_source(a, b, cases, method="wall", **kw), attempt, reason)
+        notes.append(f"measured with wall/CPU time instead of instructions: {reason}")
     if cmp.sandbox_error:
         raise InfraError("measurement: sandbox error: " + "; ".join(
             f"{f['program']}/{f['case']}: {f.get('detail', '')}" for f in cmp.failures))
     d = _trim_measurement(cmp.to_dict(), res.timing)
     d["measured_cases"] = [c.name for c in chosen]
     ver["measurement"] = d
-    if opts.measure == "wall":
+    if cmp.method == "wall":
         res.timing["wall"] = {"source_total": cmp.a_total, "answer_total": cmp.b_total}
     for f in cmp.failures:
         who = "source" if f["program"] == "a" else "answer"
@@ -729,7 +834,7 @@ def _measure(seed: SeedRow, comp: Any, spec: Any, all_cases: list[_Case], ctx: V
         return
     ver["speedup"] = _round(cmp.speedup)
     ver["largest_speedup"] = _round(cmp.largest_speedup)
-    if opts.measure == "instructions":
+    if cmp.method == "instructions":
         ver["instructions"] = {"source": cmp.a_total, "answer": cmp.b_total,
                                "largest_cases": cmp.largest_cases,
                                "source_largest": sum(c.a for c in cmp.cases if c.case in cmp.largest_cases),
@@ -738,7 +843,7 @@ def _measure(seed: SeedRow, comp: Any, spec: Any, all_cases: list[_Case], ctx: V
     big = [c for c in cmp.cases if c.case in cmp.largest_cases]
     src_cost = sum(c.a for c in big)
     measurable = True
-    if opts.measure == "instructions":
+    if cmp.method == "instructions":
         floor = ctx.startup_floor(seed)
         if floor is not None:
             d["startup_floor"] = floor
@@ -885,8 +990,13 @@ def verify_returns(seeds: str | os.PathLike, returns: str | os.PathLike, out_dir
 
     Resumable: rows whose key is already in ``verified.jsonl`` / ``rejected.jsonl`` are skipped; the outputs of
     an interrupted run plus a rerun equal those of one uninterrupted run (up to the ``timing`` fields and the
-    wall-clock ``runtime_ms``). Returns a :class:`VerifyRun`. Raises ``ValueError`` for bad options and
-    ``FileNotFoundError`` when ``seeds`` or ``returns`` does not exist; nothing in the rows raises.
+    wall-clock ``runtime_ms``). Returns a :class:`VerifyRun`. Raises ``ValueError`` for bad options,
+    :class:`NoUsableSeeds` (a ``ValueError``, before anything is written) when every seed row is rejected,
+    :class:`OutputDirError` (a ``ValueError``) when ``out_dir`` is an existing file or cannot be created,
+    :class:`ConfigMismatch` for a folder of another run, and ``FileNotFoundError`` when ``seeds`` or ``returns``
+    does not exist; nothing in the rows raises. Seed rows that are rejected while others load are reported
+    (``rejected.jsonl`` kind ``seed``, ``report["load_rejections"]``), and returns for them are rejected as
+    ``SEED_REJECTED`` ("seed row rejected"), not ``UNKNOWN_TASK_ID``.
     """
     t_run = time.monotonic()
     opts = options or VerifyOptions()
@@ -898,14 +1008,15 @@ def verify_returns(seeds: str | os.PathLike, returns: str | os.PathLike, out_dir
         raise FileNotFoundError(f"hidden tests file not found: {hidden}")
     if generators is not None and not Path(generators).is_dir():
         raise FileNotFoundError(f"generators folder not found: {generators}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    seeds_loaded = load_seeds(seeds)
+    by_id = seeds_loaded.by_id
+    if not by_id:
+        raise NoUsableSeeds(seeds_loaded.rejections, seeds)
+    out = ensure_out_dir(out_dir)
     emit = on_progress or (lambda event, data: None)
     run_id = uuid.uuid4().hex[:12]
     check_config(out, config_fingerprint(seeds, hidden, generators, opts))
 
-    seeds_loaded = load_seeds(seeds)
-    by_id = seeds_loaded.by_id
     hidden_loaded = load_hidden_tests(hidden, known_task_ids=by_id) if hidden is not None else None
     ctx = VerifyContext(by_id, hidden=hidden_loaded, generators=generators, options=opts)
 
@@ -949,7 +1060,7 @@ def verify_returns(seeds: str | os.PathLike, returns: str | os.PathLike, out_dir
                          "outcome": "accepted" if res.accepted else "rejected", "stage": res.stage})
 
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="oracle-verify") as pool:
-            for item in iter_returns(returns, by_id):
+            for item in iter_returns(returns, by_id, seed_rejections=seeds_loaded.rejections):
                 if isinstance(item, Rejection):
                     if item.key not in rejected:
                         rejected.write(load_rejection_record(item))
@@ -978,8 +1089,10 @@ def verify_returns(seeds: str | os.PathLike, returns: str | os.PathLike, out_dir
             s.close()
 
     best = write_best(out)
+    hidden_checks = ctx.hidden_summaries(all_tasks=True)
     stats.seconds = time.monotonic() - t_run
-    report = build_report(out, options=opts, inputs={
+    report = build_report(out, options=opts, hidden_checks=hidden_checks,
+                          coverage=_coverage(ctx, hidden_checks), inputs={
         "seeds": str(seeds), "returns": str(returns), "hidden": str(hidden) if hidden is not None else None,
         "generators": str(generators) if generators is not None else None,
         "seed_rows": len(seeds_loaded.rows), "seed_rejections": len(seeds_loaded.rejections),
@@ -997,6 +1110,62 @@ def verify_returns(seeds: str | os.PathLike, returns: str | os.PathLike, out_dir
     stats.report = report
     emit("done", {"report": report})
     return stats
+
+
+def _coverage(ctx: VerifyContext, hidden_checks: Mapping[str, Any]) -> dict[str, Any]:
+    """Which seed tasks have hidden / generated tests (for the report's warnings): ``hidden_given``,
+    ``generators_given``, ``tasks`` (seed tasks), ``tasks_without_hidden`` (no hidden cases, or every one dropped as
+    bad, or its entry rejected), ``tasks_without_generated`` (no generator file, or a generated suite with no case),
+    ``tasks_visible_only`` (neither)."""
+    ids = sorted(ctx.seeds)
+    no_hidden = []
+    for tid in ids:
+        cases = ctx.hidden.for_task(tid) if ctx.hidden is not None else []
+        if not cases or (hidden_checks.get(tid) or {}).get("all_bad"):
+            no_hidden.append(tid)
+    no_gen = []
+    with ctx._guard:
+        infos = dict(ctx._tasks)
+    for tid in ids:
+        info = infos.get(tid)
+        if ctx.generators is None or find_generator(ctx.generators, tid) is None:
+            no_gen.append(tid)
+        elif info is not None and (info.generated_error is not None
+                                   or (info.generated is not None and not info.generated.cases)):
+            no_gen.append(tid)
+    return {"hidden_given": ctx.hidden is not None, "generators_given": ctx.generators is not None,
+            "tasks": len(ids), "tasks_without_hidden": no_hidden, "tasks_without_generated": no_gen,
+            "tasks_visible_only": sorted(set(no_hidden) & set(no_gen))}
+
+
+class NoUsableSeeds(ValueError):
+    """Every seed row was rejected (a malformed or empty seeds file): nothing can be verified. ``rejections``: the
+    seed rejections (each names the line, the JSON path and the reason); the message lists the first ones."""
+
+    def __init__(self, rejections: Sequence[Rejection], path: Any):
+        self.rejections = list(rejections)
+        lines = [f"  {r.message}" for r in self.rejections[:MAX_CASES_LISTED]]
+        more = len(self.rejections) - len(lines)
+        super().__init__(f"no usable seed row in {path}: " + (
+            f"{len(self.rejections)} seed row(s) rejected:\n" + "\n".join(lines)
+            + (f"\n  (+{more} more)" if more > 0 else "") if self.rejections else "the file holds no row"))
+
+
+class OutputDirError(ValueError):
+    """The output folder cannot be used: it exists and is not a folder, or it cannot be created."""
+
+
+def ensure_out_dir(out_dir: str | os.PathLike) -> Path:
+    """Create ``out_dir`` (and parents) and return it. Raises :class:`OutputDirError` (a ``ValueError``: the CLI
+    reports it and exits 2) naming the path when it is an existing file or cannot be created."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise OutputDirError(f"--out {out} exists and is not a folder; give a folder (it is created when missing)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputDirError(f"--out {out}: cannot create the output folder: {e.strerror or e}") from None
+    return out
 
 
 class ConfigMismatch(ValueError):
@@ -1027,7 +1196,8 @@ def config_fingerprint(seeds: str | os.PathLike, hidden: str | os.PathLike | Non
     gens = None
     if generators is not None:
         gens = {p.name: _file_sha(p) for p in sorted(Path(generators).glob("*.py"))}
-    return {"version": 1, "seeds": _file_sha(seeds), "hidden": _file_sha(hidden), "generators": gens,
+    # version 2: hidden cases the seed's source fails are dropped (oracle_hidden_tests), which changes verdicts
+    return {"version": 2, "seeds": _file_sha(seeds), "hidden": _file_sha(hidden), "generators": gens,
             "options": {k: v for k, v in opts.to_dict().items() if k not in ("workers", "wall_repeats")}
             | ({"wall_repeats": opts.wall_repeats} if opts.measure == "wall" else {})}
 
@@ -1123,7 +1293,9 @@ def write_best(out_dir: str | os.PathLike) -> dict[str, dict[str, Any]]:
 
 def build_report(out_dir: str | os.PathLike, *, options: VerifyOptions | None = None,
                  inputs: Mapping[str, Any] | None = None, generated: Mapping[str, Any] | None = None,
-                 best: Mapping[str, Any] | None = None, run: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 best: Mapping[str, Any] | None = None, run: Mapping[str, Any] | None = None,
+                 hidden_checks: Mapping[str, Any] | None = None,
+                 coverage: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The ``report.json`` content, read back from ``verified.jsonl`` / ``rejected.jsonl`` (so it covers rows
     decided by earlier, interrupted runs too) plus this run's ``errors.jsonl`` records.
 
@@ -1132,6 +1304,16 @@ def build_report(out_dir: str | os.PathLike, *, options: VerifyOptions | None = 
     (rejected rows by ``return``/``seed``/``hidden``), ``claims`` (rows whose claim disagrees with us), ``tasks``
     (per task: accepted, rejected, best), ``rows`` (one summary per return row, by line), ``generated``,
     ``options``, ``inputs``, ``run`` (this run's timings in seconds).
+
+    How much the accepted rows can be trusted (issue: known-wrong rows must not slip into SFT data silently):
+    ``counts.accepted_visible_only`` (accepted rows whose task had neither hidden nor generated tests: checked on
+    the seed's visible tests only), ``counts.accepted_speed_gate_not_applied`` (accepted without the speed gate:
+    their tests were too small to show speed), ``counts.measure_fallbacks`` (rows measured with wall time because
+    valgrind could not run a program); ``hidden_checks`` (per task: the seed's source on its hidden cases,
+    :mod:`~arbiter.pipelines.oracle_hidden_tests`: dropped bad cases, unconfirmed ones); ``coverage`` (which seed
+    tasks have hidden / generated tests, given by the caller); ``load_rejections`` (seed and hidden-test entries
+    that were rejected: line, task, JSON path, code, message); ``warnings``: one line per problem, recommending
+    ``--hidden`` / ``--generators`` where they would help.
     """
     out = Path(out_dir)
     ver = _read(out / "verified.jsonl")
@@ -1155,6 +1337,9 @@ def build_report(out_dir: str | os.PathLike, *, options: VerifyOptions | None = 
                      "demo_id": r.get("demo_id"), "outcome": "accepted", "stage": None, "codes": [],
                      "speedup": v.get("speedup"), "largest_speedup": v.get("largest_speedup"),
                      "speed_gate": v.get("speed_gate"),
+                     "visible_only": v.get("all_hidden_tests_pass") is None
+                     and v.get("all_generated_tests_pass") is None,
+                     "measure_fallback": (v.get("measurement") or {}).get("fallback_reason"),
                      "claim_disagreements": [d["field"] for d in v.get("claim_disagreements") or []]})
     for r in rej:
         by_kind[r.get("kind", "?")] += 1
@@ -1174,6 +1359,7 @@ def build_report(out_dir: str | os.PathLike, *, options: VerifyOptions | None = 
                      "demo_id": r.get("demo_id"), "outcome": "rejected", "stage": r.get("stage"), "codes": codes,
                      "speedup": v.get("speedup"), "largest_speedup": v.get("largest_speedup"),
                      "speed_gate": v.get("speed_gate"),
+                     "measure_fallback": (v.get("measurement") or {}).get("fallback_reason"),
                      "claim_disagreements": [d["field"] for d in v.get("claim_disagreements") or []]})
     for e in errs:
         rows.append({"line": e.get("line"), "key": e.get("key"), "task_id": e.get("task_id"), "demo_id": None,
@@ -1182,10 +1368,29 @@ def build_report(out_dir: str | os.PathLike, *, options: VerifyOptions | None = 
     for tid, b in (best or {}).items():
         task(tid)["best"] = b
     n_return_rej = sum(1 for r in rej if r.get("kind") == "return")
+    vis_only = [r for r in ver if (r.get("verification") or {}).get("all_hidden_tests_pass") is None
+                and (r.get("verification") or {}).get("all_generated_tests_pass") is None]
+    no_gate = [r for r in ver if (r.get("verification") or {}).get("speed_gate") == "not_applied"]
+    fallbacks = [r for r in ver + [x for x in rej if x.get("kind") == "return"]
+                 if ((r.get("verification") or {}).get("measurement") or {}).get("fallback_reason")]
+    load_rej = [{"kind": r.get("kind"), "line": r.get("line"), "task_id": r.get("task_id"),
+                 "path": (r.get("reasons") or [{}])[0].get("path"), "code": (r.get("reasons") or [{}])[0].get("code"),
+                 "message": r.get("message")} for r in rej if r.get("kind") in ("seed", "hidden")]
+    warnings = _warnings(len(ver), vis_only, no_gate, fallbacks, hidden_checks or {}, coverage or {}, load_rej)
     return {
         "counts": {"rows": len(ver) + n_return_rej + len(errs), "accepted": len(ver), "rejected": n_return_rej,
                    "errors": len(errs), "sft_rows": len(_read(out / "sft.jsonl")),
-                   "other_rejections": len(rej) - n_return_rej},
+                   "other_rejections": len(rej) - n_return_rej,
+                   "accepted_visible_only": len(vis_only), "accepted_speed_gate_not_applied": len(no_gate),
+                   "measure_fallbacks": len(fallbacks)},
+        "warnings": warnings,
+        "accepted_visible_only": [{"line": r.get("line"), "key": r.get("key"), "task_id": r.get("task_id")}
+                                  for r in sorted(vis_only, key=lambda r: r.get("line") or 0)],
+        "accepted_speed_gate_not_applied": [{"line": r.get("line"), "key": r.get("key"), "task_id": r.get("task_id")}
+                                            for r in sorted(no_gate, key=lambda r: r.get("line") or 0)],
+        "hidden_checks": dict(hidden_checks or {}),
+        "coverage": dict(coverage or {}),
+        "load_rejections": load_rej,
         "by_stage": dict(sorted(by_stage.items(), key=lambda kv: (STAGES.index(kv[0]) if kv[0] in STAGES else 99))),
         "by_reason": dict(sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0]))),
         "by_kind": dict(sorted(by_kind.items())),
@@ -1198,6 +1403,65 @@ def build_report(out_dir: str | os.PathLike, *, options: VerifyOptions | None = 
         "run": dict(run or {}),
         "outputs": {name: str(out / name) for name in OUTPUT_FILES},
     }
+
+
+def _ids(ids: Sequence[str], limit: int = 8) -> str:
+    ids = list(ids)
+    return ", ".join(ids[:limit]) + (f" (+{len(ids) - limit} more)" if len(ids) > limit else "")
+
+
+def _warnings(accepted: int, vis_only: list[Mapping[str, Any]], no_gate: list[Mapping[str, Any]],
+              fallbacks: list[Mapping[str, Any]], hidden_checks: Mapping[str, Any], coverage: Mapping[str, Any],
+              load_rej: list[Mapping[str, Any]]) -> list[str]:
+    """The report's warning lines (see :func:`build_report`)."""
+    out: list[str] = []
+    hidden_given, gens_given = coverage.get("hidden_given"), coverage.get("generators_given")
+    n_tasks = coverage.get("tasks")
+    if vis_only:
+        out.append(f"{len(vis_only)} of {accepted} accepted row(s) were checked on the seed's visible tests only (no "
+                   "hidden or generated tests for their task): a wrong answer that passes the visible tests is "
+                   "accepted; give --hidden and/or --generators")
+    if no_gate:
+        out.append(f"{len(no_gate)} of {accepted} accepted row(s) skipped the speed gate (their largest tests are "
+                   "too small to show speed): they may be slower than the source; give --generators (large "
+                   "generated tests) so the gate applies")
+    bare = coverage.get("tasks_visible_only") or []
+    if n_tasks and bare and (hidden_given or gens_given):
+        out.append(f"{len(bare)} of {n_tasks} seed task(s) have neither hidden nor generated tests: {_ids(bare)}")
+    no_hidden = coverage.get("tasks_without_hidden") or []
+    if hidden_given and n_tasks and no_hidden:
+        out.append(f"the hidden-tests file leaves {len(no_hidden)} of {n_tasks} seed task(s) without (usable) hidden "
+                   f"tests: {_ids(no_hidden)}")
+    no_gen = coverage.get("tasks_without_generated") or []
+    if gens_given and n_tasks and no_gen:
+        out.append(f"no generator (or no usable generated input) for {len(no_gen)} of {n_tasks} seed task(s): "
+                   f"{_ids(no_gen)}")
+    dropped = {t: h for t, h in hidden_checks.items() if h.get("dropped")}
+    if dropped:
+        n = sum(len(h["dropped"]) for h in dropped.values())
+        out.append(f"{n} hidden test(s) of {len(dropped)} task(s) dropped as bad data: the seed's source_code "
+                   "(correct by contract) fails them, so no answer is judged on them: " + "; ".join(
+                       f"{t}: {', '.join(d['name'] + ' ' + d['outcome'] for d in h['dropped'][:5])}"
+                       for t, h in list(dropped.items())[:5]))
+    all_bad = [t for t, h in hidden_checks.items() if h.get("all_bad")]
+    if all_bad:
+        out.append(f"every hidden test of {len(all_bad)} task(s) is bad: their hidden suite is treated as absent: "
+                   f"{_ids(all_bad)}")
+    unconf = {t: h for t, h in hidden_checks.items() if h.get("unconfirmed")}
+    if unconf:
+        n = sum(len(h["unconfirmed"]) for h in unconf.values())
+        out.append(f"{n} hidden test(s) of {len(unconf)} task(s) could not be confirmed (the source did not finish "
+                   f"them); kept as given: {_ids(list(unconf))}")
+    for t, h in hidden_checks.items():
+        if h.get("error"):
+            out.append(f"the hidden tests of {t} could not be checked against its source: {h['error']}")
+    if fallbacks:
+        out.append(f"{len(fallbacks)} row(s) measured with wall/CPU time instead of instructions (valgrind cannot "
+                   "run the program, e.g. AVX-512): see verification.measurement.fallback_reason")
+    seeds = [r for r in load_rej if r.get("kind") == "seed"]
+    if seeds:
+        out.append(f"{len(seeds)} seed row(s) rejected; returns for them are rejected as SEED_REJECTED")
+    return out
 
 
 def _jsonify(value: Any) -> str | None:

@@ -140,7 +140,12 @@ def programs_from_records(groups: Sequence[tuple[str, Sequence[Mapping[str, Any]
             why = f"{bad[0].get('outcome')}: {str(bad[0].get('reason'))[:200]}" if bad else "no generations"
             excluded.append({"id": pid, "reason": why})
             continue
-        srcs = [float(r["src_total"]) for r in recs if r.get("outcome") == "AC" and r.get("src_total")]
+        # a generation measured with a fallback method (pie_retime step 6) has its totals in another unit: the
+        # program's source runtime comes from the most common unit; each runtime is src_runtime / its own speedup
+        units = [str(r.get("unit")) for r in recs if r.get("outcome") == "AC" and r.get("src_total")]
+        unit = max(dict.fromkeys(units), key=units.count) if units else None
+        srcs = [float(r["src_total"]) for r in recs
+                if r.get("outcome") == "AC" and r.get("src_total") and str(r.get("unit")) == unit]
         src_rt = statistics.median(srcs) if srcs else None
         runtimes: list[float | None] = []
         for r in recs:
@@ -181,13 +186,12 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
     Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for bad options, a bad precomputed line, or
     no program left to evaluate.
     """
-    from arbiter.pipelines.pie_retime import RowIndex, iter_candidates, run_reward_batch
+    from arbiter.pipelines.pie_retime import RowIndex, ensure_out_dir, iter_candidates, run_reward_batch
 
     gen_path = Path(generations)
     if not gen_path.is_file():
         raise FileNotFoundError(f"generations file not found: {gen_path}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = ensure_out_dir(out_dir)
     lines: list[tuple[int, dict[str, Any]]] = []
     with open(gen_path, encoding="utf-8") as f:
         for n, text in enumerate(f, 1):
@@ -240,6 +244,8 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
         "n_excluded": len(excluded),
         "excluded": excluded,
         "fingerprints": sorted({str(r["fingerprint"]) for r in records if r.get("fingerprint")}),
+        "method_fallbacks": [{"key": r.get("key"), "method": r.get("method"), "reason": r.get("fallback_reason")}
+                             for r in records if r.get("fallback_reason")],
         "metrics": [m.as_record() for m in metrics],
         "per_program": [dict(p, speedups_at_k={m.k: m.speedups[i] for m in metrics}) for i, p in enumerate(per)],
         "rules": "reference/pie.md §1 'Aggregation' (LearningOpt/pie gem5_eval.py): failures = inf runtime; "

@@ -56,6 +56,14 @@ One call, step by step (every rule names its source):
    Speedup = ``sum(src) / sum(candidate)`` over the used cases (card: "speedup = sum(src ...) / sum(tgt ...)").
    A candidate run that fails under measurement gets the failure reward (status mapped to its verdict); a source
    run that fails under measurement makes the row ``INVALID_TASK``.
+   **Meter fallback**: a program that passed natively (step 4 / step 5) but that valgrind cannot run (valgrind
+   3.19 has no AVX-512 decoder: the run dies of SIGILL with "unhandled instruction bytes" while the native run of
+   the same binary on the same case succeeds, ``unsupported_by_meter`` in :mod:`arbiter.timing.instructions`) is
+   the meter's limitation, never the program's fault: the pair is measured with the wall method instead
+   (``compare(..., on_unsupported="wall")``: both programs, interleaved, same cases, ``repeats``/``warmup``), and
+   the record says so: ``method: "wall"``, ``unit: "seconds"``, ``requested_method: "instructions"``,
+   ``fallback_reason`` (e.g. "valgrind cannot decode the program's instructions (AVX-512)"). The reward is the
+   same transform of that speedup; there is no startup floor for it.
 7. **Reward** = the selected transform of the speedup (``raw``, ``log``, ``clipped``, ``pie_floor``,
    ``opt_indicator``; :func:`arbiter.pipelines.pie_speedup.make_transform`).
 8. **Headroom**: with instructions, ``startup_floor`` (instructions of ``int main() {}`` under the same toolchain,
@@ -110,6 +118,8 @@ from arbiter.timing.count_cache import sha256_hex as _sha
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "ConfigMismatch",
+    "OutputDirError",
     "PieRewardResult",
     "PieSource",
     "RowIndex",
@@ -117,10 +127,13 @@ __all__ = [
     "as_source",
     "bad_apple_limit",
     "case_number",
+    "check_config",
     "check_reward_options",
     "costliest_cases",
+    "ensure_out_dir",
     "iter_candidates",
     "pie_reward",
+    "reward_config",
     "run_reward_batch",
     "sample_rng",
     "score_candidates",
@@ -243,7 +256,10 @@ class PieRewardResult:
       ``"INVALID_TASK"`` (row/tests unusable) or ``"SANDBOX_ERROR"`` (ours) with ``reward`` None.
     - ``reward``: the transform of ``speedup``; ``speedup``: ``src_total / candidate_total`` (dimensionless, > 1 =
       candidate faster). ``transform`` / ``transform_params``: which transform.
-    - ``method``: ``instructions`` | ``wall``; ``unit``: ``instructions`` | ``seconds`` (wall: the CPU clock).
+    - ``method``: the method that produced the figures (``instructions`` | ``wall``; the requested one when nothing
+      was measured); ``unit``: ``instructions`` | ``seconds`` (wall: the CPU clock); ``requested_method``: the
+      method asked for; ``fallback_reason``: why ``method`` differs from it (``None`` when it does not; step 6,
+      "Meter fallback").
     - ``cases``: the case names the speedup is over (after K sampling and drops); ``per_case``:
       ``[{case, src, candidate, speedup}]`` in ``unit``; ``src_total`` / ``candidate_total``; ``largest_speedup``:
       the ratio over the source's costliest 20 % of cases (:mod:`arbiter.timing.compare`).
@@ -270,6 +286,8 @@ class PieRewardResult:
     transform_params: dict[str, float] = field(default_factory=dict)
     method: str = "instructions"
     unit: str = "instructions"
+    requested_method: str = "instructions"
+    fallback_reason: str | None = None
     k: int = -1
     cases: list[str] = field(default_factory=list)
     per_case: list[dict[str, Any]] = field(default_factory=list)
@@ -410,6 +428,7 @@ _MEASURE_OUTCOME = {
     "exec_refused": Outcome.RE,
     "no_count": Outcome.SANDBOX_ERROR,
     "sandbox_error": Outcome.SANDBOX_ERROR,
+    "unsupported_by_meter": Outcome.SANDBOX_ERROR,  # the meter's limit, never the program's (normally: fallback)
 }
 
 
@@ -520,7 +539,8 @@ def pie_reward(
         cache = SrcCountCache.default()
     res = PieRewardResult(outcome="", reward=None, speedup=None, reason="", problem_id=src.problem_id,
                           src_id=src.src_id, tgt_id=src.tgt_id, transform=tf.name, transform_params=dict(tf.params),
-                          method=method, unit="instructions" if method == "instructions" else "seconds", k=k)
+                          method=method, unit="instructions" if method == "instructions" else "seconds",
+                          requested_method=method, k=k)
 
     def done(outcome: Outcome | str, reason: str, speedup: float | None = None, scored: bool = False
              ) -> PieRewardResult:
@@ -628,12 +648,16 @@ def pie_reward(
         if method == "instructions":
             checks = {c.name: ":".join([_checker_key(chk), *(_sha(e) for e in c.expected)]) for c in used}
             comp = compare(a, b, timing_cases, "instructions", limits=lim, same_output=same, output_check=checks,
-                           baseline_cache=cache if cache is not False else CountCache.disabled())
-            # this reward's record: hits as src_cache_hits, no leased core, meter limits without the stack
-            res.src_cache_hits = comp.extra.pop("baseline_cache_hits")
-            comp.meter.pop("core", None)
-            comp.meter["limits"] = {k: v for k, v in comp.meter["limits"].items() if k != "stack_bytes"}
-            comp.meter["src_cache_hits"] = res.src_cache_hits
+                           baseline_cache=cache if cache is not False else CountCache.disabled(),
+                           on_unsupported="wall", repeats=repeats, warmup=warmup)
+            if comp.method == "instructions":
+                # this reward's record: hits as src_cache_hits, no leased core, meter limits without the stack
+                res.src_cache_hits = comp.extra.pop("baseline_cache_hits")
+                comp.meter.pop("core", None)
+                comp.meter["limits"] = {k: v for k, v in comp.meter["limits"].items() if k != "stack_bytes"}
+                comp.meter["src_cache_hits"] = res.src_cache_hits
+            else:  # valgrind could not run one of the programs: measured with the wall method instead
+                res.method, res.unit, res.fallback_reason = comp.method, comp.unit, comp.fallback_reason
         else:
             comp = compare(a, b, timing_cases, "wall", limits=lim, same_output=same, repeats=repeats, warmup=warmup)
     except ToolchainMismatch as e:
@@ -662,7 +686,7 @@ def pie_reward(
     res.largest_speedup = comp.largest_speedup
 
     # 8. headroom
-    if method == "instructions" and with_floor:
+    if res.method == "instructions" and with_floor:
         from arbiter.timing.compare import startup_floor
 
         try:
@@ -673,7 +697,8 @@ def pie_reward(
             res.ceiling_speedup = comp.ceiling_speedup(res.startup_floor)
             if res.ceiling_speedup is not None:
                 res.low_headroom = res.ceiling_speedup < LOW_HEADROOM_THRESHOLD
-    return done(Outcome.AC, f"correct on {len(used)} case(s); speedup {comp.speedup:.4g} ({res.unit})",
+    how = f" ({res.unit}; {res.method} fallback: {res.fallback_reason})" if res.fallback_reason else f" ({res.unit})"
+    return done(Outcome.AC, f"correct on {len(used)} case(s); speedup {comp.speedup:.4g}{how}",
                 comp.speedup, scored=True)
 
 
@@ -692,6 +717,9 @@ class RowIndex:
     """
 
     def __init__(self, source: Any, *, split: str | None = None):
+        #: the rows source as given (a path for files and folders), for the input identity of a run's config
+        self.origin = source
+        self.split = split
         self.sources: list[PieSource] = []
         self.errors: list[str] = []
         self._by_src: dict[str, list[int]] = {}
@@ -771,7 +799,10 @@ def iter_candidates(path: str | os.PathLike, rows: RowIndex, *, field_names: Seq
 
     ``src_id`` (optionally narrowed by ``problem_id``/``tgt_id``) or ``row`` (``problem_id/src_id[/tgt_id]``)
     names the row; ``candidates`` (a list of programs) or ``code`` (one program) holds the code (``field_names``
-    gives the accepted fields, first match wins; ``arbiter pie eval`` adds ``generations``). Optional ``id`` names
+    gives the accepted fields, first match wins; ``arbiter pie eval`` adds ``generations``, a list too). Types are
+    strict: ``code`` must be a string (one program) and every other program field a JSON list of strings; a string
+    where a list is expected (``"candidates": "<C++>"``) or a list in ``code`` is bad input naming the line and
+    field, never guessed at. Optional ``id`` names
     the record. Stable key: ``<id or problem/src/tgt@line>#<index>:<sha256(code)[:16]>``, so an edited file does not
     reuse stale results. A bad record yields one item with ``error`` set (the line and field named) and never stops
     the batch. ``skip_precomputed``: pass over records holding ``runtimes`` and no program field (``arbiter pie
@@ -811,9 +842,21 @@ def iter_candidates(path: str | os.PathLike, rows: RowIndex, *, field_names: Seq
             err = err or f"line {line}: no program: expected one of the fields {list(field_names)}"
         else:
             val = rec[fname]
-            codes = val if isinstance(val, list) else [val]
-            if not codes:
-                err = err or f"line {line}: field {fname!r} is an empty list"
+            if fname == "code":
+                if isinstance(val, str):
+                    codes = [val]
+                else:
+                    err = err or (f"line {line}: field 'code' must be one program (a string), got "
+                                  f"{type(val).__name__}; several programs go in a list field "
+                                  f"({', '.join(repr(f) for f in field_names if f != 'code')})")
+            elif isinstance(val, list):
+                codes = val
+                if not codes:
+                    err = err or f"line {line}: field {fname!r} is an empty list"
+            else:
+                err = err or (f"line {line}: field {fname!r} must be a list of programs, got {type(val).__name__}"
+                              + ("; one program may be given as a string in the field 'code'"
+                                 if "code" in field_names else ""))
         base = rid or (f"{source.label()}@{line}" if source else f"{problem_id or '?'}/{src_id or '?'}@{line}")
         if err:
             yield CandidateItem(key=f"{base}#error", line=line, index=0, source=source, code="", error=err,
@@ -870,11 +913,15 @@ def score_candidates(items: Iterable[CandidateItem], tests: Any, *, on_result: C
             continue
         head = {"key": item.key, "line": item.line, "index": item.index, "id": item.record_id,
                 "candidate_sha256": _sha(item.code) if item.code else None}
+        method = reward_kw.get("method", "instructions")
+        unit = "instructions" if method == "instructions" else "seconds"
         if item.error or item.source is None:
             src = item.source
             rec = PieRewardResult(outcome=Outcome.INVALID_TASK.value, reward=None, speedup=None,
                                   reason=item.error or "no row", problem_id=src.problem_id if src else "",
-                                  src_id=src.src_id if src else "", tgt_id=src.tgt_id if src else None).to_dict()
+                                  src_id=src.src_id if src else "", tgt_id=src.tgt_id if src else None,
+                                  method=method, unit=unit, requested_method=method,
+                                  k=reward_kw.get("k", -1)).to_dict()
         else:
             kw = dict(reward_kw)
             if kw.get("k", -1) > 0 and kw.get("rng") is None:
@@ -886,7 +933,8 @@ def score_candidates(items: Iterable[CandidateItem], tests: Any, *, on_result: C
             except Exception as e:  # noqa: BLE001 - one item must not stop the batch; reported, never a 0
                 rec = PieRewardResult(outcome=Outcome.SANDBOX_ERROR.value, reward=None, speedup=None,
                                       reason=f"{type(e).__name__}: {e}", problem_id=item.source.problem_id,
-                                      src_id=item.source.src_id, tgt_id=item.source.tgt_id).to_dict()
+                                      src_id=item.source.src_id, tgt_id=item.source.tgt_id, method=method,
+                                      unit=unit, requested_method=method, k=reward_kw.get("k", -1)).to_dict()
         on_result(item, {**head, **rec})
 
 
@@ -909,14 +957,24 @@ class BatchRun:
     outputs: dict[str, str]
 
 
+def _count(items: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for x in items:
+        out[x] = out.get(x, 0) + 1
+    return out
+
+
 def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Counts and figures over reward records (:meth:`PieRewardResult.to_dict` shape).
 
     ``n``; ``by_outcome`` (outcome -> count); ``n_scored`` (reward is a number); ``n_correct`` (AC);
     ``pct_correct`` (% of scored that are AC); ``mean_reward`` (over scored); over AC: ``mean_speedup``,
     ``geomean_speedup``, ``median_speedup``, ``min_speedup``, ``max_speedup``; ``pct_opt``: % of scored whose
-    speedup >= 1.10 (PIE %Opt; failures count as not optimized); ``fingerprints`` / ``methods`` / ``transforms``
-    seen; ``startup_floors`` (distinct instruction floors). Percentages are 0-100; None when undefined."""
+    speedup >= 1.10 (PIE %Opt; failures count as not optimized); ``fingerprints`` / ``methods`` (the methods that
+    produced figures, or were requested for records without figures) / ``requested_methods`` / ``transforms``
+    seen; ``n_method_fallbacks`` and ``fallback_reasons`` (``{reason: count}``): records measured with another
+    method than requested because the meter could not run a program (:func:`pie_reward` step 6);
+    ``startup_floors`` (distinct instruction floors). Percentages are 0-100; None when undefined."""
     import statistics
 
     from arbiter.pipelines.pie_speedup import OPT_THRESHOLD
@@ -941,6 +999,11 @@ def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "pct_opt": 100.0 * sum(s >= OPT_THRESHOLD for s in ok) / len(scored) if scored else None,
         "fingerprints": sorted({str(r["fingerprint"]) for r in records if r.get("fingerprint")}),
         "methods": sorted({str(r["method"]) for r in records if r.get("method")}),
+        "requested_methods": sorted({str(r.get("requested_method") or r["method"]) for r in records
+                                     if r.get("requested_method") or r.get("method")}),
+        "n_method_fallbacks": sum(1 for r in records if r.get("fallback_reason")),
+        "fallback_reasons": dict(sorted(_count(str(r["fallback_reason"]) for r in records
+                                               if r.get("fallback_reason")).items())),
         "transforms": sorted({str(r["transform"]) for r in records if r.get("transform")}),
         "startup_floors": sorted({int(r["startup_floor"]) for r in records if r.get("startup_floor")}),
     }
@@ -967,8 +1030,15 @@ def run_reward_batch(rows: Any, tests: Any, candidates: str | os.PathLike, out_d
     - ``seed``: K sampling seed (:func:`sample_rng`); ``reward_kw``: :func:`pie_reward` keywords (``transform``,
       ``transform_params``, ``method``, ``k``, ``checker``, ``compile_spec``, ``limits``, ``repeats``, ...).
     - ``on_start(total)`` / ``on_result(record)``: progress hooks.
+    - ``config.json`` (DESIGN.md "Reliability": a rerun resumes the *same* job): the first run records what the
+      rewards depend on besides the candidate code (which is in every key): :func:`reward_config` (the rows and
+      tests identity and the reward-changing options). A rerun into a folder made with anything else is refused
+      with :class:`ConfigMismatch` naming what differs (e.g. ``option transform ('raw' -> 'log')``), instead of
+      silently keeping the old rewards.
 
-    Raises ``FileNotFoundError`` for a missing candidates file, ``ValueError`` for bad options (before scoring).
+    Raises ``FileNotFoundError`` for a missing candidates file, ``ValueError`` for bad options (before scoring),
+    :class:`ConfigMismatch` (a ``ValueError``) for a folder of another run, :class:`OutputDirError` (a
+    ``ValueError``) when ``out_dir`` cannot be a folder (e.g. it is an existing file).
     """
     from arbiter.datasets.jsonl_sink import JsonlSink, read_jsonl
 
@@ -976,8 +1046,8 @@ def run_reward_batch(rows: Any, tests: Any, candidates: str | os.PathLike, out_d
     index = rows if isinstance(rows, RowIndex) else RowIndex(rows, split=split)
     if not Path(candidates).is_file():
         raise FileNotFoundError(f"candidates file not found: {candidates}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = ensure_out_dir(out_dir)
+    check_config(out, reward_config(index, tests, seed=seed, **reward_kw))
     names = {"rewards": "rewards.jsonl", "errors": "errors.jsonl", "summary": "summary.json", **(file_names or {})}
     paths = {k: out / names[k] for k in ("rewards", "errors", "summary")}
     items = list(iter_candidates(candidates, index, field_names=field_names, skip_precomputed=skip_precomputed))
@@ -1013,3 +1083,123 @@ def run_reward_batch(rows: Any, tests: Any, candidates: str | os.PathLike, out_d
     paths["summary"].write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
     return BatchRun(records=records, new=new, resumed=resumed, sandbox_errors=errors, row_errors=index.errors,
                     summary=summary, outputs={k: str(v) for k, v in paths.items()})
+
+
+# ------------------------------------------------------------------------------------------------------- outputs
+
+
+class OutputDirError(ValueError):
+    """The output folder cannot be used: it exists and is not a folder, or it cannot be created."""
+
+
+def ensure_out_dir(out_dir: str | os.PathLike) -> Path:
+    """Create ``out_dir`` (and its parents) and return it. Raises :class:`OutputDirError` (a ``ValueError``, so
+    the CLI reports it and exits 2) naming the path when it is an existing file, or when it cannot be created."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise OutputDirError(f"--out {out} exists and is not a folder; give a folder (it is created when missing)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputDirError(f"--out {out}: cannot create the output folder: {e.strerror or e}") from None
+    return out
+
+
+class ConfigMismatch(ValueError):
+    """``out_dir`` holds rewards computed from other rows, tests or reward-changing options; resuming into it would
+    keep those rewards for candidates scored again with the new ones. Use another output folder (or delete it)."""
+
+
+CONFIG_FILE = "config.json"
+
+
+def _path_identity(obj: Any) -> Any:
+    """The identity of an input given as a path: a file's sha256; a folder's sha256 over its listing (relative path,
+    size, mtime in ns of every file; content hashing a PIE tests tree would read gigabytes); anything else (an
+    in-memory ``TestSuite``, a mapping, a callable): ``None`` (not recorded)."""
+    import hashlib
+
+    if not isinstance(obj, (str, os.PathLike)):
+        return None
+    p = Path(obj)
+    h = hashlib.sha256()
+    if p.is_file():
+        with open(p, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        return {"file_sha256": h.hexdigest()}
+    if p.is_dir():
+        n = 0
+        for root, dirs, files in os.walk(p):
+            dirs.sort()
+            for name in sorted(files):
+                fp = Path(root, name)
+                try:
+                    st = fp.stat()
+                except OSError:
+                    continue
+                h.update(f"{fp.relative_to(p).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+                n += 1
+        return {"listing_sha256": h.hexdigest(), "files": n}
+    return None
+
+
+def reward_config(rows: Any, tests: Any, *, seed: int = 0, **reward_kw: Any) -> dict[str, Any]:
+    """What a batch's rewards depend on besides the candidates (whose code is hashed into every key):
+
+    - ``rows``: the identity of the rows file/folder (:class:`RowIndex` ``origin``; the split), ``tests``: of the
+      tests folder/archive (:func:`_path_identity`);
+    - ``options``: ``transform`` and ``transform_params``, ``method``, ``k`` (and ``seed`` when ``k > 0``: it picks
+      the cases), ``checker``, the compile command, the native limits (CPU seconds, wall seconds, memory bytes), and
+      ``repeats``/``warmup`` for the wall method. Not included: the cache switch and progress options (they do not
+      change a reward)."""
+    from arbiter.judge.task import CompileSpec
+
+    origin = rows.origin if isinstance(rows, RowIndex) else rows
+    split = rows.split if isinstance(rows, RowIndex) else None
+    chk = reward_kw.get("checker", "pie")
+    chk = chk if isinstance(chk, CheckerSpec) else CheckerSpec(chk)
+    spec = reward_kw.get("compile_spec") or CompileSpec()
+    lim = reward_kw.get("limits") or DEFAULT_LIMITS
+    method = reward_kw.get("method", "instructions")
+    k = reward_kw.get("k", -1)
+    tf = make_transform(reward_kw.get("transform", "raw"), **dict(reward_kw.get("transform_params") or {}))
+    options: dict[str, Any] = {
+        "transform": tf.name, "transform_params": dict(sorted(tf.params.items())), "method": method, "k": k,
+        "checker": _checker_key(chk), "compile_command": spec.command,
+        "limits": {"cpu_seconds": lim.cpu_seconds, "wall_seconds": lim.wall_seconds,
+                   "memory_bytes": lim.memory_bytes},
+    }
+    if isinstance(k, int) and k > 0:
+        options["seed"] = seed
+    if method == "wall":
+        options["repeats"] = reward_kw.get("repeats", 5)
+        options["warmup"] = reward_kw.get("warmup", 1)
+    return {"version": 1, "rows": _path_identity(origin), "split": split, "tests": _path_identity(tests),
+            "options": options}
+
+
+def check_config(out_dir: Path, fingerprint: dict[str, Any]) -> None:
+    """Record ``fingerprint`` in ``out_dir/config.json`` on the first run; on a rerun, raise :class:`ConfigMismatch`
+    naming what changed (inputs by name, options as ``option NAME (old -> new)``). A folder from before this file
+    existed (no ``config.json``) gets the current one."""
+    path = out_dir / CONFIG_FILE
+    if path.exists():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            old = None
+        if isinstance(old, dict) and old != fingerprint:
+            changed = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != fingerprint.get(k))
+            if "options" in changed:
+                o, n = old.get("options") or {}, fingerprint.get("options") or {}
+                changed = [c for c in changed if c != "options"] + [
+                    f"option {k} ({o.get(k)!r} -> {n.get(k)!r})" for k in sorted(set(o) | set(n))
+                    if o.get(k) != n.get(k)]
+            raise ConfigMismatch(f"{out_dir} holds rewards computed with other inputs or options (changed: "
+                                 f"{', '.join(changed)}); use another --out folder or delete it")
+        if isinstance(old, dict):
+            return
+    tmp = path.with_name(f".{CONFIG_FILE}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(fingerprint, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)

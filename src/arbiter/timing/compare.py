@@ -24,6 +24,14 @@ answer; PIE's ``tgt``) and returns a :class:`Comparison`:
   (:meth:`Comparison.ceiling_speedup`).
 - Correctness is the judge's job; a measured run that crashes, hits a limit, or prints something other than the
   case's expected output is a failed measurement (:attr:`Comparison.failures`), never a number.
+- **Meter fallback**: valgrind cannot run every correct program (valgrind 3.19 has no AVX-512 decoder; a run
+  that dies of it while the native run succeeds is ``unsupported_by_meter``, :mod:`arbiter.timing.instructions`).
+  That is the meter's limitation, never the program's fault: with ``on_unsupported="wall"`` :func:`compare`
+  measures the same pair again with the wall method (both programs, interleaved, same cases) and returns that
+  comparison, marked ``requested_method="instructions"``, ``fallback_reason`` (e.g. "valgrind cannot decode the
+  program's instructions (AVX-512)") and ``extra["meter_failures"]`` (the runs valgrind could not do).
+  :func:`meter_fallback_reason` tells a caller that runs the fallback itself (the oracle verifier, which pauses
+  its other work for wall measurements) whether a comparison needs one; :func:`mark_fallback` marks it.
 - **Baseline cache** (instructions only): a baseline compared with many candidates (the oracle's ``source_code``,
   PIE's ``src``) needs measuring once per case, since a count is a pure function of the executable, its input, the
   toolchain and the meter. ``compare(a, b, cases, baseline_cache=cache)`` looks ``a``'s counts up in a
@@ -52,6 +60,7 @@ from arbiter.timing.instructions import (
     cpu_identity,
     find_valgrind,
     measure_instructions,
+    meter_reason,
     valgrind_limits,
 )
 from arbiter.timing.wallclock import Clock, Pattern, core_lease, measure_wall
@@ -69,6 +78,8 @@ __all__ = [
     "compare",
     "fingerprint_of",
     "largest_cases",
+    "mark_fallback",
+    "meter_fallback_reason",
     "startup_floor",
 ]
 
@@ -246,7 +257,11 @@ class Comparison:
       Totals and speedups are ``None`` when any run failed.
     - ``failures``: ``{"program", "case", "status", "detail"}`` per failed run; ``order``: the runs in the order they
       happened; ``extra``: wall method: the other clock's totals and speedup, per-round speedups; with a baseline
-      cache: ``baseline_cache_hits`` (how many of ``a``'s figures came from the cache).
+      cache: ``baseline_cache_hits`` (how many of ``a``'s figures came from the cache); after a meter fallback:
+      ``meter_failures`` (the runs the requested meter could not do).
+    - ``requested_method`` / ``fallback_reason``: ``None`` unless the figures come from a fallback (module
+      docstring, "Meter fallback"): then ``method`` is the method that produced them (``wall``),
+      ``requested_method`` the one asked for (``instructions``) and ``fallback_reason`` why.
     """
 
     method: str
@@ -267,6 +282,8 @@ class Comparison:
     order: list[dict[str, Any]] = field(default_factory=list)
     clock: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    requested_method: str | None = None
+    fallback_reason: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -307,6 +324,7 @@ class Comparison:
             "largest_fraction": self.largest_fraction, "largest_cases": self.largest_cases,
             "largest_speedup": self.largest_speedup, "ok": self.ok, "failures": self.failures,
             "order": self.order, "extra": self.extra,
+            "requested_method": self.requested_method, "fallback_reason": self.fallback_reason,
         }
 
 
@@ -330,12 +348,36 @@ def _sums(cases: list[CaseFigures], names: Sequence[str] | None = None) -> tuple
     return sa, sb, (sa / sb if sb > 0 else None)
 
 
+def meter_fallback_reason(cmp: Comparison) -> str | None:
+    """Why ``cmp`` (an instruction comparison) must be measured with another method, or ``None``: the short reason
+    (:func:`~arbiter.timing.instructions.meter_reason`) of its first ``unsupported_by_meter`` failure, e.g.
+    ``"valgrind cannot decode the program's instructions (AVX-512)"``. ``None`` when no run failed that way, or when
+    a failure was ours (``sandbox_error``: retried and reported, never papered over by another meter)."""
+    if cmp.sandbox_error:
+        return None
+    for f in cmp.failures:
+        if f["status"] == MeasureStatus.UNSUPPORTED_BY_METER.value:
+            return meter_reason(str(f.get("detail") or "")) or "the meter cannot run the program"
+    return None
+
+
+def mark_fallback(fallback: Comparison, attempt: Comparison, reason: str) -> Comparison:
+    """Mark ``fallback`` (the comparison that produced the figures) as standing in for ``attempt`` (the one asked
+    for, which the meter could not do): ``requested_method``, ``fallback_reason`` and ``extra["meter_failures"]``
+    (``attempt``'s failures). Returns ``fallback``."""
+    fallback.requested_method = attempt.method
+    fallback.fallback_reason = reason
+    fallback.extra["meter_failures"] = [dict(f) for f in attempt.failures]
+    return fallback
+
+
 def compare(a: Any, b: Any, cases: Sequence[Case], method: Method = "instructions", *,
             limits: Limits | None = None, same_output: Callable[[bytes, bytes], bool] | None = None,
             largest_fraction: float = LARGEST_FRACTION, repeats: int = 5, warmup: int = 1,
             pattern: Pattern = "ABBA", clock: Clock = "cpu", pin: bool = True, stop_on_failure: bool = True,
             valgrind: Valgrind | None = None, baseline_cache: CountCache | None = None,
-            output_check: str | Mapping[str, str] = "") -> Comparison:
+            output_check: str | Mapping[str, str] = "",
+            on_unsupported: Literal["fail", "wall"] = "fail") -> Comparison:
     """Measure baseline ``a`` and candidate ``b`` on the same ``cases``; return a :class:`Comparison`.
 
     - ``a`` / ``b``: :class:`Program`, ``(binary, toolchain)`` or a compile result (see :meth:`Program.of`).
@@ -363,6 +405,9 @@ def compare(a: Any, b: Any, cases: Sequence[Case], method: Method = "instruction
       and every figure are as without a cache (``meter["core"]``: the core of the last measurement).
     - ``output_check``: the identity of ``same_output`` in the cache keys (e.g. the checker's name and options),
       one string for every case or ``{case name: string}``; ``""`` when one fixed check is used with this cache.
+    - ``on_unsupported`` (instructions only): ``"fail"`` (default) reports a run valgrind cannot do as an
+      ``unsupported_by_meter`` failure; ``"wall"`` then measures the pair again with the wall method (``repeats``,
+      ``warmup``, ``pattern``, ``clock``) and returns that comparison, marked (:func:`mark_fallback`).
 
     Each program runs in its own sandbox (one sandbox per submission). A ``sandbox_error`` run is retried once in
     a fresh sandbox. Raises :class:`FingerprintMismatch` (a ``ToolchainMismatch``, :func:`check_comparable`) when
@@ -381,15 +426,24 @@ def compare(a: Any, b: Any, cases: Sequence[Case], method: Method = "instruction
                          "both programs' runs are interleaved")
     if clock not in ("wall", "cpu"):
         raise ValueError(f"clock must be 'wall' or 'cpu', got {clock!r}")
+    if on_unsupported not in ("fail", "wall"):
+        raise ValueError(f"on_unsupported must be 'fail' or 'wall', got {on_unsupported!r}")
     if not 0 < largest_fraction <= 1:
         raise ValueError(f"largest_fraction must be in (0, 1], got {largest_fraction}")
     native = limits or Limits()
-    if method == "instructions" and baseline_cache is not None:
-        return _compare_cached(pa, pb, checked, native, same_output, largest_fraction, pin, stop_on_failure,
-                               valgrind or find_valgrind(), baseline_cache, output_check)
     if method == "instructions":
-        return _compare_instructions(pa, pb, checked, native, same_output, largest_fraction, pin, stop_on_failure,
-                                     valgrind or find_valgrind())
+        if baseline_cache is not None:
+            got = _compare_cached(pa, pb, checked, native, same_output, largest_fraction, pin, stop_on_failure,
+                                  valgrind or find_valgrind(), baseline_cache, output_check)
+        else:
+            got = _compare_instructions(pa, pb, checked, native, same_output, largest_fraction, pin,
+                                        stop_on_failure, valgrind or find_valgrind())
+        reason = meter_fallback_reason(got) if on_unsupported == "wall" else None
+        if reason is None:
+            return got
+        wall = _compare_wall(pa, pb, checked, native, same_output, largest_fraction, repeats, warmup, pattern,
+                             clock, pin, stop_on_failure)
+        return mark_fallback(wall, got, reason)
     return _compare_wall(pa, pb, checked, native, same_output, largest_fraction, repeats, warmup, pattern, clock,
                          pin, stop_on_failure)
 
@@ -409,7 +463,8 @@ def _compare_instructions(pa: Program, pb: Program, cases: list[Case], native: L
                 sbs[k] = Sandbox(files={"main": p.binary}, limits=vlim, mounts=vg.mounts)
             for fig, (name, stdin, expected) in zip(figures, cases):
                 for key in ("a", "b"):
-                    c = _count_with_retry(sbs, key, progs[key], vlim, vg, name, stdin, expected, same_output)
+                    c = _count_with_retry(sbs, key, progs[key], vlim, vg, name, stdin, expected, same_output,
+                                          native)
                     order.append({"case": name, "program": key})
                     setattr(fig, key, c.instructions if c.ok else None)
                     setattr(fig, f"{key}_status", c.status.value)
@@ -491,14 +546,14 @@ def _compare_cached(pa: Program, pb: Program, cases: list[Case], native: Limits,
 
 def _count_with_retry(sbs: dict[str, Sandbox], key: str, prog: Program, vlim: Limits, vg: Valgrind, name: str,
                       stdin: bytes, expected: bytes | None,
-                      same_output: Callable[[bytes, bytes], bool] | None) -> CaseCount:
+                      same_output: Callable[[bytes, bytes], bool] | None, native: Limits) -> CaseCount:
     c = count_instructions(sbs[key], ("/prog/main",), stdin, limits=vlim, expected=expected,
-                           same_output=same_output, case=name, valgrind=vg)
+                           same_output=same_output, case=name, valgrind=vg, native_limits=native)
     if c.status is MeasureStatus.SANDBOX_ERROR:
         sbs[key].close()
         sbs[key] = Sandbox(files={"main": prog.binary}, limits=vlim, mounts=vg.mounts)
         c = count_instructions(sbs[key], ("/prog/main",), stdin, limits=vlim, expected=expected,
-                               same_output=same_output, case=name, valgrind=vg)
+                               same_output=same_output, case=name, valgrind=vg, native_limits=native)
     return c
 
 

@@ -58,6 +58,19 @@ native x :data:`TIME_FACTOR` + :data:`STARTUP_SECONDS`; memory = native + :data:
 
 Statuses (:class:`MeasureStatus`): a run that crashed, hit a limit, printed a wrong answer, tried to ``execve``
 or produced no count is a failed measurement, never a number.
+
+**Instructions valgrind cannot decode** (``unsupported_by_meter``): valgrind 3.19's VEX front end has no AVX-512
+decoder. A program built with ``#pragma GCC target("avx512f,...")`` runs natively on a CPU that has AVX-512, but
+under valgrind its first EVEX-encoded instruction makes VEX print ``vex amd64->IR: unhandled instruction bytes:
+0x62 ...`` (and ``valgrind: Unrecognised instruction at address ...``) to the log, and valgrind kills the program
+with ``SIGILL``. That is the meter's limitation, not the program's fault, so :func:`count_instructions` does not
+report it as a crash when all of these hold: the run died of ``SIGILL``, valgrind's log reports an unhandled /
+unrecognised instruction (:func:`undecodable_instruction`), and a native run of the same binary on the same case,
+in the same sandbox, right after, succeeds (exit 0 within the native limits, expected output when one is given).
+Then the status is :attr:`MeasureStatus.UNSUPPORTED_BY_METER` and the detail starts with a short reason
+(:func:`meter_reason`, e.g. "valgrind cannot decode the program's instructions (AVX-512)"); callers measure the
+pair another way (the pipelines fall back to :func:`arbiter.timing.compare.compare` ``method="wall"``). When the
+native run fails too, the program really crashes: ``runtime_error``.
 """
 
 from __future__ import annotations
@@ -66,6 +79,7 @@ import atexit
 import contextlib
 import re
 import enum
+import signal as _signal
 import functools
 import hashlib
 import os
@@ -98,8 +112,10 @@ __all__ = [
     "default_same_output",
     "find_valgrind",
     "measure_instructions",
+    "meter_reason",
     "parse_cachegrind_log",
     "run_status",
+    "undecodable_instruction",
     "valgrind_available",
     "valgrind_limits",
 ]
@@ -149,6 +165,9 @@ class MeasureStatus(str, enum.Enum):
     matched, DESIGN.md standing rules). ``wrong_output``: exit 0 but stdout differs from the expected output.
     ``exec_refused``: the program called ``execve`` (not measurable, see module docstring). ``no_count``: exit 0
     but valgrind wrote no valid count. ``sandbox_error``: our fault, to be retried and reported, never a verdict.
+    ``unsupported_by_meter``: valgrind cannot run the program (an instruction its decoder does not know, e.g.
+    AVX-512) while the native run of the same binary on the same case succeeded: the meter's limitation, never the
+    program's fault and never a verdict; measure the pair with another method (module docstring).
     """
 
     OK = "ok"
@@ -160,6 +179,7 @@ class MeasureStatus(str, enum.Enum):
     EXEC_REFUSED = "exec_refused"
     NO_COUNT = "no_count"
     SANDBOX_ERROR = "sandbox_error"
+    UNSUPPORTED_BY_METER = "unsupported_by_meter"
 
 
 _FROM_SANDBOX = {
@@ -375,6 +395,54 @@ def parse_cachegrind_log(log: bytes | None) -> int:
     return int(m.group(1).replace(b",", b""))
 
 
+#: VEX's message for an instruction it cannot decode (amd64: "vex amd64->IR: unhandled instruction bytes: 0x62
+#: 0xD2 ..."; other front ends: "disInstr(arm64): unhandled instruction 0x..."), and valgrind's core message that
+#: follows it ("valgrind: Unrecognised instruction at address 0x...").
+_UNHANDLED = re.compile(rb"unhandled instruction(?: bytes)?:?\s*((?:0x[0-9A-Fa-f]+\s*)*)")
+_UNRECOGNISED = re.compile(rb"valgrind: Unrecognised instruction at address")
+#: x86 legacy prefixes that may precede an EVEX-encoded instruction.
+_LEGACY_PREFIXES = {0x26, 0x2E, 0x36, 0x3E, 0x64, 0x65, 0x66, 0x67, 0xF0, 0xF2, 0xF3}
+
+
+def undecodable_instruction(log: bytes | None) -> tuple[str, str] | None:
+    """``(reason, specifics)`` when valgrind's ``log`` says it met an instruction it cannot decode, else ``None``.
+
+    Recognised: VEX's ``unhandled instruction bytes: 0x.. 0x..`` (any front end's ``unhandled instruction``) or
+    valgrind's ``Unrecognised instruction at address``. ``reason`` is short and stable, e.g. ``"valgrind cannot
+    decode the program's instructions (AVX-512)"`` when the bytes are an EVEX-encoded instruction (first opcode
+    byte 0x62 after legacy prefixes: AVX-512 on amd64, where 0x62 ``BOUND`` does not exist); without recognisable
+    bytes the parenthesis is left out. ``specifics`` names the bytes (e.g. ``"unhandled instruction bytes 0x62 0xD2
+    0xFD 0x8"``). Only the log is read; whether the run also died of SIGILL and runs natively is the caller's
+    business (:func:`count_instructions`)."""
+    if not log:
+        return None
+    m = _UNHANDLED.search(log)
+    if m is None and _UNRECOGNISED.search(log) is None:
+        return None
+    raw = m.group(1).split() if m is not None else []
+    isa = ""
+    try:
+        values = [int(b, 16) for b in raw]
+    except ValueError:
+        values = []
+    i = 0
+    while i < len(values) and values[i] in _LEGACY_PREFIXES:
+        i += 1
+    amd64 = m is not None and b"amd64" in log[max(0, m.start() - 32):m.start()]
+    if amd64 and i < len(values) and values[i] == 0x62:
+        isa = "AVX-512"
+    reason = "valgrind cannot decode the program's instructions" + (f" ({isa})" if isa else "")
+    shown = b" ".join(raw[:8]).decode("ascii", "replace")
+    specifics = (f"unhandled instruction bytes {shown}" if shown else "unrecognised instruction")
+    return reason, specifics
+
+
+def meter_reason(detail: str) -> str:
+    """The short reason of an ``unsupported_by_meter`` detail (its text before the first ``"; "``), e.g.
+    ``"valgrind cannot decode the program's instructions (AVX-512)"``; ``detail`` itself when it has no ``"; "``."""
+    return detail.split("; ", 1)[0]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # counting
 # ---------------------------------------------------------------------------------------------------------------
@@ -414,14 +482,17 @@ class CaseCount:
 def count_instructions(sandbox: Sandbox, argv: Sequence[str] = ("/prog/main",), stdin: bytes = b"", *,
                        limits: Limits, expected: bytes | None = None,
                        same_output: Callable[[bytes, bytes], bool] | None = None, case: str = "",
-                       valgrind: Valgrind | None = None) -> CaseCount:
+                       valgrind: Valgrind | None = None, native_limits: Limits | None = None) -> CaseCount:
     """Run ``argv`` once under cachegrind in ``sandbox`` with ``stdin`` and return its instruction count.
 
     ``limits`` are the limits of the valgrind run itself (use :func:`valgrind_limits` on the native limits); its
     stack limit is also the program's stack under valgrind (``--main-stacksize``).
     ``expected``: the expected stdout (``None``: not checked); ``same_output`` compares them
     (default :func:`default_same_output`). Never raises for the program's behaviour: a crash, a limit, a wrong
-    answer, an ``execve`` or a missing count is a :class:`CaseCount` with a failed status. Raises
+    answer, an ``execve`` or a missing count is a :class:`CaseCount` with a failed status. A run killed by
+    ``SIGILL`` whose log reports an instruction valgrind cannot decode is confirmed by one native run of ``argv``
+    on the same ``stdin`` with ``native_limits`` (default: ``limits``): success gives
+    :attr:`MeasureStatus.UNSUPPORTED_BY_METER` (module docstring), failure ``runtime_error``. Raises
     :class:`ValgrindUnavailable` when valgrind is missing.
     """
     vg = valgrind or find_valgrind()
@@ -434,6 +505,20 @@ def count_instructions(sandbox: Sandbox, argv: Sequence[str] = ("/prog/main",), 
     if ex.exit_code == 101 and b"EXEC FAILED" in (ex.log or b"") + ex.stderr:
         return CaseCount(status=MeasureStatus.EXEC_REFUSED,
                          detail="the program called execve; only a single process can be measured", **common)
+    undecodable = undecodable_instruction(ex.log) if ex.signal == _signal.SIGILL else None
+    if undecodable is not None:
+        reason, specifics = undecodable
+        native = sandbox.run(list(argv), stdin, native_limits or limits)
+        nstatus, ndetail = run_status(native, expected, same_output)
+        if nstatus is MeasureStatus.OK:
+            return CaseCount(status=MeasureStatus.UNSUPPORTED_BY_METER,
+                             detail=f"{reason}; {specifics}; valgrind raised SIGILL, and the native run of the same "
+                                    f"binary on this case succeeded ({native.cpu_seconds:.3f} s CPU)", **common)
+        if nstatus is MeasureStatus.SANDBOX_ERROR:
+            return CaseCount(status=nstatus, detail=f"native confirmation run: {ndetail}", **common)
+        return CaseCount(status=MeasureStatus.RUNTIME_ERROR,
+                         detail=f"killed by SIGILL under valgrind ({reason}; {specifics}) and the native run failed "
+                                f"too: {nstatus.value} {ndetail}".strip(), **common)
     status, detail = run_status(ex, expected, same_output)
     if status is not MeasureStatus.OK:
         return CaseCount(status=status, detail=detail, **common)
@@ -478,19 +563,20 @@ def measure_instructions(binary: bytes, cases: Sequence[tuple[str, bytes, bytes 
     from arbiter.timing.wallclock import core_lease  # (wallclock imports this module)
 
     vg = valgrind or find_valgrind()
-    vlim = valgrind_limits(limits or Limits())
+    native = limits or Limits()
+    vlim = valgrind_limits(native)
     counts: list[CaseCount] = []
     with core_lease() if pin else contextlib.nullcontext():
         sb = Sandbox(files={"main": binary}, limits=vlim, mounts=vg.mounts)
         try:
             for name, stdin, expected in cases:
                 c = count_instructions(sb, ("/prog/main",), stdin, limits=vlim, expected=expected,
-                                       same_output=same_output, case=name, valgrind=vg)
+                                       same_output=same_output, case=name, valgrind=vg, native_limits=native)
                 if c.status is MeasureStatus.SANDBOX_ERROR:
                     sb.close()
                     sb = Sandbox(files={"main": binary}, limits=vlim, mounts=vg.mounts)
                     c = count_instructions(sb, ("/prog/main",), stdin, limits=vlim, expected=expected,
-                                           same_output=same_output, case=name, valgrind=vg)
+                                           same_output=same_output, case=name, valgrind=vg, native_limits=native)
                 counts.append(c)
                 if not c.ok and stop_on_failure:
                     break
