@@ -373,7 +373,7 @@ def test_nemo_gym_real_wrong_answers_fail_under_tokens():
         (10**30 + 1, 10**30, False),
         (50000000000000001, 50000000000000000, False),
         (3, 3.0, True),
-        (3.0000001, 3, True),
+        (3.0000001, 3, False),  # an expected integer needs an exact value (tolerance is for floats)
         (2.5, 2, False),
         (0.1 + 0.2, 0.3, True),
         (1.5, 1.4, False),
@@ -464,3 +464,13 @@ def test_compare_values_large_and_deep():
     e.append(2)
     assert not compare_values(deep_a, deep_e).ok  # no RecursionError
     assert math.isfinite(len(compare_values(deep_a, deep_e).diff))
+
+
+def test_values_expected_integer_needs_an_exact_value():
+    from arbiter.checkers.values import compare_values
+
+    assert compare_values(3.0, 3).ok
+    assert not compare_values(3.0000001, 3).ok
+    assert compare_values([1, 2.0], [1, 2]).ok
+    assert compare_values(0.30000000000000004, 0.3).ok  # a float expected value keeps its tolerance
+    assert not compare_values(float("inf"), 3).ok

@@ -61,8 +61,13 @@ def _path(parent: str, step: Any) -> str:
 
 
 def _numbers_match(actual: int | float, expected: int | float, abs_tol: float, rel_tol: float) -> bool:
-    if isinstance(actual, int) and isinstance(expected, int):
-        return actual == expected
+    """Integers are exact: an expected integer needs a numerically equal answer (``3`` or ``3.0``,
+    never ``3.0000001``), the same rule as the text checkers' integer tokens; the tolerance only
+    applies when the expected value is a float."""
+    if isinstance(expected, int):
+        if isinstance(actual, int):
+            return actual == expected
+        return math.isfinite(actual) and float(actual).is_integer() and int(actual) == expected
     try:
         a = float(actual)
         e = float(expected)
