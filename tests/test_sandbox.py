@@ -91,3 +91,25 @@ def test_file_size_limit_is_separate_from_the_stdout_cap():
         assert big.status is Status.OUTPUT_LIMIT
         flood = sb.run(["/bin/sh", "-c", "head -c 2000000 /dev/zero"])
         assert flood.status is Status.OUTPUT_LIMIT and len(flood.stdout) == 1 << 20
+
+
+def test_a_fork_bomb_cannot_starve_another_sandbox_into_a_wall_time_limit():
+    """Each sandbox is its own CPU group (one core at most, equal shares): a neighbour spinning 60
+    processes leaves an honest program its share, so it ends well within its wall limit."""
+    import threading
+
+    bomb = "import os\nfor _ in range(60):\n    if os.fork() == 0:\n        break\nwhile True:\n    pass\n"
+    honest = "s = 0\nfor i in range(3_000_000):\n    s += i\nprint(s)\n"
+    results = {}
+    with Sandbox(limits=Limits(cpu_seconds=4, wall_seconds=4)) as a, \
+            Sandbox(limits=Limits(cpu_seconds=2, wall_seconds=3)) as b:
+        assert a.load_python(bomb) is None and b.load_python(honest) is None
+        t = threading.Thread(target=lambda: results.setdefault("bomb", a.run_python()))
+        t.start()
+        import time
+        time.sleep(0.5)  # the bomb is spinning
+        results["honest"] = b.run_python()
+        t.join()
+    assert results["honest"].status is Status.OK, results["honest"]
+    assert results["honest"].stdout == str(sum(range(3_000_000))).encode() + b"\n"
+    assert results["bomb"].status is Status.TIME_LIMIT

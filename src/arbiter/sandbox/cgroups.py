@@ -20,6 +20,12 @@ from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("memory", "pids", "cpuacct")
+#: Optional: the CPU bandwidth controller. Each sandbox gets its own group (equal CFS share with
+#: every other sandbox, whatever its process count) capped at one core, so a fork bomb spinning 64
+#: processes cannot starve the programs of the other sandboxes into false wall-time limits.
+OPTIONAL_CONTROLLERS = ("cpu",)
+CPU_PERIOD_US = 100_000
+CPU_QUOTA_US = 100_000  # one core
 _counter = itertools.count()
 _lock = threading.Lock()
 
@@ -99,7 +105,9 @@ class SandboxCgroups:
     Memory: ``memory.limit_in_bytes`` (and ``memsw`` when present, so swap cannot extend it);
     the peak is read from ``memory.max_usage_in_bytes`` (reset before each case); OOM kills are
     counted from ``memory.oom_control``'s ``oom_kill`` field. Pids: ``pids.max`` bounds processes
-    and threads. CPU: ``cpuacct.usage`` in nanoseconds covers every task, waited for or not.
+    and threads. CPU: ``cpuacct.usage`` in nanoseconds covers every task, waited for or not; when
+    the ``cpu`` controller is there, the sandbox is its own CFS group capped at one core
+    (:data:`CPU_QUOTA_US`), so sandboxes share the cores fairly whatever their process counts.
     """
 
     def __init__(self, paths: dict[str, Path]):
@@ -142,9 +150,22 @@ class SandboxCgroups:
                 p = base / name
                 p.mkdir()
                 paths[c] = p
+            for c in OPTIONAL_CONTROLLERS:
+                try:
+                    base = ROOT / c / own_cgroup_path(c).lstrip("/") / "arbiter"
+                    base.mkdir(exist_ok=True)
+                    if prune:
+                        prune_stale(base)
+                    (base / name).mkdir()
+                    paths[c] = base / name
+                except (OSError, CgroupError):
+                    continue
             self = cls(paths)
             self.set_memory_limit(memory_bytes)
             self._write("pids", "pids.max", str(int(processes)))
+            if "cpu" in paths:
+                self._write("cpu", "cpu.cfs_period_us", str(CPU_PERIOD_US))
+                self._write("cpu", "cpu.cfs_quota_us", str(CPU_QUOTA_US))
             return self
         except OSError as exc:
             for p in paths.values():
@@ -187,8 +208,8 @@ class SandboxCgroups:
         self._write("pids", "pids.max", str(int(processes)))
 
     def attach(self, pid: int) -> None:
-        """Move process ``pid`` (not yet forked any children) into all three groups."""
-        for c in CONTROLLERS:
+        """Move process ``pid`` (not yet forked any children) into every group."""
+        for c in self.paths:
             self._write(c, "cgroup.procs", str(pid))
 
     # ---- readings -----------------------------------------------------------------------------
