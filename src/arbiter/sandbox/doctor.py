@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-from arbiter.sandbox import cgroups
+from arbiter.sandbox import cgroups, seccomp
 from arbiter.sandbox.config import UNSAFE_ENV, SandboxConfig, unsafe_requested
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import Sandbox, SandboxError
@@ -70,6 +70,10 @@ try:
 except OSError:
     print("usr readonly")
 print("procs", len([d for d in os.listdir("/proc") if d.isdigit()]))
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.syscall(29, 0, 4096, 0o1000 | 0o600)  # shmget(IPC_PRIVATE): refused by the seccomp filter
+print("sysv-ipc", "blocked" if r == -1 and ctypes.get_errno() == 1 else "allowed")
 """
 
 
@@ -118,6 +122,10 @@ def diagnose(config: SandboxConfig | None = None) -> Diagnosis:
     d.add("unprivileged uid", bool(uid and uid.group(1) != "0"), f"uid {uid.group(1) if uid else '?'} inside")
     hidden = "visible" not in facts
     d.add("judge files hidden", hidden, "/etc/shadow, /root, /home not visible" if hidden else facts)
+    blocked = "sysv-ipc blocked" in facts
+    d.add("seccomp filter", blocked if seccomp.filter_bytes() is not None else None,
+          "System V IPC, message queues, keyrings, ptrace, io_uring, bpf and 32-bit system calls refused"
+          if blocked else "no filter: x86-64 only" if seccomp.filter_bytes() is None else "filter NOT active")
     d.add("read-only system", "usr readonly" in facts, "/usr is read-only" if "usr readonly" in facts else "/usr writable!")
     d.isolated = all(c.ok for c in d.checks if c.name in (
         "bubblewrap", "pid namespace", "network namespace", "unprivileged uid", "judge files hidden",

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from arbiter.sandbox import cgroups
+from arbiter.sandbox import cgroups, seccomp
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.execution import Execution, Status
 from arbiter.sandbox.limits import MiB, Limits
@@ -179,6 +179,12 @@ class Sandbox:
         to_r, to_w = os.pipe()
         from_r, from_w = os.pipe()
         info_r, info_w = os.pipe() if cfg.isolated else (-1, -1)
+        seccomp_fd = -1
+        bpf = seccomp.filter_bytes() if cfg.isolated else None
+        if bpf is not None:
+            seccomp_fd = os.memfd_create("seccomp")  # bwrap reads the filter from it
+            os.write(seccomp_fd, bpf)
+            os.lseek(seccomp_fd, 0, os.SEEK_SET)
         env = {"PATH": "/usr/bin:/bin", "HOME": "/work", "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
         py = [cfg.python, "-I", "-S", "-B", "-X", "utf8"]
         if cfg.isolated:
@@ -198,6 +204,8 @@ class Sandbox:
                      "--ro-bind", str(SERVER_PATH), "/arbiter/server.py"]
             for host, inside in self._mounts:
                 argv += ["--ro-bind", host, inside]
+            if seccomp_fd >= 0:
+                argv += ["--seccomp", str(seccomp_fd)]
             argv += ["--remount-ro", "/", "--chdir", "/work", "--info-fd", str(info_w),
                      *py, "/arbiter/server.py", str(to_r), str(from_w),
                      "--site", ":".join(cfg.python_site or ())]
@@ -214,13 +222,13 @@ class Sandbox:
         kwargs: dict[str, Any] = {}
         if os.geteuid() == 0 and cfg.isolated:
             kwargs.update(user=cfg.uid, group=cfg.gid, extra_groups=[])
-        pass_fds = tuple(fd for fd in (to_r, from_w, info_w) if fd >= 0)
+        pass_fds = tuple(fd for fd in (to_r, from_w, info_w, seccomp_fd) if fd >= 0)
         try:
             self._proc = subprocess.Popen(argv, pass_fds=pass_fds, env=env, cwd=cwd,
                                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.PIPE, **kwargs)
         except OSError as exc:
-            for fd in (to_r, to_w, from_r, from_w, info_r, info_w):
+            for fd in (to_r, to_w, from_r, from_w, info_r, info_w, seccomp_fd):
                 if fd >= 0:
                     os.close(fd)
             self.close()
