@@ -18,7 +18,8 @@ def test_doctor_says_isolation_works():
     r = run("doctor")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "untrusted code runs isolated" in r.stdout
-    for line in ("pid namespace", "network namespace", "bubblewrap", "valgrind", "python for untrusted code"):
+    for line in ("pid namespace", "network namespace", "bubblewrap", "valgrind", "python for untrusted code",
+                 "seccomp filter"):
         assert line in r.stdout
 
 
