@@ -405,3 +405,168 @@ def test_bad_dataset_rows_are_reported_and_the_run_goes_on(tmp_path):
     assert [v["key"] for v in read_jsonl(out / "verdicts.jsonl")] == ["code_taco:g#0", "code_taco:g#1"]
     (err,) = read_jsonl(out / "errors.jsonl")
     assert err["kind"] == "dataset" and "code_taco:b" in err["message"] and "reward_model" in err["message"]
+
+
+# ------------------------------------------------------------------ unusable inputs: exit 2 before scoring
+
+
+WIDE = {"COLUMNS": "500"}  # rich wraps at 80 columns otherwise, splitting long paths
+
+
+def _binary() -> bytes:
+    return b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8  # a PNG header, NULs, invalid UTF-8, a few newlines
+
+
+def _flat(output: str) -> str:
+    return " ".join(output.split())
+
+
+def _refused(result, *needles: str) -> str:
+    """exit 2, a one-line error naming what is wrong, no traceback, no progress bar."""
+    text = _flat(result.output)
+    assert result.exit_code == 2, result.output
+    assert "error:" in text and "Traceback" not in result.output and "scoring" not in text, result.output
+    for needle in needles:
+        assert needle in text, (needle, result.output)
+    return text
+
+
+@pytest.mark.parametrize("kind", ["empty_jsonl", "blank_jsonl", "empty_parquet", "no_rows_parquet", "binary_jsonl",
+                                  "binary_parquet", "not_json", "bad_utf8_line", "json_array_of_strings",
+                                  "parquet_without_data_source"])
+def test_unusable_dataset_exits_2_naming_the_file(kind, tmp_path):
+    good = json.dumps(row("code_taco", "t0", SUM))
+    name, content, needles = {
+        "empty_jsonl": ("d.jsonl", b"", ["no rows"]),
+        "blank_jsonl": ("d.jsonl", b"\n\n  \n", ["no rows"]),
+        "empty_parquet": ("d.parquet", b"", ["not a readable Parquet file"]),
+        "no_rows_parquet": ("d.parquet", None, ["no rows"]),
+        "binary_jsonl": ("d.jsonl", _binary(), ["line 1", "not UTF-8 text"]),
+        "binary_parquet": ("d.parquet", _binary(), ["not a readable Parquet file"]),
+        "not_json": ("d.jsonl", b"id,question\n1,hello\n", ["line 1", "not valid JSON"]),
+        "bad_utf8_line": ("d.jsonl", (good + "\n" + good.replace("t0", "t1") + "\n").encode() + b"\xff\xfe{}\n",
+                          ["line 3", "not UTF-8 text", "0xff"]),
+        "json_array_of_strings": ("d.json", b'["a", "b"]', ["item 0", "expected a JSON object"]),
+        "parquet_without_data_source": ("d.parquet", None, ["no 'data_source' column"]),
+    }[kind]
+    dataset = tmp_path / name
+    if kind == "no_rows_parquet":
+        pq.write_table(pa.Table.from_pylist([row("code_taco", "t0", SUM)]).slice(0, 0), dataset)
+    elif kind == "parquet_without_data_source":
+        pq.write_table(pa.Table.from_pylist([{"question": "q", "answer": "a"}]), dataset)
+    else:
+        dataset.write_bytes(content)
+    completions = write_jsonl(tmp_path / "c.jsonl", [{"index": "t0", "responses": [SUM_OK]}])
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["score", "--dataset", str(dataset), "--completions", str(completions),
+                                 "--out", str(out)], env=WIDE)
+    _refused(result, "--dataset", str(dataset), *needles)
+    assert not out.exists()  # checked before anything is created
+
+
+@pytest.mark.parametrize("kind", ["empty", "blank", "binary", "not_json", "parquet", "gzip", "json_array",
+                                  "nothing_matches"])
+def test_unusable_completions_exit_2_naming_the_file(kind, tmp_path):
+    import gzip
+
+    dataset = write_parquet(tmp_path / "d.parquet", [row("code_taco", "t0", SUM)])
+    good = json.dumps({"index": "t0", "responses": [SUM_OK]}) + "\n"
+    content, needles = {
+        "empty": (b"", ["empty (no records)"]),
+        "blank": (b"\n \n\t\n", ["empty (no records)"]),
+        "binary": (_binary(), ["not JSON Lines", "line 1", "not UTF-8 text"]),
+        "not_json": (b"index,responses\nt0,print(3)\n", ["not JSON Lines", "line 1", "not valid JSON"]),
+        "parquet": (None, ["a Parquet file", "JSON Lines"]),
+        "gzip": (gzip.compress(good.encode()), ["gzip-compressed"]),
+        "json_array": (json.dumps([{"index": "t0", "responses": [SUM_OK]}]).encode(),
+                       ["not JSON Lines", "line 1", "expected a JSON object, got list"]),
+        "nothing_matches": (b'{"index": "t9", "responses": ["x"]}\n{"key": "taco:t0", "responses": ["x"]}\n',
+                            ["none of its 2 record(s) matches a row of --dataset", "line 1",
+                             "index 't9' matches no dataset row"]),
+    }[kind]
+    completions = tmp_path / "c.jsonl"
+    if kind == "parquet":
+        pq.write_table(pa.Table.from_pylist([{"index": "t0", "responses": [SUM_OK]}]), completions)
+    else:
+        completions.write_bytes(content)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["score", "--dataset", str(dataset), "--completions", str(completions),
+                                 "--out", str(out)], env=WIDE)
+    _refused(result, "--completions", str(completions), *needles)
+    assert not out.exists()
+
+
+def test_unusable_input_through_the_installed_command(tmp_path):
+    """The real console script: exit 2 and one error line on stderr, no traceback."""
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_bytes(_binary())
+    completions = write_jsonl(tmp_path / "c.jsonl", [{"index": "t0", "responses": [SUM_OK]}])
+    arbiter = Path(sys.executable).parent / "arbiter"
+    done = subprocess.run([str(arbiter), "score", "--dataset", str(dataset), "--completions", str(completions),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **WIDE})
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert f"--dataset: {dataset} line 1: not UTF-8 text" in _flat(done.stderr)
+
+
+def test_records_naming_no_row_are_listed_with_their_line_before_scoring(tmp_path):
+    dataset = write_parquet(tmp_path / "d.parquet", [row("code_taco", "t0", SUM)])
+    completions = write_jsonl(tmp_path / "c.jsonl", [
+        {"index": "t0", "responses": [SUM_OK]},
+        {"index": "t7", "responses": [SUM_OK]},      # line 2: no such index
+        {"row": 5, "responses": [SUM_OK]},           # line 3: no such position
+        "",                                          # line 4: blank, ignored
+        {"key": "code_taco:zz", "responses": [SUM_OK]},  # line 5: no such key
+    ])
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["score", "--dataset", str(dataset), "--completions", str(completions),
+                                 "--out", str(out)], env=WIDE)  # not --quiet: the bar is drawn
+    assert result.exit_code == 0, result.output
+    text = _flat(result.output)
+    expected = ["c.jsonl line 2: index 't7' matches no dataset row",
+                "c.jsonl line 3: row 5 is outside the dataset (0..0)",
+                "c.jsonl line 5: row key 'code_taco:zz' is not in the dataset"]
+    assert "3 input record(s) skipped" in text
+    for message in expected:
+        assert message in text
+        assert text.index(message) < text.index("scoring")  # listed before the bar, not over it
+    errors = read_jsonl(out / "errors.jsonl")
+    assert [(e["kind"], e["line"]) for e in errors] == [("completions", 2), ("completions", 3), ("completions", 5)]
+    assert [e["message"] for e in errors] == expected
+    assert [v["key"] for v in read_jsonl(out / "verdicts.jsonl")] == ["code_taco:t0#0"]
+
+
+# ------------------------------------------------------------------ vacuous suites
+
+
+def test_vacuous_rows_are_judged_flagged_and_counted(tmp_path):
+    vacuous = {"inputs": ["1\n", "2\n"], "outputs": ["", "\n"]}
+    one_empty = {"inputs": ["0\n", "2\n"], "outputs": ["", "4\n"]}  # a legitimate empty answer
+    dataset = write_parquet(tmp_path / "d.parquet", [row("code_taco", "v", vacuous), row("code_taco", "e", one_empty),
+                                                      row("code_taco", "s", SUM)])
+    nothing = md("pass")
+    double = md("n = int(input())\nprint(2 * n if n else '')")
+    completions = write_jsonl(tmp_path / "c.jsonl", [{"index": "v", "responses": [nothing, double]},
+                                                     {"index": "e", "responses": [nothing, double]},
+                                                     {"index": "s", "responses": [nothing, SUM_OK]}])
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["score", "--dataset", str(dataset), "--completions", str(completions),
+                                 "--out", str(out), "--quiet"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    verdicts = {v["key"]: v for v in read_jsonl(out / "verdicts.jsonl")}
+    # judged as usual: the empty program passes the vacuous row (that is the hole being flagged)
+    assert [verdicts[f"code_taco:v#{i}"]["verdict"] for i in range(2)] == ["AC", "WA"]
+    assert all(verdicts[f"code_taco:v#{i}"]["warning"].startswith("vacuous test suite") for i in range(2))
+    assert [verdicts[f"code_taco:e#{i}"]["verdict"] for i in range(2)] == ["WA", "AC"]
+    assert all(verdicts[k]["warning"] == "" for k in verdicts if not k.startswith("code_taco:v#"))
+    problems = {p["row_key"]: p for p in read_jsonl(out / "problems.jsonl")}
+    assert [problems[k]["vacuous"] for k in ("code_taco:v", "code_taco:e", "code_taco:s")] == [True, False, False]
+    assert problems["code_taco:v"]["pass_rate"] == 0.5 and not problems["code_taco:v"]["invalid"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["overall"]["vacuous_problems"] == 1 and summary["overall"]["problems"] == 3
+    assert summary["by_data_source"]["code_taco"]["vacuous_problems"] == 1
+    assert summary["vacuous_row_keys"] == ["code_taco:v"]
+    text = _flat(result.output)
+    assert "1 problem(s) have a vacuous test suite" in text and "code_taco:v" in text
+    assert "vacuous" in result.output.split("overall")[0]  # the table's column

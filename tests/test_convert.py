@@ -280,3 +280,111 @@ def test_suite_to_ground_truth_refuses_what_verl_cannot_hold():
         suite_to_ground_truth(kw)
     with pytest.raises(ConvertError, match="do not match"):
         suite_to_ground_truth(kw, param_names=("a", "c"))
+
+
+# ------------------------------------------------------------------ unusable --out / IN: exit 2, naming the file
+
+WIDE = {"COLUMNS": "500"}  # rich wraps at 80 columns otherwise, splitting long paths
+
+
+def _taco_source(tmp_path: Path) -> Path:
+    src = tmp_path / "taco.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in TACO_ROWS[:2]))
+    return src
+
+
+def _refused(result, *needles: str) -> str:
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and result.exception is not None and isinstance(result.exception, SystemExit)
+    for needle in needles:
+        assert needle in text, (needle, result.output)
+    return text
+
+
+@pytest.mark.parametrize("kind", ["directory", "no_parent", "parent_is_file", "csv", "jsonl_gz", "no_suffix"])
+def test_convert_refuses_an_unusable_out(kind, tmp_path):
+    src = _taco_source(tmp_path)
+    (tmp_path / "a_file").write_text("x")
+    out, needle = {
+        "directory": (tmp_path, "is a directory"),
+        "no_parent": (tmp_path / "missing" / "rows.parquet", f"its folder {tmp_path / 'missing'} does not exist"),
+        "parent_is_file": (tmp_path / "a_file" / "rows.jsonl", "is not a folder"),
+        "csv": (tmp_path / "rows.csv", "unknown output format (.csv)"),
+        "jsonl_gz": (tmp_path / "rows.jsonl.gz", "unknown output format (.jsonl.gz)"),
+        "no_suffix": (tmp_path / "rows", "unknown output format (no suffix)"),
+    }[kind]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = runner.invoke(app, ["convert", "--from", "taco", str(src), "--out", str(out)], env=WIDE)
+    text = _refused(result, f"--out {out}", needle)
+    if kind not in ("no_parent", "parent_is_file"):
+        assert ".parquet or .jsonl" in text  # says what would be accepted
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing created
+    with pytest.raises(ValueError, match="--out"):
+        convert("taco", src, out)
+    # upper-case suffixes are the same formats
+    assert runner.invoke(app, ["convert", "--from", "taco", str(src), "--out", str(tmp_path / "R.JSONL")]).exit_code == 0
+    assert len(jsonl(tmp_path / "R.JSONL")) == 2
+
+
+@pytest.mark.parametrize("kind", ["binary_jsonl", "not_json", "bad_utf8_line", "binary_parquet", "empty_jsonl",
+                                  "empty_parquet", "bad_gzip", "missing"])
+def test_convert_refuses_an_unusable_input_naming_it(kind, tmp_path):
+    good = "".join(json.dumps(r) + "\n" for r in TACO_ROWS[:2]).encode()
+    name, content, needles = {
+        "binary_jsonl": ("in.jsonl", b"\x89PNG\r\n\x1a\n" + bytes(range(256)), ["line 1", "not UTF-8 text", "0x89"]),
+        "not_json": ("in.jsonl", b"question,answer\nq,a\n", ["line 1", "not valid JSON"]),
+        "bad_utf8_line": ("in.jsonl", good + b'{"question": "\xe9t\xe9"}\n', ["line 3", "not UTF-8 text", "0xe9"]),
+        "binary_parquet": ("in.parquet", bytes(range(256)) * 4, ["not a readable Parquet file"]),
+        "empty_jsonl": ("in.jsonl", b"", ["no taco rows read"]),
+        "empty_parquet": ("in.parquet", b"", ["not a readable Parquet file"]),
+        "bad_gzip": ("in.jsonl.gz", good, ["cannot read", "gzip"]),
+        "missing": ("in.jsonl", None, ["does not exist"]),
+    }[kind]
+    src = tmp_path / name
+    if content is not None:
+        src.write_bytes(content)
+    out = tmp_path / "rows.parquet"
+    out.write_bytes(b"an earlier conversion")  # must survive a failed one
+    result = runner.invoke(app, ["convert", "--from", "taco", str(src), "--out", str(out)], env=WIDE)
+    text = _refused(result, *needles)
+    assert str(src) in text or f"'{src}'" in text
+    assert out.read_bytes() == b"an earlier conversion"
+    assert not (tmp_path / "rows.parquet.partial").exists()
+
+
+# ------------------------------------------------------------------ vacuous suites
+
+
+def test_convert_warns_about_vacuous_suites_and_keeps_them(tmp_path):
+    rows = [
+        {"question": "Print nothing.", "solutions": json.dumps(["pass"]),
+         "input_output": json.dumps({"inputs": ["1\n", "2\n"], "outputs": ["", "\n"]}), "name": "silent"},
+        {"question": "Print n if it is positive.", "solutions": json.dumps(["n = int(input())\nprint(n if n > 0 else '')"]),
+         "input_output": json.dumps({"inputs": ["0\n", "3\n"], "outputs": ["", "3\n"]}), "name": "one_empty"},
+        TACO_ROWS[0],
+    ]
+    src = tmp_path / "taco.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out, errors = tmp_path / "rows.jsonl", tmp_path / "errors.jsonl"
+    result = runner.invoke(app, ["convert", "--from", "taco", str(src), "--out", str(out), "--errors", str(errors)],
+                           env=WIDE)
+    assert result.exit_code == 0, result.output  # a warning, not a failure
+    text = " ".join(result.output.split())
+    assert "3 written" in text and "1 with warnings" in text
+    assert "warning row 0 (silent): vacuous test suite: every expected output is empty (2 cases)" in text
+    converted = list(iter_rows(out))
+    check_schema(converted)
+    notes = [r.extra_info["notes"] for r in converted]
+    assert notes[0][0].startswith("vacuous test suite") and notes[1] == [] and notes[2] == []
+    assert [(e["row"], e["kind"]) for e in jsonl(errors)] == [("row 0 (silent)", "warning")]
+    # the reward judges the row and carries the warning; the legitimate one-empty row does not
+    nothing = "```python\npass\n```"
+    r0 = compute_score(converted[0].data_source, nothing, converted[0].ground_truth, converted[0].extra_info)
+    assert r0["score"] == 1.0 and r0["warning"] == notes[0][0]
+    r1 = compute_score(converted[1].data_source, nothing, converted[1].ground_truth, converted[1].extra_info)
+    assert (r1["verdict"], r1["warning"]) == ("WA", "")
+    ref = converted[1].extra_info["reference_solutions"][0]
+    assert compute_score(converted[1].data_source, f"```python\n{ref}\n```", converted[1].ground_truth)["score"] == 1.0
+    report = convert("taco", src, tmp_path / "rows.parquet")
+    assert report.warnings == [("row 0 (silent)", notes[0][0])]

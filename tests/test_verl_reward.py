@@ -166,11 +166,41 @@ def test_routes_for_the_card_and_verl_names():
         assert r.family != "code" and name in ROUTES
         assert r.limits.cpu_seconds >= 5 and r.limits.memory_bytes == 1024 << 20
     assert route("Code_Contests_O").family == "code_contests"
-    assert route("codeforces").checker.name == "tokens"
+    for name in ("code_contests_o", "codecontests", "code_contests", "codeforces", "code_codeforces"):
+        spec = route(name).checker  # testlib rcmp6 / doubleCompare: 1e-6 absolute or relative
+        assert (spec.name, spec.abs_tol, spec.rel_tol) == ("tokens_float", 1e-6, 1e-6), name
     assert route("code_taco").checker.name == "tokens_float" and route("code_taco").checker.abs_tol == 1e-6
     assert route("code_lcbv5").checker.rel_tol == 1e-9 and route("code_lcbv5").limits.cpu_seconds == 6
     assert not route("code_contests_o").checker.case_insensitive  # stricter than the validator
     assert route("my_code_set").family == "code" and route("my_code_set").checker.name == "tokens"
+
+
+@pytest.mark.parametrize("source", ["code_contests_o", "codecontests", "code_contests", "codeforces"])
+def test_codeforces_style_routes_accept_real_answers_within_1e6(source):
+    """Codeforces' real-valued problems are judged within 1e-6 (testlib rcmp6); a correct answer
+    printed with other digits must not be a false fail, a wrong one must not pass, and an integer
+    answer gets no tolerance at all."""
+    half = {"inputs": ["1 2\n"], "outputs": ["0.500000\n"]}
+    cases = [
+        ("print(0.5000000001)", half, 1.0),
+        ("print('0.5000000000')", half, 1.0),
+        ("print('0.49999999999')", half, 1.0),
+        ("a, b = map(int, input().split())\nprint(a / b)", half, 1.0),
+        ("print('5e-1')", half, 1.0),
+        ("print(0.6)", half, 0.0),
+        ("print('0.5000011')", half, 0.0),  # 1.1e-6 off: outside 1e-6 absolute and relative
+        ("print(0.5, 1)", half, 0.0),  # an extra token
+        ("print('3.0000001')", {"inputs": [""], "outputs": ["3\n"]}, 0.0),  # expected integer: exact value
+        ("print('2.9999999999999')", {"inputs": [""], "outputs": ["3\n"]}, 0.0),
+        ("print('1000000.9')", {"inputs": [""], "outputs": ["1000000.0\n"]}, 1.0),  # relative 1e-6
+        ("print('1000001.5')", {"inputs": [""], "outputs": ["1000000.0\n"]}, 0.0),
+        ("print('yes')", {"inputs": [""], "outputs": ["YES\n"]}, 0.0),  # words stay exact
+    ]
+    results = compute_score_batch([source] * len(cases), [md(code) for code, _, _ in cases],
+                                  [json.dumps(gt) for _, gt, _ in cases],
+                                  [{"index": f"c{i}"} for i in range(len(cases))], workers=2)
+    got = [(code, r["score"], r["verdict"]) for (code, _, _), r in zip(cases, results)]
+    assert got == [(code, want, "AC" if want == 1.0 else "WA") for code, _, want in cases]
 
 
 def test_bool_int_equivalence_per_route():
@@ -288,8 +318,10 @@ def test_overrides_reach_the_judge():
     # the same output accepted or not depending on the checker option
     gt = {"inputs": [""], "outputs": ["0.3333333\n"]}
     prog = md("print(1/3)")
-    assert compute_score("codeforces", prog, gt)["verdict"] == "WA"  # exact tokens
-    assert compute_score("codeforces", prog, gt, checker="tokens_float")["score"] == 1.0
+    assert compute_score("my_code_set", prog, gt)["verdict"] == "WA"  # exact tokens
+    assert compute_score("my_code_set", prog, gt, checker="tokens_float")["score"] == 1.0
+    assert compute_score("codeforces", prog, gt)["score"] == 1.0  # route default tokens_float 1e-6
+    assert compute_score("codeforces", prog, gt, checker="tokens")["verdict"] == "WA"  # wcmp parity
     assert compute_score("code_taco", prog, gt)["score"] == 1.0  # route default tokens_float 1e-6
     yes = {"inputs": [""], "outputs": ["YES\n"]}
     assert compute_score("code_contests_o", md("print('yes')"), yes)["verdict"] == "WA"
@@ -470,3 +502,42 @@ def test_async_variant_does_not_block_the_event_loop():
     assert [(r["verdict"], r["score"]) for r in batch] == EXPECTED
     # the loop kept running while sandboxes judged: about one tick per 10 ms of the run
     assert ticks >= elapsed / 0.01 / 4
+
+
+# ------------------------------------------------------------------ vacuous suites
+
+
+def test_vacuous_suite_is_judged_but_carries_a_warning(caplog):
+    """Every expected output empty: a program that prints nothing passes. The row is judged as
+    usual (score unchanged), and every result of the row says so; one empty answer is not flagged."""
+    vacuous = {"inputs": ["1\n", "2\n", "3\n"], "outputs": ["", "\n", "  \n"]}
+    nothing, echo = md("pass"), md("print(input())")
+    with caplog.at_level("WARNING", logger="arbiter.verl"):
+        r = compute_score("code_taco", nothing, json.dumps(vacuous), {"index": "v1"})
+        again = compute_score("code_taco", nothing, json.dumps(vacuous), {"index": "v1"})
+    assert (r["score"], r["verdict"]) == (1.0, "AC")
+    assert r["warning"].startswith("vacuous test suite: every expected output is empty (3 cases)")
+    assert again["warning"] == r["warning"]
+    # logged once per row, naming it
+    logged = [rec.getMessage() for rec in caplog.records if "vacuous" in rec.getMessage()]
+    assert logged == [f"code_taco:v1: {r['warning']}"]
+    # other responses to the same row carry it too: a wrong one, one without code
+    wrong = compute_score("code_taco", echo, vacuous, {"index": "v1"})
+    assert (wrong["verdict"], wrong["warning"]) == ("WA", r["warning"])
+    no_code = compute_score("code_taco", "no code", vacuous, {"index": "v1"})
+    assert (no_code["verdict"], no_code["warning"]) == ("FORMAT_ERROR", r["warning"])
+    # one legitimately empty answer among real ones: no warning, and the empty program fails
+    one_empty = {"inputs": ["0\n", "2\n"], "outputs": ["\n", "2\n"]}
+    legit = compute_score("code_taco", nothing, one_empty, {"index": "v2"})
+    assert (legit["verdict"], legit["warning"]) == ("WA", "")
+    solves = md("n = int(input())\nprint(n if n else '')")
+    assert compute_score("code_taco", solves, one_empty)["score"] == 1.0
+    # function-call suites whose every expected return value is None
+    none_calls = [{"type": "function_call", "fn_name": "f", "input": [i], "output": [None]} for i in range(2)]
+    c = compute_score("code_primeintellect", md("def f(x):\n    pass"), none_calls)
+    assert c["score"] == 1.0 and c["warning"].startswith("vacuous test suite: every expected return value is None")
+    assert compute_score("code_primeintellect", md(CALL_TOP), CALL)["warning"] == ""
+    # the batch variant and the key set verl collects
+    batch = compute_score_batch(["code_taco", "code_taco"], [nothing, md(SUM_OK)], [vacuous, SUM_DICT])
+    assert [b["warning"] != "" for b in batch] == [True, False]
+    assert all(tuple(b) == RESULT_KEYS for b in batch) and RESULT_KEYS[-1] == "warning"

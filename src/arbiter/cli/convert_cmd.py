@@ -27,32 +27,43 @@ def register(app: typer.Typer) -> None:
         source: Source = typer.Option(..., "--from", help="the input's dataset shape"),
         input_path: Path = typer.Argument(..., exists=True, metavar="IN",
                                           help="rows (.jsonl[.gz], .parquet, HF folder) or an APPS folder tree"),
-        out: Path = typer.Option(..., "--out", help="OUT.parquet or OUT.jsonl"),
+        out: Path = typer.Option(..., "--out", help="OUT.parquet or OUT.jsonl (its folder must exist)"),
         data_source: Optional[str] = typer.Option(None, "--data-source", help="override the data_source of every row"),
         index_prefix: Optional[str] = typer.Option(None, "--index-prefix",
                                                    help="extra_info.index prefix (default: the source; e.g. taco_test)"),
-        errors: Optional[Path] = typer.Option(None, "--errors", help="write bad and skipped rows to this JSONL"),
+        errors: Optional[Path] = typer.Option(None, "--errors", dir_okay=False,
+                                              help="write bad, skipped and warned rows to this JSONL"),
         fail_on_bad: bool = typer.Option(False, "--fail-on-bad", help="exit 1 when any row could not be converted"),
     ) -> None:
         """Convert IN (a SOURCE dataset) to verl rows in OUT.
 
         Every ground truth is read back through the verl test-suite normaliser (convert-or-fail);
-        bad rows are reported and skipped, the batch goes on. Exit status: 0 done (also with bad
-        rows, unless --fail-on-bad); 1 bad rows with --fail-on-bad, or no row written; 2 bad input.
+        bad rows are reported and skipped, the batch goes on. Rows whose every expected output is
+        empty (a program that prints nothing passes) are written and warned about. OUT must end in
+        .parquet or .jsonl, in an existing folder, and not be a directory. Exit status: 0 done (also
+        with bad rows, unless --fail-on-bad); 1 bad rows with --fail-on-bad, or no row written;
+        2 bad input: OUT unusable, IN missing, unreadable, not parseable (the file and line are
+        named; nothing is written) or holding no rows.
         """
+        from rich.markup import escape
+
+        from arbiter.datasets.convert import check_output_path
         from arbiter.datasets.convert import convert as run_convert
 
         console = Console(stderr=True)
         try:
+            check_output_path(out)
+            if errors is not None and not errors.parent.is_dir():
+                raise ValueError(f"--errors {errors}: its folder {errors.parent} does not exist")
             report = run_convert(source.value, input_path, out, data_source=data_source, index_prefix=index_prefix)
         except (ValueError, OSError) as exc:
-            console.print(f"[red]error:[/] {exc}")
+            console.print(f"[red]error:[/] {escape(str(exc))}")
             raise typer.Exit(2)
-        console.print(f"{source.value}: {report.read} rows read, {report.written} written to {out} "
+        console.print(f"{source.value}: {report.read} rows read, {report.written} written to {escape(str(out))} "
                       f"({report.tests} test cases, {report.reference_solutions} reference solutions), "
-                      f"{len(report.skipped)} skipped, {len(report.bad)} bad")
+                      f"{len(report.skipped)} skipped, {len(report.bad)} bad, {len(report.warnings)} with warnings")
         for label, why in report.bad[:20]:
-            console.print(f"  [red]bad[/] {label}: {why}")
+            console.print(f"  [red]bad[/] {escape(label)}: {escape(why)}")
         if len(report.bad) > 20:
             console.print(f"  ... and {len(report.bad) - 20} more")
         if report.skipped:
@@ -60,12 +71,18 @@ def register(app: typer.Typer) -> None:
             for _, why in report.skipped:
                 reasons[why] = reasons.get(why, 0) + 1
             for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:10]:
-                console.print(f"  [dim]skipped {n}: {why}[/]")
+                console.print(f"  [dim]skipped {n}: {escape(why)}[/]")
+        for label, why in report.warnings[:20]:
+            console.print(f"  [yellow]warning[/] {escape(label)}: {escape(why)}")
+        if len(report.warnings) > 20:
+            console.print(f"  ... and {len(report.warnings) - 20} more warnings")
         if errors is not None:
             with open(errors, "w", encoding="utf-8") as f:
                 for label, why in report.bad:
                     f.write(json.dumps({"row": label, "kind": "bad", "error": why}, ensure_ascii=False) + "\n")
                 for label, why in report.skipped:
                     f.write(json.dumps({"row": label, "kind": "skipped", "reason": why}, ensure_ascii=False) + "\n")
+                for label, why in report.warnings:
+                    f.write(json.dumps({"row": label, "kind": "warning", "warning": why}, ensure_ascii=False) + "\n")
         if report.written == 0 or (fail_on_bad and report.bad):
             raise typer.Exit(1)

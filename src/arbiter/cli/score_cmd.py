@@ -26,21 +26,24 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 def summary_table(summary: dict, title: str = "scores by data_source") -> Table:
     """A rich table of ``summary.json``: one row per data source, then ``overall``. Columns:
-    problems (valid), invalid rows, responses, mean pass rate, pass@k for k = 1, the powers of 2
-    up to n and n, and verdict counts (AC, FORMAT_ERROR, the rest)."""
+    problems (valid), invalid rows, vacuous rows (only when there are any: every expected output
+    empty), responses, mean pass rate, pass@k for k = 1, the powers of 2 up to n and n, and
+    verdict counts (AC, FORMAT_ERROR, the rest)."""
     table = Table(title=title)
     ks = sorted(int(k) for k in summary["overall"]["pass_at_k"])
     show_k = [k for k in ks if k & (k - 1) == 0 or k == ks[-1]][-5:] if ks else []
     if ks and 1 not in show_k:
         show_k = [1, *show_k[1:]]
-    for col in ("data_source", "problems", "invalid", "responses", "pass rate", *[f"pass@{k}" for k in show_k],
-                "AC", "FORMAT", "other"):
+    vacuous = bool(summary["overall"].get("vacuous_problems"))
+    for col in ("data_source", "problems", "invalid", *(["vacuous"] if vacuous else []), "responses", "pass rate",
+                *[f"pass@{k}" for k in show_k], "AC", "FORMAT", "other"):
         table.add_column(col, justify="left" if col == "data_source" else "right", no_wrap=True)
     groups = list(summary["by_data_source"].items()) + [("overall", summary["overall"])]
     for name, g in groups:
         v = g["verdicts"]
         other = sum(n for verdict, n in v.items() if verdict not in ("AC", "FORMAT_ERROR"))
         table.add_row(f"[bold]{name}[/]" if name == "overall" else name, str(g["problems"]), str(g["invalid_problems"]),
+                      *([str(g.get("vacuous_problems", 0))] if vacuous else []),
                       str(g["responses"]), _fmt(g["mean_pass_rate"]),
                       *[_fmt(g["pass_at_k"].get(str(k))) for k in show_k],
                       str(v.get("AC", 0)), str(v.get("FORMAT_ERROR", 0)), str(other))
@@ -75,12 +78,17 @@ def register(app: typer.Typer) -> None:
         COMPLETIONS) and the verdict-changing options (--parity, --checker, --case-insensitive,
         --time-limit, --memory-limit, --run-all, --split); a rerun into OUT with anything else is
         refused (exit 2, naming what differs): use a new --out. Rows with an unusable test suite are
-        recorded as INVALID_TASK and the run goes on. Exit status: 0 done; 1 some responses hit
-        SANDBOX_ERROR (not recorded: rerun to retry them); 2 bad input or OUT made with other inputs.
+        recorded as INVALID_TASK and the run goes on; rows whose every expected output is empty
+        (a program that prints nothing passes) are judged and counted as vacuous. Both inputs are
+        checked before scoring starts: an empty, binary, non-UTF-8 or non-JSON DATASET or
+        COMPLETIONS, or completions matching no row, is exit 2 naming the file and line; single bad
+        completion records are listed (with their line) and skipped. Exit status: 0 done; 1 some
+        responses hit SANDBOX_ERROR (not recorded: rerun to retry them); 2 bad input or OUT made
+        with other inputs.
         """
         from rich.markup import escape
 
-        from arbiter.pipelines.codegen_scoring import score_completions
+        from arbiter.pipelines.codegen_scoring import ScoringInputError, load_inputs, score_completions
         from arbiter.verl.reward import RewardOptions, iter_scores
 
         console = Console(stderr=True)
@@ -100,27 +108,61 @@ def register(app: typer.Typer) -> None:
         # what the verdicts depend on (OUT/config.json); workers and the error policies do not change them
         verdict_options = {k: v for k, v in dataclasses.asdict(opts).items()
                            if k not in ("workers", "on_invalid", "on_sandbox_error")}
-        with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TextColumn("responses"),
-                      TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=quiet) as bar:
-            task = bar.add_task("score", total=None)
+        # every input check runs before the progress bar starts, so no message is drawn over it
+        try:
+            inputs = load_inputs(dataset, completions, split=split)
+        except (ScoringInputError, OSError) as exc:
+            console.print(f"[red]error:[/] {escape(str(exc))}")
+            raise typer.Exit(2)
+        problems = inputs.problems
+        if problems.count:
+            console.print(f"[yellow]{problems.count} input record(s) skipped (listed in "
+                          f"{escape(str(out / 'errors.jsonl'))}):[/]")
+            for message in problems.first[:5]:
+                console.print(f"  {escape(message)}")
+            if problems.count > 5:
+                console.print(f"  ... and {problems.count - 5} more")
+        bar = Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TextColumn("responses"),
+                       TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=quiet)
+        task = bar.add_task("score", total=None)
+        started = False
 
-            def progress(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total)
+        def progress(done: int, total: int) -> None:
+            nonlocal started
+            if not started:  # the first call comes after the config check too
+                bar.start()
+                started = True
+            bar.update(task, completed=done, total=total)
 
-            try:
-                run = score_completions(dataset, completions, out, scorer=scorer, split=split,
-                                        options=verdict_options, progress=progress)
-            except (ValueError, OSError) as exc:
-                console.print(f"[red]error:[/] {escape(str(exc))}")
-                raise typer.Exit(2)
+        def stop() -> None:
+            nonlocal started
+            if started:
+                bar.stop()
+                started = False
+
+        try:
+            run = score_completions(dataset, completions, out, scorer=scorer, split=split,
+                                    options=verdict_options, progress=progress, inputs=inputs)
+        except (ValueError, OSError) as exc:
+            stop()
+            console.print(f"[red]error:[/] {escape(str(exc))}")
+            raise typer.Exit(2)
+        finally:
+            stop()
         Console(width=None if sys.stdout.isatty() else 160).print(summary_table(run.summary))
         console.print(f"{run.rows} rows read; {run.responses} responses matched; {run.judged} scored now, "
                       f"{run.skipped_done} already done; outputs in {escape(str(out))}")
         if run.stale:
             console.print(f"[yellow]{run.stale} earlier verdict(s) were made for another response or ground truth; "
                           f"judged again and replaced[/]")
+        vacuous = run.summary["overall"].get("vacuous_problems", 0)
+        if vacuous:
+            keys = ", ".join(run.summary.get("vacuous_row_keys", [])[:5])
+            console.print(f"[yellow]{vacuous} problem(s) have a vacuous test suite (every expected output is empty: "
+                          f"a program that prints nothing passes); judged and counted, flagged \"vacuous\" in "
+                          f"{escape(str(out / 'problems.jsonl'))}: {escape(keys)}{', ...' if vacuous > 5 else ''}[/]")
         if run.errors:
-            console.print(f"[yellow]{run.errors} problem(s) reported in {out / 'errors.jsonl'}[/]")
+            console.print(f"[yellow]{run.errors} problem(s) reported in {escape(str(out / 'errors.jsonl'))}[/]")
         if run.sandbox_errors:
             console.print(f"[red]{run.sandbox_errors} response(s) hit SANDBOX_ERROR after retries; they are not recorded; "
                           f"rerun the same command to retry them[/]")

@@ -22,7 +22,9 @@ Parquet or JSONL:
 Convert-or-fail (the card's 2026-08 rule): every ground truth written is read back through
 :func:`arbiter.judge.encodings.verl_ground_truth_to_suite` and must give as many cases as the
 source's own normaliser; a row that fails any step is reported (row and reason) and skipped, and
-the batch goes on. Keys: rows are later keyed ``"<data_source>:<index>"`` (the card's
+the batch goes on. A suite whose every expected output is empty (any program that prints
+nothing would pass it) is written but warned about: first of ``extra_info.notes``, and
+``ConvertReport.warnings`` (``arbiter convert`` prints them). Keys: rows are later keyed ``"<data_source>:<index>"`` (the card's
 data_source-qualified join keys; its original DeepCoder release joined on an index that collided
 across subsets); ``index`` is also kept unique within one output file.
 """
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arbiter.datasets.verl_rows import VACUOUS_SUITE, vacuous_suite_warning
 from arbiter.judge.encodings.verl import verl_ground_truth_to_suite
 from arbiter.judge.testsuite import CallCase, InvalidTestSuite, StdioCase, TestSuite
 
@@ -65,7 +68,8 @@ class Converted:
 
 @dataclass
 class ConvertReport:
-    """What a conversion did: rows read, written, skipped (with reasons), bad (with errors)."""
+    """What a conversion did: rows read, written, skipped (with reasons), bad (with errors), and
+    written rows with a warning (``warnings``: ``(label, warning)``, e.g. a vacuous suite)."""
 
     source: str
     read: int = 0
@@ -74,6 +78,7 @@ class ConvertReport:
     reference_solutions: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     bad: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _text(value: bytes) -> str:
@@ -123,7 +128,11 @@ def make_row(*, data_source: str, prompt: list[Mapping[str, str]], ground_truth:
 
     ``ground_truth`` is a dict/list (encoded here as JSON text) or JSON text. The text is read
     back by :func:`verl_ground_truth_to_suite`; raises :class:`ConvertError` unless it gives
-    ``expected_cases`` cases, or when the prompt is empty.
+    ``expected_cases`` cases, or when the prompt is empty. A suite whose every expected output is
+    empty (:func:`arbiter.datasets.verl_rows.vacuous_suite_warning`: any program that prints
+    nothing passes) is still written, with the warning as the first of ``extra_info.notes``
+    (:func:`convert` reports it): one empty answer is legitimate, and the source's tests are
+    kept as they are.
     """
     text = ground_truth if isinstance(ground_truth, str) else json.dumps(ground_truth, ensure_ascii=False)
     try:
@@ -135,6 +144,10 @@ def make_row(*, data_source: str, prompt: list[Mapping[str, str]], ground_truth:
     messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in prompt]
     if not messages or not any(m["content"].strip() for m in messages):
         raise ConvertError("empty prompt")
+    warning = vacuous_suite_warning(suite)
+    notes = list(notes or [])
+    if warning:
+        notes.insert(0, warning)
     return {
         "data_source": data_source,
         "prompt": messages,
@@ -149,7 +162,7 @@ def make_row(*, data_source: str, prompt: list[Mapping[str, str]], ground_truth:
             "reference_solutions": [s for s in (reference_solutions or []) if isinstance(s, str)],
             "prelude": prelude or None,
             "tests": len(suite),
-            "notes": list(notes or []),
+            "notes": notes,
         },
     }
 
@@ -306,14 +319,43 @@ def iter_converted(source: str, path: str | os.PathLike, *, data_source: str | N
     yield from convs[source](Path(path), data_source=data_source, index_prefix=index_prefix)
 
 
+#: Output formats of :class:`RowWriter` by file suffix (lower case).
+OUTPUT_SUFFIXES = (".parquet", ".jsonl")
+
+
+def check_output_path(out: str | os.PathLike) -> Path:
+    """``out`` as a :class:`Path` when a conversion can write it; raises ``ValueError`` naming it
+    when it is an existing directory, does not end in ``.parquet`` or ``.jsonl``
+    (:data:`OUTPUT_SUFFIXES`, case-insensitive; the writer has no other format, e.g. no
+    ``.jsonl.gz``), or its folder does not exist or is not a folder. An existing file is replaced
+    (atomically, when the conversion finishes)."""
+    p = Path(out)
+    if p.is_dir():
+        raise ValueError(f"--out {p}: is a directory; give a file name ending in .parquet or .jsonl")
+    if p.suffix.lower() not in OUTPUT_SUFFIXES:
+        got = "".join(p.suffixes) or "no suffix"
+        raise ValueError(f"--out {p}: unknown output format ({got}); the name must end in .parquet or .jsonl")
+    parent = p.parent
+    if not parent.exists():
+        raise ValueError(f"--out {p}: its folder {parent} does not exist")
+    if not parent.is_dir():
+        raise ValueError(f"--out {p}: {parent} is not a folder")
+    return p
+
+
 def convert(source: str, path: str | os.PathLike, out: str | os.PathLike, *, data_source: str | None = None,
             index_prefix: str | None = None, on_row: Callable[[Converted], None] | None = None) -> ConvertReport:
     """Convert ``path`` (a ``source`` dataset) to verl rows in ``out`` (``.parquet`` or ``.jsonl``).
 
     Streams (memory is one row group). Bad rows are recorded in the report and skipped; the
-    batch goes on. ``on_row`` sees every :class:`Converted` (progress). Returns the
-    :class:`ConvertReport`. Raises ``ValueError`` for an unknown source or missing input.
+    batch goes on. Written rows whose suite is vacuous (every expected output empty) are kept and
+    listed in ``report.warnings``. ``on_row`` sees every :class:`Converted` (progress). Returns
+    the :class:`ConvertReport`. Raises ``ValueError`` for an unknown source, a missing input, an
+    unusable ``out`` (:func:`check_output_path`), an input that cannot be read or parsed (the
+    message names the file, and the line for JSON Lines) or holds no rows; ``out`` is left as it
+    was then.
     """
+    check_output_path(out)
     report = ConvertReport(source=source)
     with RowWriter(out) as writer:
         for item in iter_converted(source, path, data_source=data_source, index_prefix=index_prefix):
@@ -327,12 +369,16 @@ def convert(source: str, path: str | os.PathLike, out: str | os.PathLike, *, dat
                     report.written += 1
                     report.tests += item.row["extra_info"]["tests"]
                     report.reference_solutions += len(item.row["extra_info"]["reference_solutions"])
+                    report.warnings += [(item.label, note) for note in item.row["extra_info"]["notes"]
+                                        if note.startswith(VACUOUS_SUITE)]
             if item.error:
                 report.bad.append((item.label, item.error))
             elif item.skipped:
                 report.skipped.append((item.label, item.skipped))
             if on_row is not None:
                 on_row(item)
+        if report.read == 0:  # raised inside the writer: OUT is left as it was
+            raise ValueError(f"{path}: no {source} rows read (an empty file, or not a {source} dataset); nothing written")
     return report
 
 
@@ -351,11 +397,13 @@ __all__ = [
     "ANSWER_FORMAT",
     "ConvertError",
     "ConvertReport",
+    "OUTPUT_SUFFIXES",
     "Converted",
     "EXTRA_INFO_FIELDS",
     "RowWriter",
     "SOURCES",
     "call_prompt",
+    "check_output_path",
     "convert",
     "guarded",
     "iter_converted",

@@ -24,9 +24,9 @@ is keyed by its position, ``"<data_source>:#<position>"``.
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import os
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Iterator
@@ -34,6 +34,7 @@ from typing import Any, Iterator
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from arbiter.judge.encodings._common import to_plain
+from arbiter.judge.testsuite import CallCase, StdioCase, TestSuite
 
 
 class RowError(ValueError):
@@ -108,6 +109,49 @@ def parse_row(raw: Mapping[str, Any], position: int) -> VerlRow:
     return row
 
 
+#: The start of the warning for a suite that any do-nothing program passes (:func:`vacuous_suite_warning`).
+VACUOUS_SUITE = "vacuous test suite"
+
+
+def _accepts_nothing(case: Any) -> bool:
+    if isinstance(case, StdioCase):
+        return any(not out.strip() for out in case.expected)
+    if isinstance(case, CallCase):
+        return any(value is None for value in case.expected)
+    return False
+
+
+def vacuous_suite_warning(suite: TestSuite) -> str:
+    """A one-line warning when *every* case of ``suite`` accepts the answer of a program that does
+    nothing, else ``""``.
+
+    - stdin/stdout case: an accepted output that is empty or whitespace only (the token checkers
+      accept empty output for it, so a program that prints nothing passes);
+    - function-call case: an accepted return value ``None`` (a function whose body is ``pass``).
+
+    One such case is a legitimate problem (the answer for that input is empty); only when all
+    cases are is the suite vacuous: it cannot tell a solution from an empty program (olmo-eval PR
+    354 scored a suite without tests 1.0; an all-empty suite is the same hole with tests in it).
+    The warning starts with :data:`VACUOUS_SUITE`. Callers judge such rows as usual and carry the
+    warning (the verl reward's ``warning`` field, ``arbiter score``'s report, ``arbiter convert``'s
+    notes); it is not an error.
+    """
+    if not len(suite) or not all(_accepts_nothing(c) for c in suite.cases):
+        return ""
+    n = len(suite)
+    kinds = {type(c) for c in suite.cases}
+    if kinds == {StdioCase}:
+        what = "every expected output is empty"
+        who = "a program that prints nothing"
+    elif kinds == {CallCase}:
+        what = "every expected return value is None"
+        who = "a function that returns nothing"
+    else:
+        what = "every expected output is empty or None"
+        who = "a program that does nothing"
+    return f"{VACUOUS_SUITE}: {what} ({n} case{'s' if n != 1 else ''}); {who} passes"
+
+
 def dataset_format(path: str | os.PathLike) -> str:
     """``"parquet"``, ``"jsonl"`` or ``"hf"`` for a path; raises ``ValueError`` for anything else."""
     p = Path(path)
@@ -123,10 +167,55 @@ def dataset_format(path: str | os.PathLike) -> str:
     raise ValueError(f"{p}: unknown dataset format (expected .parquet, .jsonl[.gz] or an HF datasets folder)")
 
 
-def _open_text(path: Path) -> io.TextIOBase:
+_BOM = b"\xef\xbb\xbf"
+
+
+def _open_binary(path: Path):
     if path.name.lower().endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def _not_utf8(where: str, raw: bytes, exc: UnicodeDecodeError) -> RowError:
+    return RowError(f"{where}: not UTF-8 text (byte {raw[exc.start]:#04x} at column {exc.start + 1}); "
+                    f"a binary file? (JSON Lines must be UTF-8 text)")
+
+
+def _iter_jsonl(p: Path, top: set[str] | None) -> Iterator[dict[str, Any]]:
+    """Rows of a JSON Lines file (or a ``.json`` array), read as bytes and decoded per line so an
+    error names the line."""
+    with _open_binary(p) as f:
+        head = f.read(4096)
+        f.seek(0)
+        if head.startswith(_BOM):
+            head = head[len(_BOM):]
+        if head.lstrip().startswith(b"["):  # a .json file holding one JSON array: read whole (not streamed)
+            data = f.read()
+            try:
+                records = json.loads(data)
+            except UnicodeDecodeError as exc:
+                raise _not_utf8(str(p), data, exc) from None
+            except ValueError as exc:
+                raise RowError(f"{p}: not valid JSON ({exc})") from None
+            for number, obj in enumerate(records):
+                if not isinstance(obj, dict):
+                    raise RowError(f"{p} item {number}: expected a JSON object, got {type(obj).__name__}")
+                yield obj if top is None else {k: v for k, v in obj.items() if k in top}
+            return
+        for number, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise _not_utf8(f"{p} line {number}", raw, exc) from None
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:
+                raise RowError(f"{p} line {number}: not valid JSON ({exc})") from None
+            if not isinstance(obj, dict):
+                raise RowError(f"{p} line {number}: expected a JSON object, got {type(obj).__name__}")
+            yield obj if top is None else {k: v for k, v in obj.items() if k in top}
 
 
 def _hf_dataset(path: Path, split: str | None):
@@ -136,7 +225,10 @@ def _hf_dataset(path: Path, split: str | None):
         raise ValueError(f"{path}: reading an HF datasets folder needs the 'datasets' package (pip install arbiter[hf])") from exc
     from datasets import DatasetDict, load_from_disk
 
-    ds = load_from_disk(str(path))
+    try:
+        ds = load_from_disk(str(path))
+    except Exception as exc:  # datasets raises FileNotFoundError, ValueError, pyarrow errors, ...
+        raise ValueError(f"{path}: not a readable HF datasets folder ({type(exc).__name__}: {exc})") from None
     if isinstance(ds, DatasetDict):
         if split is None:
             if len(ds) != 1:
@@ -146,6 +238,22 @@ def _hf_dataset(path: Path, split: str | None):
             raise ValueError(f"{path}: no split {split!r}; splits: {sorted(ds)}")
         ds = ds[split]
     return ds
+
+
+def _iter_parquet(p: Path, columns: list[str] | None, batch_size: int) -> Iterator[dict[str, Any]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(p)
+    except (pa.ArrowException, OSError) as exc:
+        raise ValueError(f"{p}: not a readable Parquet file ({exc})") from None
+    with pf:
+        try:
+            for batch in pf.iter_batches(batch_size=batch_size, columns=columns):
+                yield from batch.to_pylist()
+        except (pa.ArrowException, OSError) as exc:
+            raise ValueError(f"{p}: cannot read the Parquet data ({exc})") from None
 
 
 def iter_raw_rows(path: str | os.PathLike, *, columns: list[str] | None = None, batch_size: int = 64,
@@ -158,43 +266,21 @@ def iter_raw_rows(path: str | os.PathLike, *, columns: list[str] | None = None, 
     - ``batch_size``: rows per Parquet record batch (memory is about one batch of rows).
     - ``split``: the split of an HF ``DatasetDict`` folder.
 
-    Raises ``ValueError`` for an unknown format and :class:`RowError` for a JSONL line that is not
-    a JSON object (naming the line).
+    Raises ``ValueError`` naming the file for an unknown format or an unreadable file (not
+    Parquet, not gzip, not an HF folder), and :class:`RowError` naming the file and line for a
+    JSONL line that is not UTF-8 text or not a JSON object. An empty file yields no rows.
     """
     p = Path(path)
     fmt = dataset_format(p)
     if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        with pq.ParquetFile(p) as pf:
-            for batch in pf.iter_batches(batch_size=batch_size, columns=columns):
-                yield from batch.to_pylist()
+        yield from _iter_parquet(p, columns, batch_size)
         return
     if fmt == "jsonl":
         top = None if columns is None else {c.split(".")[0] for c in columns}
-        with _open_text(p) as f:
-            head = f.read(4096).lstrip()
-            f.seek(0)
-            if head.startswith("["):  # a .json file holding one JSON array: read whole (not streamed)
-                try:
-                    records = json.load(f)
-                except ValueError as exc:
-                    raise RowError(f"{p.name}: not valid JSON ({exc})") from None
-                for number, obj in enumerate(records):
-                    if not isinstance(obj, dict):
-                        raise RowError(f"{p.name} item {number}: expected a JSON object, got {type(obj).__name__}")
-                    yield obj if top is None else {k: v for k, v in obj.items() if k in top}
-                return
-            for number, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except ValueError as exc:
-                    raise RowError(f"{p.name} line {number}: not valid JSON ({exc})") from None
-                if not isinstance(obj, dict):
-                    raise RowError(f"{p.name} line {number}: expected a JSON object, got {type(obj).__name__}")
-                yield obj if top is None else {k: v for k, v in obj.items() if k in top}
+        try:
+            yield from _iter_jsonl(p, top)
+        except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile, a truncated .gz, an I/O error
+            raise ValueError(f"{p}: cannot read ({type(exc).__name__}: {exc})") from None
         return
     ds = _hf_dataset(p, split)
     if columns is not None:
@@ -223,13 +309,22 @@ def iter_rows(path: str | os.PathLike, *, batch_size: int = 64, split: str | Non
 def iter_row_keys(path: str | os.PathLike, *, split: str | None = None) -> Iterator[tuple[str, Any]]:
     """Stream ``(data_source, extra_info.index)`` per row, reading only those columns where the
     format allows (Parquet: the two leaf columns; HF: the two top-level columns). The index is
-    ``None`` when a row has none. Cheap: the card's 14,927 rows take well under a second."""
+    ``None`` when a row has none. Cheap: the card's 14,927 rows take well under a second.
+    Raises ``ValueError`` naming the file as :func:`iter_raw_rows` does, and for a Parquet file
+    without a ``data_source`` column."""
     p = Path(path)
     columns = ["data_source", "extra_info"]
     if dataset_format(p) == "parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        schema = pq.read_schema(p)
+        try:
+            schema = pq.read_schema(p)
+        except (pa.ArrowException, OSError) as exc:
+            raise ValueError(f"{p}: not a readable Parquet file ({exc})") from None
+        if "data_source" not in schema.names:
+            raise ValueError(f"{p}: no 'data_source' column (columns: {', '.join(schema.names[:10]) or 'none'}); "
+                             f"not a verl dataset")
         columns = ["data_source"]
         if "extra_info" in schema.names:
             ei = schema.field("extra_info").type
@@ -241,6 +336,7 @@ def iter_row_keys(path: str | os.PathLike, *, split: str | None = None) -> Itera
 
 
 __all__ = [
+    "VACUOUS_SUITE",
     "ChatMessage",
     "RewardModel",
     "RowError",
@@ -251,4 +347,5 @@ __all__ = [
     "iter_rows",
     "parse_row",
     "row_key",
+    "vacuous_suite_warning",
 ]

@@ -50,10 +50,11 @@ Outputs in ``out_dir``:
   response and row; otherwise the response is judged again and the record replaced (defence in
   depth behind ``config.json``: e.g. a folder whose files were edited by hand).
 - ``problems.jsonl``: per problem: ``n`` responses, ``c`` correct (score 1.0), ``pass_rate``
-  (c / n), ``pass_at_k`` for k = 1..n (:func:`pass_at_k`), verdict counts; rewritten from
-  ``verdicts.jsonl`` at the end of every run.
+  (c / n), ``pass_at_k`` for k = 1..n (:func:`pass_at_k`), verdict counts, ``vacuous`` and
+  ``warning`` (below); rewritten from ``verdicts.jsonl`` at the end of every run.
 - ``summary.json``: the same by ``data_source`` and overall (mean pass rate and mean pass@k over
-  problems), plus counts of invalid rows, errors and sandbox failures.
+  problems), plus counts of invalid rows, vacuous rows (``vacuous_problems``; the first keys in
+  ``vacuous_row_keys``), errors and sandbox failures.
 - ``errors.jsonl``: this run's problems: completion records that match no row, bad dataset rows,
   responses that hit ``SANDBOX_ERROR`` (those are *not* written to ``verdicts.jsonl``, so a
   rerun judges them again; they are never counted as 0), and a count of stale records replaced
@@ -62,6 +63,18 @@ Outputs in ``out_dir``:
 Rows whose suite is unusable (``INVALID_TASK``: unknown encoding, zero tests, a non-code
 ``data_source``) get their verdicts written but are left out of pass rates and pass@k, and
 counted as ``invalid`` (a pass rate of 0 would be a claim about the model).
+
+Rows whose suite is vacuous (every expected output empty, so a program that prints nothing
+passes: the reward's ``warning``, :func:`arbiter.datasets.verl_rows.vacuous_suite_warning`) are
+judged and counted like any row, and flagged: ``vacuous: true`` in ``problems.jsonl``,
+``vacuous_problems`` in ``summary.json``, a line in ``arbiter score``'s report. Their pass rate
+says nothing about the model; fix or drop such rows. (A row with one empty expected output among
+others is a legitimate problem and is not flagged.)
+
+Inputs are checked before anything is judged or written (:func:`load_inputs`): an empty, binary,
+non-UTF-8 or non-JSON dataset or completions file, a dataset without rows, or completions none of
+whose records matches a row raise :class:`ScoringInputError` naming the file (and the line);
+single bad completions records are reported in ``errors.jsonl`` with their line number.
 
 The pipeline does not judge by itself: ``scorer`` turns ``(data_source, solution_str,
 ground_truth, extra_info)`` items into result dicts in input order, lazily. ``arbiter score``
@@ -82,7 +95,7 @@ from pathlib import Path
 from typing import Any
 
 from arbiter.datasets.jsonl_sink import JsonlSink, read_jsonl
-from arbiter.datasets.verl_rows import RowError, iter_raw_rows, iter_row_keys, parse_row, row_key
+from arbiter.datasets.verl_rows import VACUOUS_SUITE, RowError, iter_raw_rows, iter_row_keys, parse_row, row_key
 
 Item = tuple[Any, Any, Any, Any]
 Scorer = Callable[[Iterable[Item]], Iterator[Mapping[str, Any]]]
@@ -170,24 +183,78 @@ def _record_key(rec: Mapping[str, Any], by_index: Mapping[str, list[str]], by_po
     raise ValueError("no key: expected 'key', 'data_source' + 'index', 'index' or 'row'")
 
 
-def index_completions(path: Path, by_index: Mapping[str, list[str]], by_position: list[str], known: set[str],
-                      errors: _Errors) -> dict[str, list[tuple[int, int]]]:
-    """``row key -> [(byte offset, response count), ...]`` for a completions JSONL file (one
-    pass, one line in memory at a time). Bad records go to ``errors`` and are left out."""
+class ScoringInputError(ValueError):
+    """An input that cannot be scored at all, found by :func:`load_inputs` before anything is
+    judged or written: a dataset or completions file that is empty, binary, not UTF-8, not JSON
+    (Lines) or not Parquet; a dataset without rows or without ``data_source``; a completions file
+    none of whose records matches a dataset row. The message names the option and the file, and
+    the line where one line decides it (``arbiter score`` exits 2 with it)."""
+
+
+class InputProblems:
+    """Problems with single records found while indexing the inputs (a completions line that is
+    not JSON or names no dataset row, a repeated dataset key), kept for ``errors.jsonl``.
+
+    Memory is bounded whatever the number of bad lines: records are spooled to a temporary file
+    (in memory up to 1 MiB); ``first`` keeps the first 20 messages for display. ``add`` has the
+    signature of the run's error log, so :func:`index_completions` writes to either.
+    """
+
+    KEEP = 20
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: list[str] = []
+        self._spool = tempfile.SpooledTemporaryFile(max_size=1 << 20, mode="w+", encoding="utf-8")
+
+    def add(self, kind: str, message: str, **extra: Any) -> None:
+        self.count += 1
+        if len(self.first) < self.KEEP:
+            self.first.append(message)
+        self._spool.write(json.dumps({"kind": kind, "message": message, **extra}, ensure_ascii=False, default=str) + "\n")
+
+    def copy_to(self, errors: "_Errors") -> None:
+        """Add every problem to ``errors`` (the run's ``errors.jsonl``), in order."""
+        self._spool.seek(0)
+        for line in self._spool:
+            rec = json.loads(line)
+            errors.add(rec.pop("kind"), rec.pop("message"), **rec)
+
+    def close(self) -> None:
+        self._spool.close()
+
+
+def _first_bytes(path: Path, n: int = 8) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(n)
+
+
+def _scan_completions(path: Path, by_index: Mapping[str, list[str]], by_position: list[str], known: set[str],
+                      errors: Any) -> tuple[dict[str, list[tuple[int, int]]], int, int, str]:
+    """:func:`index_completions` plus the number of non-blank lines, of JSON object records, and
+    the first problem's message (``""`` when none)."""
     index: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    lines = objects = 0
+    first = ""
     with open(path, "rb") as f:
         offset = 0
         for number, line in enumerate(f, 1):
             start, offset = offset, offset + len(line)
             if not line.strip():
                 continue
+            lines += 1
             try:
                 try:
-                    rec = json.loads(line)
+                    text = line.decode("utf-8-sig" if number == 1 else "utf-8")
+                except UnicodeDecodeError as exc:
+                    raise ValueError(f"not UTF-8 text (byte {line[exc.start]:#04x} at column {exc.start + 1})") from None
+                try:
+                    rec = json.loads(text)
                 except ValueError as exc:
                     raise ValueError(f"not valid JSON ({exc})") from None
                 if not isinstance(rec, dict):
                     raise ValueError(f"expected a JSON object, got {type(rec).__name__}")
+                objects += 1
                 responses = rec.get("responses")
                 if not isinstance(responses, list):
                     raise ValueError("'responses' must be a list of response strings")
@@ -195,10 +262,117 @@ def index_completions(path: Path, by_index: Mapping[str, list[str]], by_position
                 if key not in known:
                     raise ValueError(f"row key {key!r} is not in the dataset")
             except ValueError as exc:
-                errors.add("completions", f"{path.name} line {number}: {exc}", line=number)
+                message = f"{path.name} line {number}: {exc}"
+                first = first or message
+                errors.add("completions", message, line=number)
                 continue
-            index[key].append((start, len(responses)))
-    return dict(index)
+            index[key].append((start, len(responses)))  # json.loads reads a leading BOM on bytes
+    return dict(index), lines, objects, first
+
+
+def index_completions(path: Path, by_index: Mapping[str, list[str]], by_position: list[str], known: set[str],
+                      errors: Any) -> dict[str, list[tuple[int, int]]]:
+    """``row key -> [(byte offset, response count), ...]`` for a completions JSONL file (one
+    pass, one line in memory at a time). Bad records go to ``errors`` (anything with
+    ``add(kind, message, **extra)``), each naming its line, and are left out."""
+    return _scan_completions(path, by_index, by_position, known, errors)[0]
+
+
+@dataclass
+class ScoringInputs:
+    """The validated, indexed inputs of a run (:func:`load_inputs`).
+
+    - ``dataset``, ``completions``, ``split``: as given;
+    - ``rows``: dataset rows; ``by_position``: the row key of each row position;
+      ``duplicate_positions``: positions whose key repeats an earlier row (not scored);
+    - ``comp_index``: ``row key -> [(byte offset, response count), ...]`` of the completions;
+    - ``records``: completions records matched to a row; ``responses``: their responses;
+    - ``problems``: bad completions records and repeated dataset keys (:class:`InputProblems`),
+      written to ``errors.jsonl`` when the run starts.
+    """
+
+    dataset: Path
+    completions: Path
+    split: str | None
+    rows: int
+    by_position: list[str]
+    duplicate_positions: set[int]
+    comp_index: dict[str, list[tuple[int, int]]]
+    records: int
+    responses: int
+    problems: InputProblems
+
+
+def load_inputs(dataset: str | os.PathLike, completions: str | os.PathLike, *, split: str | None = None) -> ScoringInputs:
+    """Read and check both inputs before anything is judged or written (``arbiter score`` calls
+    it before its progress bar starts): the dataset's row keys (streamed, key columns only) and
+    the completions index (one pass). Problems with single records (a line that is not JSON, an
+    index that names no row, a repeated row key) are collected in ``problems`` with their line
+    or position; the run goes on without them.
+
+    Raises :class:`ScoringInputError` (naming the option and file, and the line where one
+    decides it) when the dataset cannot be read (unknown format, not Parquet, not UTF-8 or not
+    JSON Lines: the file and line), has no rows, or no row with a ``data_source``; or when the
+    completions file is empty, is Parquet or gzip instead of JSON Lines, or none of its records
+    matches a dataset row (the message quotes the first problem line: not UTF-8, not JSON, an
+    index not in the dataset, ...).
+    """
+    dpath, cpath = Path(dataset), Path(completions)
+    problems = InputProblems()
+    by_position: list[str] = []
+    by_index: dict[str, list[str]] = defaultdict(list)
+    seen: set[str] = set()
+    duplicate_positions: set[int] = set()
+    with_source = 0
+    try:
+        for position, (ds, idx) in enumerate(iter_row_keys(dpath, split=split)):
+            key = row_key(ds, idx, position)
+            by_position.append(key)
+            with_source += ds is not None and ds != ""
+            if key in seen:
+                duplicate_positions.add(position)
+                problems.add("dataset", f"row key {key!r} repeats at position {position}; only the first row is scored",
+                             row=key, position=position)
+                continue
+            seen.add(key)
+            if idx is not None:
+                by_index[str(idx)].append(key)
+    except (ValueError, OSError) as exc:
+        raise ScoringInputError(f"--dataset: {exc}") from None
+    if not by_position:
+        raise ScoringInputError(f"--dataset {dpath}: no rows (an empty file or split)")
+    if not with_source:
+        raise ScoringInputError(f"--dataset {dpath}: none of its {len(by_position)} row(s) has a 'data_source'; "
+                                f"not a verl dataset")
+
+    if not cpath.is_file():
+        raise ScoringInputError(f"--completions {cpath}: not a file")
+    head = _first_bytes(cpath)
+    if head.startswith(b"PAR1"):
+        raise ScoringInputError(f"--completions {cpath}: a Parquet file; completions must be JSON Lines "
+                                f"(one {{\"index\" | \"key\", \"responses\": [...]}} object per line)")
+    if head.startswith(b"\x1f\x8b"):
+        raise ScoringInputError(f"--completions {cpath}: gzip-compressed; decompress it (completions must be "
+                                f"plain JSON Lines, read by byte offset)")
+    try:
+        comp_index, lines, objects, first = _scan_completions(cpath, by_index, by_position, seen, problems)
+    except OSError as exc:
+        raise ScoringInputError(f"--completions {cpath}: cannot read ({exc})") from None
+    if not lines:
+        raise ScoringInputError(f"--completions {cpath}: empty (no records)")
+    if not comp_index:
+        if not objects:
+            raise ScoringInputError(
+                f"--completions {cpath}: not JSON Lines: none of its {lines} non-blank line(s) is a JSON object "
+                f"(first: {first}); expected one {{\"index\" | \"key\", \"responses\": [...]}} "
+                f"object per line")
+        raise ScoringInputError(
+            f"--completions {cpath}: none of its {objects} record(s) matches a row of --dataset {dpath} "
+            f"(first: {first})")
+    return ScoringInputs(dataset=dpath, completions=cpath, split=split, rows=len(by_position), by_position=by_position,
+                         duplicate_positions=duplicate_positions, comp_index=comp_index,
+                         records=sum(len(v) for v in comp_index.values()),
+                         responses=sum(n for entries in comp_index.values() for _, n in entries), problems=problems)
 
 
 CONFIG_FILE = "config.json"
@@ -380,7 +554,8 @@ def _read_responses(f, entries: list[tuple[int, int]]) -> list[Any]:
 
 def score_completions(dataset: str | os.PathLike, completions: str | os.PathLike, out_dir: str | os.PathLike, *,
                       scorer: Scorer, split: str | None = None, options: Mapping[str, Any] | None = None,
-                      progress: Callable[[int, int], None] | None = None) -> ScoringRun:
+                      progress: Callable[[int, int], None] | None = None,
+                      inputs: ScoringInputs | None = None) -> ScoringRun:
     """Score every response in ``completions`` against its row of ``dataset``; write the outputs
     of the module docstring to ``out_dir``; resumable.
 
@@ -393,37 +568,30 @@ def score_completions(dataset: str | os.PathLike, completions: str | os.PathLike
       :class:`~arbiter.verl.reward.RewardOptions` fields except ``workers``, ``on_invalid`` and
       ``on_sandbox_error``.
     - ``progress(done, total)``: called as responses are finished (``done`` includes responses
-      already scored by an earlier run).
+      already scored by an earlier run); first called after every check below passed.
+    - ``inputs``: the result of :func:`load_inputs` for these ``dataset``/``completions``/``split``
+      when the caller already checked them (``arbiter score`` does, before its progress bar);
+      else they are loaded here.
 
-    Returns a :class:`ScoringRun`. Raises :class:`ConfigMismatch` (a ``ValueError``) when
-    ``out_dir`` holds verdicts of other inputs or options (nothing in it is changed then),
-    ``ValueError`` for an unreadable dataset format, ``OSError`` for a missing input; bad rows
-    and records are reported in ``errors.jsonl`` and the run goes on.
+    Returns a :class:`ScoringRun`. Raises :class:`ScoringInputError` (a ``ValueError``) for inputs
+    that cannot be scored at all (:func:`load_inputs`; nothing is created then),
+    :class:`ConfigMismatch` (a ``ValueError``) when ``out_dir`` holds verdicts of other inputs or
+    options (nothing in it is changed then), ``OSError`` for an input that cannot be read; bad
+    rows and records are reported in ``errors.jsonl`` and the run goes on.
     """
+    ins = inputs if inputs is not None else load_inputs(dataset, completions, split=split)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     check_config(out, config_fingerprint(dataset, completions, split, options))
     run = ScoringRun()
     errors = _Errors(out / "errors.jsonl")
     try:
-        by_position: list[str] = []
-        by_index: dict[str, list[str]] = defaultdict(list)
-        seen: set[str] = set()
-        duplicate_positions: set[int] = set()
-        for position, (ds, idx) in enumerate(iter_row_keys(dataset, split=split)):
-            key = row_key(ds, idx, position)
-            by_position.append(key)
-            if key in seen:
-                duplicate_positions.add(position)
-                errors.add("dataset", f"row key {key!r} repeats at position {position}; only the first row is scored",
-                           row=key, position=position)
-                continue
-            seen.add(key)
-            if idx is not None:
-                by_index[str(idx)].append(key)
-        comp_index = index_completions(Path(completions), by_index, by_position, seen, errors)
-        del by_index
-        total = sum(n for entries in comp_index.values() for _, n in entries)
+        ins.problems.copy_to(errors)
+        ins.problems.close()
+        by_position = ins.by_position
+        duplicate_positions = ins.duplicate_positions
+        comp_index = ins.comp_index
+        total = ins.responses
         run.responses = total
 
         verdicts_path = out / VERDICTS_FILE
@@ -508,7 +676,12 @@ class _Problem:
     n: int = 0
     c: int = 0
     invalid: bool = False
+    warning: str = ""
     verdicts: Counter = field(default_factory=Counter)
+
+    @property
+    def vacuous(self) -> bool:
+        return self.warning.startswith(VACUOUS_SUITE)
 
 
 def _mean(values: list[float]) -> float | None:
@@ -531,6 +704,7 @@ def _group_stats(problems: list[_Problem]) -> dict[str, Any]:
     return {
         "problems": len(valid),
         "invalid_problems": len(problems) - len(valid),
+        "vacuous_problems": sum(1 for p in valid if p.vacuous),
         "responses": sum(p.n for p in problems),
         "correct": sum(p.c for p in valid),
         "mean_pass_rate": _mean([p.c / p.n for p in valid if p.n]),
@@ -539,6 +713,10 @@ def _group_stats(problems: list[_Problem]) -> dict[str, Any]:
         "problems_at_k": problems_k,
         "verdicts": dict(sorted(verdicts.items())),
     }
+
+
+#: How many row keys of vacuous suites ``summary.json`` lists (all are in ``problems.jsonl``).
+VACUOUS_KEYS_SHOWN = 20
 
 
 def summarize(out_dir: str | os.PathLike, keys: Iterable[str] | None = None) -> dict[str, Any]:
@@ -565,12 +743,15 @@ def summarize(out_dir: str | os.PathLike, keys: Iterable[str] | None = None) -> 
         p.verdicts[rec.get("verdict", "?")] += 1
         if rec.get("verdict") == INVALID_TASK:
             p.invalid = True
+        if not p.warning and isinstance(rec.get("warning"), str):
+            p.warning = rec["warning"]
     tmp = out / "problems.jsonl.partial"
     with open(tmp, "w", encoding="utf-8") as f:
         for key, p in problems.items():
             f.write(json.dumps({
                 "row_key": key, "data_source": p.data_source, "index": p.index, "n": p.n, "c": p.c,
-                "invalid": p.invalid, "pass_rate": None if p.invalid else p.c / p.n,
+                "invalid": p.invalid, "vacuous": p.vacuous, "warning": p.warning,
+                "pass_rate": None if p.invalid else p.c / p.n,
                 "pass_at_k": {} if p.invalid else {str(k): pass_at_k(p.n, p.c, k) for k in range(1, p.n + 1)},
                 "verdicts": dict(p.verdicts),
             }, ensure_ascii=False, default=str) + "\n")
@@ -581,8 +762,10 @@ def summarize(out_dir: str | os.PathLike, keys: Iterable[str] | None = None) -> 
     return {
         "overall": _group_stats(list(problems.values())),
         "by_data_source": {ds: _group_stats(ps) for ds, ps in sorted(by_source.items())},
+        "vacuous_row_keys": [key for key, p in problems.items() if p.vacuous and not p.invalid][:VACUOUS_KEYS_SHOWN],
     }
 
 
-__all__ = ["ConfigMismatch", "ScoringRun", "Scorer", "check_config", "config_fingerprint", "index_completions",
+__all__ = ["ConfigMismatch", "InputProblems", "ScoringInputError", "ScoringInputs", "ScoringRun", "Scorer",
+           "check_config", "config_fingerprint", "index_completions", "load_inputs",
            "input_identity", "pass_at_k", "score_completions", "summarize", "text_sha256"]

@@ -53,7 +53,12 @@ into ``reward_extra_info`` lists, so the key set must not vary):
   ``total`` counts the cases scored: the whole suite, or the first 10 in parity mode),
   ``reason`` (one line), ``seconds`` (wall seconds of work for this response: parsing,
   extraction and judging, not time queued in a batch), ``judge_seconds`` (wall seconds inside the
-  judge), ``cpu_seconds`` (CPU seconds of all cases run).
+  judge), ``cpu_seconds`` (CPU seconds of all cases run), ``warning`` (``""``, or one line about
+  the row that does not change the score: ``"vacuous test suite: every expected output is empty
+  (3 cases); a program that prints nothing passes"`` when every case of the judged suite accepts
+  the output of a program that does nothing, :func:`arbiter.datasets.verl_rows.vacuous_suite_warning`;
+  such a row is judged as usual, since one empty expected output is a legitimate answer and only an
+  all-empty suite is suspect, and it is logged once per row; ``arbiter score`` counts such rows).
 
 ``result[0]`` is ``score`` as well: verl's ``prime`` manager reads ``float(result[0])`` from
 anything that is not a number (and turns the whole batch into zeros if that raises).
@@ -91,6 +96,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from arbiter.checkers.spec import CHECKER_NAMES
+from arbiter.datasets.verl_rows import vacuous_suite_warning
 from arbiter.judge.encodings.verl import verl_ground_truth_to_suite
 from arbiter.judge.judge import default_workers, judge
 from arbiter.judge.task import Task
@@ -122,7 +128,7 @@ log = logging.getLogger("arbiter.verl")
 PARITY_MODES = ("prime_code",)
 PRIME_CODE_CASES = 10
 
-RESULT_KEYS = ("score", "verdict", "passed", "total", "reason", "seconds", "judge_seconds", "cpu_seconds")
+RESULT_KEYS = ("score", "verdict", "passed", "total", "reason", "seconds", "judge_seconds", "cpu_seconds", "warning")
 _ON_INVALID = ("zero", "raise")
 _ON_SANDBOX_ERROR = ("raise", "report")
 
@@ -226,7 +232,8 @@ class RewardOptions:
 
 
 def _result(score: float, verdict: str, passed: int, total: int, reason: str, started: float,
-            judge_seconds: float = 0.0, cpu_seconds: float = 0.0, prep_seconds: float | None = None) -> RewardResult:
+            judge_seconds: float = 0.0, cpu_seconds: float = 0.0, prep_seconds: float | None = None,
+            warning: str = "") -> RewardResult:
     """``seconds`` is the preparation time (``prep_seconds``, or since ``started``) plus the judge's
     wall time: the work done for this response, without time spent queued behind others."""
     reason = " | ".join(line.strip() for line in reason.splitlines() if line.strip())  # one line
@@ -234,7 +241,8 @@ def _result(score: float, verdict: str, passed: int, total: int, reason: str, st
                         seconds=round((time.monotonic() - started if prep_seconds is None else prep_seconds)
                                       + judge_seconds, 6),
                         judge_seconds=round(judge_seconds, 6),
-                        cpu_seconds=round(cpu_seconds, 6))
+                        cpu_seconds=round(cpu_seconds, 6),
+                        warning=warning)
 
 
 def row_label(data_source: Any, extra_info: Any) -> str:
@@ -270,6 +278,7 @@ class Prepared:
     result: RewardResult | None = None
     invalid_error: Exception | None = None
     suite_cases: int = 0  # cases in the row's whole suite (parity mode judges only the first 10)
+    warning: str = ""  # about the row, e.g. a vacuous suite (RESULT_KEYS "warning")
 
 
 def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any, opts: RewardOptions,
@@ -297,10 +306,12 @@ def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: 
     suite_cases = len(suite)
     if opts.parity == "prime_code":
         suite = TestSuite(suite.cases[:PRIME_CODE_CASES], origin=f"{suite.origin}[:{PRIME_CODE_CASES}]")
+    warning = _row_warning(label, suite)
     got = extract_code(solution_str)
     if not got.ok:
         return Prepared(label, started, result=_result(0.0, Outcome.FORMAT_ERROR.value, 0, len(suite),
-                                                       f"FORMAT_ERROR: {got.reason}", started))
+                                                       f"FORMAT_ERROR: {got.reason}", started, warning=warning),
+                        warning=warning)
     prelude = r.prelude
     if isinstance(extra_info, Mapping) and isinstance(extra_info.get("prelude"), str) and extra_info["prelude"]:
         prelude = extra_info["prelude"]
@@ -320,7 +331,8 @@ def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: 
         prelude=scrub_prelude(prelude, fn_names),
         task_id=label,
     )
-    return Prepared(label, started, prep_seconds=time.monotonic() - started, task=task, suite_cases=suite_cases)
+    return Prepared(label, started, prep_seconds=time.monotonic() - started, task=task, suite_cases=suite_cases,
+                    warning=warning)
 
 
 def _solution_methods(code: str) -> set[str]:
@@ -335,7 +347,20 @@ def _solution_methods(code: str) -> set[str]:
 
 
 _warned_invalid: set[str] = set()
+_warned_vacuous: set[str] = set()
 _warn_lock = threading.Lock()
+
+
+def _row_warning(label: str, suite: TestSuite) -> str:
+    """The ``warning`` of a row's judged suite (a vacuous suite), logged once per row label."""
+    warning = vacuous_suite_warning(suite)
+    if warning:
+        with _warn_lock:
+            first = label not in _warned_vacuous and len(_warned_vacuous) < 10_000
+            _warned_vacuous.add(label)
+        if first:
+            log.warning("%s: %s", label, warning)
+    return warning
 
 
 def finish(prep: Prepared, verdict: Verdict | None, opts: RewardOptions, *, raise_errors: bool = True) -> RewardResult:
@@ -365,7 +390,7 @@ def finish(prep: Prepared, verdict: Verdict | None, opts: RewardOptions, *, rais
         if opts.on_sandbox_error == "raise" and raise_errors:
             raise SandboxFailure(f"{prep.label}: {reason}", row=prep.label, reason=verdict.reason)
         return _result(0.0, outcome.value, verdict.passed, verdict.total, reason, prep.started, verdict.seconds, cpu,
-                       prep.prep_seconds)
+                       prep.prep_seconds, prep.warning)
     if outcome is Outcome.INVALID_TASK:
         if opts.on_invalid == "raise" and raise_errors:
             raise InvalidTask(f"row {prep.label!r}: {verdict.reason}", row=prep.label)
@@ -374,7 +399,7 @@ def finish(prep: Prepared, verdict: Verdict | None, opts: RewardOptions, *, rais
     if opts.parity and outcome not in (Outcome.INVALID_TASK, Outcome.CE):
         outcome, reason = _parity_label(opts.parity, verdict, prep.suite_cases)
     return _result(verdict.score, outcome.value, verdict.passed, verdict.total, reason, prep.started,
-                   verdict.seconds, cpu, prep.prep_seconds)
+                   verdict.seconds, cpu, prep.prep_seconds, prep.warning)
 
 
 def _parity_label(parity: str, verdict: Verdict, suite_cases: int) -> tuple[Outcome, str]:

@@ -8,8 +8,8 @@ arbiter routes every code source to the sandbox judge, with a default per source
 
 | data_source | checker | CPU s / case | why |
 |---|---|---|---|
-| ``code_contests_o``, ``codecontests``, ``code_contests`` | ``tokens`` | 5 | (a) |
-| ``codeforces`` | ``tokens`` | 5 | (b) |
+| ``code_contests_o``, ``codecontests``, ``code_contests`` | ``tokens_float`` 1e-6 | 5 | (a) |
+| ``codeforces``, ``code_codeforces`` | ``tokens_float`` 1e-6 | 5 | (b) |
 | ``code_taco``, ``taco``, ``apps``, ``code_apps`` | ``tokens_float`` 1e-6; call results: ``True == 1`` | 5 | (c) |
 | ``code_primeintellect``, ``primeintellect`` | ``tokens_float`` 1e-6; call results: ``True == 1`` | 5 | (c) |
 | ``code_lcbv5``, ``livecodebench``, ``lcb`` | ``tokens_float`` 1e-9; call results: ``bool`` only ``bool`` | 6 | (d) |
@@ -25,22 +25,38 @@ which rllm's TACO block also imports), with the import prelude :data:`PYTHON_PRE
 unless the row brings its own (``extra_info.prelude``).
 
 Why, and where arbiter is stricter or looser than the peer (never looser in a way that accepts
-an answer the problem's own judge would reject):
+a wrong value the problem's own judge would reject; the one spelling caveat is in (a)):
 
 (a) CodeContests-O's validator lower-cases both outputs and compares line-wise ignoring trailing
     whitespace, and only when that fails runs the problem's testlib checker (default run timeout
     20 s; ``reference/codegen_harnesses.md`` section 3). The verl rows carry no checker, and the
-    problems are Codeforces-style, whose testlib checkers (``wcmp`` and friends) read tokens:
-    ``tokens`` accepts what those checkers accept about whitespace and line breaks (so it is
-    looser than the validator's first pass only where the peer's checker fallback is too).
+    problems are Codeforces-style, so the route stands in for that checker fallback with the
+    Codeforces conventions of (b): whitespace-separated tokens (testlib ``wcmp`` and friends; so
+    it is looser than the validator's first pass only where the peer's checker fallback is too),
+    and numbers within 1e-6 absolute or relative, which is what the real-valued problems' checkers
+    accept (testlib ``rcmp6``, and ``doubleCompare`` with ``EPS = 1e-6`` in the problems' own
+    checkers). Without a tolerance a correct ``0.5000000000`` or ``0.49999999999`` for an
+    expected ``0.500000`` would be a false fail. Integer and string answers gain nothing: an
+    expected plain-integer token takes only a number of exactly its value, and a non-numeric
+    token must be byte-equal (:mod:`arbiter.checkers.numbers`).
     **Stricter**: no case folding (the validator's lower-casing would accept ``alice`` for
-    ``Alice`` in a case-sensitive problem); pass ``case_insensitive=True`` for parity. No float
-    tolerance (the row has no checker telling the tolerance). 5 s: ``prime_code``'s per-test
-    alarm, which the card's goldilocks annotation used ("prime_code-parity checker").
+    ``Alice`` in a case-sensitive problem); pass ``case_insensitive=True`` for parity. Stricter
+    than ``rcmp6`` where the expected token is an integer (``rcmp6`` reads every token as a double
+    and would accept ``3.0000001`` for ``3``; a problem that prints integers is not judged with a
+    tolerance on them). **Looser** than ``wcmp`` in one spelling only: an integer token of the
+    exact value written differently (``6.0``, ``06``, ``+6``, ``6e0`` for ``6``) passes, which a
+    ``wcmp``-judged integer problem would reject; the row records no checker to tell the two
+    kinds of problem apart, and a wrong *value* never passes. Pass ``checker="tokens"`` for
+    ``wcmp``'s byte-exact tokens. 5 s: ``prime_code``'s per-test alarm, which the card's
+    goldilocks annotation used ("prime_code-parity checker").
 (b) Codeforces' default checkers compare whitespace-separated tokens (testlib ``wcmp``;
-    realdata/SOURCES.md section 6 shows two correct programs that a line-strict grader rejects).
-    **Stricter** than Codeforces for real-valued answers (its float checkers have a tolerance the
-    row does not record): pass ``checker="tokens_float"`` to accept within 1e-6.
+    realdata/SOURCES.md section 6 shows two correct programs that a line-strict grader rejects);
+    its real-valued problems are judged within an absolute or relative error (testlib ``rcmp6``
+    and the ``doubleCompare(expected, result, 1e-6)`` checkers: ``|got - want| <= 1e-6`` or
+    ``<= 1e-6 * |want|``, the statements' usual "absolute or relative error does not exceed
+    10^-6"). ``tokens_float`` with 1e-6 accepts exactly that; integer and string tokens as in (a),
+    including the integer-spelling caveat. A problem that grants less (1e-9) or more (1e-4) needs
+    ``abs_tol``/``rel_tol``: the row does not record it.
 (c) TACO/APPS ``testing_util`` and rllm compare through a chain of fallbacks (strip equality,
     ``np.isclose``/``np.allclose`` with rtol 1e-5, sets of lines and tokens, floats rounded to
     3 decimals) and accept a mismatched non-numeric token (reference finding A: ``NO`` for
@@ -146,8 +162,13 @@ def _limits(cpu: float) -> Limits:
     return Limits(cpu_seconds=cpu, memory_bytes=DEFAULT_MEMORY_MIB * MiB)
 
 
-_CODE_CONTESTS = Route("code_contests", CheckerSpec("tokens"), _limits(5), why="(a) CodeContests-O validator / testlib wcmp")
-_CODEFORCES = Route("codeforces", CheckerSpec("tokens"), _limits(5), why="(b) Codeforces default checker wcmp")
+#: Codeforces' usual real-number tolerance (testlib ``rcmp6`` / ``doubleCompare`` with 1e-6), docstring (a)/(b).
+CODEFORCES_TOL = 1e-6
+
+_CODE_CONTESTS = Route("code_contests", CheckerSpec("tokens_float", abs_tol=CODEFORCES_TOL, rel_tol=CODEFORCES_TOL),
+                       _limits(5), why="(a) CodeContests-O validator -> problem checker: testlib wcmp / rcmp6")
+_CODEFORCES = Route("codeforces", CheckerSpec("tokens_float", abs_tol=CODEFORCES_TOL, rel_tol=CODEFORCES_TOL),
+                    _limits(5), why="(b) Codeforces checkers: wcmp tokens, rcmp6 / doubleCompare 1e-6")
 _TACO = Route("taco", CheckerSpec("tokens_float", abs_tol=1e-6, rel_tol=1e-6, strict_bool=False), _limits(5),
               why="(c) TACO/APPS testing_util, rllm, prime_code (all looser)")
 _PRIME = Route("primeintellect", CheckerSpec("tokens_float", abs_tol=1e-6, rel_tol=1e-6, strict_bool=False),
@@ -202,4 +223,4 @@ def route(data_source: Any) -> Route:
     )
 
 
-__all__ = ["DEFAULT_MEMORY_MIB", "PYTHON_PRELUDE", "ROUTES", "Route", "route", "scrub_prelude"]
+__all__ = ["CODEFORCES_TOL", "DEFAULT_MEMORY_MIB", "PYTHON_PRELUDE", "ROUTES", "Route", "route", "scrub_prelude"]
