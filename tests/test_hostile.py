@@ -2,8 +2,9 @@
 
 Every program in tests/hostile/{python,cpp} declares in its header comment:
 ``expect:`` the status; optional ``limits:`` (cpu=, wall=, memory=, output=), ``stdout:`` (exact
-stdout, stripped), ``stdout-hex:``, ``signal:`` and ``stdin:`` (``port`` / ``secret-paths``, filled
-in by this test). For each run we also check: it ended within its wall limit + 1 s, nothing of it
+stdout, stripped), ``stdout-hex:``, ``signal:``, ``detail:`` (a substring of the run's detail, e.g.
+which limit stopped it), ``stderr-contains:`` (a substring of stderr) and ``stdin:`` (``port`` /
+``secret-paths``, filled in by this test). For each run we also check: it ended within its wall limit + 1 s, nothing of it
 is left running in the sandbox afterwards, the sandbox still serves the next run, its cgroups are
 gone after close, a canary file outside is untouched, and the judge (this process) is fine.
 """
@@ -147,6 +148,10 @@ def test_hostile_program(path: Path, canary):
                 assert ex.stdout == bytes.fromhex(meta["stdout-hex"])
             if "signal" in meta:
                 assert ex.signal == getattr(signal, meta["signal"]), ex
+            if "detail" in meta:
+                assert meta["detail"] in ex.detail, ex.detail
+            if "stderr-contains" in meta:
+                assert meta["stderr-contains"].encode() in ex.stderr, ex.stderr[-2000:]
             # nothing of the run is left: only the server (and its idle pre-forked child)
             assert sb.stray_processes() == []
             if sb.task_count() is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -113,3 +114,172 @@ def test_a_fork_bomb_cannot_starve_another_sandbox_into_a_wall_time_limit():
     assert results["honest"].status is Status.OK, results["honest"]
     assert results["honest"].stdout == str(sum(range(3_000_000))).encode() + b"\n"
     assert results["bomb"].status is Status.TIME_LIMIT
+
+
+STDIO_REPORT = """\
+import sys
+for s in (sys.stdin, sys.stdout, sys.stderr):
+    b = s.buffer
+    print(s.name, s.mode, s.encoding, s.errors, s.line_buffering, type(b).__name__, b.name, b.mode,
+          type(b.raw).__name__, b.raw.name, b.raw.mode, b.raw.closefd, s.fileno())
+"""
+
+PYRIVAL_FASTIO = """\
+import os
+import sys
+from io import BytesIO, IOBase
+
+BUFSIZE = 8192
+
+
+class FastIO(IOBase):
+    newlines = 0
+
+    def __init__(self, file):
+        self._fd = file.fileno()
+        self.buffer = BytesIO()
+        self.writable = "x" in file.mode or "r" not in file.mode
+        self.write = self.buffer.write if self.writable else None
+
+    def read(self):
+        while True:
+            b = os.read(self._fd, max(os.fstat(self._fd).st_size, BUFSIZE))
+            if not b:
+                break
+            ptr = self.buffer.tell()
+            self.buffer.seek(0, 2), self.buffer.write(b), self.buffer.seek(ptr)
+        self.newlines = 0
+        return self.buffer.read()
+
+    def readline(self):
+        while self.newlines == 0:
+            b = os.read(self._fd, max(os.fstat(self._fd).st_size, BUFSIZE))
+            self.newlines = b.count(b"\\n") + (not b)
+            ptr = self.buffer.tell()
+            self.buffer.seek(0, 2), self.buffer.write(b), self.buffer.seek(ptr)
+        self.newlines -= 1
+        return self.buffer.readline()
+
+    def flush(self):
+        if self.writable:
+            os.write(self._fd, self.buffer.getvalue())
+            self.buffer.truncate(0), self.buffer.seek(0)
+
+
+class IOWrapper(IOBase):
+    def __init__(self, file):
+        self.buffer = FastIO(file)
+        self.flush = self.buffer.flush
+        self.writable = self.buffer.writable
+        self.write = lambda s: self.buffer.write(s.encode("ascii"))
+        self.read = lambda: self.buffer.read().decode("ascii")
+        self.readline = lambda: self.buffer.readline().decode("ascii")
+
+
+sys.stdin, sys.stdout = IOWrapper(sys.stdin), IOWrapper(sys.stdout)
+input = lambda: sys.stdin.readline().rstrip("\\r\\n")
+
+
+def main():
+    n = int(input())
+    a = list(map(int, input().split()))
+    assert len(a) == n
+    print(sum(a))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_python_stdio_is_cpythons_and_pyrival_fastio_works(tmp_path):
+    """sys.stdin/stdout/stderr have the names ('<stdin>', ...) and modes ('r'/'w', 'rb'/'wb') of
+    `python3 -X utf8 main.py` at every level (text, buffer, raw): compared with the very
+    interpreter the sandbox runs, outside it. PyRival's FastIO template reads ``file.mode``."""
+    from arbiter.sandbox.config import SandboxConfig
+
+    stdin_file = tmp_path / "in.txt"
+    stdin_file.write_bytes(b"5\n1 2 3 4 1000000000000\n")
+    with stdin_file.open("rb") as f:
+        native = subprocess.run([SandboxConfig().python, "-I", "-S", "-X", "utf8", "-c", STDIO_REPORT],
+                                stdin=f, capture_output=True, timeout=60, cwd=tmp_path)
+    assert native.returncode == 0, native.stderr
+    with Sandbox() as sb:
+        assert sb.load_python(STDIO_REPORT) is None
+        ex = sb.run_python(b"5\n")
+        assert ex.ok, ex
+        assert ex.stdout == native.stdout
+        assert ex.stdout.splitlines()[0].startswith(b"<stdin> r utf-8 surrogateescape False BufferedReader <stdin> rb")
+
+        assert sb.load_python(PYRIVAL_FASTIO) is None
+        ex = sb.run_python(stdin_file.read_bytes())
+        assert ex.ok, ex
+        assert ex.stdout == b"1000000000010\n"
+        big = list(range(1, 200_001))
+        ex = sb.run_python(f"{len(big)}\n{' '.join(map(str, big))}\n".encode())
+        assert ex.ok and ex.stdout == f"{sum(big)}\n".encode(), ex
+
+
+def test_a_return_value_over_the_output_cap_is_output_limit():
+    """A function-call result is capped like stdout: a value whose JSON is larger than
+    ``output_bytes`` is output_limit (not a crash of the harness, not a runtime error)."""
+    src = ("import resource\n"
+           "def text(n):\n    return 'x' * n\n"
+           "def boom():\n    raise ValueError('y' * 10000)\n"
+           "def own_limit(n):\n"
+           "    resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))\n"
+           "    return 'z' * n\n")
+    lim = Limits(output_bytes=1000)
+    with Sandbox(limits=lim) as sb:
+        assert sb.load_python(src) is None
+        small = sb.call_python("text", [900])
+        assert small.ok, small
+        assert json.loads(small.result) == {"ok": True, "value": "x" * 900}
+        over = sb.call_python("text", [1001])
+        assert over.status is Status.OUTPUT_LIMIT, over
+        assert json.loads(over.result)["output_limit"] is True
+        huge = sb.call_python("text", [50 << 20])
+        assert huge.status is Status.OUTPUT_LIMIT, huge
+        # writing files may be allowed more than stdout: the result is still capped by output_bytes
+        roomy = sb.call_python("text", [5000], limits=lim.with_(file_bytes=1 << 20))
+        assert roomy.status is Status.OUTPUT_LIMIT, roomy
+        # the program's own RLIMIT_FSIZE makes the harness's write fail (EFBIG): also OLE
+        own = sb.call_python("own_limit", [500])
+        assert own.status is Status.OUTPUT_LIMIT, own
+        # an exception stays a runtime error, whatever its message's size
+        err = sb.call_python("boom")
+        assert err.status is Status.RUNTIME_ERROR, err
+        assert json.loads(err.result)["ok"] is False and b"ValueError" in err.stderr
+        after = sb.call_python("text", [3])
+        assert after.ok and json.loads(after.result)["value"] == "xxx"
+
+
+def test_host_dirs_of_dead_judges_are_pruned():
+    """Each sandbox's host directory is ``arbiter-sbx-<judge pid>-XXXX``; a judge killed before
+    closing its sandboxes leaves them, and the next judge process removes those of dead pids
+    (never those of live ones)."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    dead = subprocess.Popen(["/bin/true"])
+    dead.wait()
+    base = Path(tempfile.gettempdir())
+    stale = base / f"arbiter-sbx-{dead.pid}-qa{os.getpid()}"
+    live = base / f"arbiter-sbx-{os.getpid()}-qa"
+    for d in (stale, live):
+        (d / "prog").mkdir(parents=True, exist_ok=True)
+        (d / "prog" / "main").write_bytes(b"left behind")
+    try:
+        code = ("import os\nfrom arbiter.sandbox.sandbox import Sandbox\n"
+                "with Sandbox() as sb:\n    print(os.getpid(), sb._tmp)\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=60, check=True)
+        pid, tmp = out.stdout.split()
+        assert Path(tmp).name.startswith(f"arbiter-sbx-{pid}-") and not Path(tmp).exists()
+        assert not stale.exists()
+        assert (live / "prog" / "main").read_bytes() == b"left behind"
+    finally:
+        import shutil
+        shutil.rmtree(stale, ignore_errors=True)
+        shutil.rmtree(live, ignore_errors=True)

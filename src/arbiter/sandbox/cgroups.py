@@ -63,7 +63,8 @@ def available() -> tuple[bool, str]:
 _pruned = False
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """True when a process ``pid`` exists (also when it belongs to another user)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -84,7 +85,7 @@ def prune_stale(base: Path) -> int:
         return 0
     for d in entries:
         parts = d.name.split("-")
-        if len(parts) != 3 or parts[0] != "sbx" or not parts[1].isdigit() or _pid_alive(int(parts[1])):
+        if len(parts) != 3 or parts[0] != "sbx" or not parts[1].isdigit() or pid_alive(int(parts[1])):
             continue
         try:
             for pid in (int(x) for x in (d / "cgroup.procs").read_text().split()):
@@ -245,6 +246,33 @@ class SandboxCgroups:
 
     def pids(self) -> list[int]:
         return [int(x) for x in self._read("pids", "cgroup.procs").split()]
+
+    def kill_except(self, keep: int) -> int:
+        """SIGKILL every process of the group except ``keep`` (the sandbox's server), once.
+        Each pid is pinned with a pidfd and checked to still be in this group before the
+        signal, so a pid reused by an unrelated host process is never hit. Returns how many
+        processes were signalled."""
+        want = "/" + str(self.paths["pids"].relative_to(ROOT / "pids"))
+        killed = 0
+        for pid in self.pids():
+            if pid == keep:
+                continue
+            try:
+                pidfd = os.pidfd_open(pid)
+            except OSError:
+                continue  # gone already
+            try:
+                with open(f"/proc/{pid}/cgroup") as f:
+                    ours = any(line.rstrip("\n").split(":", 2)[2] == want
+                               for line in f if "pids" in line.split(":", 2)[1].split(","))
+                if ours:
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                    killed += 1
+            except (OSError, IndexError):
+                pass
+            finally:
+                os.close(pidfd)
+        return killed
 
     # ---- teardown -----------------------------------------------------------------------------
     def kill_all(self, timeout: float = 2.0) -> bool:

@@ -14,8 +14,10 @@ class Limits:
 
     Units: seconds for times, bytes for sizes, counts for processes and files.
 
-    - ``cpu_seconds``: CPU time of the program (user + system, all its threads). Exceeding it is
-      ``time_limit``.
+    - ``cpu_seconds``: CPU time of the program (user + system, all its threads; with cgroups,
+      of all its processes, waited for or not). Exceeding it is ``time_limit``; with cgroups the
+      run is stopped as soon as its processes together pass it (a spinning fork bomb does not
+      run on to the wall limit).
     - ``wall_seconds``: elapsed time; ``None`` means ``2 * cpu_seconds + 1`` (sleeping or blocked
       programs only stop at the wall limit, as isolate and DMOJ do).
     - ``memory_bytes``: memory the program may add to the sandbox (heap, stack, mmap, files it
@@ -29,8 +31,10 @@ class Limits:
     - ``stderr_bytes``: how much of stderr is kept (more is discarded, not an error).
     - ``open_files``: ``RLIMIT_NOFILE``.
     - ``scratch_bytes``: size of each private tmpfs (``/work``, ``/tmp``, ``/dev/shm``).
-    - ``stack_bytes``: ``RLIMIT_STACK``; ``None`` means as large as ``memory_bytes`` (contest judges
-      bound the stack only by the memory limit).
+    - ``stack_bytes``: the soft ``RLIMIT_STACK``; ``None`` means as large as ``memory_bytes``
+      (contest judges bound the stack only by the memory limit). The hard limit is left unlimited,
+      so the common ``setrlimit(RLIMIT_STACK, (RLIM_INFINITY, RLIM_INFINITY))`` works; the stack
+      is memory, so the memory limit still bounds it.
     """
 
     cpu_seconds: float = 2.0

@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from arbiter.sandbox import cgroups, seccomp
 from arbiter.sandbox.config import SandboxConfig
@@ -46,6 +46,20 @@ STAGE_STDIN_BYTES = 1 * MiB
 #: Extra seconds the judge waits for the server's answer beyond the case's wall limit.
 REPLY_GRACE = 5.0
 _EXTRA_TASKS = 2  # the server itself (+ one for exec)
+#: Seconds between two looks at the sandbox's CPU use while a run is going on.
+WATCH_INTERVAL = 0.1
+#: A run is stopped once its processes used this many CPU seconds beyond its CPU limit. Above
+#: :func:`_classify`'s own 0.05 s tolerance: a run stopped this way is one that :func:`_classify`
+#: would call time_limit anyway, it only ends sooner.
+CPU_KILL_MARGIN = 0.1
+
+#: Host directory of each sandbox: ``<tempdir>/arbiter-sbx-<judge pid>-XXXXXXXX``.
+TMP_PREFIX = "arbiter-sbx-"
+#: Seconds between two sweeps for directories of dead judges (the first sandbox of a process
+#: always sweeps).
+PRUNE_INTERVAL = 600.0
+_next_prune = 0.0
+_prune_lock = threading.Lock()
 
 _cgroups_ok: tuple[bool, str] | None = None
 _cgroups_lock = threading.Lock()
@@ -66,6 +80,41 @@ def _cgroups_available() -> tuple[bool, str]:
         if _cgroups_ok is None:
             _cgroups_ok = cgroups.available()
         return _cgroups_ok
+
+
+def _prune_stale_dirs() -> int:
+    """Remove the host directories of sandboxes whose judge process died without closing them
+    (e.g. SIGKILLed): ``arbiter-sbx-<pid>-*`` in the temp directory, owned by this user, whose
+    ``pid`` is not alive. At most once per :data:`PRUNE_INTERVAL` per process. Directories of live
+    processes, and of the old unnamed form ``arbiter-sbx-XXXXXXXX``, are left alone. Returns how
+    many were removed."""
+    global _next_prune
+    with _prune_lock:
+        now = time.monotonic()
+        if now < _next_prune:
+            return 0
+        _next_prune = now + PRUNE_INTERVAL
+    base = tempfile.gettempdir()
+    removed = 0
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return 0
+    me = os.geteuid()
+    for e in entries:
+        pid, sep, rest = e.name[len(TMP_PREFIX):].partition("-")
+        if (not e.name.startswith(TMP_PREFIX) or not sep or not rest or not pid.isdigit()
+                or cgroups.pid_alive(int(pid))):
+            continue
+        try:
+            st = e.stat(follow_symlinks=False)
+            if not e.is_dir(follow_symlinks=False) or st.st_uid != me:
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(e.path, ignore_errors=True)
+        removed += not os.path.lexists(e.path)
+    return removed
 
 
 def _root_layout_args() -> list[str]:
@@ -125,6 +174,7 @@ class Sandbox:
         self._to_server = self._from_server = -1
         self._broken = ""
         self._memory_limit = 0
+        self._server_pid = 0
         self.hello: dict[str, Any] = {}
         self.python_loaded = False
         self.load_stage = ""
@@ -153,7 +203,8 @@ class Sandbox:
         if not os.access(cfg.python, os.X_OK):
             raise SandboxError(f"the Python for untrusted code ({cfg.python}, $ARBITER_SANDBOX_PYTHON) "
                                "is not an executable file")
-        self._tmp = tempfile.mkdtemp(prefix="arbiter-sbx-")
+        _prune_stale_dirs()
+        self._tmp = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-")
         os.chmod(self._tmp, 0o755)
         prog = os.path.join(self._tmp, "prog")
         os.mkdir(prog, 0o755)
@@ -242,6 +293,7 @@ class Sandbox:
                 server_pid = int(info["child-pid"])
             else:
                 server_pid = self._proc.pid
+            self._server_pid = server_pid
             if self._cg is not None:
                 self._cg.attach(server_pid)
             self.hello, _ = self._read_frame(time.monotonic() + 20)
@@ -369,15 +421,19 @@ class Sandbox:
             self._broken = "the sandbox server is gone"
             raise SandboxError(self._broken) from exc
 
-    def _read_exact(self, n: int, deadline: float) -> bytes:
+    def _read_exact(self, n: int, deadline: float, watch: Callable[[], bool] | None = None) -> bytes:
+        """``n`` bytes from the server. ``watch`` (optional) is called every
+        :data:`WATCH_INTERVAL` seconds while nothing arrives, until it returns True."""
         chunks = []
         fd = self._from_server
         while n:
             timeout = deadline - time.monotonic()
             if timeout <= 0:
                 raise TimeoutError("the sandbox server did not answer in time")
-            r, _, _ = select.select([fd], [], [], timeout)
+            r, _, _ = select.select([fd], [], [], min(timeout, WATCH_INTERVAL) if watch else timeout)
             if not r:
+                if watch is not None and watch():
+                    watch = None
                 continue
             chunk = os.read(fd, min(n, 1 << 20))
             if not chunk:
@@ -386,8 +442,9 @@ class Sandbox:
             n -= len(chunk)
         return b"".join(chunks)
 
-    def _read_frame(self, deadline: float) -> tuple[dict[str, Any], list[bytes]]:
-        (n,) = _LEN.unpack(self._read_exact(4, deadline))
+    def _read_frame(self, deadline: float, watch: Callable[[], bool] | None = None
+                    ) -> tuple[dict[str, Any], list[bytes]]:
+        (n,) = _LEN.unpack(self._read_exact(4, deadline, watch))
         if n > MAX_HEADER:
             raise SandboxError("oversized frame from the sandbox server")
         header = json.loads(self._read_exact(n, deadline))
@@ -397,10 +454,11 @@ class Sandbox:
         blobs = [self._read_exact(int(s), deadline) for s in sizes]
         return header, blobs
 
-    def _request(self, header: dict[str, Any], blobs: Sequence[bytes], timeout: float) -> tuple[dict[str, Any], list[bytes]]:
+    def _request(self, header: dict[str, Any], blobs: Sequence[bytes], timeout: float,
+                 watch: Callable[[], bool] | None = None) -> tuple[dict[str, Any], list[bytes]]:
         self._send(header, blobs)
         try:
-            reply, rblobs = self._read_frame(time.monotonic() + timeout)
+            reply, rblobs = self._read_frame(time.monotonic() + timeout, watch)
         except (EOFError, TimeoutError, ValueError) as exc:
             self._broken = f"the sandbox server failed: {exc}"
             self._kill_now()
@@ -487,7 +545,10 @@ class Sandbox:
 
         ``Execution.result`` holds the harness's JSON: ``{"ok": true, "value": ...}``,
         ``{"ok": true, "unserializable": "...", "type": "..."}`` or ``{"ok": false, "error": ...}``;
-        ``None`` when the child died before writing it. Raises TypeError when the args are not JSON.
+        ``None`` when the child died before writing it. A value whose JSON is larger than
+        ``limits.output_bytes`` is ``Status.OUTPUT_LIMIT`` (the result is then
+        ``{"ok": false, "output_limit": true, "error": ...}``). Raises TypeError when the args are
+        not JSON.
         """
         if not self.python_loaded:
             raise SandboxError("load_python() first")
@@ -498,7 +559,8 @@ class Sandbox:
              call_payload: bytes | None = None) -> Execution:
         """One run, with the memory accounting of contest judges: the program is charged for its
         own memory, not for its input (a large stdin is written into the sandbox before the
-        measurement starts) nor for its stdout (held in a memfd; subtracted)."""
+        measurement starts) nor for its stdout (held in a memfd; subtracted). With cgroups, the
+        run is stopped once its processes' CPU passes the limit (:meth:`_cpu_watch`)."""
         lim = limits or self.limits
         req = dict(req, op="run", limits=_limits_payload(lim))
         cg = self._cg
@@ -526,7 +588,8 @@ class Sandbox:
                 oom_before = cg.oom_kills()
                 cpu_before = cg.cpu_ns()
             blobs = [stdin] if call_payload is None else [stdin, call_payload]
-            reply, rblobs = self._request(req, blobs, timeout=lim.wall + REPLY_GRACE)
+            watch = self._cpu_watch(cg, cpu_before, lim) if cg is not None and self._server_pid else None
+            reply, rblobs = self._request(req, blobs, timeout=lim.wall + REPLY_GRACE, watch=watch)
             mem_delta = oom = 0
             cg_cpu = 0.0
             if cg is not None:
@@ -543,6 +606,30 @@ class Sandbox:
                        parts.get("result"), mem_delta, oom, cg_cpu, have_memcg=cg is not None)
         ex.log = parts.get("log")
         return ex
+
+    def _cpu_watch(self, cg: cgroups.SandboxCgroups, cpu_before: int, lim: Limits) -> Callable[[], bool]:
+        """A ``watch`` for :meth:`_read_exact` that stops a run as soon as the sandbox's
+        processes together have used more CPU than ``lim.cpu_seconds`` (+ :data:`CPU_KILL_MARGIN`):
+        a fork bomb spinning on failed forks, or a program whose children burn CPU it never waits
+        for, would otherwise run to the wall limit. Every process of the run is killed (never
+        the server); the server then reports the death and :func:`_classify` sees the group's
+        CPU over the limit: ``time_limit``, the status the run would have got at its end anyway.
+        Returns True once it acted (or the reply is already on its way)."""
+        limit_ns = int((lim.cpu_seconds + CPU_KILL_MARGIN) * 1e9)
+        server_pid, fd = self._server_pid, self._from_server
+
+        def watch() -> bool:
+            try:
+                if cg.cpu_ns() - cpu_before <= limit_ns:
+                    return False
+                if select.select([fd], [], [], 0)[0]:
+                    return True  # the run just ended: its reply is here, leave the next spare alone
+                cg.kill_except(server_pid)
+            except (cgroups.CgroupError, OSError):
+                pass  # never leave the reply unread: the wall limit still ends the run
+            return True
+
+        return watch
 
 
 def _pages(n: int) -> int:

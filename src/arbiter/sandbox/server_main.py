@@ -21,13 +21,17 @@ Each case gets stdin, stdout and stderr as real file descriptors backed by memfd
 ``sys.stdin.buffer`` works and a read after EOF returns at once); ``RLIMIT_FSIZE`` caps the output.
 For function calls the harness writes one JSON document to fd 3 after the call returns; the
 expected value never enters the sandbox, it is compared by the judge (DESIGN.md standing rules).
+A returned value whose JSON is larger than the output cap ends the child by ``SIGXFSZ`` (output
+limit, as for a native program writing past ``RLIMIT_FSIZE``), after a short note on fd 3.
 
 Frame format (both directions): 4-byte big-endian length, a UTF-8 JSON header, then the raw bytes
 of each blob whose length is listed in ``header["blobs"]``. The judge never unpickles anything that
 comes out of the sandbox.
 """
 
+import errno
 import os
+import signal
 import sys
 
 # --------------------------------------------------------------------------------------------
@@ -102,6 +106,12 @@ _EXIT = os._exit
 _WRITE = os.write
 _LSEEK = os.lseek
 _FTRUNCATE = os.ftruncate
+_KILL = os.kill
+_GETPID = os.getpid
+_SIGNAL = signal.signal
+_SIGMASK = signal.pthread_sigmask
+_SIGXFSZ, _SIG_DFL, _SIG_UNBLOCK = signal.SIGXFSZ, signal.SIG_DFL, signal.SIG_UNBLOCK
+_EFBIG = errno.EFBIG
 RESULT_FD = 3
 _CATCHABLE = ("SIGHUP SIGINT SIGQUIT SIGTERM SIGUSR1 SIGUSR2 SIGALRM SIGPIPE SIGXFSZ SIGXCPU SIGTSTP "
               "SIGTTIN SIGTTOU SIGCHLD").split()
@@ -745,7 +755,10 @@ def _rlimit_list(limits, keep_fd):
         rl.append((resource.RLIMIT_NPROC, (int(limits["processes"]),) * 2))
     stack = limits.get("stack_bytes")
     if stack:
-        rl.append((resource.RLIMIT_STACK, (int(stack),) * 2))
+        # Soft limit only: the hard limit stays unlimited, so the competitive-programming idiom
+        # setrlimit(RLIMIT_STACK, (RLIM_INFINITY, RLIM_INFINITY)) works (as on Codeforces-style
+        # judges). A bigger stack is still memory: the memory cgroup (or RLIMIT_AS) bounds it.
+        rl.append((resource.RLIMIT_STACK, (int(stack), resource.RLIM_INFINITY)))
     if limits.get("address_space_bytes"):
         rl.append((resource.RLIMIT_AS, (int(limits["address_space_bytes"]),) * 2))
     return rl
@@ -810,18 +823,26 @@ def child_main(server, req, limits, stdin_fd, out_fd, err_fd, res_fd, call_args,
 
 
 def _make_stdio():
-    """Text stdio on fds 0-2 as ``python3 -X utf8`` makes them. Built once in the server (which
-    never uses them), so each forked case gets clean objects for free."""
+    """Text stdio on fds 0-2 as ``python3 -X utf8`` makes them (CPython's ``create_stdio``): a
+    ``TextIOWrapper`` with ``mode`` ``'r'`` / ``'w'`` over a ``BufferedReader`` /
+    ``BufferedWriter`` over a ``FileIO`` (``closefd=False``) named ``'<stdin>'`` / ``'<stdout>'``
+    / ``'<stderr>'``, so ``name`` and ``mode`` read the same at every level (templates such as
+    PyRival's FastIO test ``file.mode``). Built once in the server (which never uses them), so
+    each forked case gets clean objects for free."""
     import io
-    stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "rb", closefd=False)),
-                             encoding="utf-8", errors="surrogateescape", newline="\n")
-    stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "wb", closefd=False)),
-                              encoding="utf-8", errors="surrogateescape", newline="\n",
-                              line_buffering=False)
-    stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "wb", closefd=False)),
-                              encoding="utf-8", errors="backslashreplace", newline="\n",
-                              line_buffering=True)
-    return stdin, stdout, stderr
+
+    def make(fd, name, mode, errors, line_buffering):
+        raw = io.FileIO(fd, mode + "b", closefd=False)
+        raw.name = name  # what CPython sets instead of the descriptor number
+        buf = io.BufferedReader(raw) if mode == "r" else io.BufferedWriter(raw)
+        text = io.TextIOWrapper(buf, encoding="utf-8", errors=errors, newline="\n",
+                                line_buffering=line_buffering)
+        text.mode = mode
+        return text
+
+    return (make(0, "<stdin>", "r", "surrogateescape", False),
+            make(1, "<stdout>", "w", "surrogateescape", False),
+            make(2, "<stderr>", "w", "backslashreplace", True))
 
 
 _STDIO = None
@@ -864,12 +885,21 @@ def _finalize(status):
         except BaseException:
             pass
     for stream in (sys.stdout, sys.__stdout__, sys.stderr, sys.__stderr__):
+        if stream is None or _is_closed(stream):
+            continue  # CPython's flush_std_files skips closed streams (print, then close)
         try:
-            if stream is not None:
-                stream.flush()
+            stream.flush()
         except BaseException:
             status = status or 120  # CPython's exit status when flushing stdout fails
     return status
+
+
+def _is_closed(stream):
+    """``stream.closed`` as CPython's ``file_is_closed`` reads it: an error reading it is False."""
+    try:
+        return bool(stream.closed)
+    except BaseException:
+        return False
 
 
 def run_python(server, req, call_args, probe):
@@ -929,16 +959,34 @@ def run_python(server, req, call_args, probe):
             _print_program_traceback(exc)
             status = 1
         data = text.encode("utf-8", "surrogateescape")
-        _LSEEK(RESULT_FD, 0, 0)
-        _FTRUNCATE(RESULT_FD, 0)
-        view = memoryview(data)
-        while view:
-            view = view[_WRITE(RESULT_FD, view):]
+        del text
+        # A return value larger than the output cap is OLE, as a too-long stdout is: the judge
+        # would only get it cut (the result blob is capped too), and writing it may hit
+        # RLIMIT_FSIZE (EFBIG, SIGXFSZ being ignored).
+        cap = int(req.get("limits", {}).get("output_bytes", 64 << 20))
+        over = status == 0 and len(data) > cap
+        if not over:
+            try:
+                _write_result(data)
+            except OSError as exc:
+                if exc.errno != _EFBIG:
+                    raise
+                over = status == 0  # an exception's short message: still RE
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except BaseException:
                 pass
+        if over:
+            size = len(data)
+            del data
+            try:
+                _write_result(dumps({"ok": False, "output_limit": True,
+                                     "error": "output limit exceeded: the return value is %d bytes "
+                                              "of JSON, more than %d" % (size, cap)}).encode())
+            except OSError:
+                pass
+            _die_of_sigxfsz()  # the judge reads SIGXFSZ as OLE, as for a native program
         return status
     try:
         exec(server.code, g)
@@ -950,6 +998,26 @@ def run_python(server, req, call_args, probe):
     return _finalize(status)
 
 
+def _write_result(data):
+    """Replace the call result (fd 3) with ``data``; raises OSError (EFBIG past RLIMIT_FSIZE)."""
+    _LSEEK(RESULT_FD, 0, 0)
+    _FTRUNCATE(RESULT_FD, 0)
+    view = memoryview(data)
+    while view:
+        view = view[_WRITE(RESULT_FD, view):]
+
+
+def _die_of_sigxfsz():
+    """End this child by SIGXFSZ (file size limit exceeded), whatever the program did to the
+    signal's disposition or mask (it runs in the main thread: the harness's own code)."""
+    try:
+        _SIGMASK(_SIG_UNBLOCK, [_SIGXFSZ])
+        _SIGNAL(_SIGXFSZ, _SIG_DFL)
+        _KILL(_GETPID(), _SIGXFSZ)
+    except BaseException:
+        pass
+
+
 def _new_main(filename):
     import types
     main = types.ModuleType("__main__")
@@ -958,14 +1026,35 @@ def _new_main(filename):
     return main
 
 
+#: Frames of an uncaught exception's traceback that are printed: the last ones, as CPython's own
+#: printer does (its default ``sys.tracebacklimit`` is 1000). Formatting every frame of a
+#: recursion 10**6 deep (a program that raised ``sys.setrecursionlimit``) takes longer than the
+#: time limit and would turn a quick runtime error into a time limit.
+TRACEBACK_FRAMES = 1000
+
+
 def _print_program_traceback(exc):
-    """Print the traceback like ``python3 main.py`` would: the harness's own frames left out."""
+    """Print the traceback like ``python3 main.py`` would: the harness's own frames left out, only
+    the last ``sys.tracebacklimit`` (at most :data:`TRACEBACK_FRAMES`) frames of each exception
+    in the chain, so the exception type and the innermost frames are always there."""
     import traceback
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
         tb = tb.tb_next
     try:
-        traceback.print_exception(type(exc), exc, tb)
+        limit = getattr(sys, "tracebacklimit", TRACEBACK_FRAMES)
+        limit = max(0, min(int(limit), TRACEBACK_FRAMES))
+    except BaseException:
+        limit = TRACEBACK_FRAMES
+    try:
+        # skip to the last `limit` entries first: walking tb_next is cheap, formatting is not
+        depth, t = 0, tb
+        while t is not None:
+            depth += 1
+            t = t.tb_next
+        for _ in range(depth - limit):
+            tb = tb.tb_next
+        traceback.print_exception(type(exc), exc, tb, limit=-limit if limit else 0)
     except BaseException:
         pass
 
