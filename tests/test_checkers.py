@@ -474,3 +474,75 @@ def test_values_expected_integer_needs_an_exact_value():
     assert compare_values([1, 2.0], [1, 2]).ok
     assert compare_values(0.30000000000000004, 0.3).ok  # a float expected value keeps its tolerance
     assert not compare_values(float("inf"), 3).ok
+
+
+# --- integers beyond the 4300-digit limit, deep values (S1, S2) ---------------------------------
+
+@pytest.fixture
+def default_int_limit():
+    """CPython's default 4300-digit int/str limit, as in production, restored afterwards."""
+    import sys
+
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(4300)
+    yield
+    sys.set_int_max_str_digits(old)
+
+
+def _digits(n: int) -> str:
+    import decimal
+
+    return str(decimal.Decimal(n))  # no int/str digit limit involved
+
+
+def test_function_values_with_huge_integers_compare_exactly_and_diff_without_raising(default_int_limit):
+    big = 2**30000  # 9031 digits
+    assert compare_values([big, {"k": -big}], [big, {"k": -big}]).ok
+    r = compare_values([big, {"k": -big}], [big, {"k": -big - 1}])
+    assert not r.ok and r.diff.startswith("at $[1]['k']: expected -")
+    assert r.diff.count("(9031 digits)") == 2 and _digits(big + 1)[-8:] in r.diff
+    assert not compare_values(big, float("inf")).ok and not compare_values(1e300, big).ok
+    # a dict key from a Python literal matches the JSON text of the same integer
+    assert compare_values({_digits(big): 1}, {big: 1}).ok
+    assert not compare_values({_digits(big + 1): 1}, {big: 1}).ok
+
+
+def test_value_diffs_of_deep_containers_never_raise():
+    from arbiter.checkers.diff import show_value
+
+    deep: list = [5]
+    for _ in range(100_000):
+        deep = [deep]
+    shown = show_value(deep)
+    assert shown.startswith("[[[[") and shown.endswith("(list)") and "..." in shown
+    assert show_value([1, 2**20000]).startswith("[1, ")  # a long int inside a container
+    r = compare_values(deep, [1])
+    assert not r.ok and r.diff.startswith("at $[0]: expected 1 (int), got [[[")
+
+
+def test_bigint_helpers_round_trip_under_the_default_limit(default_int_limit):
+    from arbiter.checkers.bigint import IntegerTooLong, decimal_digits, int_from_decimal, int_to_decimal, show_int
+
+    for n in (0, 9, 10, 10**4299, 10**4300 - 1, 10**4300, 7**20000, -(3**15000)):
+        text = _digits(n)
+        assert int_to_decimal(n) == text and int_from_decimal(text) == n
+        assert decimal_digits(n) == len(text.lstrip("-"))
+    assert int_from_decimal("+" + "0" * 5000 + "12") == 12 and int_from_decimal(b"-42") == -42
+    assert show_int(123) == "123" and show_int(-(10**10)) == "-10000000000"
+    with pytest.raises(IntegerTooLong, match="1000001 digits"):
+        int_from_decimal("1" * 1_000_001)
+    with pytest.raises(ValueError):
+        int_from_decimal("12" * 3000 + "x")
+
+
+def test_text_checkers_compare_huge_integer_tokens_as_digits(default_int_limit):
+    big = _digits(5**40000).encode()  # 27959 digits
+    other = _digits(5**40000 + 10**27000).encode()
+    for name in TEXT:
+        assert check(name, big + b"\n", big + b"\n").ok, name
+        assert not check(name, other + b"\n", big + b"\n").ok, name
+    assert check("tokens_float", b"+00" + big + b".0", big).ok  # same value, other spelling
+    assert not check("tokens_float", big + b".0000001", big).ok
+    assert check("pie", b"-0" + big, b"-" + big).ok and not check("pie", big, b"-" + big).ok
+    ten = b"1" + b"0" * 27958  # 10**27958 written out: an exponent spelling is compared in decimal
+    assert check("tokens_float", b"1e27958", ten).ok and not check("tokens_float", b"1e27957", ten).ok

@@ -77,3 +77,57 @@ def test_judge_command_zero_tests_is_an_error_never_a_pass(tmp_path):
     empty.write_text("[]")
     r = run("judge", "--lang", "python", "--tests", str(empty), str(prog))
     assert r.returncode == 2 and "zero cases" in r.stdout + r.stderr
+
+
+def test_judge_command_bad_options_exit_2_naming_the_option(tmp_path):
+    prog = tmp_path / "p.py"
+    prog.write_text("print(2 * int(input()))\n")
+    cpp = tmp_path / "p.cpp"
+    cpp.write_text('#include <cstdio>\nint main(){int x;scanf("%d",&x);printf("%d\\n",2*x);}\n')
+    tests = tmp_path / "t.json"
+    tests.write_text(json.dumps([{"type": "stdin_stdout", "input": "3\n", "output": "6\n"}]))
+    not_utf8 = tmp_path / "prelude.py"
+    not_utf8.write_bytes(b"\xff\xfe x = 1\n")
+    py = ("judge", "--lang", "python", "--tests", str(tests))
+    bad = {
+        "--compile-command 'rm -rf /'": (("judge", "--lang", "cpp", "--tests", str(tests), "--compile-command",
+                                          "rm -rf /", str(cpp)), ["--compile-command", "'rm' is not a g++/clang++"]),
+        "unbalanced quotes": (("judge", "--lang", "cpp", "--tests", str(tests), "--compile-command",
+                               'g++ "main.cpp', str(cpp)), ["--compile-command", "No closing quotation"]),
+        "include path": (("judge", "--lang", "cpp", "--tests", str(tests), "--compile-command",
+                          "g++ -O2 main.cpp -o main -I /etc", str(cpp)), ["--compile-command", "-I"]),
+        "compile command for python": ((*py, "--compile-command", "g++ main.cpp", str(prog)),
+                                       ["--compile-command applies to --lang cpp only"]),
+        "negative memory": ((*py, "--memory-limit", "-5", str(prog)), ["--memory-limit", "got -5"]),
+        "zero memory": ((*py, "--memory-limit", "0", str(prog)), ["--memory-limit", "MiB"]),
+        "zero time": ((*py, "--time-limit", "0", str(prog)), ["--time-limit", "CPU seconds"]),
+        "negative time": ((*py, "--time-limit", "-1.5", str(prog)), ["--time-limit", "got -1.5"]),
+        "nan time": ((*py, "--time-limit", "nan", str(prog)), ["--time-limit", "got nan"]),
+        "missing prelude": ((*py, "--prelude", str(tmp_path / "nope.py"), str(prog)),
+                            ["--prelude", "no such file", str(tmp_path / "nope.py")]),
+        "prelude is a directory": ((*py, "--prelude", str(tmp_path), str(prog)), ["--prelude", "not a regular file"]),
+        "prelude not utf-8": ((*py, "--prelude", str(not_utf8), str(prog)), ["--prelude", "not UTF-8", str(not_utf8)]),
+        "missing tests": (("judge", "--lang", "python", "--tests", str(tmp_path / "none.json"), str(prog)),
+                          ["--tests: no such file or directory", str(tmp_path / "none.json")]),
+        # a regular file whose read fails even for root (EIO)
+        "unreadable tests": (("judge", "--lang", "python", "--tests", "/proc/self/mem", str(prog)),
+                             ["--tests: cannot read /proc/self/mem"]),
+        "tests is a directory without tests": (("judge", "--lang", "python", "--tests", str(tmp_path / "empty"), str(prog)),
+                                               ["--tests:", "zero test cases"]),
+    }
+    (tmp_path / "empty").mkdir()
+    for label, (args, needles) in bad.items():
+        r = run(*args)
+        out = r.stdout + r.stderr
+        assert r.returncode == 2, (label, r.returncode, out)
+        assert "Traceback" not in out, (label, out)
+        for needle in needles:
+            assert needle in out, (label, needle, out)
+    # the same options with usable values still judge (real sandbox, real compiler)
+    good_prelude = tmp_path / "ok_prelude.py"
+    good_prelude.write_text("import math\n")
+    r = run(*py, "--prelude", str(good_prelude), "--time-limit", "1.5", "--memory-limit", "128", str(prog))
+    assert r.returncode == 0 and "1/1 passed" in r.stdout, r.stdout + r.stderr
+    r = run("judge", "--lang", "cpp", "--tests", str(tests), "--compile-command",
+            "g++ -std=c++17 -O2 main.cpp -o main", "--json", str(cpp))
+    assert r.returncode == 0 and json.loads(r.stdout)["outcome"] == "AC", r.stdout + r.stderr

@@ -695,3 +695,114 @@ def test_lcb_malformed():
     assert "public_test_cases[0].output: missing" in invalid(livecodebench_to_suite, json.dumps(missing), row=row)
     assert "metadata: expected an object" in invalid(livecodebench_to_suite, json.dumps(LCB_STDIN), None, "[1]", row=row)
     assert "public_test_cases: expected a list" in invalid(livecodebench_to_suite, '{"a": 1}', row=row)
+
+
+# --- long integers and deep nesting in test data (S1, S2) ---------------------------------------
+
+@pytest.fixture
+def default_int_limit():
+    """CPython's default 4300-digit int/str limit, as in production, restored afterwards."""
+    import sys
+
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(4300)
+    yield
+    sys.set_int_max_str_digits(old)
+
+
+def _digits(n: int) -> str:
+    import decimal
+
+    return str(decimal.Decimal(n))  # no int/str digit limit involved
+
+
+def test_json_ground_truth_with_integers_beyond_4300_digits(default_int_limit):
+    from arbiter.judge.encodings import verl_ground_truth_to_suite
+
+    big = 3**20000  # 9543 digits
+    text = ('[{"type": "function_call", "fn_name": "f", "input": [%s, "%s"], "output": [[-%s, 1.5]]}]'
+            % (_digits(big), _digits(big), _digits(big)))
+    case = verl_ground_truth_to_suite(text, row="r1").cases[0]
+    assert case.args == (big, _digits(big)) and case.expected == ([-big, 1.5],)
+    # newline-separated JSON arguments (TACO / LiveCodeBench) take the same decoder
+    apps = apps_input_output_to_suite(json.dumps({"fn_name": "f", "inputs": ["1\n2"], "outputs": [[3]]}), row="a")
+    assert apps.cases[0].args == (1, 2)
+    lcb_input = f"{_digits(big)}\n[{_digits(big)}]"
+    suite = livecodebench_to_suite(json.dumps([{"input": lcb_input, "output": _digits(big), "testtype": "functional"}]),
+                                   metadata=json.dumps({"func_name": "f"}), row="lcb")
+    assert suite.cases[0].args == (big, [big]) and suite.cases[0].expected == (big,)
+    # over the 1,000,000-digit cap: a clear error naming the row and field, never a hang
+    huge = '[{"type": "function_call", "fn_name": "f", "input": [], "output": [%s]}]' % ("9" * 1_000_001)
+    with pytest.raises(InvalidTestSuite, match=r"row 'r2': ground_truth: cannot be decoded .*1000001 digits.*1,000,000-digit cap"):
+        verl_ground_truth_to_suite(huge, row="r2")
+
+
+def test_deeply_nested_ground_truth_is_decoded_or_refused_with_a_row_error():
+    from arbiter.judge.encodings import verl_ground_truth_to_suite
+
+    def deep(n: int) -> str:
+        return '[{"type": "function_call", "fn_name": "f", "input": [], "output": [%s]}]' % ("[" * n + "]" * n)
+
+    value = verl_ground_truth_to_suite(deep(600), row="r").cases[0].expected[0]
+    depth = 0
+    while value:
+        assert isinstance(value, list) and len(value) == 1
+        value, depth = value[0], depth + 1
+    assert value == [] and depth == 599
+    with pytest.raises(InvalidTestSuite, match=r"row 'r': ground_truth: cannot be decoded \(JSON nested deeper"):
+        verl_ground_truth_to_suite(deep(100_000), row="r")
+
+
+def test_to_plain_is_iterative_and_keeps_conversions():
+    from arbiter.judge.encodings._common import to_plain
+
+    class Array:  # numpy-like: converted by duck typing
+        def __init__(self, items):
+            self.items = items
+
+        def tolist(self):
+            return list(self.items)
+
+    class Text(str):
+        pass
+
+    value = ({"b": (1, Array([Text("x"), 2.5])), "a": None},)
+    for _ in range(20_000):
+        value = [value]
+    out = to_plain(value)
+    for _ in range(20_000):
+        assert type(out) is list and len(out) == 1
+        out = out[0]
+    assert out == [{"b": [1, ["x", 2.5]], "a": None}] and list(out[0]) == ["b", "a"]
+    assert type(out[0]["b"][1][0]) is str
+    assert to_plain(Array([(1, 2)])) == [[1, 2]] and to_plain("s") == "s"
+
+
+def test_python_literals_with_integers_beyond_4300_digits(default_int_limit):
+    from arbiter.judge.encodings.pyliteral import UnsafeLiteral, parse_call_arguments, parse_literal
+
+    big = 7**6000  # 5071 digits
+    text = f"[{_digits(big)}, -{_digits(big)}, '{_digits(big)}', {{{_digits(big)}: 1}}]"
+    assert parse_literal(text) == [big, -big, _digits(big), {big: 1}]
+    args, kwargs = parse_call_arguments(f"nums = [1, {_digits(big)}], k = 3")
+    assert args == [] and kwargs == {"nums": [1, big], "k": 3}
+    with pytest.raises(UnsafeLiteral, match="1,000,000-digit cap"):
+        parse_literal("1" * 1_000_001)
+
+
+def test_json_loads_helper_keeps_json_semantics(default_int_limit):
+    from arbiter.judge.jsonvalues import IntegerTooLong, JsonTooDeep, loads, rewrite_long_int_literals
+
+    assert loads('{"a": [1, 2.5, null, true, "9"], "n": NaN}')["a"] == [1, 2.5, None, True, "9"]
+    assert loads(b"[" + _digits(-(10**5000)).encode() + b"]") == [-(10**5000)]
+    with pytest.raises(json.JSONDecodeError):
+        loads("[1, 2")
+    with pytest.raises(JsonTooDeep):
+        loads("[" * 50_000 + "]" * 50_000)
+    with pytest.raises(IntegerTooLong):
+        loads("1" * 2_000_000)
+    source = f"x = '{'1' * 5000}' + {'2' * 5000}"
+    rewritten = rewrite_long_int_literals(source)
+    assert rewritten.startswith(f"x = '{'1' * 5000}' + 0x")  # the string is left alone
+    assert _digits(ast.literal_eval(rewritten.split(" + ")[1])) == "2" * 5000
+    assert rewrite_long_int_literals("[1, 2, '3']") == "[1, 2, '3']"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import decimal
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,10 +13,25 @@ from arbiter.checkers.spec import CheckerSpec
 from arbiter.judge.judge import judge, judge_all
 from arbiter.judge.task import Task
 from arbiter.judge.testsuite import CallCase, StdioCase, TestSuite
-from arbiter.judge.verdict import Outcome
+from arbiter.judge.verdict import Outcome, Verdict
 from arbiter.sandbox.limits import Limits
 
 CHEATS = Path(__file__).parent / "cheats"
+
+
+def digits(n: int) -> str:
+    """``str(n)`` for any length without touching the process-wide int/str digit limit."""
+    return str(decimal.Decimal(n))
+
+
+@pytest.fixture
+def default_int_limit():
+    """Run with CPython's default 4300-digit int/str limit (as the judge runs in production),
+    whatever an earlier test did, and restore the previous setting afterwards."""
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(4300)
+    yield
+    sys.set_int_max_str_digits(old)
 
 
 def stdio(name: str, stdin: str, *answers: str) -> StdioCase:
@@ -201,13 +218,11 @@ def test_judge_all_in_parallel_keeps_order():
     assert [v.outcome for v in verdicts] == [Outcome.AC if i < 3 else Outcome.WA for i in range(6)]
 
 
-def test_python_reads_binary_stdin_and_big_integers():
-    import sys
-
-    sys.set_int_max_str_digits(0)
+def test_python_reads_binary_stdin_and_big_integers(default_int_limit):
+    # (the judge process keeps its 4300-digit limit; the expected text comes from decimal)
     src = "import sys\ndata = sys.stdin.buffer.read().split()\nprint(int(data[0]) ** 2)\n"
     big = 10 ** 3000
-    suite = TestSuite((StdioCase("big", str(big).encode() + b"\n", (str(big * big).encode() + b"\n",)),))
+    suite = TestSuite((StdioCase("big", digits(big).encode() + b"\n", (digits(big * big).encode() + b"\n",)),))
     assert judge(Task("python", src, suite)).outcome is Outcome.AC
 
 
@@ -280,3 +295,166 @@ def test_a_failing_checker_is_the_tasks_fault_never_the_programs():
     assert judge(Task("python", src, suite, checker=crash)).outcome is Outcome.INVALID_TASK
     pe = CheckerSpec("external", program="import sys\nsys.exit(2)\n", program_language="python")
     assert judge(Task("python", src, suite, checker=pe)).outcome is Outcome.WA
+
+
+# --- deep and huge return values (S1, S2) -------------------------------------------------------
+
+DEEP_SRC = (
+    "import sys\n"
+    "def walrus():\n"  # the QA reproduction: 100000 levels, default recursion limit
+    "    x = []\n"
+    "    [x := [x] for _ in range(100000)]\n"
+    "    return x\n"
+    "def deep_list(n):\n"  # the program lifts its recursion limit, so the sandbox can serialise it
+    "    sys.setrecursionlimit(10**8)\n"
+    "    x = []\n"
+    "    for _ in range(n):\n"
+    "        x = [x]\n"
+    "    return x\n"
+    "def deep_dict(n):\n"
+    "    sys.setrecursionlimit(10**8)\n"
+    "    x = {}\n"
+    "    for _ in range(n):\n"
+    "        x = {'a': x}\n"
+    "    return x\n"
+    "def double(n):\n"
+    "    return 2 * n\n"
+)
+
+
+def nested(depth: int) -> list:
+    x: list = []
+    for _ in range(depth):
+        x = [x]
+    return x
+
+
+def test_deeply_nested_return_values_get_a_verdict_never_an_exception():
+    suite = TestSuite((
+        CallCase("walrus", "walrus", (), {}, ([],)),
+        CallCase("list5000", "deep_list", (5000,), {}, ([],)),
+        CallCase("dict5000", "deep_dict", (5000,), {}, ({},)),
+        # 3,000,000 levels overflow the C stack (8 MiB) while the harness serialises the value
+        CallCase("crash", "deep_list", (3_000_000,), {}, ([],)),
+        CallCase("after", "double", (21,), {}, (42,)),  # the sandbox still works afterwards
+        CallCase("list200", "deep_list", (200,), {}, (nested(200),)),  # deep but decodable: exact
+        CallCase("list200_wrong", "deep_list", (200,), {}, (nested(199),)),
+    ))
+    task = Task("python", DEEP_SRC, suite, run_all=True,
+                limits=Limits(cpu_seconds=10, memory_bytes=512 << 20, stack_bytes=8 << 20))
+    v = judge(task)
+    assert isinstance(v, Verdict)
+    got = {c.name: c for c in v.cases}
+    assert [c.name for c in v.cases] == [c.name for c in suite]
+    # the sandbox's json.dumps hit its recursion limit: unserialisable -> WA
+    assert got["walrus"].outcome is Outcome.WA and "RecursionError" in got["walrus"].diff
+    # serialised in the sandbox, too deep for the judge process to decode -> WA, said so
+    for name in ("list5000", "dict5000"):
+        assert got[name].outcome is Outcome.WA, (name, got[name])
+        assert "cannot be compared" in got[name].diff and "nested deeper" in got[name].diff
+    # the serialiser overflowed the stack: the process died, RE (a signal, no result)
+    assert got["crash"].outcome is Outcome.RE and got["crash"].signal is not None, got["crash"]
+    assert got["after"].outcome is Outcome.AC
+    assert got["list200"].outcome is Outcome.AC
+    assert got["list200_wrong"].outcome is Outcome.WA and "$" + "[0]" * 199 in got["list200_wrong"].diff
+    assert v.outcome is Outcome.WA and v.passed == 2
+
+
+def test_function_returning_a_20000_bit_integer_against_a_json_ground_truth(default_int_limit):
+    from arbiter.judge.encodings.verl import verl_ground_truth_to_suite
+
+    big = 2**20000  # 6021 digits: beyond the judge process's 4300-digit limit
+    def ground_truth(value_text: str) -> str:
+        return ('[{"type": "function_call", "fn_name": "f", "input": [20000], "output": [%s]},'
+                ' {"type": "function_call", "fn_name": "g", "input": [20000], "output": [[1, {"k": %s}]]}]'
+                % (value_text, value_text))
+
+    src = "def f(n):\n    return 2 ** n\ndef g(n):\n    return [1, {'k': 2 ** n}]\n"
+    right = verl_ground_truth_to_suite(ground_truth(digits(big)), row="big")
+    assert right.cases[0].expected == (big,)
+    v = judge(Task("python", src, right, run_all=True))
+    assert v.outcome is Outcome.AC, v.reason
+
+    wrong = verl_ground_truth_to_suite(ground_truth(digits(big + 1)), row="big+1")
+    v = judge(Task("python", src, wrong, run_all=True))
+    assert v.outcome is Outcome.WA and [c.outcome for c in v.cases] == [Outcome.WA, Outcome.WA]
+    diff = v.cases[0].diff
+    assert "(6021 digits)" in diff and diff.count("...") >= 2, diff
+    assert digits(big)[-10:] in diff and digits(big + 1)[-10:] in diff  # trailing digits differ
+    assert v.cases[1].diff.startswith("at $[1]['k']:")
+    assert sys.get_int_max_str_digits() == 4300  # the judge did not lift the limit
+
+
+def test_stdin_cases_with_huge_integer_tokens(default_int_limit):
+    big = 2**20000
+    src = "n = int(input())\nprint(2 ** n)\nprint(-(2 ** n), 7)\n"
+    want = f"{digits(big)}\n{digits(-big)} 7\n".encode()
+    off = f"{digits(big + 1)}\n{digits(-big)} 7\n".encode()
+    for name in ("exact", "trailing_whitespace", "tokens", "tokens_float", "pie"):
+        checker = CheckerSpec(name)
+        ok = judge(Task("python", src, TestSuite((StdioCase("a", b"20000\n", (want,)),)), checker=checker))
+        assert ok.outcome is Outcome.AC, (name, ok.reason)
+        bad = judge(Task("python", src, TestSuite((StdioCase("a", b"20000\n", (off,)),)), checker=checker))
+        assert bad.outcome is Outcome.WA, (name, bad.reason)
+    # tokens_float: an expected huge plain integer takes only exactly that value, written any way
+    padded = f"+000{digits(big)}.000\n{digits(-big)} 7.0\n".encode()
+    prints_padded = f"print('+000' + str(2 ** 20000) + '.000')\nprint(-(2 ** 20000), '7.0')\n"
+    v = judge(Task("python", prints_padded, TestSuite((StdioCase("a", b"", (want,)),)),
+                   checker=CheckerSpec("tokens_float")))
+    assert v.outcome is Outcome.AC, v.reason
+    assert padded.split()[0] != want.split()[0]  # really a different spelling
+
+
+# --- StdioCase / CallCase field validation (S3) ---------------------------------------------------
+
+def test_stdio_case_accepts_str_and_lists_and_rejects_wrong_types():
+    one = StdioCase("a", "3\n", "6\n")  # str stdin, a single str answer
+    assert one.stdin == b"3\n" and one.expected == (b"6\n",)
+    several = StdioCase(7, b"3\n", ["6\n", b"6.0\n"])  # an int name, a list of accepted answers
+    assert several.name == "7" and several.expected == (b"6\n", b"6.0\n")
+    assert StdioCase("b", bytearray(b"x"), b"y").expected == (b"y",)
+    assert StdioCase("c", "\udcff", "é").stdin == b"\xff" and StdioCase("c", "", "é").expected == ("é".encode(),)
+    with pytest.raises(TypeError, match=r"StdioCase 'a': expected must be bytes, str, or a tuple/list"):
+        StdioCase("a", b"", None)
+    with pytest.raises(TypeError, match=r"StdioCase 'a': expected\[1\] must be bytes or str, got int"):
+        StdioCase("a", b"", (b"1", 1))
+    with pytest.raises(TypeError, match=r"StdioCase 'a': stdin must be bytes or str, got list"):
+        StdioCase("a", [b"1"], b"1")
+    with pytest.raises(TypeError, match=r"name must be a str"):
+        StdioCase(None, b"", b"1")
+    with pytest.raises(ValueError, match="no expected output"):
+        StdioCase("a", b"", [])
+    # the converted case is judged like a bytes one (a str answer used to be a silent WA)
+    suite = TestSuite([StdioCase("s", "3\n", "6\n"), StdioCase("l", "4\n", ["9\n", "8\n"])])
+    v = judge(Task("python", "print(2 * int(input()))\n", suite, checker=CheckerSpec("exact")))
+    assert v.outcome is Outcome.AC and v.passed == 2, v.reason
+
+
+def test_call_case_and_suite_validation():
+    c = CallCase("a", "f", [1, 2], {"k": 3}, ([1, 2],))
+    assert c.args == (1, 2) and c.expected == ([1, 2],)
+    with pytest.raises(TypeError, match=r"CallCase 'a': expected must be a tuple .*got list \(ambiguous"):
+        CallCase("a", "f", (), {}, [1, 2])
+    with pytest.raises(TypeError, match=r"CallCase 'a': fn_name must be a non-empty str"):
+        CallCase("a", "", (), {}, (1,))
+    with pytest.raises(TypeError, match=r"CallCase 'a': kwargs must be a mapping with str keys"):
+        CallCase("a", "f", (), {1: 2}, (1,))
+    with pytest.raises(TypeError, match=r"CallCase 'a': args must be a tuple"):
+        CallCase("a", "f", 5, {}, (1,))
+    with pytest.raises(TypeError, match=r"TestSuite: cases\[1\] must be a StdioCase or CallCase, got dict"):
+        TestSuite((c, {"stdin": "", "stdout": ""}))
+
+
+def test_a_forged_or_malformed_call_result_still_gets_a_verdict():
+    # the program writes its own "result" on the harness's descriptor and leaves without
+    # returning; whatever it wrote, judge() returns a verdict (never raises, never SANDBOX_ERROR)
+    forged = {
+        "fields of the wrong type": (b'{"ok": true, "unserializable": 5, "type": [1]}', Outcome.WA),
+        "not an object": (b"[1, 2]", Outcome.RE),
+        "not JSON": (b"\xff\xfe{", Outcome.RE),
+        "too deep": (b'{"ok": true, "value": ' + b"[" * 5000 + b"]" * 5000 + b"}", Outcome.WA),
+    }
+    for label, (payload, outcome) in forged.items():
+        src = f"import os\ndef f(x):\n    os.write(3, {payload!r})\n    os._exit(0)\n"
+        v = judge(Task("python", src, TestSuite((CallCase("a", "f", (1,), {}, (2,)),))))
+        assert isinstance(v, Verdict) and v.outcome is outcome, (label, v.outcome, v.reason)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any, Sequence
+
+from arbiter.checkers.bigint import show_int
 
 #: Longest rendering of one expected/actual piece inside a diff, in characters.
 SHOW_CHARS = 80
@@ -22,14 +25,37 @@ def show(piece: bytes | str, limit: int = SHOW_CHARS) -> str:
 
 
 def show_value(value: Any, limit: int = SHOW_CHARS) -> str:
-    """Render a JSON-like value for a diff, cut to ``limit`` characters, with its type name."""
+    """Render a JSON-like value for a diff, cut to ``limit`` characters, with its type name.
+
+    Never raises: an ``int`` beyond the interpreter's int/str digit limit is shown by its
+    leading and trailing digits and its digit count (:func:`arbiter.checkers.bigint.show_int`);
+    a container that ``repr`` cannot render (nested too deeply, or holding such an int) is shown
+    by a bounded-depth rendering (``[[[[...]]]]``).
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        text = show_int(value, limit)
+        return f"{text} (int)"
     try:
         text = repr(value)
+    except (ValueError, RecursionError, MemoryError):  # a long int inside, or deep nesting
+        text = _SHORT_REPR.repr(value)
     except Exception:  # pragma: no cover - values are plain JSON data
         text = f"<{type(value).__name__}>"
     if len(text) > limit:
         text = text[: limit - 3] + "..."
     return f"{text} ({type(value).__name__})"
+
+
+class _ShortRepr(reprlib.Repr):
+    """``reprlib`` with long ints rendered by :func:`show_int` (``reprlib`` calls ``repr`` on them)."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        return show_int(x, self.maxlong)
+
+
+_SHORT_REPR = _ShortRepr()
+_SHORT_REPR.maxlevel = 4
+_SHORT_REPR.maxlong = 40
 
 
 def first_difference(got: Sequence[Any], want: Sequence[Any]) -> int:

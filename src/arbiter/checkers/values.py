@@ -15,7 +15,9 @@ Rules (in this order):
   value with ``==``); the verl routes of those sources use it
   (:attr:`arbiter.checkers.spec.CheckerSpec.strict_bool`).
 - ``None`` equals only ``None``.
-- ``int`` vs ``int``: exact, any size (no float conversion: ``10**17`` != ``10**17 + 1``).
+- ``int`` vs ``int``: exact, any size (no float conversion: ``10**17`` != ``10**17 + 1``; no
+  int/str conversion either, so integers beyond CPython's 4300-digit limit compare and show in
+  diffs, by their leading and trailing digits, without lifting the limit).
 - a number vs a number when either is a ``float``: equal within ``abs_tol`` or ``rel_tol`` of
   the expected value (:func:`arbiter.checkers.numbers.close`); ``nan`` matches ``nan``; an
   infinity matches only the same infinity. (LiveCodeBench and TACO have no tolerance here,
@@ -34,6 +36,7 @@ import json
 import math
 from typing import Any
 
+from arbiter.checkers.bigint import int_to_decimal
 from arbiter.checkers.diff import plural, show_value
 from arbiter.checkers.numbers import close
 from arbiter.checkers.result import ACCEPTED, CheckResult
@@ -50,7 +53,10 @@ def _json_key(key: Any) -> Any:
     if key is None:
         return "null"
     if isinstance(key, int):
-        return str(key)
+        try:
+            return int_to_decimal(key)  # no 4300-digit limit
+        except ValueError:
+            return key
     if isinstance(key, float):
         return json.dumps(key)
     return key
@@ -98,7 +104,8 @@ def compare_values(actual: Any, expected: Any, abs_tol: float = 1e-6, rel_tol: f
     :class:`~arbiter.checkers.spec.CheckerSpec`'s fields). The diff
     names the first difference in depth-first order as a path: ``$`` is the whole value, then
     ``[3]`` for list items and ``['key']`` for dict values, e.g.
-    ``at $[2]: expected 5 (int), got 6 (int)``. Never raises; iterative, so deep nesting is fine.
+    ``at $[2]: expected 5 (int), got 6 (int)``. Never raises; iterative, so deep nesting is fine
+    (a container too deep for ``repr`` is shown to a bounded depth in the diff).
     """
     if _fast_equal(actual, expected):
         return ACCEPTED

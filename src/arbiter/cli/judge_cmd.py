@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from enum import Enum
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -22,21 +24,77 @@ class Scoring(str, Enum):
     fraction = "fraction"
 
 
+PRELUDE_KEYWORDS = ("auto", "none", "apps")
+
+
+class BadOption(Exception):
+    """A command-line value that cannot be used; the message names the option (exit status 2)."""
+
+
 def _prelude(option: str, suite, lang: str) -> str:
     """The Python prelude for ``--prelude``: ``auto`` runs the import block the APPS/TACO/verl
     harnesses prepend (scrubbed of the names of the functions under test) for suites in those
-    encodings, nothing for other suites; ``none``; ``apps``; or a file."""
-    from pathlib import Path
+    encodings, nothing for other suites; ``none``; ``apps``; or a file (UTF-8 Python source).
 
+    Raises :class:`BadOption` naming ``--prelude`` and the file when it is missing, not a
+    regular file, unreadable or not UTF-8.
+    """
     from arbiter.judge.testsuite import CallCase
     from arbiter.judge.preludes import PYTHON_PRELUDE, scrub_prelude
 
+    if option not in PRELUDE_KEYWORDS:
+        path = Path(option)
+        if not path.exists():
+            raise BadOption(f"--prelude: no such file: {option} (or use auto, none, apps)")
+        if not path.is_file():
+            raise BadOption(f"--prelude: not a regular file: {option}")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise BadOption(f"--prelude: cannot read {option} ({exc.strerror or exc})") from None
+        except UnicodeDecodeError as exc:
+            raise BadOption(f"--prelude: {option} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if lang != "python" or option == "none":
         return ""
     if option == "auto" and not suite.origin.split(":")[0] in ("apps", "verl"):
         return ""
-    text = PYTHON_PRELUDE if option in ("auto", "apps") else Path(option).read_text(encoding="utf-8")
+    if option in ("auto", "apps"):
+        text = PYTHON_PRELUDE
     return scrub_prelude(text, {c.fn_name for c in suite if isinstance(c, CallCase)})
+
+
+def _check_limits(time_limit: float, memory_limit: int) -> None:
+    """Raise :class:`BadOption` naming ``--time-limit`` (CPU seconds) or ``--memory-limit`` (MiB)
+    unless each is a positive finite number."""
+    if not (math.isfinite(time_limit) and time_limit > 0):
+        raise BadOption(f"--time-limit must be a positive number of CPU seconds per case, got {time_limit:g}")
+    if memory_limit <= 0:
+        raise BadOption(f"--memory-limit must be a positive number of MiB per case, got {memory_limit}")
+
+
+def _check_compile_command(command: str | None, lang: str) -> None:
+    """Raise :class:`BadOption` naming ``--compile-command`` when it is given for a Python
+    program or fails :func:`arbiter.languages.cpp_command.parse_compile_command` (a shell-free
+    g++/clang++ command line naming one source file)."""
+    if command is None:
+        return
+    if lang != "cpp":
+        raise BadOption("--compile-command applies to --lang cpp only")
+    from arbiter.languages.cpp_command import CompileCommandError, parse_compile_command
+
+    try:
+        parse_compile_command(command)
+    except CompileCommandError as exc:
+        raise BadOption(f"--compile-command {command!r}: {exc}") from None
+
+
+def _read_text(path: Path, what: str) -> str:
+    """A file given on the command line, decoded as UTF-8 (undecodable bytes kept as surrogate
+    escapes); :class:`BadOption` naming ``what`` and the path when it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError as exc:
+        raise BadOption(f"{what}: cannot read {path} ({exc.strerror or exc})") from None
 
 
 def register(app: typer.Typer) -> None:
@@ -44,7 +102,7 @@ def register(app: typer.Typer) -> None:
     def judge(
         file: Path = typer.Argument(..., exists=True, dir_okay=False, help="the program to judge"),
         lang: Lang = typer.Option(..., "--lang", help="python or cpp"),
-        tests: Path = typer.Option(..., "--tests", exists=True,
+        tests: Path = typer.Option(..., "--tests",
                                    help="test suite: PIE folder/.tar.gz, APPS input_output.json, verl JSON, or a visible_tests list"),
         checker: str = typer.Option("tokens", "--checker",
                                     help="exact | trailing_whitespace | pie | tokens | tokens_float | external"),
@@ -64,7 +122,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Judge FILE on a test suite and print a per-case table and the score.
 
-        Exit status: 0 when accepted, 1 otherwise, 2 for bad input.
+        Exit status: 0 when accepted, 1 otherwise, 2 for bad input (a message on stderr names
+        the option: a missing or unreadable --tests / --prelude file, a non-positive
+        --time-limit / --memory-limit, an unusable --compile-command, an unknown --checker).
         """
         from arbiter.checkers.spec import CheckerSpec
         from arbiter.judge.encodings.autodetect import load_suite
@@ -75,18 +135,29 @@ def register(app: typer.Typer) -> None:
         from arbiter.sandbox.limits import MiB, Limits
 
         console = Console(stderr=as_json)
+        errors = Console(stderr=True)
         try:
-            suite = load_suite(tests, problem=problem)
-            spec = CheckerSpec(checker, case_insensitive=case_insensitive,
-                               program=checker_program.read_text() if checker_program else None,
+            _check_limits(time_limit, memory_limit)
+            _check_compile_command(compile_command, lang.value)
+            source = _read_text(file, "FILE")
+            checker_source = _read_text(checker_program, "--checker-program") if checker_program else None
+            if not tests.exists():
+                raise BadOption(f"--tests: no such file or directory: {tests}")
+            try:
+                suite = load_suite(tests, problem=problem)
+            except OSError as exc:
+                raise BadOption(f"--tests: cannot read {exc.filename or tests} ({exc.strerror or exc})") from None
+            except InvalidTestSuite as exc:
+                raise BadOption(f"--tests: {exc}") from None
+            spec = CheckerSpec(checker, case_insensitive=case_insensitive, program=checker_source,
                                program_language="python" if checker_program and checker_program.suffix == ".py" else "cpp")
-            task = Task(language=lang.value, source=file.read_text(encoding="utf-8", errors="surrogateescape"),
+            task = Task(language=lang.value, source=source,
                         suite=suite, limits=Limits(cpu_seconds=time_limit, memory_bytes=memory_limit * MiB),
                         checker=spec, scoring=scoring.value, run_all=run_all,  # type: ignore[arg-type]
                         compile=CompileSpec(command=compile_command), task_id=str(file),
                         prelude=_prelude(prelude, suite, lang.value))
-        except (InvalidTestSuite, ValueError, OSError) as exc:
-            console.print(f"[red]error:[/] {exc}")
+        except (BadOption, InvalidTestSuite, ValueError, OSError) as exc:
+            errors.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2)
         verdict = run_judge(task)
         if as_json:

@@ -8,7 +8,12 @@ case runs inside that sandbox in a fresh process. Per-case verdicts follow DESIG
 - an exception inside a called function is RE, whatever the expected value;
 - a function's return value is serialised to JSON inside the sandbox and compared here (never
   through the program's own ``__eq__``); a value that cannot be serialised (a generator, a
-  custom object) is WA;
+  custom object, a list nested past the sandbox's recursion limit) is WA; if serialising it
+  crashes the process (a C stack overflow after ``sys.setrecursionlimit``), RE;
+- the JSON is decoded here without the 4300-digit int limit (integers up to 1,000,000 digits,
+  :mod:`arbiter.judge.jsonvalues`); a value that decodes but is nested deeper than the judge
+  process can decode (about 1000 levels), or holds a longer integer, cannot equal any expected
+  value and is WA with a diff that says so;
 - otherwise the task's checker decides AC or WA.
 
 Submission-level verdicts: ``INVALID_TASK`` (zero cases, call-based cases for C++), ``CE``
@@ -22,7 +27,6 @@ Scoring: all-or-nothing (the cards' reward) stops at the first failing case unle
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +35,8 @@ from typing import Callable, Iterable, Iterator, Sequence
 from arbiter.checkers.compare import check_output, compare_values
 from arbiter.checkers.result import CheckResult
 from arbiter.checkers.spec import CheckerSpec
+from arbiter.judge.jsonvalues import IntegerTooLong, JsonTooDeep
+from arbiter.judge.jsonvalues import loads as loads_json
 from arbiter.judge.task import Task
 from arbiter.judge.testsuite import CallCase, StdioCase, TestCase
 from arbiter.judge.verdict import CaseResult, Outcome, Verdict
@@ -46,6 +52,9 @@ _STATUS_OUTCOME = {
     Status.RUNTIME_ERROR: Outcome.RE,
 }
 STDERR_TAIL = 600  # bytes of stderr quoted in an RE's detail
+#: How the sandbox's call harness starts the JSON of a returned value (``json.dumps`` of
+#: ``{"ok": True, "value": ...}``, default separators).
+_VALUE_PREFIX = b'{"ok": true, "value": '
 CHECKER_LIMITS = Limits(cpu_seconds=10, wall_seconds=20, memory_bytes=1024 * MiB)
 
 
@@ -190,7 +199,17 @@ def _evaluate_call(case: CallCase, ex: Execution, checker: CheckerSpec, res: Cas
     payload = None
     if ex.result:
         try:
-            payload = json.loads(ex.result)
+            payload = loads_json(ex.result)
+        except (JsonTooDeep, IntegerTooLong) as exc:
+            # Valid JSON the judge process cannot hold: nested deeper than its recursion limit
+            # or an integer over the digit cap. No expected value decoded from JSON is that
+            # deep or that long, so a returned value of this kind cannot match: WA (RE when
+            # the process failed; anything else is not the harness's value payload: RE below).
+            if ex.status is Status.OK and ex.result.startswith(_VALUE_PREFIX):
+                res.outcome = Outcome.WA
+                res.diff = f"the return value cannot be compared: {exc}"
+                return res
+            payload = None
         except ValueError:
             payload = None
     if not isinstance(payload, dict):
@@ -205,10 +224,10 @@ def _evaluate_call(case: CallCase, ex: Execution, checker: CheckerSpec, res: Cas
     if ex.status is Status.RUNTIME_ERROR:  # returned, then the process died (os._exit(1), ...)
         res.outcome, res.detail = Outcome.RE, ex.detail
         return res
-    if "unserializable" in payload:
+    if "unserializable" in payload:  # (str(): the payload's fields are not trusted to be strings)
         res.outcome = Outcome.WA
-        res.diff = (f"returned a {payload.get('type', 'value')} that is not a JSON value "
-                    f"({payload['unserializable'][:200]})")
+        res.diff = (f"returned a {str(payload.get('type', 'value'))[:60]} that is not a JSON value "
+                    f"({str(payload['unserializable'])[:200]})")
         return res
     value = payload.get("value")
     first: CheckResult | None = None
@@ -236,9 +255,11 @@ def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
     - ``retries``: how many times a case that hit ``SANDBOX_ERROR`` is retried in a fresh sandbox.
     - ``on_case``: called with each :class:`CaseResult` as it is decided (progress reporting).
 
-    Returns a :class:`Verdict`; never raises for anything the program does. An unusable compile
-    command is ``INVALID_TASK``; a compiler that is not installed is ``SANDBOX_ERROR``. Raises
-    ``ValueError`` only for an unknown language.
+    Returns a :class:`Verdict`; never raises for anything the program does (its output, its
+    return value's size, depth or integers, its crashes). An unusable compile command is
+    ``INVALID_TASK``; a compiler that is not installed is ``SANDBOX_ERROR``; an unexpected
+    exception while judging a case's result (a bug on our side) is ``SANDBOX_ERROR`` naming the
+    case and the exception. Raises ``ValueError`` only for an unknown language.
     """
     started = time.monotonic()
     if task.language not in ("python", "cpp"):
@@ -307,7 +328,13 @@ def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
                     ex = runner.run(case)
                 except SandboxError as exc:
                     ex = Execution(Status.SANDBOX_ERROR, detail=str(exc))
-                res = evaluate_case(case, ex, task.checker, external)
+                try:
+                    res = evaluate_case(case, ex, task.checker, external)
+                except Exception as exc:  # a judge bug: reported as ours, never raised into a batch
+                    return _verdict(task, Outcome.SANDBOX_ERROR,
+                                    f"case {case.name}: internal error while judging the result "
+                                    f"({type(exc).__name__}: {str(exc)[:300]})", started,
+                                    cases=results, compile_output=compile_output, toolchain=toolchain)
                 if res.outcome is not Outcome.SANDBOX_ERROR or attempts_left <= 0:
                     break
                 attempts_left -= 1

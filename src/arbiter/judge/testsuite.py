@@ -12,6 +12,7 @@ never scored (the judge returns ``INVALID_TASK``, DESIGN.md standing rule).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -23,11 +24,59 @@ class InvalidTestSuite(ValueError):
     """
 
 
+def str_to_bytes(text: str) -> bytes:
+    """UTF-8 bytes of ``text``; lone surrogates (possible after JSON ``\\ud800`` escapes or
+    ``surrogateescape`` decoding) are written back as the bytes they stand for, never an error."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape" if _only_escapes(text) else "surrogatepass")
+
+
+def _only_escapes(text: str) -> bool:
+    return all(not (0xD800 <= ord(c) <= 0xDFFF) or 0xDC80 <= ord(c) <= 0xDCFF for c in text)
+
+
+def _what(value: Any) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def _text_field(value: Any, case: str, field: str, kind: str) -> bytes:
+    """``bytes`` from ``bytes``/``bytearray``/``memoryview`` (copied) or ``str`` (UTF-8 via
+    :func:`str_to_bytes`); anything else is a ``TypeError`` naming the case and the field."""
+    if type(value) is bytes:
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, str):
+        return str_to_bytes(value)
+    raise TypeError(f"{kind} {case!r}: {field} must be bytes or str, got {_what(value)}")
+
+
+def _name_field(value: Any, kind: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise TypeError(f"{kind}: name must be a str (or an int, made a str), got {_what(value)}")
+
+
 @dataclass(frozen=True)
 class StdioCase:
     """One stdin/stdout test case.
 
-    ``expected`` holds every accepted stdout (usually one). Bytes, compared by a checker.
+    - ``name``: the case's label in verdicts (an ``int`` is turned into its ``str``).
+    - ``stdin``: the bytes fed to the program (a ``str`` is UTF-8 encoded).
+    - ``expected``: every accepted stdout (usually one), stored as a ``tuple`` of ``bytes`` and
+      compared by the task's checker; the output passes when **any** of them matches. For
+      convenience a single ``bytes``/``str`` answer is wrapped into a one-element tuple, a
+      ``list``/``tuple`` is read as several accepted answers (each ``bytes`` or ``str``, ``str``
+      UTF-8 encoded), so ``StdioCase("a", "1 2\\n", "3\\n")`` works.
+
+    Raises ``TypeError`` naming the case and the field (``name``, ``stdin``, ``expected`` or
+    ``expected[i]``) for any other type (``None``, a number, a dict, a list holding a non-text
+    item), and :class:`InvalidTestSuite` for an empty ``expected``: a wrong type never reaches
+    a checker, where ``str`` compared with ``bytes`` would be a silent WA.
     """
 
     name: str
@@ -35,17 +84,37 @@ class StdioCase:
     expected: tuple[bytes, ...]
 
     def __post_init__(self) -> None:
-        if not self.expected:
-            raise InvalidTestSuite(f"case {self.name!r}: no expected output")
+        name = _name_field(self.name, "StdioCase")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "stdin", _text_field(self.stdin, name, "stdin", "StdioCase"))
+        expected = self.expected
+        if isinstance(expected, (bytes, bytearray, memoryview, str)):
+            answers: tuple[bytes, ...] = (_text_field(expected, name, "expected", "StdioCase"),)
+        elif isinstance(expected, (tuple, list)):
+            answers = tuple(_text_field(a, name, f"expected[{i}]", "StdioCase") for i, a in enumerate(expected))
+        else:
+            raise TypeError(f"StdioCase {name!r}: expected must be bytes, str, or a tuple/list of accepted "
+                            f"answers (bytes or str), got {_what(expected)}")
+        if not answers:
+            raise InvalidTestSuite(f"case {name!r}: no expected output")
+        object.__setattr__(self, "expected", answers)
 
 
 @dataclass(frozen=True)
 class CallCase:
     """One function-call test case.
 
-    ``fn_name`` is a top-level function or a method of ``class Solution``; ``args`` / ``kwargs``
-    are JSON-compatible values passed to it; ``expected`` holds every accepted return value,
-    JSON-compatible (tuples already lists).
+    - ``name``: the case's label (an ``int`` is turned into its ``str``).
+    - ``fn_name``: a top-level function or a method of ``class Solution`` (non-empty ``str``).
+    - ``args``: positional arguments, JSON-compatible values; a ``list`` is turned into a tuple.
+    - ``kwargs``: keyword arguments, a mapping with ``str`` keys (copied into a ``dict``).
+    - ``expected``: a **tuple** of every accepted return value (JSON-compatible, tuples already
+      lists), usually ``(value,)``. A ``list`` is refused: ``expected=[1, 2]`` could mean the
+      return value ``[1, 2]`` or the accepted values ``1`` and ``2``, and guessing would
+      misjudge; pass ``expected=([1, 2],)`` or ``expected=(1, 2)``.
+
+    Raises ``TypeError`` naming the case and the field for a wrong type, and
+    :class:`InvalidTestSuite` for an empty ``expected``.
     """
 
     name: str
@@ -55,8 +124,25 @@ class CallCase:
     expected: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
+        name = _name_field(self.name, "CallCase")
+        object.__setattr__(self, "name", name)
+        if not isinstance(self.fn_name, str) or not self.fn_name:
+            raise TypeError(f"CallCase {name!r}: fn_name must be a non-empty str, got {self.fn_name!r:.60}")
+        if isinstance(self.args, list):
+            object.__setattr__(self, "args", tuple(self.args))
+        elif not isinstance(self.args, tuple):
+            raise TypeError(f"CallCase {name!r}: args must be a tuple (or list) of positional arguments, "
+                            f"got {_what(self.args)}")
+        if not isinstance(self.kwargs, Mapping) or not all(isinstance(k, str) for k in self.kwargs):
+            raise TypeError(f"CallCase {name!r}: kwargs must be a mapping with str keys, got {_what(self.kwargs)}")
+        if type(self.kwargs) is not dict:
+            object.__setattr__(self, "kwargs", dict(self.kwargs))
+        if not isinstance(self.expected, tuple):
+            hint = " (ambiguous: pass (value,) for one list-valued answer)" if isinstance(self.expected, list) else ""
+            raise TypeError(f"CallCase {name!r}: expected must be a tuple of accepted return values, "
+                            f"got {_what(self.expected)}{hint}")
         if not self.expected:
-            raise InvalidTestSuite(f"case {self.name!r}: no expected return value")
+            raise InvalidTestSuite(f"case {name!r}: no expected return value")
 
     def __hash__(self) -> int:  # kwargs is a dict; cases are hashed by name only
         return hash((self.name, self.fn_name))
@@ -67,12 +153,25 @@ TestCase = Union[StdioCase, CallCase]
 
 @dataclass(frozen=True)
 class TestSuite:
-    """An ordered tuple of cases plus where they came from (``origin``, e.g. ``verl:dict``)."""
+    """An ordered tuple of cases plus where they came from (``origin``, e.g. ``verl:dict``).
+
+    ``cases`` may be given as any iterable (stored as a tuple); an item that is not a
+    :class:`StdioCase` or :class:`CallCase` raises ``TypeError`` naming its index.
+    """
 
     __test__ = False  # not a pytest test class
 
     cases: tuple[TestCase, ...]
     origin: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.cases, tuple):
+            if isinstance(self.cases, (str, bytes, StdioCase, CallCase)):
+                raise TypeError(f"TestSuite: cases must be a tuple of cases, got {_what(self.cases)}")
+            object.__setattr__(self, "cases", tuple(self.cases))
+        for i, case in enumerate(self.cases):
+            if not isinstance(case, (StdioCase, CallCase)):
+                raise TypeError(f"TestSuite: cases[{i}] must be a StdioCase or CallCase, got {_what(case)}")
 
     def __len__(self) -> int:
         return len(self.cases)

@@ -3,11 +3,12 @@ text-to-bytes, JSON decoding and function-argument decoding."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from arbiter.judge.testsuite import InvalidTestSuite, TestCase, TestSuite
+from arbiter.judge.jsonvalues import IntegerTooLong, JsonTooDeep
+from arbiter.judge.jsonvalues import loads as loads_json
+from arbiter.judge.testsuite import InvalidTestSuite, TestCase, TestSuite, str_to_bytes
 
 
 def fail(row: str, field: str, message: str) -> NoReturn:
@@ -20,6 +21,40 @@ def type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
+_LEAF, _LIST, _DICT = 0, 1, 2
+_PLAIN_SCALARS = frozenset((str, bytes, bool, int, float))
+
+
+def _shallow(value: Any) -> tuple[int, Any]:
+    """One level of :func:`to_plain`: ``(_LEAF, plain value)``, ``(_LIST, items)`` or
+    ``(_DICT, [(key, value), ...])``; duck-typed converters are applied until a plain shape."""
+    while True:
+        if value is None or type(value) in _PLAIN_SCALARS:
+            return _LEAF, value
+        if isinstance(value, Mapping):
+            return _DICT, list(value.items())
+        if isinstance(value, (list, tuple)):
+            return _LIST, value
+        if isinstance(value, bool):
+            return _LEAF, bool(value)
+        if isinstance(value, str):
+            return _LEAF, str(value)
+        if isinstance(value, int):
+            return _LEAF, int(value)
+        if isinstance(value, float):
+            return _LEAF, float(value)
+        for method in ("as_py", "to_pylist", "tolist"):
+            convert = getattr(value, method, None)
+            if callable(convert):
+                converted = convert()
+                if converted is value:  # pragma: no cover - defensive
+                    return _LEAF, value
+                value = converted
+                break
+        else:
+            return _LEAF, value
+
+
 def to_plain(value: Any) -> Any:
     """Convert decoded-data containers to plain Python: dict, list, str, int, float, bool, None.
 
@@ -30,54 +65,68 @@ def to_plain(value: Any) -> Any:
     arrays and scalars), so numpy is never imported. Tuples become lists; ``str``/``int``/
     ``float`` subclasses (``numpy.str_``, ``numpy.float64``) become the base type. Anything else
     is returned unchanged and rejected later by the normalizer's shape checks.
+
+    Iterative (an explicit stack), so any nesting depth that ``json.loads`` or a Parquet column
+    can produce converts without ``RecursionError``. Dict keys are converted too (they are flat).
     """
-    if value is None or type(value) in (str, bytes, bool, int, float):
-        return value
-    if isinstance(value, Mapping):
-        return {to_plain(k): to_plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_plain(v) for v in value]
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    for method in ("as_py", "to_pylist", "tolist"):
-        convert = getattr(value, method, None)
-        if callable(convert):
-            converted = convert()
-            if converted is value:  # pragma: no cover - defensive
-                return value
-            return to_plain(converted)
-    return value
+    kind, payload = _shallow(value)
+    if kind == _LEAF:
+        return payload
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, int, Any]] = [(root, 0, kind, payload)]
+    while stack:
+        parent, slot, kind, payload = stack.pop()
+        if kind == _LIST:
+            out_list: list[Any] = [None] * len(payload)
+            parent[slot] = out_list
+            for i, child in enumerate(payload):
+                if child is None or type(child) in _PLAIN_SCALARS:
+                    out_list[i] = child
+                    continue
+                child_kind, child_payload = _shallow(child)
+                if child_kind == _LEAF:
+                    out_list[i] = child_payload
+                else:
+                    stack.append((out_list, i, child_kind, child_payload))
+        else:
+            out_dict: dict[Any, Any] = {}
+            parent[slot] = out_dict
+            pending: dict[Any, tuple[int, Any]] = {}  # keys whose value is a container
+            for key, child in payload:
+                if type(key) is not str:
+                    key = to_plain(key)
+                if child is None or type(child) in _PLAIN_SCALARS:
+                    child_kind, child_payload = _LEAF, child
+                else:
+                    child_kind, child_payload = _shallow(child)
+                if child_kind == _LEAF:
+                    out_dict[key] = child_payload
+                    pending.pop(key, None)  # two keys equal after conversion: the last wins
+                else:
+                    out_dict[key] = None
+                    pending[key] = (child_kind, child_payload)
+            for key, (child_kind, child_payload) in pending.items():
+                stack.append((out_dict, key, child_kind, child_payload))
+    return root[0]
 
 
 def decode_json_text(value: Any, row: str, field: str) -> Any:
-    """``json.loads`` a str/bytes value (errors name the row and field); other values pass through."""
+    """Decode a str/bytes value as JSON (errors name the row and field); other values pass through.
+
+    Decoded by :func:`arbiter.judge.jsonvalues.loads`: integers longer than the interpreter's
+    4300-digit limit are read exactly (up to 1,000,000 digits). Raises :class:`InvalidTestSuite`
+    for invalid JSON, nesting too deep to decode, or an integer over the cap.
+    """
     if isinstance(value, (bytes, bytearray)):
         value = bytes(value).decode("utf-8", "surrogateescape")
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return loads_json(value)
+        except (IntegerTooLong, JsonTooDeep) as exc:
+            fail(row, field, f"cannot be decoded ({exc})")
         except (ValueError, RecursionError) as exc:
             fail(row, field, f"not valid JSON ({exc})")
     return value
-
-
-def str_to_bytes(text: str) -> bytes:
-    """UTF-8 bytes of ``text``; lone surrogates (possible after JSON ``\\ud800`` escapes or
-    ``surrogateescape`` decoding) are written back as the bytes they stand for, never an error."""
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogateescape" if _only_escapes(text) else "surrogatepass")
-
-
-def _only_escapes(text: str) -> bool:
-    return all(not (0xD800 <= ord(c) <= 0xDFFF) or 0xDC80 <= ord(c) <= 0xDCFF for c in text)
 
 
 def text_to_bytes(value: Any, row: str, field: str) -> bytes:
@@ -106,7 +155,8 @@ def call_args(value: Any, row: str, field: str) -> tuple[Any, ...]:
 
     - a list: the arguments (APPS/TACO ``inputs`` entries, verl ``function_call`` ``input``);
     - a str: one JSON value per line (some TACO rows; LiveCodeBench functional tests), decoded
-      with ``json.loads`` line by line. A blank line or a line that is not JSON is an error.
+      as JSON line by line (:func:`arbiter.judge.jsonvalues.loads`: integers of any length up to
+      1,000,000 digits). A blank line or a line that is not JSON is an error.
 
     Raises :class:`InvalidTestSuite` naming ``field`` for any other shape.
     """
@@ -116,7 +166,7 @@ def call_args(value: Any, row: str, field: str) -> tuple[Any, ...]:
         args = []
         for number, line in enumerate(value.split("\n"), 1):
             try:
-                args.append(json.loads(line))
+                args.append(loads_json(line))
             except (ValueError, RecursionError) as exc:
                 fail(row, field, f"line {number} is not a JSON argument ({exc}): {line[:60]!r}")
         return tuple(args)

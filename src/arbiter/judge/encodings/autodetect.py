@@ -14,34 +14,39 @@ Anything else raises :class:`~arbiter.judge.testsuite.InvalidTestSuite` naming t
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from arbiter.judge.encodings.apps import apps_input_output_to_suite
 from arbiter.judge.encodings.oracle_seed import oracle_tests_to_suite
 from arbiter.judge.encodings.pie import load_pie_tests, pie_suite_from_dir
 from arbiter.judge.encodings.verl import verl_ground_truth_to_suite
+from arbiter.judge.jsonvalues import loads as loads_json
 from arbiter.judge.testsuite import InvalidTestSuite, TestSuite
 
 
 def load_suite(path: str | Path, *, problem: str | None = None) -> TestSuite:
-    """Read the suite at ``path`` (see the module docstring). Raises InvalidTestSuite."""
+    """Read the suite at ``path`` (see the module docstring).
+
+    Raises :class:`InvalidTestSuite` naming the path for an unrecognised or invalid file, and
+    ``OSError`` when a file cannot be read (the caller names the option it came from).
+    """
     p = Path(path)
     row = str(p)
     if p.is_dir():
         if (p / "input_output.json").is_file():
-            return apps_input_output_to_suite(json.loads((p / "input_output.json").read_text()), row=row)
+            return apps_input_output_to_suite((p / "input_output.json").read_bytes(), row=row)
         if problem and (p / problem).is_dir():
             return pie_suite_from_dir(p / problem, row=row)
         return pie_suite_from_dir(p, row=row)
     if not p.is_file():
-        raise InvalidTestSuite(f"row '{row}': no such file or directory")
+        what = "not a regular file or directory" if p.exists() else "no such file or directory"
+        raise InvalidTestSuite(f"row '{row}': {what}")
     if p.name.endswith((".tar.gz", ".tgz", ".tar")):
         if not problem:
             raise InvalidTestSuite(f"row '{row}': a PIE archive needs --problem <problem_id>")
         return load_pie_tests(p, problem)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = loads_json(p.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise InvalidTestSuite(f"row '{row}': not a JSON test file ({exc})") from exc
     if isinstance(data, dict) and "visible_tests" in data:

@@ -18,11 +18,11 @@ stdin/stdout strings. LCB grades on public + private tests; the suite holds both
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from arbiter.judge.encodings._common import call_args, decode_json_text, fail, finish, str_to_bytes, to_plain, type_name
 from arbiter.judge.encodings.safe_pickle import MAX_INFLATED_BYTES, UnsafePickle, decode_lcb_compressed
+from arbiter.judge.jsonvalues import loads as loads_json
 from arbiter.judge.testsuite import CallCase, StdioCase, TestCase, TestSuite
 
 TEST_TYPES = ("stdin", "functional")
@@ -41,7 +41,7 @@ def decode_lcb_private_tests(private_test_cases: Any, *, row: str, max_bytes: in
     if isinstance(value, (str, bytes)):
         text = value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
         try:
-            value = json.loads(text)
+            value = loads_json(text)
         except ValueError:
             try:
                 payload = decode_lcb_compressed(text, max_bytes)

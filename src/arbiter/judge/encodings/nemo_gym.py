@@ -15,12 +15,12 @@ Codeforces problems, judged by tokens (checker ``tokens``), which accepts such p
 from __future__ import annotations
 
 import ast
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from arbiter.judge.encodings._common import fail, to_plain
 from arbiter.judge.encodings.apps import inputs_outputs_to_suite
+from arbiter.judge.jsonvalues import loads as loads_json
 from arbiter.judge.testsuite import TestSuite
 
 
@@ -30,7 +30,7 @@ def _maybe_literal(value: Any, row: str, field: str) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
+        return loads_json(value)
     except ValueError:
         pass
     try:

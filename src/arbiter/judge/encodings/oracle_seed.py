@@ -13,12 +13,12 @@ Hidden tests (``metadata.hidden_tests_policy: not_in_seed``) come as a separate 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from arbiter.judge.encodings._common import fail, finish, str_to_bytes, to_plain, type_name
+from arbiter.judge.jsonvalues import loads as loads_json
 from arbiter.judge.testsuite import InvalidTestSuite, StdioCase, TestCase, TestSuite
 
 
@@ -82,7 +82,7 @@ def read_oracle_hidden_tests(path: str | Path) -> dict[str, list[Any]]:
     except OSError as exc:
         fail(label, "hidden tests", f"cannot read {path} ({exc.strerror or exc})")
     try:
-        whole = json.loads(text)
+        whole = loads_json(text)
     except ValueError:
         whole = None
     if isinstance(whole, dict) and not _is_record(whole):
@@ -98,7 +98,7 @@ def read_oracle_hidden_tests(path: str | Path) -> dict[str, list[Any]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads_json(line)
         except ValueError as exc:
             raise InvalidTestSuite(f"row {label!r}: hidden tests line {number}: not valid JSON ({exc})") from None
         if not _is_record(record):

@@ -24,6 +24,8 @@ import copy
 import math
 from typing import Any
 
+from arbiter.judge.jsonvalues import IntegerTooLong, rewrite_long_int_literals
+
 #: Largest list/string a repetition or concatenation may build, in items/characters.
 MAX_ITEMS = 10_000_000
 #: Largest integer a ``**`` may build, in bits.
@@ -114,10 +116,23 @@ def _binop(node: ast.BinOp) -> Any:
     raise UnsafeLiteral(f"operator {type(op).__name__} on {type(left).__name__} and {type(right).__name__}")
 
 
-def parse_literal(text: str) -> Any:
-    """Evaluate ``text`` as one safe literal expression; raises :class:`UnsafeLiteral`."""
+def _long_ints_as_hex(text: str) -> str:
+    """``text`` with decimal integer literals over the interpreter's 4300-digit limit written in
+    hexadecimal (``ast.parse`` reads those at any length); see
+    :func:`arbiter.judge.jsonvalues.rewrite_long_int_literals`."""
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        return rewrite_long_int_literals(text)
+    except IntegerTooLong as exc:
+        raise UnsafeLiteral(str(exc)) from None
+
+
+def parse_literal(text: str) -> Any:
+    """Evaluate ``text`` as one safe literal expression; raises :class:`UnsafeLiteral`.
+
+    Integer literals of any length up to 1,000,000 digits are read exactly (no 4300-digit
+    limit; the ``**`` cap above still applies to computed powers)."""
+    try:
+        tree = ast.parse(_long_ints_as_hex(text.strip()), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise UnsafeLiteral(f"not a Python expression ({exc.__class__.__name__}: {exc})") from None
     return evaluate(tree)
@@ -126,9 +141,10 @@ def parse_literal(text: str) -> Any:
 def parse_call_arguments(text: str) -> tuple[list[Any], dict[str, Any]]:
     """Parse ``"n = 7, queries = [[0, 5]]"`` as the arguments of a call: ``ast.parse("f(" + text
     + ")")``, each argument evaluated with :func:`evaluate`. Returns (positional, keyword)
-    arguments; ``*args`` / ``**kwargs`` are refused. Raises :class:`UnsafeLiteral`."""
+    arguments; ``*args`` / ``**kwargs`` are refused; integer literals of any length up to
+    1,000,000 digits are read exactly. Raises :class:`UnsafeLiteral`."""
     try:
-        tree = ast.parse("f(" + text + ")", mode="eval")
+        tree = ast.parse("f(" + _long_ints_as_hex(text) + ")", mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise UnsafeLiteral(f"not a keyword-argument list ({exc.__class__.__name__}: {exc})") from None
     call = tree.body

@@ -1,0 +1,108 @@
+"""Decoding JSON values and Python literals in the judge process, whatever their integers' size
+and their nesting depth.
+
+Two hazards, both reachable by a program's return value or by a dataset's ground truth:
+
+- **long integers**: the sandbox lifts CPython's int/str digit limit for programs (DESIGN.md
+  standing rule), so a function may return ``2**20000`` and a ground truth may expect it; the
+  judge process keeps the limit (lifting it is process-wide and not thread-safe), so a plain
+  ``json.loads`` raises ``ValueError: Exceeds the limit (4300 digits)``. :func:`loads` retries
+  such text with a ``parse_int`` hook that converts in chunks
+  (:func:`arbiter.checkers.bigint.int_from_decimal`), capped at
+  :data:`~arbiter.checkers.bigint.MAX_INT_DIGITS` digits. :func:`rewrite_long_int_literals`
+  does the same for Python-literal text before ``ast.parse`` (which has the same limit).
+- **deep nesting**: ``json.loads`` recurses in C and raises ``RecursionError`` past the
+  interpreter's recursion limit (about 1000 levels); :func:`loads` turns that into
+  :class:`JsonTooDeep`, a ``ValueError``, so callers handle one exception type.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import sys
+import tokenize
+from typing import Any
+
+from arbiter.checkers.bigint import MAX_INT_DIGITS, IntegerTooLong, int_from_decimal
+
+__all__ = ["IntegerTooLong", "JsonTooDeep", "MAX_INT_DIGITS", "loads", "rewrite_long_int_literals"]
+
+_DIGIT_LIMIT_MESSAGE = "integer string conversion"
+
+
+class JsonTooDeep(ValueError):
+    """JSON text nested deeper than the judge process can decode (``RecursionError`` inside
+    ``json.loads``); valid JSON, but too deep to be compared."""
+
+
+def _too_deep_message() -> str:
+    return (f"JSON nested deeper than the judge process can decode "
+            f"(its recursion limit is {sys.getrecursionlimit()} levels)")
+
+
+def _is_digit_limit_error(exc: ValueError) -> bool:
+    return not isinstance(exc, json.JSONDecodeError) and _DIGIT_LIMIT_MESSAGE in str(exc)
+
+
+def loads(text: str | bytes | bytearray) -> Any:
+    """``json.loads(text)`` (same values, same ``NaN``/``Infinity`` extensions), plus:
+
+    - integers of any length up to :data:`~arbiter.checkers.bigint.MAX_INT_DIGITS` digits,
+      whatever ``sys.get_int_max_str_digits()`` is (the fast C path is tried first; only text
+      holding a longer integer pays for the hook);
+    - nesting too deep to decode raises :class:`JsonTooDeep`.
+
+    Raises ``ValueError`` for invalid JSON (``json.JSONDecodeError``), :class:`JsonTooDeep`, or
+    :class:`~arbiter.checkers.bigint.IntegerTooLong` (an integer over the cap). Both are
+    ``ValueError`` subclasses.
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise JsonTooDeep(_too_deep_message()) from None
+    except ValueError as exc:
+        if not _is_digit_limit_error(exc):
+            raise
+    try:
+        return json.loads(text, parse_int=int_from_decimal)
+    except RecursionError:
+        raise JsonTooDeep(_too_deep_message()) from None
+
+
+_INT_TOKEN = re.compile(r"[0-9](?:_?[0-9])*")
+
+
+def rewrite_long_int_literals(source: str) -> str:
+    """``source`` (Python expression text) with every decimal integer literal longer than the
+    interpreter's int/str digit limit rewritten as the equal hexadecimal literal, which
+    ``ast.parse`` reads at any length; everything else (strings included) is left as is.
+
+    Cheap when there is nothing to do (one regex scan). Text that does not tokenize is returned
+    unchanged, for the parser to report. Raises
+    :class:`~arbiter.checkers.bigint.IntegerTooLong` for a literal over
+    :data:`~arbiter.checkers.bigint.MAX_INT_DIGITS` digits.
+    """
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+    if not limit or re.search(r"[0-9_]{%d}" % (limit + 1), source) is None:
+        return source
+    line_starts = [0]
+    for line in io.StringIO(source):
+        line_starts.append(line_starts[-1] + len(line))
+    edits: list[tuple[int, int, str]] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type != tokenize.NUMBER or not _INT_TOKEN.fullmatch(tok.string):
+                continue
+            digits = tok.string.replace("_", "")
+            if len(digits) <= limit or digits[0] == "0":  # "0123" stays an error for the parser
+                continue
+            start = line_starts[tok.start[0] - 1] + tok.start[1]
+            end = line_starts[tok.end[0] - 1] + tok.end[1]
+            edits.append((start, end, hex(int_from_decimal(digits))))
+    except (tokenize.TokenError, SyntaxError):
+        return source
+    for start, end, text in reversed(edits):
+        source = source[:start] + text + source[end:]
+    return source
