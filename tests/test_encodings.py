@@ -806,3 +806,13 @@ def test_json_loads_helper_keeps_json_semantics(default_int_limit):
     assert rewritten.startswith(f"x = '{'1' * 5000}' + 0x")  # the string is left alone
     assert _digits(ast.literal_eval(rewritten.split(" + ")[1])) == "2" * 5000
     assert rewrite_long_int_literals("[1, 2, '3']") == "[1, 2, '3']"
+
+
+def test_dumps_writes_back_what_loads_reads(default_int_limit):
+    from arbiter.judge import jsonvalues
+
+    text = '{"a": [1, ' + "9" * 5000 + ', "x\\u0000y"], "b": -' + "1" * 4400 + "}"
+    value = jsonvalues.loads(text)
+    assert jsonvalues.loads(jsonvalues.dumps(value)) == value
+    assert jsonvalues.dumps(value, ensure_ascii=False).count("9" * 5000) == 1
+    assert jsonvalues.dumps({"small": [1, 2]}) == '{"small": [1, 2]}'

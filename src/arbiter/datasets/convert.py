@@ -31,7 +31,6 @@ across subsets); ``index`` is also kept unique within one output file.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from arbiter.datasets.verl_rows import VACUOUS_SUITE, vacuous_suite_warning
+from arbiter.judge import jsonvalues
 from arbiter.judge.encodings.verl import verl_ground_truth_to_suite
 from arbiter.judge.testsuite import CallCase, InvalidTestSuite, StdioCase, TestSuite
 
@@ -134,7 +134,7 @@ def make_row(*, data_source: str, prompt: list[Mapping[str, str]], ground_truth:
     (:func:`convert` reports it): one empty answer is legitimate, and the source's tests are
     kept as they are.
     """
-    text = ground_truth if isinstance(ground_truth, str) else json.dumps(ground_truth, ensure_ascii=False)
+    text = ground_truth if isinstance(ground_truth, str) else jsonvalues.dumps(ground_truth, ensure_ascii=False)
     try:
         suite = verl_ground_truth_to_suite(text, row=index)
     except InvalidTestSuite as exc:
@@ -244,7 +244,7 @@ class RowWriter:
         self.indexes.add(index)
         self.count += 1
         if self._file is not None:
-            self._file.write(json.dumps(row, ensure_ascii=False) + "\n")
+            self._file.write(jsonvalues.dumps(row, ensure_ascii=False) + "\n")
             return
         self._buf.append(dict(row))
         self._buf_bytes += len(row["reward_model"]["ground_truth"]) + sum(

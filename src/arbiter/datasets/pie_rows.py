@@ -73,6 +73,7 @@ __all__ = [
     "RowError",
     "decode_case_ids",
     "decode_ticks",
+    "iter_jsonl_lines",
     "iter_pie_pairs",
     "iter_raw_rows",
     "iter_rows",
@@ -710,17 +711,41 @@ def _pick_split(dd: Any, split: str | None) -> Any:
     return dd[split]
 
 
-def _iter_jsonl(path: Path) -> Iterator[Any]:
+def iter_jsonl_lines(path: str | os.PathLike) -> Iterator[tuple[int, Any, str | None]]:
+    """Read a JSONL file (``.gz``: gzip) line by line, never stopping at a bad line.
+
+    Yields ``(line number, value, None)`` for each non-blank line (1-based; lines end at a newline byte; a UTF-8 byte
+    order mark on line 1 is ignored) and ``(line number, None, problem)`` for a line that is not UTF-8 text
+    (``problem`` names the first invalid byte and its position in the line, e.g. ``"not UTF-8 text (byte 0xff at
+    column 12)"``) or not one JSON value (``"not valid JSON (Expecting value at char 0)"``). Raises ``OSError`` when
+    the file cannot be opened or read (a problem of the whole file, not of a line)."""
+    path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
+    with opener(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield lineno, None, f"not UTF-8 text (byte 0x{raw[e.start]:02x} at column {e.start + 1})"
+                continue
+            if not text.strip():
                 continue
             try:
-                yield json.loads(line)
+                yield lineno, json.loads(text), None
             except json.JSONDecodeError as e:
-                msg = f"line {lineno} is not valid JSON ({e.msg} at char {e.pos})"
-                yield RowError(None, None, None, (("<row>", msg),))
+                yield lineno, None, f"not valid JSON ({e.msg} at char {e.pos})"
+            except RecursionError:
+                yield lineno, None, "not valid JSON here (nested too deeply)"
+
+
+def _iter_jsonl(path: Path) -> Iterator[Any]:
+    for lineno, value, problem in iter_jsonl_lines(path):
+        if problem is None:
+            yield value
+        else:
+            yield RowError(None, None, None, (("<row>", f"{path.name}: line {lineno} is {problem}"),))
 
 
 def _iter_parquet(path: Path) -> Iterator[dict[str, Any]]:

@@ -24,7 +24,6 @@ is keyed by its position, ``"<data_source>:#<position>"``.
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import zlib
 from collections.abc import Mapping
@@ -33,6 +32,7 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from arbiter.judge import jsonvalues
 from arbiter.judge.encodings._common import to_plain
 from arbiter.judge.testsuite import CallCase, StdioCase, TestSuite
 
@@ -192,7 +192,7 @@ def _iter_jsonl(p: Path, top: set[str] | None) -> Iterator[dict[str, Any]]:
         if head.lstrip().startswith(b"["):  # a .json file holding one JSON array: read whole (not streamed)
             data = f.read()
             try:
-                records = json.loads(data)
+                records = jsonvalues.loads(data)
             except UnicodeDecodeError as exc:
                 raise _not_utf8(str(p), data, exc) from None
             except ValueError as exc:
@@ -210,7 +210,7 @@ def _iter_jsonl(p: Path, top: set[str] | None) -> Iterator[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = jsonvalues.loads(line)
             except ValueError as exc:
                 raise RowError(f"{p} line {number}: not valid JSON ({exc})") from None
             if not isinstance(obj, dict):

@@ -23,11 +23,12 @@ import json
 import re
 import sys
 import tokenize
+import uuid
 from typing import Any
 
-from arbiter.checkers.bigint import MAX_INT_DIGITS, IntegerTooLong, int_from_decimal
+from arbiter.checkers.bigint import MAX_INT_DIGITS, IntegerTooLong, int_from_decimal, int_to_decimal
 
-__all__ = ["IntegerTooLong", "JsonTooDeep", "MAX_INT_DIGITS", "loads", "rewrite_long_int_literals"]
+__all__ = ["IntegerTooLong", "JsonTooDeep", "MAX_INT_DIGITS", "dumps", "loads", "rewrite_long_int_literals"]
 
 _DIGIT_LIMIT_MESSAGE = "integer string conversion"
 
@@ -69,6 +70,46 @@ def loads(text: str | bytes | bytearray) -> Any:
         return json.loads(text, parse_int=int_from_decimal)
     except RecursionError:
         raise JsonTooDeep(_too_deep_message()) from None
+
+
+def dumps(value: Any, **kwargs: Any) -> str:
+    """``json.dumps(value, **kwargs)``, plus integers longer than the interpreter's int/str digit
+    limit (written in full, converted in chunks by
+    :func:`~arbiter.checkers.bigint.int_to_decimal`), so what :func:`loads` reads can be written
+    back (a converted ground truth expecting ``10**4999``, say).
+
+    The fast C encoder is tried first; only a value holding a long integer pays for a walk that
+    swaps each long integer for a unique placeholder string and splices the digits into the text.
+    Raises what ``json.dumps`` raises (``TypeError``, ``ValueError``, ``RecursionError``) and
+    :class:`~arbiter.checkers.bigint.IntegerTooLong` over
+    :data:`~arbiter.checkers.bigint.MAX_INT_DIGITS` digits.
+    """
+    try:
+        return json.dumps(value, **kwargs)
+    except ValueError as exc:
+        if not _is_digit_limit_error(exc):
+            raise
+    marker = "\x00arbiter-int-%s\x00" % uuid.uuid4().hex
+    longs: list[int] = []
+
+    def swap(v: Any) -> Any:
+        if isinstance(v, int) and not isinstance(v, bool):
+            try:
+                repr(v)
+                return v
+            except ValueError:
+                longs.append(v)
+                return f"{marker}{len(longs) - 1}"
+        if isinstance(v, dict):
+            return {k: swap(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [swap(x) for x in v]
+        return v
+
+    text = json.dumps(swap(value), **kwargs)
+    quoted = re.compile(re.escape(json.dumps(marker, **{k: v for k, v in kwargs.items()
+                                                         if k == "ensure_ascii"})[:-1]) + r'(\d+)"')
+    return quoted.sub(lambda m: int_to_decimal(longs[int(m.group(1))]), text)
 
 
 _INT_TOKEN = re.compile(r"[0-9](?:_?[0-9])*")

@@ -20,7 +20,6 @@ would pass vacuously.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -33,6 +32,7 @@ from arbiter.datasets.convert import (
     stdin_prompt,
 )
 from arbiter.datasets.verl_rows import iter_raw_rows
+from arbiter.judge import jsonvalues
 from arbiter.judge.encodings._common import to_plain
 from arbiter.judge.encodings.apps import apps_input_output_to_suite
 
@@ -43,7 +43,7 @@ def _json_field(value: Any, label: str, field: str, default: Any) -> Any:
         return default
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return jsonvalues.loads(value)
         except ValueError as exc:
             raise ConvertError(f"{field}: not valid JSON ({exc})") from None
     return value
