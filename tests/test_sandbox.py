@@ -283,3 +283,18 @@ def test_host_dirs_of_dead_judges_are_pruned():
         import shutil
         shutil.rmtree(stale, ignore_errors=True)
         shutil.rmtree(live, ignore_errors=True)
+
+
+def test_python_tracebacks_show_source_lines_like_python3_main_py():
+    """The program is compiled from memory; its text is put in linecache so the traceback reads
+    as ``python3 main.py``'s (the line and the caret), also for a module-level ``return`` body."""
+    prog = "def f(x):\n    return 1 // x\nprint(f(0))\n"
+    with Sandbox(limits=Limits(cpu_seconds=2)) as sb:
+        assert sb.load_python(prog) is None
+        ex = sb.run_python()
+        assert ex.status is Status.RUNTIME_ERROR
+        err = ex.stderr.decode()
+        assert 'File "main.py", line 2, in f\n    return 1 // x\n' in err
+        assert err.rstrip().endswith("ZeroDivisionError: integer division or modulo by zero")
+        assert sb.load_python("import sys\nif True:\n    return\nprint('no')\n") is None
+        assert sb.run_python().stdout == b""

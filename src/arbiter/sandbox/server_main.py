@@ -659,18 +659,41 @@ def compile_program(source, filename):
     wraps stdin programs in a function) is accepted by wrapping the body the same way, only when
     plain compilation fails for that reason. Returns ``(code, wrapped)``."""
     try:
-        return compile(source, filename, "exec", dont_inherit=True), False
+        code = compile(source, filename, "exec", dont_inherit=True)
+        _remember_source(source, filename)
+        return code, False
     except SyntaxError as exc:
         if "'return' outside function" not in str(exc.msg):
             raise
+    source = _decode_source(source)
+    body = "".join("    " + line if line.strip() else line for line in source.splitlines(True))
+    wrapped = "def __arbiter_main__():\n" + body + "\n__arbiter_main__()\n"
+    code = compile(wrapped, filename, "exec", dont_inherit=True)
+    _remember_source(wrapped, filename)
+    return code, True
+
+
+def _decode_source(source):
+    """``source`` as text, decoded as ``python3 main.py`` would (PEP 263 coding line, BOM, UTF-8)."""
     if isinstance(source, bytes):
         import io
         import tokenize
         encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
         source = source.decode(encoding)
-    body = "".join("    " + line if line.strip() else line for line in source.splitlines(True))
-    wrapped = "def __arbiter_main__():\n" + body + "\n__arbiter_main__()\n"
-    return compile(wrapped, filename, "exec", dont_inherit=True), True
+    return source
+
+
+def _remember_source(source, filename):
+    """Put the program's text in :mod:`linecache` (compiled from memory, it has no file the
+    traceback printer could read), so tracebacks show source lines as ``python3 main.py`` does.
+    Best effort: never fails the compile."""
+    try:
+        import linecache
+        text = _decode_source(source)
+        if len(text) <= (4 << 20):
+            linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    except Exception:
+        pass
 
 
 # --------------------------------------------------------------------------------------------
