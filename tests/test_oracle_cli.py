@@ -243,3 +243,74 @@ def test_out_pointing_to_a_file_is_a_clear_error(tmp_path):
         assert p.returncode == 2, (command, p.stdout[-2000:] + p.stderr[-2000:])
         assert "exists and is not a folder" in " ".join(p.stdout.split()) and "Traceback" not in p.stderr
     assert target.read_text() == "x"
+
+
+def _bad_hidden_inputs(tmp: Path) -> list[tuple[str, Path, str]]:
+    """(what, path, the reason named after the path) for --hidden files that cannot be used as a whole."""
+    (tmp / "invalid.json").write_text('{"dummy_pie_cpp_0001_sum_even": [{"name": "h1", ')
+    (tmp / "latin1.json").write_bytes(b'{"dummy_pie_cpp_0001_sum_even": [{"name": "caf\xe9"}]}')
+    (tmp / "list.json").write_text('[{"name": "h1", "stdin": "1\\n", "stdout": "1\\n"}]')
+    (tmp / "empty.json").write_text("")
+    (tmp / "junk.jsonl").write_text("not json\nnot json either\n")
+    (tmp / "other_tasks.json").write_text(json.dumps({"no_such_task": [{"name": "h1", "stdin": "", "stdout": ""}]}))
+    (tmp / "a_folder").mkdir()
+    os.mkfifo(tmp / "a_fifo")
+    out = [("missing", tmp / "missing.json", "hidden tests file not found"),
+           ("folder", tmp / "a_folder", "is a folder"),
+           ("fifo", tmp / "a_fifo", "is not a regular file"),
+           ("invalid JSON", tmp / "invalid.json", "MALFORMED_JSON"),
+           ("not UTF-8", tmp / "latin1.json", "NOT_UTF8"),
+           ("a list", tmp / "list.json", "expected an object task_id -> list of tests, got list"),
+           ("empty", tmp / "empty.json", "MALFORMED_JSON"),
+           ("JSONL of junk", tmp / "junk.jsonl", "MALFORMED_JSON"),
+           ("no seed task", tmp / "other_tasks.json", "UNKNOWN_TASK_ID")]
+    if os.geteuid() != 0:  # root reads any file whatever its mode
+        (tmp / "unreadable.json").write_text("{}")
+        (tmp / "unreadable.json").chmod(0)
+        out.append(("unreadable", tmp / "unreadable.json", "UNREADABLE_FILE"))
+    return out
+
+
+def test_verify_hidden_or_generators_that_cannot_be_used_exit_2_naming_the_file(tmp_path):
+    """--hidden that does not exist, is not a regular file, cannot be read, is not UTF-8 / JSON, has another shape
+    or names no seed task is refused (exit 2, the option and the file named, before anything is written): hidden
+    tests asked for are never silently ignored. Same for --generators that is not a folder."""
+    base = ["verify", "--seeds", str(DATA / "seeds.jsonl"), "--returns", str(DATA / "return_example.jsonl"),
+            "--no-progress", "--no-rows"]
+    for what, path, reason in _bad_hidden_inputs(tmp_path):
+        out = tmp_path / f"out_{what.replace(' ', '_')}"
+        p = cli(*base, "--out", str(out), "--hidden", str(path))
+        text = " ".join(p.stdout.split())
+        assert p.returncode == 2, (what, p.stdout[-2000:] + p.stderr[-2000:])
+        assert f"error: --hidden {path}" in text and reason in text, (what, text)
+        assert "Traceback" not in p.stderr and not out.exists(), what
+    for what, path, reason in (("missing", tmp_path / "no_gens", "generators folder not found"),
+                               ("a file", DATA / "hidden_tests.json", "is a file")):
+        out = tmp_path / "out_gens"
+        p = cli(*base, "--out", str(out), "--generators", str(path))
+        text = " ".join(p.stdout.split())
+        assert p.returncode == 2 and f"error: --generators {path}" in text and reason in text, (what, text)
+        assert "Traceback" not in p.stderr and not out.exists()
+    # a bad entry among good ones is rejected alone (its task INVALID_TASK); the run goes on
+    hidden = json.loads((DATA / "hidden_tests.json").read_text())
+    hidden["dummy_pie_cpp_0002_prefix_queries"][0].pop("stdout")
+    one_bad = tmp_path / "one_bad_entry.json"
+    one_bad.write_text(json.dumps(hidden))
+    out = tmp_path / "out_one_bad"
+    p = cli(*base, "--out", str(out), "--hidden", str(one_bad))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "hidden row rejected" in p.stdout and len(rows(out / "verified.jsonl")) == 1
+
+
+def test_generate_refuses_a_bad_hidden_file_before_asking_the_model(tmp_path):
+    bad = tmp_path / "hidden.json"
+    bad.write_text("{not json")
+    out = tmp_path / "gen"
+    with FakeOpenAIServer([], api_key=KEY) as srv:
+        p = cli("generate", "--seeds", str(DATA / "seeds.jsonl"), "--out", str(out), "--model", "fake-model",
+                "--hidden", str(bad), "--no-progress", env={"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": srv.base_url})
+        assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]
+        assert srv.log == []  # nothing was asked
+    text = " ".join(p.stdout.split())
+    assert f"error: --hidden {bad}" in text and "MALFORMED_JSON" in text and "Traceback" not in p.stderr
+    assert not (out / "returns.jsonl").exists()

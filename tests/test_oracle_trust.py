@@ -116,6 +116,70 @@ def test_avx512_answer_is_measured_with_wall_time_not_rejected(tmp_path):
     assert any("wall/CPU time instead of instructions" in w for w in run.report["warnings"])
     row = next(r for r in run.report["rows"] if r["demo_id"] == "avx512")
     assert row["measure_fallback"] == m["fallback_reason"]
+    # every speedup is reported with its unit, and the fallback's seconds are flagged, never mixed silently
+    rep = run.report
+    assert {r["demo_id"]: r["unit"] for r in rep["rows"]} == {"avx512": "seconds", "avx2": "instructions"}
+    assert rep["counts"]["speedup_units"] == {"instructions": 1, "seconds": 1}
+    best = rep["tasks"][T1]["best"]
+    assert best["units"] == ["instructions", "seconds"] and best["unit"] in ("instructions", "seconds")
+    assert rep["counts"]["tasks_best_across_units"] == 1
+    assert any("measured in different units" in w and T1 in w for w in rep["warnings"]), rep["warnings"]
+    from io import StringIO
+
+    from rich.console import Console
+
+    from arbiter.cli.oracle_cmd import print_report
+
+    buf = StringIO()
+    print_report(rep, Console(file=buf, width=250, color_system=None))
+    text = buf.getvalue()
+    line = next(ln for ln in text.splitlines() if "avx512" in ln and "ACCEPTED" in ln)
+    assert "seconds*" in line  # the row table's unit column flags the fallback row
+    assert "speedups in seconds (wall/CPU fallback: not comparable with instructions)" in text
+    assert "(ranked across instructions and seconds)" in text  # the best-answer table
+
+
+# a correct answer to task 0001 that does the work in a forked child, which the parent waits for without reaping
+# it (so the child's CPU is never charged to the measured process)
+FORK_SUM_EVEN = '''#include <iostream>
+#include <unistd.h>
+#include <sys/wait.h>
+using namespace std;
+
+int main() {
+    pid_t p = fork();
+    if (p == 0) {
+        int n;
+        cin >> n;
+        long long ans = 0;
+        for (int i = 0; i < n; i++) { long long x; cin >> x; if (x % 2 == 0) ans += x; }
+        cout << ans << "\\n" << flush;
+        _exit(0);
+    }
+    if (p > 0) { siginfo_t info; waitid(P_PID, p, &info, WEXITED | WNOWAIT); }
+    return 0;
+}
+'''
+
+
+def test_answer_that_creates_processes_is_rejected_as_unmeasurable_not_as_wrong(tmp_path):
+    """The answer passes every test natively (its child prints the right sums), but measured runs refuse new
+    processes: the row is rejected with measure:CREATES_PROCESSES and the reason, never a wrong-output failure
+    and never a speedup."""
+    returns = tmp_path / "returns.jsonl"
+    returns.write_text(json.dumps(answer_row(T1, FORK_SUM_EVEN, "fork")) + "\n")
+    out = tmp_path / "out"
+    run = verify_returns(DATA / "seeds.jsonl", returns, out, hidden=DATA / "hidden_tests.json",
+                         options=VerifyOptions(measure_cases=1, workers=1))
+    assert run.report["counts"]["errors"] == 0 and rows(out / "verified.jsonl") == []
+    (rec,) = [r for r in rows(out / "rejected.jsonl") if r["kind"] == "return"]
+    v = rec["verification"]
+    assert v["all_visible_tests_pass"] is True and v["all_hidden_tests_pass"] is True  # correct natively
+    assert rec["stage"] == "measure" and [r["code"] for r in rec["reasons"]] == ["CREATES_PROCESSES"]
+    assert "program creates processes; its cost cannot be measured" in rec["reasons"][0]["message"]
+    assert v["speedup"] is None and v["largest_speedup"] is None and v["score"] == 0.0
+    assert v["measurement"]["failures"][0]["status"] == "creates_processes"
+    assert run.report["by_reason"] == {"measure:CREATES_PROCESSES": 1}
 
 
 def test_visible_only_acceptances_are_counted_and_warned(tmp_path):

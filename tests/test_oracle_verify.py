@@ -132,9 +132,14 @@ def test_outputs_sft_verified_best_report(demo):
     b3 = next(b for b in best if b["task_id"] == "dummy_pie_cpp_0003_count_pairs")
     assert b3["messages"] == next(r for r in accepted if r["demo_id"] == faster)["messages"]
     rep = json.loads((out / "report.json").read_text())
+    measured = [r for r in rows(out / "verified.jsonl") + rows(out / "rejected.jsonl")
+                if (r.get("verification") or {}).get("measurement")]
+    assert len(measured) > len(accepted)  # some rejected rows were measured too (slower than the source)
     assert rep["counts"] == {"rows": 31, "accepted": 7, "rejected": 24, "errors": 0, "sft_rows": 7,
                              "other_rejections": 0, "accepted_visible_only": 0,
-                             "accepted_speed_gate_not_applied": 0, "measure_fallbacks": 0}
+                             "accepted_speed_gate_not_applied": 0, "measure_fallbacks": 0,
+                             "speedup_units": {"instructions": len(measured)}, "tasks_best_across_units": 0}
+    assert all(r["unit"] == "instructions" for r in rep["rows"] if r["outcome"] == "accepted")
     # every task has hidden and generated tests, the demo's hidden tests all agree with the seeds' sources
     assert rep["warnings"] == [] and rep["coverage"]["tasks_visible_only"] == []
     assert all(h["total"] == h["kept"] and not h["dropped"] for h in rep["hidden_checks"].values())

@@ -203,3 +203,125 @@ def test_program_fields_are_typed_and_unscored_records_report_the_requested_meth
     assert {(x["method"], x["unit"], x["requested_method"]) for x in recs} == {("wall", "seconds", "wall")}
     summary = json.loads((out / "summary.json").read_text())
     assert summary["methods"] == ["wall"] and summary["requested_methods"] == ["wall"]
+
+
+# ------------------------------------------------------------------------------------- bad options and bad bytes
+
+
+def test_reward_and_eval_bad_options_and_paths_exit_2_naming_them(data):
+    """Every bad option or input path is refused before anything is read or written: exit 2, one line naming the
+    option (and the path), no traceback, no --out folder created."""
+    root = data["root"]
+    out = root / "never_created"
+    ok = {"--rows": str(data["rows"]), "--tests": str(data["tests"]), "--candidates": str(data["cands"]),
+          "--out": str(out)}
+    cases = [
+        ({"--transform": "bogus"}, "--transform"),
+        ({"--k": "0"}, "--k must be -1"),
+        ({"--k": "-5"}, "--k must be -1"),
+        ({"--repeats": "0"}, "--repeats must be from 1"),
+        ({"--repeats": "-3"}, "--repeats must be from 1"),
+        ({"--cpu-seconds": "nan"}, "--cpu-seconds must be a positive"),
+        ({"--memory-mib": "0"}, "--memory-mib must be a positive"),
+        ({"--rows": str(root / "no_rows.jsonl")}, f"--rows {root / 'no_rows.jsonl'}: not found"),
+        ({"--tests": str(root / "no_tests")}, f"--tests {root / 'no_tests'}: not found"),
+        ({"--candidates": str(root / "no_cands.jsonl")}, f"--candidates {root / 'no_cands.jsonl'}: not found"),
+        ({"--candidates": str(data["tests"])}, f"--candidates {data['tests']}: is a folder"),
+    ]
+    for change, message in cases:
+        args = dict(ok, **change)
+        r = cli("reward", *[x for kv in args.items() for x in kv], "--no-progress")
+        text = " ".join(r.stdout.split()) + " " + " ".join(r.stderr.split())
+        assert r.returncode == 2 and message in text, (change, r.stdout, r.stderr)
+        assert "Traceback" not in r.stderr and not out.exists(), change
+    gens = jl(root / "gens_ok.jsonl", [{"src_id": "s1", "generations": [FAST]}])
+    ok_eval = {"--rows": str(data["rows"]), "--tests": str(data["tests"]), "--generations": str(gens),
+               "--out": str(out)}
+    for change, message in [({"--k": "-7"}, "--k must be -1"), ({"--repeats": "0"}, "--repeats must be from 1"),
+                            ({"--generations": str(root / "no_gens.jsonl")}, "--generations"),
+                            ({"--tests": str(root / "no_tests")}, "--tests")]:
+        args = dict(ok_eval, **change)
+        r = cli("eval", *[x for kv in args.items() for x in kv], "--no-progress")
+        text = " ".join(r.stdout.split())
+        assert r.returncode == 2 and message in text, (change, r.stdout, r.stderr)
+        assert "Traceback" not in r.stderr and not out.exists(), change
+
+
+def test_non_utf8_lines_in_rows_candidates_and_generations_are_rejected_alone(data):
+    """A line with bytes that are not UTF-8 in the rows file, the candidates file or the generations file is one
+    rejected row, named with its file and line; the other rows are scored as usual (exit 0)."""
+    root = data["root"]
+    good_row = json.loads(data["rows"].read_text().splitlines()[0])
+    rows = root / "rows_latin1.jsonl"
+    rows.write_bytes(json.dumps(good_row).encode() + b"\n"
+                     + b'{"problem_id": "p09101", "src_id": "s\xe9", "src_code": "int main(){}"}\n')
+    cands = root / "cands_latin1.jsonl"
+    cands.write_bytes(b'{"src_id": "s1", "code": "int main() { /* caf\xe9 */ }"}\n'
+                      + json.dumps({"src_id": "s1", "code": FAST}).encode() + b"\n")
+    out = root / "out_latin1"
+    r = cli("reward", "--rows", str(rows), "--tests", str(data["tests"]), "--candidates", str(cands),
+            "--out", str(out), "--no-progress")
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = " ".join(r.stdout.split())
+    assert "bad row in --rows:" in text and "rows_latin1.jsonl: line 2 is not UTF-8 text (byte 0xe9" in text
+    assert "bad record in --candidates: line 1 of cands_latin1.jsonl: not UTF-8 text (byte 0xe9" in text
+    recs = list(read_jsonl(out / "rewards.jsonl"))
+    assert [(x["line"], x["outcome"]) for x in recs] == [(1, "INVALID_TASK"), (2, "AC")]
+    assert recs[0]["reward"] is None and recs[0]["reason"].startswith("line 1 of cands_latin1.jsonl: not UTF-8")
+    assert recs[1]["speedup"] > 1
+    assert json.loads((out / "summary.json").read_text())["row_errors"] == 1
+    # eval: a generations line that is not UTF-8 excludes that program only
+    gens = root / "gens_latin1.jsonl"
+    gens.write_bytes(b'{"id": "a", "src_runtime": 6.0, "runtimes": [3.0]}\n'
+                     b'{"id": "b\xff", "src_runtime": 2.0, "runtimes": [1.0]}\n')
+    e = cli("eval", "--generations", str(gens), "--out", str(root / "eval_latin1"), "--no-progress")
+    assert e.returncode == 0, e.stdout + e.stderr
+    rep = json.loads((root / "eval_latin1" / "metrics.json").read_text())
+    assert rep["n_programs"] == 1 and rep["excluded"] == [
+        {"id": "line 2", "reason": "line 2 of gens_latin1.jsonl: not UTF-8 text (byte 0xff at column 10)"}]
+    assert "line 2 of gens_latin1.jsonl" in " ".join(e.stdout.split())
+
+
+def _has_avx512() -> bool:
+    try:
+        flags = next(line for line in open("/proc/cpuinfo", encoding="utf-8") if line.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return False
+    return {"avx512f", "avx512bw", "avx512vl"} <= set(flags)
+
+
+@pytest.mark.skipif(not _has_avx512(), reason="this CPU lacks avx512f/avx512bw/avx512vl")
+def test_summaries_name_the_unit_and_flag_fallback_rows(data):
+    """An AVX-512 candidate is measured in wall/CPU seconds (valgrind cannot run it), an ordinary one in
+    instructions: the reward summary keeps the two apart and flags the seconds, the eval report and table flag the
+    program measured in another unit."""
+    from test_pie_retime import FAST_AVX512
+
+    root = data["root"]
+    cands = jl(root / "cands_units.jsonl", [{"src_id": "s1", "candidates": [FAST, FAST_AVX512]}])
+    out = root / "out_units"
+    r = cli("reward", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--candidates", str(cands),
+            "--out", str(out), "--repeats", "3", "--no-progress")
+    assert r.returncode == 0, r.stdout + r.stderr
+    fast, avx = list(read_jsonl(out / "rewards.jsonl"))
+    assert (fast["outcome"], fast["unit"], avx["outcome"], avx["unit"]) == ("AC", "instructions", "AC", "seconds")
+    s = json.loads((out / "summary.json").read_text())
+    assert s["speedup_unit"] == "instructions" and s["speedup_units"] == {"instructions": 1, "seconds": 1}
+    assert s["mean_speedup"] == pytest.approx(fast["speedup"]) and s["n_other_unit"] == 1
+    assert s["speedups_by_unit"]["seconds"]["mean"] == pytest.approx(avx["speedup"])
+    text = " ".join(r.stdout.split())
+    assert "speedup of correct, in instructions (1): mean / geomean / median" in text
+    assert "speedup of correct, in seconds (1; meter fallback, not in the figures above)" in text
+    assert "measured with wall instead: valgrind cannot decode the program's instructions (AVX-512)" in text
+    gens = jl(root / "gens_units.jsonl", [{"src_id": "s1", "generations": [FAST]},
+                                          {"id": "avx", "src_id": "s1", "generations": [FAST_AVX512]}])
+    e = cli("eval", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--generations", str(gens),
+            "--out", str(root / "eval_units"), "--repeats", "3", "--no-progress")
+    assert e.returncode == 0, e.stdout + e.stderr
+    rep = json.loads((root / "eval_units" / "metrics.json").read_text())
+    assert rep["unit"] == "instructions" and rep["speedup_units"] == {"instructions": 1, "seconds": 1}
+    assert rep["programs_in_other_unit"] == ["avx"]
+    per = {p["id"]: p for p in rep["per_program"]}
+    assert per["avx"]["units"] == ["seconds"] and per["avx"]["unit"] == "seconds"
+    assert per[f"{P}/s1/t1@1"]["units"] == ["instructions"]
+    assert "1 program(s) have generations measured in another unit than instructions" in " ".join(e.stdout.split())

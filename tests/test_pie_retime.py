@@ -328,6 +328,49 @@ def test_costliest_cases_from_a_real_source_verdict(tests_root):
     assert r.outcome == "AC" and r.cases == chosen
 
 
+# FAST's answer computed in a forked child that the parent waits for without reaping it (so the child's CPU is
+# never charged to the measured process): correct natively, and a CPU figure that would miss all the work
+FAST_IN_CHILD = r"""
+#include <cstdio>
+#include <unistd.h>
+#include <sys/wait.h>
+int main() {
+    pid_t p = fork();
+    if (p == 0) {
+        long long n; if (scanf("%lld", &n) != 1) _exit(1);
+        long long s = 0;
+        for (long long i = 1; i <= n; ) { long long q = n / i, j = n / q; s += q * (j - i + 1); i = j + 1; }
+        printf("%lld\n", s);
+        fflush(stdout);
+        _exit(0);
+    }
+    if (p > 0) { siginfo_t info; waitid(P_PID, p, &info, WEXITED | WNOWAIT); }
+    return 0;
+}
+"""
+
+
+@needs_valgrind
+def test_candidate_that_creates_processes_is_unmeasurable_not_wa_not_fast(tests_root):
+    """A candidate that passes every test natively by doing the work in a child process cannot be measured (its
+    work escapes the figure). It gets outcome UNMEASURABLE with the reason, the failure reward and no speedup:
+    never WA (it is not wrong) and never a speedup (with either method)."""
+    from arbiter.pipelines.pie_retime import UNMEASURABLE, summarize_rewards
+    from arbiter.timing.instructions import CREATES_PROCESSES_REASON
+
+    for method in ("instructions", "wall"):
+        r = pie_reward(src(), FAST_IN_CHILD, tests_root, method=method, repeats=2, transform="log",
+                       only_cases=["input.0", "input.4"])
+        assert r.outcome == UNMEASURABLE == "UNMEASURABLE", (method, r.outcome, r.reason)
+        assert r.verdict["outcome"] == "AC"  # correct on every used case natively (the judge allows processes)
+        assert CREATES_PROCESSES_REASON in r.reason and "input.0" in r.reason
+        assert r.speedup is None and r.src_total is None and r.reward == DEFAULT_LOG_FAILURE_PENALTY and r.scored
+        assert r.comparison["failures"][0]["status"] == "creates_processes"
+        assert r.comparison["failures"][0]["program"] == "b"
+        s = summarize_rewards([r.to_dict()])
+        assert s["by_outcome"] == {"UNMEASURABLE": 1} and s["n_correct"] == 0 and s["mean_speedup"] is None
+
+
 # ------------------------------------------------------------------------------------ meter fallback (AVX-512)
 
 
@@ -386,3 +429,12 @@ def test_avx512_candidate_is_measured_with_wall_time_not_failed(tests_root):
     # an ordinary candidate is still counted with instructions
     plain = pie_reward(src(), FAST, tests_root, only_cases=["input.0", "input.4"])
     assert (plain.method, plain.fallback_reason) == ("instructions", None)
+    # the summary never averages the two units: headline figures in the requested unit, the fallback apart
+    from arbiter.pipelines.pie_retime import summarize_rewards
+
+    s = summarize_rewards([plain.to_dict(), r.to_dict()])
+    assert s["speedup_unit"] == "instructions" and s["speedup_units"] == {"instructions": 1, "seconds": 1}
+    assert s["mean_speedup"] == s["min_speedup"] == s["max_speedup"] == pytest.approx(plain.speedup)
+    assert s["speedups_by_unit"]["seconds"]["mean"] == pytest.approx(r.speedup) and s["n_other_unit"] == 1
+    assert s["speedups_by_unit"]["instructions"]["n"] == 1 and s["n_correct"] == 2
+    assert s["n_method_fallbacks"] == 1 and s["methods"] == ["instructions", "wall"]

@@ -98,6 +98,54 @@ int main() { int n; std::cin >> n; std::cout << f(n) << "\n"; }
 SPIN = r"""
 int main() { volatile unsigned long x = 0; for (;;) x++; }
 """
+# LINEAR's answer computed in a forked child; the parent waits for it without reaping it (WNOWAIT), so getrusage
+# never charges the child's CPU to the measured process: natively correct, and its CPU figure misses the work
+FORK_WORKER = r"""
+#include <bits/stdc++.h>
+#include <unistd.h>
+#include <sys/wait.h>
+int main() {
+    pid_t p = fork();
+    if (p == 0) {
+        int n, k; std::cin >> n >> k;
+        std::vector<long long> cnt(k, 0);
+        for (int i = 0; i < n; i++) { long long x; std::cin >> x; cnt[x % k]++; }
+        long long c = cnt[0] * (cnt[0] - 1) / 2;
+        for (int r = 1; 2 * r < k; r++) c += cnt[r] * cnt[k - r];
+        if (k % 2 == 0) c += cnt[k / 2] * (cnt[k / 2] - 1) / 2;
+        std::cout << c << "\n" << std::flush;
+        _exit(0);
+    }
+    if (p > 0) { siginfo_t info; waitid(P_PID, p, &info, WEXITED | WNOWAIT); }
+    return 0;
+}
+"""
+# LINEAR's answer counted by a pool of four threads
+THREAD_POOL = r"""
+#include <bits/stdc++.h>
+int main() {
+    int n, k; std::cin >> n >> k;
+    std::vector<long long> a(n), cnt(k, 0);
+    for (auto &x : a) std::cin >> x;
+    std::mutex m;
+    std::vector<std::thread> pool;
+    for (int t = 0; t < 4; t++)
+        pool.emplace_back([&, t] {
+            std::vector<long long> local(k, 0);
+            for (int i = t; i < n; i += 4) local[a[i] % k]++;
+            std::lock_guard<std::mutex> g(m);
+            for (int r = 0; r < k; r++) cnt[r] += local[r];
+        });
+    for (auto &th : pool) th.join();
+    long long c = cnt[0] * (cnt[0] - 1) / 2;
+    for (int r = 1; 2 * r < k; r++) c += cnt[r] * cnt[k - r];
+    if (k % 2 == 0) c += cnt[k / 2] * (cnt[k / 2] - 1) / 2;
+    std::cout << c << "\n";
+}
+"""
+# tries to fork a helper, and does all the work itself (correctly) when the fork is refused
+FORK_OPTIONAL = LINEAR.replace("int main() {", "int main() {\n    if (fork() == 0) _exit(0);\n    wait(nullptr);", 1) \
+    .replace("#include <bits/stdc++.h>", "#include <bits/stdc++.h>\n#include <unistd.h>\n#include <sys/wait.h>", 1)
 
 SPEC = CompileSpec()  # g++ -std=gnu++17 -O2 -DONLINE_JUDGE (the PIE card's flags)
 
@@ -221,6 +269,52 @@ def test_failed_runs_are_failed_measurements_never_numbers():
     # without an expected output, only the run's own status counts
     ok = compare(lin, program(WRONG, "wrong"), [(n, i, None) for n, i, _ in cases])
     assert ok.ok and ok.speedup is not None
+
+
+def test_programs_that_create_processes_are_unmeasurable_never_wrong_never_fast():
+    """A program that does its work in a forked child (never reaped, so its CPU is not charged to the measured
+    process) or in a thread pool must not get a figure: under both methods the measured run refuses new processes
+    (RLIMIT_NPROC = 1) and the failure is ``creates_processes`` with a clear reason, never a wrong answer."""
+    from arbiter.timing.instructions import CREATES_PROCESSES_REASON
+
+    lin = program(LINEAR, "linear")
+    cases = cases_for([3000, 50])
+    for source in (FORK_WORKER, THREAD_POOL):
+        bad = program(source, "bad")
+        # the premise: natively, with processes allowed, it computes the right answer
+        with Sandbox(files={"main": bad.binary}, limits=Limits()) as sb:
+            for _, stdin, want in cases:
+                ex = sb.run(["/prog/main"], stdin, Limits())
+                assert ex.ok and ex.stdout == want, (ex.status, ex.detail, ex.stdout)
+        for method in ("instructions", "wall"):
+            c = compare(lin, bad, cases, method, repeats=2, warmup=0)
+            assert not c.ok and c.speedup is None and c.b_total is None and c.largest_speedup is None
+            f = c.failures[0]
+            assert (f["program"], f["status"]) == ("b", MeasureStatus.CREATES_PROCESSES.value), (method, c.failures)
+            assert f["detail"].startswith(CREATES_PROCESSES_REASON), f["detail"]
+            assert "program creates processes; its cost cannot be measured" in f["detail"]
+            assert c.cases[0].b is None and c.cases[0].b_status == MeasureStatus.CREATES_PROCESSES.value
+            if method == "instructions":  # the baseline is counted as usual (wall: stopped at the first failure)
+                assert c.cases[0].a is not None and c.cases[0].a_status == "ok"
+            assert not c.sandbox_error
+    # the same counting under valgrind directly, in a measuring sandbox
+    run = measure_instructions(compile_binary(FORK_WORKER), cases)
+    assert not run.ok and run.total is None
+    assert run.counts[0].status is MeasureStatus.CREATES_PROCESSES and run.counts[0].instructions is None
+
+
+def test_a_program_that_only_tries_to_fork_is_measured_single_process():
+    """Refusing new processes is the rule of a measured run, not a verdict on the source code: a correct program
+    whose fork is refused and that then does the work itself is measured like any other (the probe only names a
+    failure)."""
+    lin = program(LINEAR, "linear")
+    opt = program(FORK_OPTIONAL, "fork-optional")
+    cases = cases_for([3000, 50])
+    for method in ("instructions", "wall"):
+        c = compare(lin, opt, cases, method, repeats=2, warmup=0)
+        assert c.ok and not c.failures and c.speedup is not None and c.speedup > 0, c.failures
+    counted = compare(lin, opt, cases)
+    assert all(case.b is not None and case.b_status == "ok" for case in counted.cases)
 
 
 def test_time_limit_under_valgrind_is_a_failed_measurement():

@@ -3,10 +3,15 @@
 
 Exit status of both commands: 0 when every row got a verdict (accepted or rejected), 3 when some rows could not
 be verified because of our own failure (sandbox, valgrind; see ``errors.jsonl``; rerun to retry them), 2 for bad
-arguments, missing input files, an ``--out`` that is not a folder, a folder of another run, or a seeds file with no
-usable row (every seed rejection is printed: line, JSON path, reason). Seed and hidden-test rejections and the
-report's warnings (rows accepted on visible tests only, rows accepted without the speed gate, hidden cases dropped
-as bad data, tasks without hidden / generated tests) are printed after the summary.
+arguments, missing input files, an ``--out`` that is not a folder, a folder of another run, a seeds file with no
+usable row (every seed rejection is printed: line, JSON path, reason), or a ``--hidden`` file / ``--generators``
+folder that cannot be used as a whole (missing, a folder for a file or the reverse, unreadable, not UTF-8, not
+JSON, JSON of another shape; the message names the option and the file, and nothing is written or asked of the
+model). A single bad entry of the hidden tests file is rejected alone (its task becomes ``INVALID_TASK``). Seed
+and hidden-test rejections and the report's warnings (rows accepted on visible tests only, rows accepted without
+the speed gate, hidden cases dropped as bad data, tasks without hidden / generated tests) are printed after the
+summary. Every speedup is shown with its unit; rows measured with wall/CPU time after a meter fallback are
+flagged (``seconds*``).
 """
 
 from __future__ import annotations
@@ -61,7 +66,10 @@ def print_report(report: dict[str, Any], console: Console, *, rows: bool = True)
 
     Row table columns: the returns file's line, the row's ``demo_id`` (or ``#sample_index`` / key tail), the
     task (common prefix of the task ids dropped), the outcome, the first failing stage, every reason code, the
-    writer's claim (``false`` when it disagrees with us) and the largest-tests speedup (source / answer)."""
+    writer's claim (``false`` when it disagrees with us), the largest-tests speedup (source / answer) and its unit
+    (``instructions``, or ``seconds*`` in yellow for a row measured with wall/CPU time after a meter fallback: its
+    speedup is a time ratio, not to be averaged with instruction ratios). The summary counts rows per unit; the
+    best-answer table names each best row's unit and flags tasks ranked across units."""
     counts = report["counts"]
     ids = sorted({str(r.get("task_id")) for r in report["rows"] if r.get("task_id")} | set(report.get("tasks", {})))
     prefix = _common_prefix(ids)
@@ -74,7 +82,8 @@ def print_report(report: dict[str, Any], console: Console, *, rows: bool = True)
         title = "oracle verification" + (f" (tasks {prefix}*)" if prefix else "")
         t = Table(title=title)
         for name, just in (("line", "right"), ("row", "left"), ("task", "left"), ("outcome", "left"),
-                           ("stage", "left"), ("reasons", "left"), ("claim", "left"), ("largest-tests speedup", "right")):
+                           ("stage", "left"), ("reasons", "left"), ("claim", "left"),
+                           ("largest-tests speedup", "right"), ("unit", "left")):
             t.add_column(name, justify=just)  # type: ignore[arg-type]
         for r in report["rows"]:
             label = r.get("demo_id") or ("" if r.get("stage") == "load" else str(r.get("key") or "")[-16:])
@@ -91,7 +100,7 @@ def print_report(report: dict[str, Any], console: Console, *, rows: bool = True)
                 reasons = (reasons + " " if reasons else "") + "(measured with wall time: valgrind cannot run it)"
             claim = "false" if r.get("claim_disagreements") else ""
             t.add_row(str(r.get("line") or ""), label, short(r.get("task_id")), outcome, r.get("stage") or "",
-                      reasons, claim, _fmt_speed(r.get("largest_speedup")))
+                      reasons, claim, _fmt_speed(r.get("largest_speedup")), _unit_cell(r))
         console.print(t)
     s = Table(title="summary")
     s.add_column("what")
@@ -110,6 +119,11 @@ def print_report(report: dict[str, Any], console: Console, *, rows: bool = True)
                   str(counts["accepted_speed_gate_not_applied"]))
     if counts.get("measure_fallbacks"):
         s.add_row("  measured with wall time (valgrind cannot run the program)", str(counts["measure_fallbacks"]))
+    asked = "seconds" if (report.get("options") or {}).get("measure") == "wall" else "instructions"
+    for unit, n in (counts.get("speedup_units") or {}).items():
+        flag = unit != asked
+        label = f"speedups in {unit}" + (" (wall/CPU fallback: not comparable with instructions)" if flag else "")
+        s.add_row(f"[yellow]  {label}[/]" if flag else f"  {label}", str(n))
     s.add_row("claims disagreeing with our findings", str(report.get("claims_disagreeing", 0)))
     for stage, n in report["by_stage"].items():
         s.add_row(f"  first failing stage: {stage}", str(n))
@@ -123,9 +137,15 @@ def print_report(report: dict[str, Any], console: Console, *, rows: bool = True)
         b.add_column("row")
         b.add_column("largest-tests speedup", justify="right")
         b.add_column("speedup", justify="right")
+        b.add_column("unit")
         for tid, v in best:
+            unit = str(v.get("unit") or "")
+            if len(v.get("units") or []) > 1:
+                unit = f"[yellow]{unit} (ranked across {' and '.join(v['units'])})[/]"
+            elif unit == "seconds":
+                unit = "[yellow]seconds*[/]"
             b.add_row(short(tid), v.get("demo_id") or str(v.get("key"))[-16:], _fmt_speed(v.get("largest_speedup")),
-                      _fmt_speed(v.get("speedup")))
+                      _fmt_speed(v.get("speedup")), unit)
         console.print(b)
     print_rejections_and_warnings(report, console)
     run = report.get("run") or {}
@@ -140,6 +160,17 @@ def print_report(report: dict[str, Any], console: Console, *, rows: bool = True)
     if outs:
         console.print("outputs in " + str(Path(next(iter(outs.values()))).parent) + ": " +
                       ", ".join(str(Path(p).name) for p in outs.values()), highlight=False)
+
+
+def _unit_cell(row: dict[str, Any]) -> str:
+    """The unit column of a report row: ``instructions``, ``seconds`` (asked for with ``--measure wall``) or
+    ``seconds*`` in yellow (a meter fallback: not the unit asked for)."""
+    unit = row.get("unit")
+    if not unit:
+        return ""
+    if row.get("measure_fallback"):
+        return f"[yellow]{unit}*[/]"
+    return str(unit)
 
 
 def print_rejections_and_warnings(report: dict[str, Any], console: Console) -> None:
@@ -228,7 +259,9 @@ def verify(
                         no_cache, cache_dir)
         code = _run_verify(seeds, returns, out, hidden, generators, opts, console, not no_progress, not no_rows)
     except (ValueError, FileNotFoundError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        from rich.markup import escape
+
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2)
     raise typer.Exit(code)
 
@@ -272,8 +305,12 @@ def generate(
                         cache_dir)
         if not seeds.is_file():
             raise FileNotFoundError(f"seeds file not found: {seeds}")
-        from arbiter.pipelines.oracle_verify import ensure_out_dir
+        from arbiter.pipelines.oracle_verify import check_generators_dir, ensure_out_dir, load_hidden_or_raise
 
+        if hidden is not None:  # before asking the model anything
+            load_hidden_or_raise(hidden)
+        if generators is not None:
+            check_generators_dir(generators)
         ensure_out_dir(out)
         returns = out / "returns.jsonl"
         bar = Progress(TextColumn("[bold]asking the model[/]"), BarColumn(), MofNCompleteColumn(),
@@ -297,7 +334,9 @@ def generate(
                           f"(see {summary.errors_path}); rerun to ask for them[/]")
             code = 3
     except (ValueError, FileNotFoundError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        from rich.markup import escape
+
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2)
     raise typer.Exit(code)
 

@@ -23,8 +23,16 @@ into it with other rows, tests or options (``--transform``, ``--param``, ``--met
 ``--checker``, ``--compile-command``, limits, wall ``--repeats``) is refused with exit 2 naming what differs.
 
 Measurement: ``--method instructions`` falls back to interleaved wall/CPU time for a pair valgrind cannot run
-(e.g. an AVX-512 program: valgrind 3.19 cannot decode it); the record says ``method: "wall"`` and
-``fallback_reason``, and the summary counts such records.
+(e.g. an AVX-512 program: valgrind 3.19 cannot decode it); the record says ``method: "wall"``, ``unit:
+"seconds"`` and ``fallback_reason``, and the summary counts such records: its speedup figures name their unit and
+are over the requested unit only, records in the fallback unit get their own line, flagged (``eval`` flags the
+programs concerned under its table). A correct candidate that creates processes or threads cannot be measured
+(measured runs refuse them): outcome ``UNMEASURABLE``, the transform's failure reward.
+
+Bad input: ``--k`` must be -1 or >= 1, ``--repeats`` 1..1000, ``--cpu-seconds``/``--memory-mib`` positive,
+``--transform`` one of the listed names; ``--rows``/``--tests`` must exist and ``--candidates``/``--generations``
+be readable files (exit 2 naming the option). A line of a candidates/generations/rows file that is not UTF-8 or not
+JSON is reported with its file and line (an ``INVALID_TASK`` record, a "bad row"); the batch goes on.
 
 Exit status: 0 when every candidate got a reward (or a final INVALID_TASK), 3 when some hit our own errors
 (SANDBOX_ERROR: see ``errors.jsonl``; rerun to retry), 2 for bad arguments, missing files, an ``--out`` that is
@@ -85,16 +93,51 @@ def _params(pairs: list[str]) -> dict[str, float]:
     return out
 
 
+def _check_options(k: int, cpu_seconds: float, memory_mib: int, repeats: int) -> None:
+    """Options checked before any file is read or written; raises ValueError naming the option (exit 2)."""
+    import math
+
+    from arbiter.pipelines.pie_retime import MAX_REPEATS
+
+    if k == 0 or k < -1:
+        raise ValueError(f"--k must be -1 (every usable case, the card's K = -1) or a positive number of cases "
+                         f"to sample, got {k}")
+    if not (math.isfinite(cpu_seconds) and cpu_seconds > 0):
+        raise ValueError(f"--cpu-seconds must be a positive number of seconds, got {cpu_seconds}")
+    if memory_mib <= 0:
+        raise ValueError(f"--memory-mib must be a positive number of MiB, got {memory_mib}")
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise ValueError(f"--repeats must be from 1 to {MAX_REPEATS} timed rounds per case (one warm-up round is "
+                         f"dropped besides), got {repeats}")
+
+
+def _check_paths(paths: list[tuple[str, Optional[Path], bool]]) -> None:
+    """``(option, path, must_be_file)``: each given path must exist (a file when ``must_be_file``, else a file or a
+    folder) and be readable. Raises FileNotFoundError / ValueError naming the option and the path (exit 2)."""
+    import os
+
+    for option, path, must_be_file in paths:
+        if path is None:
+            continue
+        if not path.exists():
+            what = "file" if must_be_file else "file or folder"
+            raise FileNotFoundError(f"{option} {path}: not found (no such {what})")
+        if must_be_file and not path.is_file():
+            raise ValueError(f"{option} {path}: " + ("is a folder; give a JSONL file" if path.is_dir()
+                                                      else "is not a regular file"))
+        if not os.access(path, os.R_OK | (0 if path.is_file() else os.X_OK)):
+            raise ValueError(f"{option} {path}: cannot be read (permission denied)")
+
+
 def _reward_kw(method: Method, k: int, checker: str, compile_command: Optional[str], cpu_seconds: float,
                memory_mib: int, repeats: int, no_cache: bool, transform: str = "raw",
                params: Optional[list[str]] = None) -> dict[str, Any]:
     from arbiter.judge.task import CompileSpec
-    from arbiter.pipelines.pie_retime import DEFAULT_LIMITS
+    from arbiter.pipelines.pie_retime import DEFAULT_LIMITS, check_reward_options
     from arbiter.sandbox.limits import MiB
 
-    if memory_mib <= 0 or cpu_seconds <= 0:
-        raise ValueError("--cpu-seconds and --memory-mib must be positive")
-    return {
+    _check_options(k, cpu_seconds, memory_mib, repeats)
+    kw = {
         "transform": transform,
         "transform_params": _params(params or []),
         "method": method.value,
@@ -105,6 +148,8 @@ def _reward_kw(method: Method, k: int, checker: str, compile_command: Optional[s
         "repeats": repeats,
         "cache": False if no_cache else None,
     }
+    check_reward_options(kw, need_meter=False)  # valgrind is checked when something is measured
+    return kw
 
 
 def _fmt(x: Any, spec: str = ".3f") -> str:
@@ -119,7 +164,11 @@ def _bar(console: Console, label: str, enabled: bool) -> Progress:
 
 def print_reward_summary(summary: dict[str, Any], console: Console) -> None:
     """The summary table of ``arbiter pie reward``: counts by outcome, correctness, reward and speedup figures,
-    toolchain fingerprint and startup floor."""
+    toolchain fingerprint and startup floor.
+
+    Speedups are named with their unit: the headline figures are over records measured in the requested method's
+    unit only (``instructions``, or ``seconds`` for ``--method wall``); records measured in another unit after a
+    meter fallback get their own line, flagged in yellow, and are never averaged into the headline."""
     t = Table(title="PIE re-timed reward")
     t.add_column("what")
     t.add_column("value", justify="right")
@@ -134,10 +183,20 @@ def print_reward_summary(summary: dict[str, Any], console: Console) -> None:
     t.add_row("%Correct (of scored)", _fmt(summary["pct_correct"], ".2f"))
     t.add_row("%Opt (speedup >= 1.10, of scored)", _fmt(summary["pct_opt"], ".2f"))
     t.add_row(f"mean reward ({', '.join(summary['transforms'])})", _fmt(summary["mean_reward"], ".4f"))
-    t.add_row("speedup of correct: mean / geomean / median",
+    unit = summary.get("speedup_unit") or "instructions"
+    by_unit = summary.get("speedups_by_unit") or {}
+    n_head = (by_unit.get(unit) or {}).get("n", summary["n_correct"])
+    t.add_row(f"speedup of correct, in {unit} ({n_head}): mean / geomean / median",
               f"{_fmt(summary['mean_speedup'])} / {_fmt(summary['geomean_speedup'])} / "
               f"{_fmt(summary['median_speedup'])}")
-    t.add_row("speedup of correct: min .. max", f"{_fmt(summary['min_speedup'])} .. {_fmt(summary['max_speedup'])}")
+    t.add_row(f"speedup of correct, in {unit}: min .. max",
+              f"{_fmt(summary['min_speedup'])} .. {_fmt(summary['max_speedup'])}")
+    for other, st in by_unit.items():
+        if other == unit:
+            continue
+        t.add_row(f"[yellow]speedup of correct, in {escape(other)} ({st['n']}; meter fallback, not in the figures "
+                  f"above): mean / geomean / median[/]",
+                  f"[yellow]{_fmt(st['mean'])} / {_fmt(st['geomean'])} / {_fmt(st['median'])}[/]")
     requested = summary.get("requested_methods") or summary["methods"]
     t.add_row("method (requested)", ", ".join(requested))
     if summary.get("n_method_fallbacks"):
@@ -180,15 +239,13 @@ def reward(
     Writes OUT/rewards.jsonl (one record per candidate), OUT/errors.jsonl and OUT/summary.json, and prints a
     summary table. Exit status: 0 done, 3 some SANDBOX_ERROR (rerun to retry), 2 bad arguments."""
     from arbiter.pipelines.pie_retime import run_reward_batch
+    from arbiter.timing.instructions import ValgrindUnavailable
 
     console = _console()
     try:
         kw = _reward_kw(method, k, checker, compile_command, cpu_seconds, memory_mib, repeats, no_cache,
                         transform.value, param)
-        if not rows.exists():
-            raise FileNotFoundError(f"rows not found: {rows}")
-        if not tests.exists():
-            raise FileNotFoundError(f"tests not found: {tests}")
+        _check_paths([("--rows", rows, False), ("--tests", tests, False), ("--candidates", candidates, True)])
         bar = _bar(console, "scoring", not no_progress)
         state: dict[str, Any] = {}
         with bar:
@@ -199,15 +256,24 @@ def reward(
                 sp = rec.get("speedup")
                 bar.update(state["task"], advance=1,
                            info=escape(f"{rec.get('outcome')} {rec.get('problem_id')}/{rec.get('src_id')}"
-                                       + (f" {sp:.2f}x" if sp else "")))
+                                       + (f" {sp:.2f}x {rec.get('unit')}" if sp else "")))
 
             run = run_reward_batch(rows, tests, candidates, out, seed=seed, split=split, on_start=on_start,
                                    on_result=on_result, **kw)
     except (ValueError, FileNotFoundError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2)
+    except ValgrindUnavailable as exc:
+        console.print(f"[red]error:[/] --method instructions needs valgrind: {escape(str(exc))} "
+                      "(or use --method wall)", highlight=False)
         raise typer.Exit(2)
     for e in run.row_errors[:5]:
-        console.print(f"[yellow]bad row:[/] {escape(e)}", highlight=False)
+        console.print(f"[yellow]bad row in --rows:[/] {escape(e)}", highlight=False)
+    bad = [r for r in run.records if str(r.get("key", "")).endswith("error")]
+    for r in bad[:5]:
+        console.print(f"[yellow]bad record in --candidates:[/] {escape(str(r.get('reason')))}", highlight=False)
+    if len(bad) > 5:
+        console.print(f"[yellow]... and {len(bad) - 5} more (INVALID_TASK records in rewards.jsonl)[/]")
     print_reward_summary(run.summary, console)
     console.print("outputs: " + ", ".join(run.outputs.values()), highlight=False)
     raise typer.Exit(3 if run.sandbox_errors else 0)
@@ -237,13 +303,12 @@ def evaluate(
     %Opt = speedup >= 1.10; mean speedup floored at 1.0 (failures count as 1.0); %Correct = a fully correct
     generation among the first k. Prints the table; writes OUT/metrics.json and OUT/generations.jsonl."""
     from arbiter.pipelines.pie_eval import run_eval
+    from arbiter.timing.instructions import ValgrindUnavailable
 
     console = _console()
     try:
         kw = _reward_kw(method, k, checker, compile_command, cpu_seconds, memory_mib, repeats, no_cache)
-        for p, what in ((generations, "generations"), (rows, "rows"), (tests, "tests")):
-            if p is not None and not p.exists():
-                raise FileNotFoundError(f"{what} not found: {p}")
+        _check_paths([("--generations", generations, True), ("--rows", rows, False), ("--tests", tests, False)])
         bar = _bar(console, "measuring generations", not no_progress)
         state: dict[str, Any] = {}
         with bar:
@@ -256,7 +321,11 @@ def evaluate(
             run = run_eval(rows, tests, generations, out, seed=seed, split=split, on_start=on_start,
                            on_result=on_result, **kw)
     except (ValueError, FileNotFoundError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2)
+    except ValgrindUnavailable as exc:
+        console.print(f"[red]error:[/] --method instructions needs valgrind: {escape(str(exc))} "
+                      "(or use --method wall)", highlight=False)
         raise typer.Exit(2)
     rep = run.report
     console.print(f"PIE metrics over {rep['n_programs']} programs ({rep['method']}, unit {rep['unit']}); "
@@ -264,6 +333,13 @@ def evaluate(
     for e in rep["excluded"][:5]:
         console.print(f"  [yellow]excluded[/] {escape(str(e['id']))}: {escape(str(e['reason']))}", highlight=False)
     console.print(run.table, highlight=False)
+    other = rep.get("programs_in_other_unit") or []
+    if other:
+        units = ", ".join(f"{u}: {n}" for u, n in (rep.get("speedup_units") or {}).items())
+        console.print(f"[yellow]warning:[/] {len(other)} program(s) have generations measured in another unit than "
+                      f"{rep['unit']} (a meter fallback to wall/CPU time); their speedups enter the metrics above as "
+                      f"time ratios (correct generations per unit: {escape(units)}): "
+                      f"{escape(', '.join(other[:10]))}" + (" ..." if len(other) > 10 else ""), highlight=False)
     if rep["fingerprints"]:
         console.print("toolchain fingerprint: " + ", ".join(rep["fingerprints"]), highlight=False)
     console.print("outputs: " + ", ".join(run.outputs.values()), highlight=False)

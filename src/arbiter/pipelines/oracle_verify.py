@@ -48,6 +48,14 @@ every reason that applies is collected (a row can be rejected for altered messag
    work of the run paused) and ``verification.measurement`` says so: ``method: "wall"``, ``requested_method:
    "instructions"``, ``fallback_reason`` (e.g. "valgrind cannot decode the program's instructions (AVX-512)"),
    ``extra.meter_failures``; a note too. The gate below then uses the wall figures and the wall rule.
+   **Programs that create processes or threads**: measured runs refuse them (``RLIMIT_NPROC = 1``, both methods;
+   a child's or thread's work would escape the figure). An answer that passed every test but fails a measured run
+   only because of that is rejected with ``measure:CREATES_PROCESSES`` ("the answer creates processes; its cost
+   cannot be measured"), not ``MEASURE_FAILED`` with a wrong-answer status; a source that does is
+   ``SOURCE_MEASURE_FAILED``.
+   **Units**: ``verification.measurement`` has ``method`` and ``unit`` (``instructions`` or ``seconds``); every
+   row of ``report.json`` carries ``unit`` and ``measure_fallback``, ``counts.speedup_units`` counts rows per unit,
+   and a warning names tasks whose best answer was picked among speedups in different units.
 6. **speed** and **score** -- score 1.0 only when every stage passed and ``largest_speedup >= min_speedup``
    (default 1.0: "not slower than the source on the largest tests"); anything less is rejected with every
    reason. When the largest tests are too small to show speed (the source's cost on them is below
@@ -120,7 +128,7 @@ from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
 
 from arbiter.datasets.jsonl_sink import JsonlSink, read_jsonl
 from arbiter.datasets.oracle_rows import (
@@ -827,6 +835,10 @@ def _measure(seed: SeedRow, comp: Any, spec: Any, all_cases: list[_Case], ctx: V
         res.timing["wall"] = {"source_total": cmp.a_total, "answer_total": cmp.b_total}
     for f in cmp.failures:
         who = "source" if f["program"] == "a" else "answer"
+        if who == "answer" and f["status"] == "creates_processes":
+            res.reasons.append(_reason("measure", "CREATES_PROCESSES", f"the answer passed the tests, but on "
+                                       f"{f['case']}: {f.get('detail', '')}".strip(), cases=[f["case"]]))
+            continue
         code = "SOURCE_MEASURE_FAILED" if who == "source" else "MEASURE_FAILED"
         res.reasons.append(_reason("measure", code, f"the {who} failed a measured run on {f['case']}: "
                                    f"{f['status']} {f.get('detail', '')}".strip(), cases=[f["case"]]))
@@ -993,8 +1005,10 @@ def verify_returns(seeds: str | os.PathLike, returns: str | os.PathLike, out_dir
     wall-clock ``runtime_ms``). Returns a :class:`VerifyRun`. Raises ``ValueError`` for bad options,
     :class:`NoUsableSeeds` (a ``ValueError``, before anything is written) when every seed row is rejected,
     :class:`OutputDirError` (a ``ValueError``) when ``out_dir`` is an existing file or cannot be created,
-    :class:`ConfigMismatch` for a folder of another run, and ``FileNotFoundError`` when ``seeds`` or ``returns``
-    does not exist; nothing in the rows raises. Seed rows that are rejected while others load are reported
+    :class:`ConfigMismatch` for a folder of another run, ``FileNotFoundError`` when ``seeds`` or ``returns``
+    does not exist, and :class:`InputFileError` (a ``ValueError``, before anything is written) when ``hidden`` or
+    ``generators`` cannot be used as a whole (:func:`load_hidden_or_raise`, :func:`check_generators_dir`); nothing
+    in the rows raises. Seed rows that are rejected while others load are reported
     (``rejected.jsonl`` kind ``seed``, ``report["load_rejections"]``), and returns for them are rejected as
     ``SEED_REJECTED`` ("seed row rejected"), not ``UNKNOWN_TASK_ID``.
     """
@@ -1004,20 +1018,18 @@ def verify_returns(seeds: str | os.PathLike, returns: str | os.PathLike, out_dir
     for p, what in ((seeds, "seeds"), (returns, "returns")):
         if not Path(p).is_file():
             raise FileNotFoundError(f"{what} file not found: {p}")
-    if hidden is not None and not Path(hidden).is_file():
-        raise FileNotFoundError(f"hidden tests file not found: {hidden}")
-    if generators is not None and not Path(generators).is_dir():
-        raise FileNotFoundError(f"generators folder not found: {generators}")
+    if generators is not None:
+        check_generators_dir(generators)
     seeds_loaded = load_seeds(seeds)
     by_id = seeds_loaded.by_id
     if not by_id:
         raise NoUsableSeeds(seeds_loaded.rejections, seeds)
+    hidden_loaded = load_hidden_or_raise(hidden, known_task_ids=by_id) if hidden is not None else None
     out = ensure_out_dir(out_dir)
     emit = on_progress or (lambda event, data: None)
     run_id = uuid.uuid4().hex[:12]
     check_config(out, config_fingerprint(seeds, hidden, generators, opts))
 
-    hidden_loaded = load_hidden_tests(hidden, known_task_ids=by_id) if hidden is not None else None
     ctx = VerifyContext(by_id, hidden=hidden_loaded, generators=generators, options=opts)
 
     sft = JsonlSink(out / "sft.jsonl", key=_sft_key)
@@ -1151,6 +1163,62 @@ class NoUsableSeeds(ValueError):
             + (f"\n  (+{more} more)" if more > 0 else "") if self.rejections else "the file holds no row"))
 
 
+class InputFileError(ValueError):
+    """An input given by path (``--hidden``, ``--generators``) cannot be used as a whole: missing, of the wrong kind
+    (a folder for a file, or the reverse), unreadable, or not JSON/JSONL of the documented shape. Raised before
+    anything is written: verifying without the hidden tests or generators asked for would accept answers on fewer
+    tests than intended. The message names the option and the path; ``rejections``: the hidden-tests file's
+    rejections when it was read (each names the line, the JSON path and the reason)."""
+
+    def __init__(self, message: str, rejections: Sequence[Rejection] = ()):
+        self.rejections = list(rejections)
+        super().__init__(message)
+
+
+def load_hidden_or_raise(path: str | os.PathLike, known_task_ids: Iterable[str] | None = None) -> HiddenTests:
+    """Load ``--hidden`` (:func:`~arbiter.datasets.oracle_rows.load_hidden_tests`), refusing a file that cannot be
+    used as a whole with :class:`InputFileError` (a ``ValueError``: the CLI exits 2) naming the file: it does not
+    exist, is not a regular file, cannot be read, is not UTF-8, is not JSON (a JSON document that does not parse, or
+    a JSONL file none of whose lines is an entry), is JSON of another shape (e.g. a list), or none of its entries
+    is usable or even names a task of ``known_task_ids`` (the seed tasks; a wrong file). A bad *entry* (one seed
+    task's tests of the wrong shape) is not fatal: it is rejected alone (``rejected.jsonl`` kind ``hidden``; its
+    task becomes ``INVALID_TASK``) and the run goes on; so are entries for unknown tasks next to usable ones."""
+    p = Path(path)
+    if not p.exists():
+        raise InputFileError(f"--hidden {p}: hidden tests file not found")
+    if not p.is_file():
+        raise InputFileError(f"--hidden {p}: " + ("is a folder; give the hidden tests file (JSON or JSONL)"
+                                                 if p.is_dir() else "is not a regular file"))
+    known = set(known_task_ids) if known_task_ids is not None else None
+    loaded = load_hidden_tests(p, known_task_ids=known)
+    whole = [r for r in loaded.rejections if r.task_id is None and r.line is None]
+    concerned = loaded.invalid_tasks if known is None else loaded.invalid_tasks & known
+    nothing = loaded.rejections and not loaded.tests and not concerned
+    if whole or nothing:
+        first = (whole or loaded.rejections)[0]
+        why = " (no usable entry for a seed task)" if not whole and first.task_id is not None else ""
+        more = f" (and {len(loaded.rejections) - 1} more problem(s))" if len(loaded.rejections) > 1 else ""
+        raise InputFileError(f"--hidden {p}: the hidden tests file cannot be used{why}: {first.message}{more}",
+                             loaded.rejections)
+    return loaded
+
+
+def check_generators_dir(path: str | os.PathLike) -> Path:
+    """``--generators``: an existing, readable folder (of ``<task_id>.py`` generators). Raises
+    :class:`InputFileError` naming the path otherwise. Returns the path."""
+    p = Path(path)
+    if not p.exists():
+        raise InputFileError(f"--generators {p}: generators folder not found")
+    if not p.is_dir():
+        raise InputFileError(f"--generators {p}: is a file; give the folder of <task_id>.py generators")
+    try:
+        with os.scandir(p) as entries:
+            next(entries, None)
+    except OSError as e:
+        raise InputFileError(f"--generators {p}: cannot be read: {e.strerror or e}") from None
+    return p
+
+
 class OutputDirError(ValueError):
     """The output folder cannot be used: it exists and is not a folder, or it cannot be created."""
 
@@ -1271,15 +1339,26 @@ def _best_rank(rec: Mapping[str, Any]) -> tuple:
     return (-(ls if ls is not None else 0.0), -(sp if sp is not None else 0.0), str(rec.get("key")))
 
 
+def speedup_unit(rec: Mapping[str, Any]) -> str | None:
+    """The unit of a verified/rejected record's speedups: ``verification.measurement.unit`` (``instructions`` or
+    ``seconds``), ``None`` when the row was not measured."""
+    return ((rec.get("verification") or {}).get("measurement") or {}).get("unit")
+
+
 def write_best(out_dir: str | os.PathLike) -> dict[str, dict[str, Any]]:
     """Rewrite ``best.jsonl`` from ``verified.jsonl``: per task, the accepted row with the highest
     ``largest_speedup`` (then ``speedup``, then key) as ``{"task_id", "messages"}`` (issue 5: "keep the best
     verified answer per task (fastest among full marks)"). Returns ``task_id -> {"key", "speedup",
-    "largest_speedup"}``."""
+    "largest_speedup", "unit", "units"}``: ``unit`` is the unit of the best row's speedups, ``units`` every unit
+    among the task's accepted rows; more than one means the ranking compared instruction speedups with wall/CPU
+    time speedups (a meter fallback), which the report warns about."""
     out = Path(out_dir)
     best: dict[str, dict[str, Any]] = {}
+    units: dict[str, set[str]] = {}
     for rec in _read(out / "verified.jsonl"):
         tid = rec.get("task_id")
+        if speedup_unit(rec):
+            units.setdefault(tid, set()).add(str(speedup_unit(rec)))
         if tid not in best or _best_rank(rec) < _best_rank(best[tid]):
             best[tid] = rec
     records = [{"task_id": tid, "messages": [{"role": m["role"], "content": m["content"]}
@@ -1287,7 +1366,8 @@ def write_best(out_dir: str | os.PathLike) -> dict[str, dict[str, Any]]:
     _write_jsonl_atomic(out / "best.jsonl", records)
     return {tid: {"key": r["key"], "demo_id": r.get("demo_id"),
                   "speedup": (r.get("verification") or {}).get("speedup"),
-                  "largest_speedup": (r.get("verification") or {}).get("largest_speedup")}
+                  "largest_speedup": (r.get("verification") or {}).get("largest_speedup"),
+                  "unit": speedup_unit(r), "units": sorted(units.get(tid, ()))}
             for tid, r in sorted(best.items())}
 
 
@@ -1309,9 +1389,12 @@ def build_report(out_dir: str | os.PathLike, *, options: VerifyOptions | None = 
     ``counts.accepted_visible_only`` (accepted rows whose task had neither hidden nor generated tests: checked on
     the seed's visible tests only), ``counts.accepted_speed_gate_not_applied`` (accepted without the speed gate:
     their tests were too small to show speed), ``counts.measure_fallbacks`` (rows measured with wall time because
-    valgrind could not run a program); ``hidden_checks`` (per task: the seed's source on its hidden cases,
-    :mod:`~arbiter.pipelines.oracle_hidden_tests`: dropped bad cases, unconfirmed ones); ``coverage`` (which seed
-    tasks have hidden / generated tests, given by the caller); ``load_rejections`` (seed and hidden-test entries
+    valgrind could not run a program), ``counts.speedup_units`` (measured rows per unit of their speedups:
+    ``instructions`` / ``seconds``; each row's ``unit``), ``counts.tasks_best_across_units`` (tasks whose best
+    answer was ranked among speedups of different units; a warning names them); ``hidden_checks`` (per task: the
+    seed's source on its hidden cases, :mod:`~arbiter.pipelines.oracle_hidden_tests`: dropped bad cases,
+    unconfirmed ones); ``coverage`` (which seed tasks have hidden / generated tests, given by the caller);
+    ``load_rejections`` (seed and hidden-test entries
     that were rejected: line, task, JSON path, code, message); ``warnings``: one line per problem, recommending
     ``--hidden`` / ``--generators`` where they would help.
     """
@@ -1336,7 +1419,7 @@ def build_report(out_dir: str | os.PathLike, *, options: VerifyOptions | None = 
         rows.append({"line": r.get("line"), "key": r.get("key"), "task_id": r.get("task_id"),
                      "demo_id": r.get("demo_id"), "outcome": "accepted", "stage": None, "codes": [],
                      "speedup": v.get("speedup"), "largest_speedup": v.get("largest_speedup"),
-                     "speed_gate": v.get("speed_gate"),
+                     "speed_gate": v.get("speed_gate"), "unit": speedup_unit(r),
                      "visible_only": v.get("all_hidden_tests_pass") is None
                      and v.get("all_generated_tests_pass") is None,
                      "measure_fallback": (v.get("measurement") or {}).get("fallback_reason"),
@@ -1358,7 +1441,7 @@ def build_report(out_dir: str | os.PathLike, *, options: VerifyOptions | None = 
         rows.append({"line": r.get("line"), "key": r.get("key"), "task_id": r.get("task_id"),
                      "demo_id": r.get("demo_id"), "outcome": "rejected", "stage": r.get("stage"), "codes": codes,
                      "speedup": v.get("speedup"), "largest_speedup": v.get("largest_speedup"),
-                     "speed_gate": v.get("speed_gate"),
+                     "speed_gate": v.get("speed_gate"), "unit": speedup_unit(r),
                      "measure_fallback": (v.get("measurement") or {}).get("fallback_reason"),
                      "claim_disagreements": [d["field"] for d in v.get("claim_disagreements") or []]})
     for e in errs:
@@ -1376,13 +1459,20 @@ def build_report(out_dir: str | os.PathLike, *, options: VerifyOptions | None = 
     load_rej = [{"kind": r.get("kind"), "line": r.get("line"), "task_id": r.get("task_id"),
                  "path": (r.get("reasons") or [{}])[0].get("path"), "code": (r.get("reasons") or [{}])[0].get("code"),
                  "message": r.get("message")} for r in rej if r.get("kind") in ("seed", "hidden")]
+    units = Counter(str(x["unit"]) for x in rows if x.get("unit"))
+    mixed = {str(tid): list(b.get("units") or []) for tid, b in (best or {}).items() if len(b.get("units") or []) > 1}
     warnings = _warnings(len(ver), vis_only, no_gate, fallbacks, hidden_checks or {}, coverage or {}, load_rej)
+    if mixed:
+        warnings.append(f"{len(mixed)} task(s) have accepted answers measured in different units (instructions and "
+                        "wall/CPU seconds, after a meter fallback); their best answer was ranked across units: "
+                        + _ids([f"{t} ({', '.join(u)})" for t, u in mixed.items()]))
     return {
         "counts": {"rows": len(ver) + n_return_rej + len(errs), "accepted": len(ver), "rejected": n_return_rej,
                    "errors": len(errs), "sft_rows": len(_read(out / "sft.jsonl")),
                    "other_rejections": len(rej) - n_return_rej,
                    "accepted_visible_only": len(vis_only), "accepted_speed_gate_not_applied": len(no_gate),
-                   "measure_fallbacks": len(fallbacks)},
+                   "measure_fallbacks": len(fallbacks), "speedup_units": dict(sorted(units.items())),
+                   "tasks_best_across_units": len(mixed)},
         "warnings": warnings,
         "accepted_visible_only": [{"line": r.get("line"), "key": r.get("key"), "task_id": r.get("task_id")}
                                   for r in sorted(vis_only, key=lambda r: r.get("line") or 0)],

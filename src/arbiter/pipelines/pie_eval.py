@@ -17,6 +17,11 @@ Glue around :mod:`arbiter.pipelines.pie_metrics` (the rules: reference/pie.md §
 - A program with a generation that could not be scored (``INVALID_TASK``: row or tests unusable;
   ``SANDBOX_ERROR``: ours, retried by a rerun) is **excluded** from the metrics and listed in ``excluded``, never
   counted as a failure.
+- **Units**: each generation's speedup is in the unit of its measurement (``unit`` in ``generations.jsonl``):
+  instructions, or seconds after a meter fallback (:func:`~arbiter.pipelines.pie_retime.pie_reward` step 6).
+  ``metrics.json`` says ``unit`` (the requested method's), ``speedup_units`` (correct generations per unit),
+  ``programs_in_other_unit`` (programs with a generation measured in another unit: their speedups enter the
+  metrics as time ratios; ``arbiter pie eval`` flags them under the table) and each program's ``units``.
 - Lines may instead carry precomputed runtimes (``{"id": ..., "src_runtime": x, "runtimes": [x or null, ...]}``,
   any unit shared within the line, e.g. gem5 seconds), which are used as given.
 
@@ -128,9 +133,10 @@ def programs_from_records(groups: Sequence[tuple[str, Sequence[Mapping[str, Any]
     """Turn per-generation reward records into PIE programs (module docstring: runtimes, exclusions).
 
     ``groups``: ``(program_id, records in generation order)``. Returns ``(programs, per_program, excluded)``:
-    ``per_program`` holds ``{id, src_runtime, runtimes, outcomes}`` (runtimes None for failures; src_runtime None
-    when no generation was correct) and ``excluded`` ``{id, reason}`` for programs with an unscorable
-    generation."""
+    ``per_program`` holds ``{id, src_runtime, runtimes, outcomes, units, unit}`` (runtimes None for failures;
+    src_runtime None when no generation was correct; ``units``: the unit of each generation's speedup, None for
+    failures; ``unit``: the unit of ``src_runtime``) and ``excluded`` ``{id, reason}`` for programs with an
+    unscorable generation."""
     programs: list[ProgramGenerations] = []
     per: list[dict[str, Any]] = []
     excluded: list[dict[str, Any]] = []
@@ -153,7 +159,10 @@ def programs_from_records(groups: Sequence[tuple[str, Sequence[Mapping[str, Any]
             runtimes.append(src_rt / float(sp) if r.get("outcome") == "AC" and sp and src_rt else None)
         programs.append(ProgramGenerations(src_rt if src_rt else 1.0, runtimes, pid))
         per.append({"id": pid, "src_runtime": src_rt, "runtimes": runtimes,
-                    "outcomes": [r.get("outcome") for r in recs]})
+                    "outcomes": [r.get("outcome") for r in recs],
+                    "units": [str(r.get("unit")) if r.get("outcome") == "AC" and r.get("speedup") else None
+                              for r in recs],
+                    "unit": unit if src_rt else None})
     return programs, per, excluded
 
 
@@ -183,24 +192,34 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
     - ``reward_kw``: :func:`~arbiter.pipelines.pie_retime.pie_reward` keywords (``method``, ``k``, ``checker``,
       ``limits``, ...); the transform is irrelevant here (metrics come from runtimes).
 
-    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for bad options, a bad precomputed line, or
-    no program left to evaluate.
+    A line that is not UTF-8 text, not JSON, or a precomputed line with bad fields does not stop the evaluation:
+    its program is excluded, with the file, line and problem as the reason (measured lines: through the reward
+    batch's ``INVALID_TASK`` record).
+
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for bad options (before anything is written)
+    or no program left to evaluate.
     """
-    from arbiter.pipelines.pie_retime import RowIndex, ensure_out_dir, iter_candidates, run_reward_batch
+    from arbiter.datasets.pie_rows import iter_jsonl_lines
+    from arbiter.pipelines.pie_retime import (
+        RowIndex,
+        check_reward_options,
+        ensure_out_dir,
+        iter_candidates,
+        run_reward_batch,
+    )
 
     gen_path = Path(generations)
     if not gen_path.is_file():
         raise FileNotFoundError(f"generations file not found: {gen_path}")
+    check_reward_options(reward_kw, need_meter=False)  # before anything is written (valgrind: when measuring)
     out = ensure_out_dir(out_dir)
     lines: list[tuple[int, dict[str, Any]]] = []
-    with open(gen_path, encoding="utf-8") as f:
-        for n, text in enumerate(f, 1):
-            if text.strip():
-                try:
-                    rec = json.loads(text)
-                except ValueError as e:
-                    raise ValueError(f"{gen_path}: line {n}: not valid JSON ({e})") from None
-                lines.append((n, rec if isinstance(rec, dict) else {}))
+    bad_lines: list[dict[str, Any]] = []
+    for n, rec, problem in iter_jsonl_lines(gen_path):
+        if problem is not None:  # one bad line never stops the batch: it is reported as an excluded program
+            bad_lines.append({"id": f"line {n}", "reason": f"line {n} of {gen_path.name}: {problem}"})
+        else:
+            lines.append((n, rec if isinstance(rec, dict) else {}))
     pre = [(n, r) for n, r in lines if "runtimes" in r and not any(f in r for f in GENERATION_FIELDS)]
     needs_run = len(pre) < len(lines)
     groups: list[tuple[str, list[dict[str, Any]]]] = []
@@ -226,8 +245,15 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
                                                        f"line {it.line}"))
         groups = [(names[n], by_line[n]) for n in sorted(by_line)]
     programs, per, excluded = programs_from_records(groups)
+    if not needs_run:  # (otherwise iter_candidates reported the bad lines as unscorable records, excluded above)
+        excluded.extend(bad_lines)
     for n, r in pre:
-        pid, prog = _precomputed(r, n)
+        try:
+            pid, prog = _precomputed(r, n)
+        except ValueError as e:
+            excluded.append({"id": str(r.get("id") or r.get("src_id") or f"line {n}"),
+                             "reason": f"{gen_path.name}: {e}"})
+            continue
         programs.append(prog)
         per.append({"id": pid, "src_runtime": prog.src_runtime,
                     "runtimes": [None if x == math.inf else x for x in prog.runtimes], "outcomes": None})
@@ -237,9 +263,20 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
     metrics = pie_eval_metrics(programs, ks)
     table = format_metrics_table(metrics)
     records = run.records if run is not None else []
+    unit = "instructions" if method == "instructions" else "seconds"
+    units: dict[str, int] = {}
+    other: list[str] = []
+    for p in per:
+        for u in p.get("units") or []:
+            if u is not None:
+                units[u] = units.get(u, 0) + 1
+        if any(u is not None and u != unit for u in p.get("units") or []):
+            other.append(str(p["id"]))
     report = {
         "method": method if needs_run else "precomputed",
-        "unit": ("instructions" if method == "instructions" else "seconds") if needs_run else "as given",
+        "unit": unit if needs_run else "as given",
+        "speedup_units": dict(sorted(units.items())),
+        "programs_in_other_unit": other,
         "n_programs": len(programs),
         "n_excluded": len(excluded),
         "excluded": excluded,

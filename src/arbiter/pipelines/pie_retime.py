@@ -56,6 +56,11 @@ One call, step by step (every rule names its source):
    Speedup = ``sum(src) / sum(candidate)`` over the used cases (card: "speedup = sum(src ...) / sum(tgt ...)").
    A candidate run that fails under measurement gets the failure reward (status mapped to its verdict); a source
    run that fails under measurement makes the row ``INVALID_TASK``.
+   **Programs that create processes or threads**: measured runs refuse them (both methods, ``RLIMIT_NPROC = 1``:
+   a child's or a thread's work would escape the figure, e.g. a parent that never reaps its worker child is charged
+   none of its CPU). A candidate that passed step 5 but fails only because of that is neither wrong nor fast:
+   outcome :data:`UNMEASURABLE`, reason "program creates processes; its cost cannot be measured", speedup ``None``
+   and the transform's failure reward (a rollout that dodges measurement must not look like a neutral sample).
    **Meter fallback**: a program that passed natively (step 4 / step 5) but that valgrind cannot run (valgrind
    3.19 has no AVX-512 decoder: the run dies of SIGILL with "unhandled instruction bytes" while the native run of
    the same binary on the same case succeeds, ``unsupported_by_meter`` in :mod:`arbiter.timing.instructions`) is
@@ -102,6 +107,7 @@ from arbiter.datasets.pie_rows import (
     PieRowError,
     RowError,
     decode_case_ids,
+    iter_jsonl_lines,
     iter_raw_rows,
     parse_pie_pair,
     parse_row,
@@ -124,6 +130,7 @@ __all__ = [
     "PieSource",
     "RowIndex",
     "SrcCountCache",
+    "UNMEASURABLE",
     "as_source",
     "bad_apple_limit",
     "case_number",
@@ -137,6 +144,7 @@ __all__ = [
     "run_reward_batch",
     "sample_rng",
     "score_candidates",
+    "speedup_stats",
     "summarize_rewards",
 ]
 
@@ -144,6 +152,9 @@ __all__ = [
 #: timing it (reference/pie.md §1, LearningOpt/pie ``gem5/benchmarking.py``). Valgrind runs scale these
 #: (:func:`arbiter.timing.instructions.valgrind_limits`).
 DEFAULT_LIMITS = Limits(cpu_seconds=10.0)
+#: The most timed (or warm-up) rounds a batch accepts per case and program for the wall method: PIE's harness
+#: uses 25 (reference/pie.md); beyond a thousand a run is a typo, not a measurement plan.
+MAX_REPEATS = 1000
 #: Source verdicts that mean "correct but too slow/too big": dropped like the card's wall filter, not bad apples.
 RESOURCE_OUTCOMES = frozenset({Outcome.TLE, Outcome.MLE})
 #: The directory of the on-disk source-count cache under the cache root (key versions:
@@ -253,6 +264,8 @@ class PieRewardResult:
 
     - ``outcome``: ``"AC"`` when the candidate was correct and measured; its verdict (``WA``/``TLE``/``MLE``/``RE``/
       ``OLE``/``CE``) when it failed (then ``reward`` is the transform's failure reward, ``speedup`` None);
+      ``"UNMEASURABLE"`` when it was correct but creates processes or threads, so its cost cannot be measured
+      (failure reward, speedup None; module docstring step 6);
       ``"INVALID_TASK"`` (row/tests unusable) or ``"SANDBOX_ERROR"`` (ours) with ``reward`` None.
     - ``reward``: the transform of ``speedup``; ``speedup``: ``src_total / candidate_total`` (dimensionless, > 1 =
       candidate faster). ``transform`` / ``transform_params``: which transform.
@@ -418,6 +431,11 @@ def _checker_key(chk: CheckerSpec) -> str:
 def _case_key(c: StdioCase) -> list[str]:
     return [c.name, _sha(c.stdin), *(_sha(e) for e in c.expected)]
 
+
+#: Outcome of a correct candidate whose cost cannot be measured: it creates processes or threads, which measured
+#: runs refuse (:mod:`arbiter.timing.instructions`, ``creates_processes``). Not a verdict of the judge: the program
+#: passed the tests; it gets the transform's failure reward and no speedup.
+UNMEASURABLE = "UNMEASURABLE"
 
 _MEASURE_OUTCOME = {
     "time_limit": Outcome.TLE,
@@ -671,13 +689,17 @@ def pie_reward(
     res.per_case = [{"case": c.case, "src": c.a, "candidate": c.b, "speedup": c.speedup} for c in comp.cases]
     if comp.failures:
         f = comp.failures[0]
+        unmeasurable = f["status"] == "creates_processes"
         oc = _MEASURE_OUTCOME.get(f["status"], Outcome.SANDBOX_ERROR)
-        if oc is Outcome.SANDBOX_ERROR:
+        if oc is Outcome.SANDBOX_ERROR and not unmeasurable:
             return done(Outcome.SANDBOX_ERROR, f"measurement of {f['program']} on case {f['case']}: "
                                                f"{f['status']} {f.get('detail', '')}".strip())
         if f["program"] == "a":
             return done(Outcome.INVALID_TASK, f"row {label}: the source failed under measurement on case "
                                               f"{f['case']}: {f['status']} {f.get('detail', '')}".strip())
+        if unmeasurable:
+            return done(UNMEASURABLE, f"candidate on case {f['case']}: {f.get('detail', '')}".strip(), None,
+                        scored=True)
         return done(oc, f"candidate failed under measurement on case {f['case']}: {f['status']} "
                         f"{f.get('detail', '')}".strip(), None, scored=True)
     if comp.speedup is None or not (math.isfinite(comp.speedup) and comp.speedup > 0):
@@ -777,14 +799,12 @@ class CandidateItem:
 
 
 def _read_jsonl_lines(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                yield n, json.loads(line)
-            except ValueError as e:
-                yield n, ValueError(f"line {n}: not valid JSON ({e})")
+    """``(line, value)`` per non-blank line; a line that is not UTF-8 or not JSON gives ``(line, ValueError)``
+    naming the file and the line (:func:`arbiter.datasets.pie_rows.iter_jsonl_lines`), so it becomes one rejected
+    record and the batch goes on."""
+    name = Path(path).name
+    for n, value, problem in iter_jsonl_lines(path):
+        yield n, (value if problem is None else ValueError(f"line {n} of {name}: {problem}"))
 
 
 def iter_candidates(path: str | os.PathLike, rows: RowIndex, *, field_names: Sequence[str] = ("candidates", "code"),
@@ -804,8 +824,9 @@ def iter_candidates(path: str | os.PathLike, rows: RowIndex, *, field_names: Seq
     where a list is expected (``"candidates": "<C++>"``) or a list in ``code`` is bad input naming the line and
     field, never guessed at. Optional ``id`` names
     the record. Stable key: ``<id or problem/src/tgt@line>#<index>:<sha256(code)[:16]>``, so an edited file does not
-    reuse stale results. A bad record yields one item with ``error`` set (the line and field named) and never stops
-    the batch. ``skip_precomputed``: pass over records holding ``runtimes`` and no program field (``arbiter pie
+    reuse stale results. A bad record (a line that is not UTF-8 text or not JSON included: the file and line are
+    named) yields one item with ``error`` set (the line and field named) and never stops the batch.
+    ``skip_precomputed``: pass over records holding ``runtimes`` and no program field (``arbiter pie
     eval``'s precomputed lines).
     """
     for line, rec in _read_jsonl_lines(path):
@@ -879,18 +900,26 @@ def sample_rng(seed: int, source: PieSource) -> random.Random:
     return random.Random(f"{seed}:{source.problem_id}:{source.src_id}")
 
 
-def check_reward_options(reward_kw: Mapping[str, Any]) -> None:
+def check_reward_options(reward_kw: Mapping[str, Any], *, need_meter: bool = True) -> None:
     """Validate :func:`pie_reward` keyword options once, before a batch: the transform and its parameters, the
-    method, K. Raises ``ValueError`` naming the option; :class:`~arbiter.timing.instructions.ValgrindUnavailable`
-    when instructions are asked for without valgrind."""
+    method, K (-1 or >= 1: a batch is stricter than :func:`pie_reward`, which takes any K < 0 as "all" like the
+    card's snippet), ``repeats`` (1 .. :data:`MAX_REPEATS`) and ``warmup`` (0 .. :data:`MAX_REPEATS`; both are used
+    by the wall method and by a meter fallback). Raises ``ValueError`` naming the option;
+    :class:`~arbiter.timing.instructions.ValgrindUnavailable` when instructions are asked for without valgrind
+    (``need_meter=False`` skips that check: options checked before it is known whether anything is measured)."""
     make_transform(reward_kw.get("transform", "raw"), **dict(reward_kw.get("transform_params") or {}))
     method = reward_kw.get("method", "instructions")
     if method not in ("instructions", "wall"):
         raise ValueError(f"method must be 'instructions' or 'wall', got {method!r}")
     k = reward_kw.get("k", -1)
-    if isinstance(k, bool) or not isinstance(k, int) or k == 0:
-        raise ValueError(f"K must be a non-zero int (-1 = all cases), got {k!r}")
-    if method == "instructions":
+    if isinstance(k, bool) or not isinstance(k, int) or k == 0 or k < -1:
+        raise ValueError(f"K must be -1 (all cases, the card's K = -1) or a positive number of cases, got {k!r}")
+    repeats, warmup = reward_kw.get("repeats", 5), reward_kw.get("warmup", 1)
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS:
+        raise ValueError(f"repeats must be a whole number of timed rounds from 1 to {MAX_REPEATS}, got {repeats!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup <= MAX_REPEATS:
+        raise ValueError(f"warmup must be a whole number of dropped rounds from 0 to {MAX_REPEATS}, got {warmup!r}")
+    if method == "instructions" and need_meter:
         from arbiter.timing.instructions import find_valgrind
 
         find_valgrind()
@@ -964,17 +993,38 @@ def _count(items: Iterable[str]) -> dict[str, int]:
     return out
 
 
+def _unit_of(method: Any) -> str:
+    return "seconds" if method == "wall" else "instructions"
+
+
+def speedup_stats(speedups: Sequence[float]) -> dict[str, Any]:
+    """``{n, mean, geomean, median, min, max}`` of speedups (ratios > 0) of one unit; figures None when empty."""
+    import statistics
+
+    xs = [float(x) for x in speedups]
+    return {"n": len(xs), "mean": statistics.fmean(xs) if xs else None,
+            "geomean": math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else None,
+            "median": statistics.median(xs) if xs else None, "min": min(xs) if xs else None,
+            "max": max(xs) if xs else None}
+
+
 def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Counts and figures over reward records (:meth:`PieRewardResult.to_dict` shape).
 
     ``n``; ``by_outcome`` (outcome -> count); ``n_scored`` (reward is a number); ``n_correct`` (AC);
-    ``pct_correct`` (% of scored that are AC); ``mean_reward`` (over scored); over AC: ``mean_speedup``,
-    ``geomean_speedup``, ``median_speedup``, ``min_speedup``, ``max_speedup``; ``pct_opt``: % of scored whose
-    speedup >= 1.10 (PIE %Opt; failures count as not optimized); ``fingerprints`` / ``methods`` (the methods that
-    produced figures, or were requested for records without figures) / ``requested_methods`` / ``transforms``
-    seen; ``n_method_fallbacks`` and ``fallback_reasons`` (``{reason: count}``): records measured with another
-    method than requested because the meter could not run a program (:func:`pie_reward` step 6);
-    ``startup_floors`` (distinct instruction floors). Percentages are 0-100; None when undefined."""
+    ``pct_correct`` (% of scored that are AC); ``mean_reward`` (over scored); ``pct_opt``: % of scored whose
+    speedup >= 1.10 (PIE %Opt; failures count as not optimized; each record judged on its own speedup, whatever
+    its unit); ``fingerprints`` / ``methods`` (the methods that produced figures, or were requested for records
+    without figures) / ``requested_methods`` / ``transforms`` seen; ``n_method_fallbacks`` and
+    ``fallback_reasons`` (``{reason: count}``): records measured with another method than requested because the
+    meter could not run a program (:func:`pie_reward` step 6); ``startup_floors`` (distinct instruction floors).
+
+    Units (instruction ratios and wall/CPU-time ratios are never averaged together): ``speedup_unit`` is the unit
+    of the requested method (``instructions``, or ``seconds`` for ``wall``); ``mean_speedup``, ``geomean_speedup``,
+    ``median_speedup``, ``min_speedup``, ``max_speedup`` are over the AC records measured in that unit only;
+    ``speedup_units`` counts AC records per unit; ``speedups_by_unit`` holds :func:`speedup_stats` per unit;
+    ``n_other_unit`` counts AC records left out of the headline figures (measured in another unit after a meter
+    fallback). Percentages are 0-100; None when undefined."""
     import statistics
 
     from arbiter.pipelines.pie_speedup import OPT_THRESHOLD
@@ -983,7 +1033,15 @@ def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for r in records:
         by[str(r.get("outcome"))] = by.get(str(r.get("outcome")), 0) + 1
     scored = [r for r in records if r.get("reward") is not None]
-    ok = [float(r["speedup"]) for r in scored if r.get("outcome") == "AC" and r.get("speedup")]
+    correct = [r for r in scored if r.get("outcome") == "AC" and r.get("speedup")]
+    ok = [float(r["speedup"]) for r in correct]
+    requested = sorted({str(r.get("requested_method") or r["method"]) for r in records
+                        if r.get("requested_method") or r.get("method")})
+    unit = _unit_of(requested[0]) if len(requested) == 1 else "instructions"
+    per_unit: dict[str, list[float]] = {}
+    for r in correct:
+        per_unit.setdefault(str(r.get("unit") or _unit_of(r.get("method"))), []).append(float(r["speedup"]))
+    head = speedup_stats(per_unit.get(unit, []))
     return {
         "n": len(records),
         "by_outcome": dict(sorted(by.items())),
@@ -991,16 +1049,19 @@ def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "n_correct": len(ok),
         "pct_correct": 100.0 * len(ok) / len(scored) if scored else None,
         "mean_reward": statistics.fmean(float(r["reward"]) for r in scored) if scored else None,
-        "mean_speedup": statistics.fmean(ok) if ok else None,
-        "geomean_speedup": math.exp(statistics.fmean(math.log(s) for s in ok)) if ok else None,
-        "median_speedup": statistics.median(ok) if ok else None,
-        "min_speedup": min(ok) if ok else None,
-        "max_speedup": max(ok) if ok else None,
+        "speedup_unit": unit,
+        "mean_speedup": head["mean"],
+        "geomean_speedup": head["geomean"],
+        "median_speedup": head["median"],
+        "min_speedup": head["min"],
+        "max_speedup": head["max"],
+        "speedup_units": {u: len(v) for u, v in sorted(per_unit.items())},
+        "speedups_by_unit": {u: speedup_stats(v) for u, v in sorted(per_unit.items())},
+        "n_other_unit": sum(len(v) for u, v in per_unit.items() if u != unit),
         "pct_opt": 100.0 * sum(s >= OPT_THRESHOLD for s in ok) / len(scored) if scored else None,
         "fingerprints": sorted({str(r["fingerprint"]) for r in records if r.get("fingerprint")}),
         "methods": sorted({str(r["method"]) for r in records if r.get("method")}),
-        "requested_methods": sorted({str(r.get("requested_method") or r["method"]) for r in records
-                                     if r.get("requested_method") or r.get("method")}),
+        "requested_methods": requested,
         "n_method_fallbacks": sum(1 for r in records if r.get("fallback_reason")),
         "fallback_reasons": dict(sorted(_count(str(r["fallback_reason"]) for r in records
                                                if r.get("fallback_reason")).items())),

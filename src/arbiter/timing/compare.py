@@ -24,6 +24,12 @@ answer; PIE's ``tgt``) and returns a :class:`Comparison`:
   (:meth:`Comparison.ceiling_speedup`).
 - Correctness is the judge's job; a measured run that crashes, hits a limit, or prints something other than the
   case's expected output is a failed measurement (:attr:`Comparison.failures`), never a number.
+- **One process**: both methods refuse new processes and threads in measured runs (``RLIMIT_NPROC = 1``), since a
+  child's or a thread's work would escape the figure (a parent that never reaps its child is not charged its CPU;
+  valgrind counts each process separately). A program that fails only because of that fails with status
+  ``creates_processes`` and the reason "program creates processes; its cost cannot be measured"
+  (:func:`arbiter.timing.instructions.process_probe`): never a wrong answer, never a speedup, and no meter
+  fallback (the wall method refuses them too).
 - **Meter fallback**: valgrind cannot run every correct program (valgrind 3.19 has no AVX-512 decoder; a run
   that dies of it while the native run succeeds is ``unsupported_by_meter``, :mod:`arbiter.timing.instructions`).
   That is the meter's limitation, never the program's fault: with ``on_unsupported="wall"`` :func:`compare`
@@ -60,6 +66,7 @@ from arbiter.timing.instructions import (
     cpu_identity,
     find_valgrind,
     measure_instructions,
+    measuring_sandbox_limits,
     meter_reason,
     valgrind_limits,
 )
@@ -460,7 +467,8 @@ def _compare_instructions(pa: Program, pb: Program, cases: list[Case], native: L
         sbs: dict[str, Sandbox] = {}
         try:
             for k, p in progs.items():
-                sbs[k] = Sandbox(files={"main": p.binary}, limits=vlim, mounts=vg.mounts)
+                sbs[k] = Sandbox(files={"main": p.binary}, limits=measuring_sandbox_limits(vlim, native),
+                                 mounts=vg.mounts)
             for fig, (name, stdin, expected) in zip(figures, cases):
                 for key in ("a", "b"):
                     c = _count_with_retry(sbs, key, progs[key], vlim, vg, name, stdin, expected, same_output,
@@ -551,7 +559,8 @@ def _count_with_retry(sbs: dict[str, Sandbox], key: str, prog: Program, vlim: Li
                            same_output=same_output, case=name, valgrind=vg, native_limits=native)
     if c.status is MeasureStatus.SANDBOX_ERROR:
         sbs[key].close()
-        sbs[key] = Sandbox(files={"main": prog.binary}, limits=vlim, mounts=vg.mounts)
+        sbs[key] = Sandbox(files={"main": prog.binary}, limits=measuring_sandbox_limits(vlim, native),
+                           mounts=vg.mounts)
         c = count_instructions(sbs[key], ("/prog/main",), stdin, limits=vlim, expected=expected,
                                same_output=same_output, case=name, valgrind=vg, native_limits=native)
     return c
@@ -596,7 +605,7 @@ def _compare_wall(pa: Program, pb: Program, cases: list[Case], native: Limits,
                  f"{other}_speedup": (ta / tb if ta is not None and tb else None),
                  "round_speedups": run.round_speedups("a", "b", clock)}
     meter = {"meter": "wall", "clock": clock, "repeats": repeats, "warmup": warmup, "pattern": pattern,
-             "core": core, "cpu_model": find_cpu_model()}
+             "core": core, "cpu_model": find_cpu_model(), "single_process": True}
     order = [s.to_dict() for s in run.order]
     return _finish(pa, pb, "wall", "seconds", clock, meter, figures, run.failures, order, fraction, extra)
 

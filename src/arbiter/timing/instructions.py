@@ -39,6 +39,20 @@ The untrusted binary runs inside the caller's :class:`~arbiter.sandbox.sandbox.S
   native process that exits cheaply (or writes a fake count). ``RLIMIT_NPROC = 1`` makes ``fork``/``clone`` fail,
   so no child can do uncounted work either. Consequence: measured programs must be single-threaded, single-process
   (PIE/CodeNet programs are).
+- **Programs that create processes or threads** (``creates_processes``): valgrind follows a ``fork`` child (it runs
+  under valgrind too, whatever ``--trace-children`` says, with its own count in the log), so counting only the
+  program's process would miss the child's work, and adding counts would miss what happens in parallel. So such a
+  program is not measurable: its ``fork``/``clone``/``pthread_create`` fails with ``EAGAIN`` under
+  ``RLIMIT_NPROC = 1``, and whatever it does then (exit early, crash on ``std::system_error``, print nothing) is a
+  failed run. :func:`process_probe` tells that failure apart from the program's own: the same binary on the same
+  case runs natively twice in the same sandbox, once with process creation refused the same way
+  (:func:`single_process_argv`) and once allowed (the sandbox's ``pids.max``); failing only when refused means the
+  program creates processes (or threads), and the run is :attr:`MeasureStatus.CREATES_PROCESSES` with the reason
+  :data:`CREATES_PROCESSES_REASON` ("program creates processes; its cost cannot be measured"), never a wrong answer
+  and never a figure. The probe runs only after a failed run (``runtime_error``, ``wrong_output``, ``time_limit``,
+  ``memory_limit``, ``output_limit``). Measuring sandboxes are created with the native process limit so that the
+  allowed run can create them (:func:`measuring_sandbox_limits`); the valgrind run itself is always under
+  ``--nproc=1:1``.
 - **Known limit**: valgrind shares the process with the program, so a program written against this harness could
   still rewrite valgrind's counters in memory (found through ``/proc/self/maps``); that cannot be closed inside
   valgrind. Forging the count through its output channel is closed (above).
@@ -56,8 +70,8 @@ Limits (:func:`valgrind_limits`): valgrind needs more time and memory than a nat
 native x :data:`TIME_FACTOR` + :data:`STARTUP_SECONDS`; memory = native + :data:`MEMORY_EXTRA_BYTES` (measured
 +22 to +26 MiB over native for 1 to 512 MiB programs; the translation cache grows with code size).
 
-Statuses (:class:`MeasureStatus`): a run that crashed, hit a limit, printed a wrong answer, tried to ``execve``
-or produced no count is a failed measurement, never a number.
+Statuses (:class:`MeasureStatus`): a run that crashed, hit a limit, printed a wrong answer, tried to ``execve``,
+needed to create processes or produced no count is a failed measurement, never a number.
 
 **Instructions valgrind cannot decode** (``unsupported_by_meter``): valgrind 3.19's VEX front end has no AVX-512
 decoder. A program built with ``#pragma GCC target("avx512f,...")`` runs natively on a CPU that has AVX-512, but
@@ -97,6 +111,7 @@ from arbiter.sandbox.sandbox import Sandbox
 from arbiter.sandbox.server_main import DEFAULT_ENV
 
 __all__ = [
+    "CREATES_PROCESSES_REASON",
     "EXEC_REFUSED_LAUNCHER",
     "MEMORY_EXTRA_BYTES",
     "STARTUP_SECONDS",
@@ -110,11 +125,15 @@ __all__ = [
     "count_instructions",
     "cpu_identity",
     "default_same_output",
+    "find_prlimit",
     "find_valgrind",
     "measure_instructions",
+    "measuring_sandbox_limits",
     "meter_reason",
     "parse_cachegrind_log",
+    "process_probe",
     "run_status",
+    "single_process_argv",
     "undecodable_instruction",
     "valgrind_available",
     "valgrind_limits",
@@ -140,6 +159,11 @@ TOOL_OPTIONS: tuple[str, ...] = (
     "--cache-sim=no", "--branch-sim=no",
     "--I1=32768,8,64", "--D1=32768,8,64", "--LL=1048576,16,64",
 )
+#: The reason of a :attr:`MeasureStatus.CREATES_PROCESSES` failure (the start of its detail).
+CREATES_PROCESSES_REASON = "program creates processes; its cost cannot be measured"
+#: The ``prlimit`` option that refuses every new process or thread of the measured program (``RLIMIT_NPROC`` = 1:
+#: the sandbox's server already counts as one process of the same user, so ``fork``/``clone`` fail with EAGAIN).
+NO_NEW_PROCESSES = "--nproc=1:1"
 #: The descriptor valgrind logs to (``--log-fd``): a pipe read by the sandbox's server (:meth:`Sandbox.run`
 #: ``log_fd=``); cachegrind's summary line (``==PID== I refs: N``) is the last thing valgrind writes there.
 LOG_FD = 3
@@ -168,6 +192,9 @@ class MeasureStatus(str, enum.Enum):
     ``unsupported_by_meter``: valgrind cannot run the program (an instruction its decoder does not know, e.g.
     AVX-512) while the native run of the same binary on the same case succeeded: the meter's limitation, never the
     program's fault and never a verdict; measure the pair with another method (module docstring).
+    ``creates_processes``: the program needs to create processes or threads, which a measured run refuses
+    (:func:`process_probe`): its cost cannot be measured by any method here (a child's or thread's work escapes
+    the figure); never a wrong answer, never a figure.
     """
 
     OK = "ok"
@@ -180,6 +207,7 @@ class MeasureStatus(str, enum.Enum):
     NO_COUNT = "no_count"
     SANDBOX_ERROR = "sandbox_error"
     UNSUPPORTED_BY_METER = "unsupported_by_meter"
+    CREATES_PROCESSES = "creates_processes"
 
 
 _FROM_SANDBOX = {
@@ -220,6 +248,70 @@ def run_status(ex: Execution, expected: bytes | None,
         if not (same_output or default_same_output)(ex.stdout, expected):
             return MeasureStatus.WRONG_OUTPUT, "stdout differs from the expected output"
     return MeasureStatus.OK, ""
+
+
+#: Failed statuses that a refused ``fork``/``clone`` can cause (the program's reaction to EAGAIN), so
+#: :func:`process_probe` is asked about them.
+PROBED_STATUSES = frozenset({MeasureStatus.RUNTIME_ERROR, MeasureStatus.WRONG_OUTPUT, MeasureStatus.TIME_LIMIT,
+                             MeasureStatus.MEMORY_LIMIT, MeasureStatus.OUTPUT_LIMIT})
+
+
+@functools.lru_cache(maxsize=None)
+def find_prlimit() -> str:
+    """The path of util-linux ``prlimit`` (``/usr/bin/prlimit`` or ``/bin/prlimit``; the sandbox shows ``/usr``).
+    Raises :class:`~arbiter.sandbox.sandbox.SandboxError` when it is missing (install util-linux): without it no
+    measured run can refuse new processes, and measuring anyway would be our fault, not the program's."""
+    from arbiter.sandbox.sandbox import SandboxError
+
+    path = next((p for p in ("/usr/bin/prlimit", "/bin/prlimit") if os.access(p, os.X_OK)), "")
+    if not path:
+        raise SandboxError("prlimit not found (install util-linux): measured runs need it to refuse new processes")
+    return path
+
+
+def single_process_argv(argv: Sequence[str], prlimit: str | None = None) -> list[str]:
+    """``argv`` run under ``RLIMIT_NPROC = 1`` (``prlimit --nproc=1:1 -- argv``): the program cannot create a
+    process or a thread (``fork``/``clone`` fail with EAGAIN: the sandbox's server already counts as one process of
+    the same user), so no child can do work its figure misses. ``prlimit`` execs ``argv`` in the same process; its
+    own start-up (about 0.7 ms CPU, measured in this sandbox: 0.8 -> 1.6 ms for ``int main() {}``) is part of
+    every wall/CPU figure, the same for both programs of a comparison. Raises ``SandboxError`` without prlimit."""
+    return [prlimit or find_prlimit(), NO_NEW_PROCESSES, "--", *argv]
+
+
+def measuring_sandbox_limits(run_limits: Limits, native: Limits) -> Limits:
+    """The sandbox-wide limits of a measuring sandbox: ``run_limits`` (e.g. :func:`valgrind_limits`) with the
+    native process limit, so that :func:`process_probe`'s allowed run may create processes (the measured runs
+    themselves refuse them with :func:`single_process_argv` / ``--nproc=1:1``)."""
+    return run_limits.with_(processes=max(int(native.processes), int(run_limits.processes)))
+
+
+def process_probe(sandbox: Sandbox, argv: Sequence[str], stdin: bytes, limits: Limits,
+                  expected: bytes | None = None, same_output: Callable[[bytes, bytes], bool] | None = None, *,
+                  refused_failure: tuple[MeasureStatus, str] | None = None) -> str | None:
+    """Whether a failed measured run failed because the program needs to create processes or threads.
+
+    Runs ``argv`` natively in ``sandbox`` on ``stdin`` with ``limits`` (the program's native limits), allowed to
+    create processes (up to the sandbox's ``pids.max``: create ``sandbox`` with :func:`measuring_sandbox_limits`).
+    ``refused_failure``: the ``(status, detail)`` of a native run with new processes refused that already failed
+    (the wall method's measured run); ``None`` (valgrind: its failure may be valgrind's own) runs that refused run
+    here too (:func:`single_process_argv`). Returns the detail of a
+    :attr:`MeasureStatus.CREATES_PROCESSES` failure (starting with :data:`CREATES_PROCESSES_REASON`) when the
+    program succeeds (exit 0 within limits, ``expected`` output when given) only when allowed to create processes;
+    ``None`` when it fails either way (its own failure), succeeds either way, or a run was a sandbox error.
+    Costs one or two native runs; only called after a failed measured run."""
+    if refused_failure is None:
+        refused = sandbox.run(single_process_argv(argv), stdin, limits)
+        refused_failure = run_status(refused, expected, same_output)
+    r_status, r_detail = refused_failure
+    if r_status is MeasureStatus.OK or r_status is MeasureStatus.SANDBOX_ERROR:
+        return None
+    allowed = sandbox.run(list(argv), stdin, limits)
+    a_status, _ = run_status(allowed, expected, same_output)
+    if a_status is not MeasureStatus.OK:
+        return None
+    return (f"{CREATES_PROCESSES_REASON} (with fork/clone refused it fails: {r_status.value}"
+            f"{': ' + r_detail if r_detail else ''}; allowed to create processes or threads, it succeeds; measured "
+            "programs must be single-process and single-threaded)")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -489,7 +581,9 @@ def count_instructions(sandbox: Sandbox, argv: Sequence[str] = ("/prog/main",), 
     stack limit is also the program's stack under valgrind (``--main-stacksize``).
     ``expected``: the expected stdout (``None``: not checked); ``same_output`` compares them
     (default :func:`default_same_output`). Never raises for the program's behaviour: a crash, a limit, a wrong
-    answer, an ``execve`` or a missing count is a :class:`CaseCount` with a failed status. A run killed by
+    answer, an ``execve`` or a missing count is a :class:`CaseCount` with a failed status; a failed run of a program
+    that needs to create processes or threads (refused here: ``--nproc=1:1``) is ``creates_processes``, told apart
+    by :func:`process_probe` (native runs with ``native_limits``; module docstring). A run killed by
     ``SIGILL`` whose log reports an instruction valgrind cannot decode is confirmed by one native run of ``argv``
     on the same ``stdin`` with ``native_limits`` (default: ``limits``): success gives
     :attr:`MeasureStatus.UNSUPPORTED_BY_METER` (module docstring), failure ``runtime_error``. Raises
@@ -520,6 +614,10 @@ def count_instructions(sandbox: Sandbox, argv: Sequence[str] = ("/prog/main",), 
                          detail=f"killed by SIGILL under valgrind ({reason}; {specifics}) and the native run failed "
                                 f"too: {nstatus.value} {ndetail}".strip(), **common)
     status, detail = run_status(ex, expected, same_output)
+    if status in PROBED_STATUSES:
+        why = process_probe(sandbox, argv, stdin, native_limits or limits, expected, same_output)
+        if why is not None:
+            return CaseCount(status=MeasureStatus.CREATES_PROCESSES, detail=why, **common)
     if status is not MeasureStatus.OK:
         return CaseCount(status=status, detail=detail, **common)
     try:
@@ -565,16 +663,17 @@ def measure_instructions(binary: bytes, cases: Sequence[tuple[str, bytes, bytes 
     vg = valgrind or find_valgrind()
     native = limits or Limits()
     vlim = valgrind_limits(native)
+    sblim = measuring_sandbox_limits(vlim, native)
     counts: list[CaseCount] = []
     with core_lease() if pin else contextlib.nullcontext():
-        sb = Sandbox(files={"main": binary}, limits=vlim, mounts=vg.mounts)
+        sb = Sandbox(files={"main": binary}, limits=sblim, mounts=vg.mounts)
         try:
             for name, stdin, expected in cases:
                 c = count_instructions(sb, ("/prog/main",), stdin, limits=vlim, expected=expected,
                                        same_output=same_output, case=name, valgrind=vg, native_limits=native)
                 if c.status is MeasureStatus.SANDBOX_ERROR:
                     sb.close()
-                    sb = Sandbox(files={"main": binary}, limits=vlim, mounts=vg.mounts)
+                    sb = Sandbox(files={"main": binary}, limits=sblim, mounts=vg.mounts)
                     c = count_instructions(sb, ("/prog/main",), stdin, limits=vlim, expected=expected,
                                            same_output=same_output, case=name, valgrind=vg, native_limits=native)
                 counts.append(c)

@@ -26,6 +26,17 @@ tak-cli reports 4-20 % coefficient of variation for wall clock (§3).
   :func:`arbiter.timing.compare.compare` defaults to ``cpu``.
 - **Spread** (:class:`Spread`): median, MAD, IQR and coefficient of variation of the kept samples per case, and
   the per-round speedups (:meth:`WallRun.round_speedups`).
+- **One process, one thread** (``single_process``, default): a program that forks and lets a child do the work
+  (the parent waits without reaping it, so ``getrusage`` never charges the child's CPU to it), or spreads it over
+  threads, would get a figure that misses that work. Every timed run is therefore started under
+  ``RLIMIT_NPROC = 1`` (:func:`arbiter.timing.instructions.single_process_argv`, ``prlimit --nproc=1:1``), as
+  valgrind runs are: ``fork``/``clone`` fail. A run that then fails, but succeeds when allowed to create
+  processes (one more native run in the same sandbox, :func:`arbiter.timing.instructions.process_probe`), is a
+  ``creates_processes`` failure ("program creates processes; its cost cannot be measured"), never a time and never
+  a wrong answer. Cost: ``prlimit``'s own exec, about 0.7 ms CPU per run (0.8 -> 1.6 ms for ``int main() {}``
+  here), the same for both programs; it is part of every figure, like the spawn time above. The sandboxes need
+  room for the probe's processes (the native ``Limits.processes``; the sandbox's own ``pids.max`` with
+  ``processes = 1`` still leaves a program one extra task, so it cannot do this job alone).
 """
 
 from __future__ import annotations
@@ -43,7 +54,13 @@ from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
 
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import Sandbox
-from arbiter.timing.instructions import MeasureStatus, run_status
+from arbiter.timing.instructions import (
+    PROBED_STATUSES,
+    MeasureStatus,
+    process_probe,
+    run_status,
+    single_process_argv,
+)
 
 __all__ = [
     "CaseTimes",
@@ -256,7 +273,7 @@ def measure_wall(sandboxes: Mapping[str, Sandbox], cases: Sequence[tuple[str, by
                  limits: Limits | None = None, argv: Sequence[str] = ("/prog/main",), repeats: int = 5,
                  warmup: int = 1, pattern: Pattern = "ABBA",
                  same_output: Callable[[bytes, bytes], bool] | None = None,
-                 stop_on_failure: bool = True) -> WallRun:
+                 stop_on_failure: bool = True, single_process: bool = True) -> WallRun:
     """Time two programs on the same cases with interleaved repeats.
 
     ``sandboxes``: exactly two entries, program name -> a sandbox holding that program at ``argv[0]``, in run
@@ -265,7 +282,10 @@ def measure_wall(sandboxes: Mapping[str, Sandbox], cases: Sequence[tuple[str, by
     ``limits``: per-run native limits (default :class:`Limits`). ``repeats`` kept rounds after ``warmup`` dropped
     rounds (PIE's ``num_trials`` / ``ignore_first_k``). Every run's output is checked against ``expected``
     (``same_output``, default :func:`~arbiter.timing.instructions.default_same_output`); a crash, a limit or a
-    wrong answer is a failure, never a time. Raises ValueError for bad arguments.
+    wrong answer is a failure, never a time. ``single_process`` (default): every timed run refuses new processes
+    and threads (module docstring, "One process, one thread"); a run that fails only because of that is a
+    ``creates_processes`` failure. ``False`` times ``argv`` as is (for callers that enforce it themselves).
+    Raises ValueError for bad arguments; :class:`~arbiter.sandbox.sandbox.SandboxError` when ``prlimit`` is missing.
     """
     if len(sandboxes) != 2:
         raise ValueError(f"measure_wall needs exactly two programs, got {len(sandboxes)}")
@@ -275,6 +295,7 @@ def measure_wall(sandboxes: Mapping[str, Sandbox], cases: Sequence[tuple[str, by
     programs = tuple(sandboxes)
     lim = limits or Limits()
     by_name = {c[0]: c for c in cases}
+    run_argv = single_process_argv(argv) if single_process else list(argv)
     run = WallRun(repeats=repeats, warmup=warmup, pattern=pattern)
     samples: dict[tuple[str, str], list[tuple[float, float]]] = {}
     failed: set[tuple[str, str]] = set()
@@ -282,8 +303,13 @@ def measure_wall(sandboxes: Mapping[str, Sandbox], cases: Sequence[tuple[str, by
         if (prog, case) in failed:
             continue
         _, stdin, expected = by_name[case]
-        ex = sandboxes[prog].run(list(argv), stdin, lim)
+        ex = sandboxes[prog].run(run_argv, stdin, lim)
         status, detail = run_status(ex, expected, same_output)
+        if single_process and status in PROBED_STATUSES:
+            why = process_probe(sandboxes[prog], argv, stdin, lim, expected, same_output,
+                                refused_failure=(status, detail))
+            if why is not None:
+                status, detail = MeasureStatus.CREATES_PROCESSES, why
         run.order.append(WallSample(round=rnd, case=case, program=prog, wall_seconds=ex.wall_seconds,
                                     cpu_seconds=ex.cpu_seconds, status=status, warmup=rnd < warmup))
         if status is not MeasureStatus.OK:
