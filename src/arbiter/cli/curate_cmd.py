@@ -1,0 +1,208 @@
+"""``arbiter curate``: RL prompt-set curation the codegen card's way
+(``spec/codegen_iquest_card.txt``, "Difficulty (goldilocks) filtering", "Creation pipeline" steps 2-4);
+the rules live in :mod:`arbiter.pipelines.goldilocks`.
+
+- ``arbiter curate goldilocks --dataset D --weak DIR --strong DIR --out OUT.parquet``: annotate every row of D
+  from two ``arbiter score --out`` folders (weak = lower, strong = upper model; joined on the
+  data_source-qualified row key), keep rows with ``lower_pass_rate <= --lower-max`` (0.875) and
+  ``upper_pass_rate >= --upper-min`` (0.125), then drop rows whose statement lingua does not detect as English
+  with confidence ``>= --english-min`` (0.999; ``--no-english-filter`` turns it off). Writes OUT (kept rows, the
+  annotation folded into ``extra_info``), ``<stem>.report.json`` (counts overall and per data_source, every
+  annotation problem) and ``<stem>.rows.jsonl`` (one decision per row), and prints a table by data_source.
+- ``arbiter curate audit --dataset D``: check the annotation a dataset already carries in ``extra_info``
+  (pass rates against scores, score counts, the recomputed flag, the English filter).
+
+Exit status: goldilocks: 0 done; 1 done, but some rows had no usable annotation (missing from a folder, wrong
+completion count, INVALID_TASK, SANDBOX_ERROR, changed ground truth), did not parse, or repeated a row key (all
+listed in the report, none kept); 2 bad input (the option, file and line are named; nothing is written).
+audit: 0 every row consistent and kept; 1 findings (listed); 2 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+curate_app = typer.Typer(name="curate", no_args_is_help=True,
+                         help="Curate RL prompt sets: goldilocks difficulty filter and English filter; audit annotations.")
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def goldilocks_table(report: dict[str, Any]) -> Table:
+    """A rich table of a goldilocks ``report.json``, one row per data_source then ``overall`` (the card's
+    composition and difficulty tables): candidates, rows without annotation, floor / ceiling drops, goldilocks,
+    non-English drops, kept, kept per candidate, share of kept, mean weak / strong pass rate of kept rows."""
+    table = Table(title="goldilocks by data_source")
+    for col in ("data_source", "candidates", "no annot.", "floor", "ceiling", "goldilocks", "non-English", "kept",
+                "kept/cand.", "share", "weak", "strong"):
+        table.add_column(col, justify="left" if col == "data_source" else "right", no_wrap=True)
+    groups = list(report["by_data_source"].items()) + [("overall", report["overall"])]
+    for name, g in groups:
+        table.add_row(f"[bold]{escape(name)}[/]" if name == "overall" else escape(name), str(g["candidates"]),
+                      str(g["missing_annotation"]), str(g["dropped_floor"]), str(g["dropped_ceiling"]),
+                      str(g["goldilocks"]), str(g["dropped_non_english"]), str(g["kept"]),
+                      _pct(g["kept_per_candidate"]), _pct(g["share_of_kept"]),
+                      _rate(g["mean_lower_pass_rate"]), _rate(g["mean_upper_pass_rate"]))
+    return table
+
+
+AUDIT_COLUMNS = ("rows", "clean", "inconsistent", "pass_rate_mismatch", "count_mismatch", "missing_fields",
+                 "bad_scores", "non_binary_scores", "floor", "ceiling", "non_english", "bad_row", "duplicate_key")
+
+
+def audit_table(counts: dict[str, Any]) -> Table:
+    """A rich table of an audit's counts (rows with each finding), one row per data_source then ``overall``."""
+    table = Table(title="goldilocks annotation audit by data_source")
+    cols = [c for c in AUDIT_COLUMNS if c in ("rows", "clean", "inconsistent") or counts["overall"].get(c)]
+    table.add_column("data_source", no_wrap=True)
+    for c in cols:
+        table.add_column(c.replace("_", " "), justify="right", no_wrap=True)
+    groups = list(counts["by_data_source"].items()) + [("overall", counts["overall"])]
+    for name, g in groups:
+        table.add_row(f"[bold]{escape(name)}[/]" if name == "overall" else escape(name),
+                      *[str(g.get(c, 0)) for c in cols])
+    return table
+
+
+def _english_min(english_min: float, no_english_filter: bool) -> Optional[float]:
+    return None if no_english_filter else english_min
+
+
+@curate_app.command("goldilocks")
+def goldilocks(
+    dataset: Path = typer.Option(..., "--dataset", exists=True,
+                                 help="the scored verl rows: .parquet, .jsonl[.gz] or an HF datasets folder"),
+    weak: Path = typer.Option(..., "--weak", help="`arbiter score --out` folder of the weak model (lower)"),
+    strong: Path = typer.Option(..., "--strong", help="`arbiter score --out` folder of the strong model (upper)"),
+    out: Path = typer.Option(..., "--out", help="kept rows: OUT.parquet or OUT.jsonl (its folder must exist)"),
+    lower_max: float = typer.Option(0.875, "--lower-max", help="keep when lower_pass_rate <= this (card: 0.875)"),
+    upper_min: float = typer.Option(0.125, "--upper-min", help="keep when upper_pass_rate >= this (card: 0.125)"),
+    english_min: float = typer.Option(0.999, "--english-min", help="lingua English confidence to keep (card: 0.999)"),
+    no_english_filter: bool = typer.Option(False, "--no-english-filter", help="keep rows in any language"),
+    k: Optional[int] = typer.Option(None, "--k", help="completions every row must have per model "
+                                                      "(default: each folder's most common count)"),
+    split: Optional[str] = typer.Option(None, "--split", help="split of an HF DatasetDict folder"),
+    report: Optional[Path] = typer.Option(None, "--report", dir_okay=False,
+                                          help="report path (default: <OUT stem>.report.json)"),
+    quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+) -> None:
+    """Keep the goldilocks rows of DATASET (lower <= 0.875 AND upper >= 0.125), in English.
+
+    Pass rates come from the two `arbiter score` folders (fraction of a row's completions with score 1.0),
+    joined on <data_source>:<extra_info.index>; each verdict's ground-truth sha256 must match the row's. A row
+    missing from either folder, with another number of completions than the folder's other rows, INVALID_TASK,
+    SANDBOX_ERROR or a changed ground truth is reported, never counted as 0, and not kept. Writes OUT, the report
+    and <OUT stem>.rows.jsonl. Exit status: 0 done; 1 done with rows lacking an annotation, bad or repeated rows
+    (listed in the report); 2 bad input.
+    """
+    from arbiter.pipelines.goldilocks import CurationInputError, curate_goldilocks
+
+    console = Console(stderr=True)
+    bar = Progress(TextColumn("curating"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"), TimeElapsedColumn(),
+                   console=console, disable=quiet)
+    task = bar.add_task("curate", total=None)
+    started = False
+
+    def progress(done: int, total: int) -> None:
+        nonlocal started
+        if not started:
+            bar.start()
+            started = True
+        bar.update(task, completed=done, total=total)
+
+    try:
+        run = curate_goldilocks(dataset, weak, strong, out, lower_max=lower_max, upper_min=upper_min,
+                                english_min=_english_min(english_min, no_english_filter), k=k, split=split,
+                                report=report, progress=progress)
+    except (CurationInputError, ValueError, OSError, RuntimeError) as exc:
+        if started:
+            bar.stop()
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2)
+    if started:
+        bar.stop()
+    Console(width=None if sys.stdout.isatty() else 160).print(goldilocks_table(run.report))
+    o = run.report["options"]
+    console.print(f"kept {run.overall.kept} of {run.overall.candidates} candidate rows "
+                  f"(lower <= {o['lower_max']}, upper >= {o['upper_min']}, "
+                  f"{'English >= ' + str(o['english_min']) if o['english_min'] is not None else 'no English filter'}; "
+                  f"k = {o['k_lower']} weak, {o['k_upper']} strong)", highlight=False)
+    for w in run.warnings:
+        console.print(f"[yellow]warning:[/] {escape(w)}")
+    for p in run.report["annotation_problems"][:10]:
+        console.print(f"  [yellow]{escape(p['row_key'])}[/] {p['side']}: {p['reason']}: {escape(p['detail'])}")
+    if len(run.report["annotation_problems"]) > 10:
+        console.print(f"  ... and {len(run.report['annotation_problems']) - 10} more in {escape(str(run.report_path))}")
+    for b in (run.report["bad_rows"] + run.report["duplicate_rows"])[:10]:
+        console.print(f"  [red]bad row[/] {escape(b['error'])}")
+    console.print(f"outputs: {escape(str(run.out))}, {escape(str(run.report_path))}, {escape(str(run.rows_path))}",
+                  highlight=False)
+    raise typer.Exit(1 if run.problems else 0)
+
+
+@curate_app.command("audit")
+def audit(
+    dataset: Path = typer.Option(..., "--dataset", exists=True,
+                                 help="verl rows carrying extra_info.{lower,upper}_{scores,pass_rate}"),
+    lower_max: float = typer.Option(0.875, "--lower-max", help="the flag's lower_pass_rate maximum (card: 0.875)"),
+    upper_min: float = typer.Option(0.125, "--upper-min", help="the flag's upper_pass_rate minimum (card: 0.125)"),
+    english_min: float = typer.Option(0.999, "--english-min", help="lingua English confidence (card: 0.999)"),
+    no_english_filter: bool = typer.Option(False, "--no-english-filter", help="do not check the language"),
+    k: Optional[int] = typer.Option(None, "--k", help="scores every row must have per model "
+                                                      "(default: the most common count)"),
+    split: Optional[str] = typer.Option(None, "--split", help="split of an HF DatasetDict folder"),
+    report: Optional[Path] = typer.Option(None, "--report", dir_okay=False, help="write the findings as JSON here"),
+) -> None:
+    """Audit the goldilocks annotation stored in DATASET's extra_info.
+
+    Recomputes each pass rate from its scores (fraction equal to 1.0) and compares it with the stored one, checks
+    the score counts, recomputes the flag and the English filter, and lists every row that is inconsistent or
+    would not be kept. Exit status: 0 every row consistent and kept; 1 findings; 2 bad input.
+    """
+    from arbiter.pipelines.goldilocks import CurationInputError, audit_annotations
+
+    console = Console(stderr=True)
+    try:
+        if report is not None and not report.parent.is_dir():
+            raise CurationInputError(f"--report {report}: its folder {report.parent} does not exist")
+        run = audit_annotations(dataset, lower_max=lower_max, upper_min=upper_min,
+                                english_min=_english_min(english_min, no_english_filter), k=k, split=split)
+        if report is not None:
+            report.write_text(json.dumps(run.as_dict(), indent=1, ensure_ascii=False, default=str) + "\n",
+                              encoding="utf-8")
+    except (CurationInputError, ValueError, OSError, RuntimeError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2)
+    Console(width=None if sys.stdout.isatty() else 160).print(audit_table(run.counts))
+    console.print(f"{run.rows} rows audited; {run.clean} consistent and kept; {len(run.findings)} with findings "
+                  f"(k = {run.k.get('lower')} lower, {run.k.get('upper')} upper)", highlight=False)
+    for f in run.findings[:10]:
+        console.print(f"  [yellow]{escape(f['row_key'])}[/] " + "; ".join(
+            f"{kind}: {escape(f['detail'].get(kind, ''))}" for kind in f["findings"]))
+    if len(run.findings) > 10:
+        console.print(f"  ... and {len(run.findings) - 10} more" + (f" in {escape(str(report))}" if report else
+                                                                     " (write them all with --report)"))
+    raise typer.Exit(1 if run.findings else 0)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``curate`` command group (``goldilocks``, ``audit``) to ``app``."""
+    app.add_typer(curate_app, name="curate")
+
+
+__all__ = ["audit_table", "curate_app", "goldilocks_table", "register"]
