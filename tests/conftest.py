@@ -17,3 +17,15 @@ def shared() -> Path:
     if not SHARED.is_dir():
         pytest.skip(f"{SHARED} not found")
     return SHARED
+
+
+@pytest.fixture
+def default_int_limit():
+    """CPython's default 4300-digit int/str limit (as a judge process runs), restored afterwards:
+    tests of integers beyond 4300 digits must not pass only because the limit was lifted."""
+    import sys
+
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(4300)
+    yield
+    sys.set_int_max_str_digits(old)

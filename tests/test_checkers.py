@@ -478,17 +478,6 @@ def test_values_expected_integer_needs_an_exact_value():
 
 # --- integers beyond the 4300-digit limit, deep values (S1, S2) ---------------------------------
 
-@pytest.fixture
-def default_int_limit():
-    """CPython's default 4300-digit int/str limit, as in production, restored afterwards."""
-    import sys
-
-    old = sys.get_int_max_str_digits()
-    sys.set_int_max_str_digits(4300)
-    yield
-    sys.set_int_max_str_digits(old)
-
-
 def _digits(n: int) -> str:
     import decimal
 

@@ -390,29 +390,21 @@ def test_convert_warns_about_vacuous_suites_and_keeps_them(tmp_path):
     assert report.warnings == [("row 0 (silent)", notes[0][0])]
 
 
-def test_integers_beyond_4300_digits_survive_conversion_and_scoring(tmp_path):
+def test_integers_beyond_4300_digits_survive_conversion_and_scoring(tmp_path, default_int_limit):
     """A call-based TACO row expecting 10**4999 (5,000 digits), read from JSON Lines under CPython's
     default int/str digit limit (as a judge process runs): converted, then scored 1.0 for the right
     value and 0.0 for one off."""
-    import sys
-
-    old = sys.get_int_max_str_digits()
-    sys.set_int_max_str_digits(4300)
-    try:
-        big = "1" + "0" * 4999  # 10**4999, written without int/str conversion
-        io_json = '{"fn_name": "big", "inputs": [[4999]], "outputs": [[' + big + "]]}"
-        row = {"question": "Return 10**n.", "solutions": "[]", "input_output": io_json, "starter_code": "",
-               "name": "big"}
-        src = tmp_path / "taco.jsonl"
-        src.write_text(json.dumps(row) + "\n")
-        out = tmp_path / "taco.jsonl.out.jsonl"
-        result = runner.invoke(app, ["convert", "--from", "taco", str(src), "--out", str(out)])
-        assert result.exit_code == 0, result.output
-        (r,) = list(iter_rows(out))
-        assert big in r.ground_truth if isinstance(r.ground_truth, str) else True
-        right = "```python\ndef big(n):\n    return 10 ** n\n```"
-        wrong = "```python\ndef big(n):\n    return 10 ** n + 1\n```"
-        assert compute_score(r.data_source, right, r.ground_truth, r.extra_info)["score"] == 1.0
-        assert compute_score(r.data_source, wrong, r.ground_truth, r.extra_info)["score"] == 0.0
-    finally:
-        sys.set_int_max_str_digits(old)
+    big = "1" + "0" * 4999  # 10**4999, written without int/str conversion
+    io_json = '{"fn_name": "big", "inputs": [[4999]], "outputs": [[' + big + "]]}"
+    row = {"question": "Return 10**n.", "solutions": "[]", "input_output": io_json, "starter_code": "",
+           "name": "big"}
+    src = tmp_path / "taco.jsonl"
+    src.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "taco.jsonl.out.jsonl"
+    result = runner.invoke(app, ["convert", "--from", "taco", str(src), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    (r,) = list(iter_rows(out))
+    right = "```python\ndef big(n):\n    return 10 ** n\n```"
+    wrong = "```python\ndef big(n):\n    return 10 ** n + 1\n```"
+    assert compute_score(r.data_source, right, r.ground_truth, r.extra_info)["score"] == 1.0
+    assert compute_score(r.data_source, wrong, r.ground_truth, r.extra_info)["score"] == 0.0

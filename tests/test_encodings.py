@@ -699,17 +699,6 @@ def test_lcb_malformed():
 
 # --- long integers and deep nesting in test data (S1, S2) ---------------------------------------
 
-@pytest.fixture
-def default_int_limit():
-    """CPython's default 4300-digit int/str limit, as in production, restored afterwards."""
-    import sys
-
-    old = sys.get_int_max_str_digits()
-    sys.set_int_max_str_digits(4300)
-    yield
-    sys.set_int_max_str_digits(old)
-
-
 def _digits(n: int) -> str:
     import decimal
 

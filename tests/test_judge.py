@@ -24,16 +24,6 @@ def digits(n: int) -> str:
     return str(decimal.Decimal(n))
 
 
-@pytest.fixture
-def default_int_limit():
-    """Run with CPython's default 4300-digit int/str limit (as the judge runs in production),
-    whatever an earlier test did, and restore the previous setting afterwards."""
-    old = sys.get_int_max_str_digits()
-    sys.set_int_max_str_digits(4300)
-    yield
-    sys.set_int_max_str_digits(old)
-
-
 def stdio(name: str, stdin: str, *answers: str) -> StdioCase:
     return StdioCase(name, stdin.encode(), tuple(a.encode() for a in answers))
 

@@ -61,6 +61,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from arbiter.datasets.json_lines import decode_json_line
+
 __all__ = [
     "GEM5_STATUSES",
     "SPLITS",
@@ -723,21 +725,14 @@ def iter_jsonl_lines(path: str | os.PathLike) -> Iterator[tuple[int, Any, str | 
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
-            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                yield lineno, None, f"not UTF-8 text (byte 0x{raw[e.start]:02x} at column {e.start + 1})"
-                continue
-            if not text.strip():
+            if not raw.strip():
                 continue
             try:
-                yield lineno, json.loads(text), None
-            except json.JSONDecodeError as e:
-                yield lineno, None, f"not valid JSON ({e.msg} at char {e.pos})"
-            except RecursionError:
-                yield lineno, None, "not valid JSON here (nested too deeply)"
+                value = decode_json_line(raw, lineno)
+            except ValueError as e:
+                yield lineno, None, str(e)
+                continue
+            yield lineno, value, None
 
 
 def _iter_jsonl(path: Path) -> Iterator[Any]:

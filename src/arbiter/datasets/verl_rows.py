@@ -32,6 +32,7 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from arbiter.datasets.json_lines import BOM, decode_json_line
 from arbiter.judge import jsonvalues
 from arbiter.judge.encodings._common import to_plain
 from arbiter.judge.testsuite import CallCase, StdioCase, TestSuite
@@ -167,7 +168,6 @@ def dataset_format(path: str | os.PathLike) -> str:
     raise ValueError(f"{p}: unknown dataset format (expected .parquet, .jsonl[.gz] or an HF datasets folder)")
 
 
-_BOM = b"\xef\xbb\xbf"
 
 
 def _open_binary(path: Path):
@@ -187,8 +187,8 @@ def _iter_jsonl(p: Path, top: set[str] | None) -> Iterator[dict[str, Any]]:
     with _open_binary(p) as f:
         head = f.read(4096)
         f.seek(0)
-        if head.startswith(_BOM):
-            head = head[len(_BOM):]
+        if head.startswith(BOM):
+            head = head[len(BOM):]
         if head.lstrip().startswith(b"["):  # a .json file holding one JSON array: read whole (not streamed)
             data = f.read()
             try:
@@ -203,16 +203,12 @@ def _iter_jsonl(p: Path, top: set[str] | None) -> Iterator[dict[str, Any]]:
                 yield obj if top is None else {k: v for k, v in obj.items() if k in top}
             return
         for number, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                raise _not_utf8(f"{p} line {number}", raw, exc) from None
-            if not line.strip():
+            if not raw.strip():
                 continue
             try:
-                obj = jsonvalues.loads(line)
+                obj = decode_json_line(raw, number)
             except ValueError as exc:
-                raise RowError(f"{p} line {number}: not valid JSON ({exc})") from None
+                raise RowError(f"{p} line {number}: {exc}") from None
             if not isinstance(obj, dict):
                 raise RowError(f"{p} line {number}: expected a JSON object, got {type(obj).__name__}")
             yield obj if top is None else {k: v for k, v in obj.items() if k in top}

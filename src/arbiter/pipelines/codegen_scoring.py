@@ -94,8 +94,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arbiter.datasets.json_lines import decode_json_line
 from arbiter.datasets.jsonl_sink import JsonlSink, read_jsonl
 from arbiter.datasets.verl_rows import VACUOUS_SUITE, RowError, iter_raw_rows, iter_row_keys, parse_row, row_key
+from arbiter.judge import jsonvalues
 
 Item = tuple[Any, Any, Any, Any]
 Scorer = Callable[[Iterable[Item]], Iterator[Mapping[str, Any]]]
@@ -244,14 +246,7 @@ def _scan_completions(path: Path, by_index: Mapping[str, list[str]], by_position
                 continue
             lines += 1
             try:
-                try:
-                    text = line.decode("utf-8-sig" if number == 1 else "utf-8")
-                except UnicodeDecodeError as exc:
-                    raise ValueError(f"not UTF-8 text (byte {line[exc.start]:#04x} at column {exc.start + 1})") from None
-                try:
-                    rec = json.loads(text)
-                except ValueError as exc:
-                    raise ValueError(f"not valid JSON ({exc})") from None
+                rec = decode_json_line(line, number)
                 if not isinstance(rec, dict):
                     raise ValueError(f"expected a JSON object, got {type(rec).__name__}")
                 objects += 1
@@ -548,7 +543,7 @@ def _read_responses(f, entries: list[tuple[int, int]]) -> list[Any]:
     out: list[Any] = []
     for offset, _ in entries:
         f.seek(offset)
-        out.extend(json.loads(f.readline())["responses"])
+        out.extend(jsonvalues.loads(f.readline())["responses"])
     return out
 
 
