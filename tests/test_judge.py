@@ -375,6 +375,22 @@ def test_function_returning_a_20000_bit_integer_against_a_json_ground_truth(defa
     assert sys.get_int_max_str_digits() == 4300  # the judge did not lift the limit
 
 
+def test_function_called_with_integer_arguments_beyond_4300_digits(default_int_limit):
+    """Arguments travel to the sandbox as JSON too: a 6,000-digit argument (positional and
+    keyword) reaches the function whole, and the doubled value is judged exactly."""
+    from arbiter.judge.encodings.verl import verl_ground_truth_to_suite
+
+    x = 10**6000 - 1
+    gt = ('[{"type": "function_call", "fn_name": "f", "input": [%s], "output": [%s]}]'
+          % (digits(x), digits(2 * x)))
+    suite = verl_ground_truth_to_suite(gt, row="bigarg")
+    assert judge(Task("python", "def f(x):\n    return 2 * x\n", suite)).outcome is Outcome.AC
+    assert judge(Task("python", "def f(x):\n    return 2 * x + 1\n", suite)).outcome is Outcome.WA
+    kw = TestSuite([CallCase("kw", "f", kwargs={"x": x}, expected=(2 * x,))])
+    assert judge(Task("python", "def f(x):\n    return 2 * x\n", kw)).outcome is Outcome.AC
+    assert sys.get_int_max_str_digits() == 4300
+
+
 def test_stdin_cases_with_huge_integer_tokens(default_int_limit):
     big = 2**20000
     src = "n = int(input())\nprint(2 ** n)\nprint(-(2 ** n), 7)\n"

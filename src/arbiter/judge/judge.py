@@ -35,6 +35,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from arbiter.checkers.compare import check_output, compare_values
 from arbiter.checkers.result import CheckResult
 from arbiter.checkers.spec import CheckerSpec
+from arbiter.judge import jsonvalues
 from arbiter.judge.jsonvalues import IntegerTooLong, JsonTooDeep
 from arbiter.judge.jsonvalues import loads as loads_json
 from arbiter.judge.task import Task
@@ -84,7 +85,8 @@ class _Runner:
         assert self.sandbox is not None
         lim = self.task.limits
         if isinstance(case, CallCase):
-            return self.sandbox.call_python(case.fn_name, case.args, case.kwargs, lim)
+            call = jsonvalues.dumps({"args": list(case.args), "kwargs": dict(case.kwargs)})
+            return self.sandbox.call_python(case.fn_name, limits=lim, call_json=call)
         if self.task.language == "python":
             return self.sandbox.run_python(case.stdin, lim)
         return self.sandbox.run([f"{self.sandbox.prog_dir}/main"], case.stdin, lim)

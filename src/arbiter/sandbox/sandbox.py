@@ -539,7 +539,7 @@ class Sandbox:
         return self._run({"mode": "python"}, stdin, limits)
 
     def call_python(self, fn_name: str, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None,
-                    limits: Limits | None = None) -> Execution:
+                    limits: Limits | None = None, *, call_json: str | bytes | None = None) -> Execution:
         """Run the loaded program's module code, then call ``fn_name`` (``Solution().fn_name``
         when ``class Solution`` defines it) with JSON-compatible ``args`` / ``kwargs``.
 
@@ -548,11 +548,17 @@ class Sandbox:
         ``None`` when the child died before writing it. A value whose JSON is larger than
         ``limits.output_bytes`` is ``Status.OUTPUT_LIMIT`` (the result is then
         ``{"ok": false, "output_limit": true, "error": ...}``). Raises TypeError when the args are
-        not JSON.
+        not JSON, ValueError when they hold an integer longer than this process's int/str digit
+        limit: a caller with such values passes ``call_json`` instead, the JSON text of
+        ``{"args": [...], "kwargs": {...}}`` it encoded itself (the judge does, with
+        :func:`arbiter.judge.jsonvalues.dumps`; inside the sandbox integers of any length decode).
         """
         if not self.python_loaded:
             raise SandboxError("load_python() first")
-        payload = json.dumps({"args": list(args), "kwargs": dict(kwargs or {})}).encode()
+        if call_json is not None:
+            payload = call_json.encode() if isinstance(call_json, str) else bytes(call_json)
+        else:
+            payload = json.dumps({"args": list(args), "kwargs": dict(kwargs or {})}).encode()
         return self._run({"mode": "call", "fn_name": fn_name}, b"", limits, payload)
 
     def _run(self, req: dict[str, Any], stdin: bytes, limits: Limits | None,
