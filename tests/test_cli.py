@@ -103,6 +103,7 @@ def test_judge_command_bad_options_exit_2_naming_the_option(tmp_path):
         "zero time": ((*py, "--time-limit", "0", str(prog)), ["--time-limit", "CPU seconds"]),
         "negative time": ((*py, "--time-limit", "-1.5", str(prog)), ["--time-limit", "got -1.5"]),
         "nan time": ((*py, "--time-limit", "nan", str(prog)), ["--time-limit", "got nan"]),
+        "huge time": ((*py, "--time-limit", "1e12", str(prog)), ["--time-limit", "(0, 86400]"]),
         "missing prelude": ((*py, "--prelude", str(tmp_path / "nope.py"), str(prog)),
                             ["--prelude", "no such file", str(tmp_path / "nope.py")]),
         "prelude is a directory": ((*py, "--prelude", str(tmp_path), str(prog)), ["--prelude", "not a regular file"]),

@@ -309,9 +309,12 @@ def test_options_are_validated():
     with pytest.raises(TypeError, match="on_sandbox_eror"):
         compute_score("code_taco", md(SUM_OK), SUM_DICT, on_sandbox_eror="report")
     for bad in ({"parity": "sandbox"}, {"on_invalid": "skip"}, {"checker": "nope"}, {"checker": "external"},
-                {"time_limit": 0}, {"workers": 0}):
+                {"time_limit": 0}, {"time_limit": 1e12}, {"time_limit": float("nan")}, {"workers": 0},
+                {"rel_tol": float("inf")}, {"abs_tol": -1e-6}):
         with pytest.raises(ValueError):
             compute_score("code_taco", md(SUM_OK), SUM_DICT, **bad)
+    # a relative-only tolerance: abs_tol 0 is allowed
+    assert compute_score("code_taco", md(SUM_OK), SUM_DICT, abs_tol=0.0)["score"] == 1.0
 
 
 def test_overrides_reach_the_judge():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -66,8 +65,11 @@ def _prelude(option: str, suite, lang: str) -> str:
 def _check_limits(time_limit: float, memory_limit: int) -> None:
     """Raise :class:`BadOption` naming ``--time-limit`` (CPU seconds) or ``--memory-limit`` (MiB)
     unless each is a positive finite number."""
-    if not (math.isfinite(time_limit) and time_limit > 0):
-        raise BadOption(f"--time-limit must be a positive number of CPU seconds per case, got {time_limit:g}")
+    from arbiter.sandbox.limits import MAX_SECONDS
+
+    if not (0 < time_limit <= MAX_SECONDS):
+        raise BadOption(f"--time-limit must be a number of CPU seconds per case in (0, {MAX_SECONDS}], "
+                        f"got {time_limit:g}")
     if memory_limit <= 0:
         raise BadOption(f"--memory-limit must be a positive number of MiB per case, got {memory_limit}")
 

@@ -95,15 +95,14 @@ def _params(pairs: list[str]) -> dict[str, float]:
 
 def _check_options(k: int, cpu_seconds: float, memory_mib: int, repeats: int) -> None:
     """Options checked before any file is read or written; raises ValueError naming the option (exit 2)."""
-    import math
-
     from arbiter.pipelines.pie_retime import MAX_REPEATS
+    from arbiter.sandbox.limits import MAX_SECONDS
 
     if k == 0 or k < -1:
         raise ValueError(f"--k must be -1 (every usable case, the card's K = -1) or a positive number of cases "
                          f"to sample, got {k}")
-    if not (math.isfinite(cpu_seconds) and cpu_seconds > 0):
-        raise ValueError(f"--cpu-seconds must be a positive number of seconds, got {cpu_seconds}")
+    if not (0 < cpu_seconds <= MAX_SECONDS):
+        raise ValueError(f"--cpu-seconds must be a number of seconds in (0, {MAX_SECONDS}], got {cpu_seconds}")
     if memory_mib <= 0:
         raise ValueError(f"--memory-mib must be a positive number of MiB, got {memory_mib}")
     if not 1 <= repeats <= MAX_REPEATS:

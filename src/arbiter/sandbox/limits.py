@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 MiB = 1024 * 1024
+
+
+#: The largest CPU limit a case may have, in seconds (one day). Larger values are almost surely a
+#: unit mistake, and past about 1e9 s the kernel's timers and ``time_t`` overflow.
+MAX_SECONDS = 86_400
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,7 @@ class Limits:
       is memory, so the memory limit still bounds it.
     """
 
-    cpu_seconds: float = 2.0
+    cpu_seconds: float = 2.0  # (0, MAX_SECONDS]
     wall_seconds: float | None = None
     memory_bytes: int = 512 * MiB
     processes: int = 64
@@ -49,10 +53,12 @@ class Limits:
     stack_bytes: int | None = None
 
     def __post_init__(self) -> None:
-        if not (self.cpu_seconds > 0 and math.isfinite(self.cpu_seconds)):
-            raise ValueError(f"Limits.cpu_seconds must be a positive number, got {self.cpu_seconds!r}")
-        if self.wall_seconds is not None and not self.wall_seconds > 0:
-            raise ValueError(f"Limits.wall_seconds must be positive, got {self.wall_seconds!r}")
+        if not (0 < self.cpu_seconds <= MAX_SECONDS):
+            raise ValueError(f"Limits.cpu_seconds must be a number of seconds in (0, {MAX_SECONDS}], "
+                             f"got {self.cpu_seconds!r}")
+        if self.wall_seconds is not None and not (0 < self.wall_seconds <= 2 * MAX_SECONDS + 1):
+            raise ValueError(f"Limits.wall_seconds must be a number of seconds in (0, {2 * MAX_SECONDS + 1}], "
+                             f"got {self.wall_seconds!r}")
         for name in ("memory_bytes", "processes", "output_bytes", "open_files", "scratch_bytes"):
             if int(getattr(self, name)) <= 0:
                 raise ValueError(f"Limits.{name} must be positive, got {getattr(self, name)!r}")

@@ -86,6 +86,7 @@ import ast
 import asyncio
 import functools
 import logging
+import math
 import os
 import threading
 import time
@@ -102,6 +103,7 @@ from arbiter.judge.judge import default_workers, judge
 from arbiter.judge.task import Task
 from arbiter.judge.testsuite import CallCase, InvalidTestSuite, TestSuite
 from arbiter.judge.verdict import Outcome, Verdict
+from arbiter.sandbox.limits import MAX_SECONDS
 from arbiter.verl.extract import extract_code
 from arbiter.verl.routing import Route, route, scrub_prelude
 
@@ -222,10 +224,16 @@ class RewardOptions:
         if opts.checker is not None and (opts.checker not in CHECKER_NAMES or opts.checker == "external"):
             names = [n for n in CHECKER_NAMES if n != "external"]
             raise ValueError(f"checker must be one of {names}, got {opts.checker!r}")
-        for name in ("time_limit", "memory_limit_mb", "abs_tol", "rel_tol"):
+        for name in ("time_limit", "memory_limit_mb"):
             value = getattr(opts, name)
             if value is not None and not float(value) > 0:
                 raise ValueError(f"{name} must be positive, got {value!r}")
+        if opts.time_limit is not None and not float(opts.time_limit) <= MAX_SECONDS:
+            raise ValueError(f"time_limit must be at most {MAX_SECONDS} CPU seconds per case, got {opts.time_limit!r}")
+        for name in ("abs_tol", "rel_tol"):
+            value = getattr(opts, name)
+            if value is not None and not (0 <= float(value) < math.inf):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
         if opts.workers is not None and int(opts.workers) < 1:
             raise ValueError(f"workers must be >= 1, got {opts.workers!r}")
         return opts
