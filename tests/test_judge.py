@@ -285,6 +285,9 @@ def test_a_failing_checker_is_the_tasks_fault_never_the_programs():
     assert judge(Task("python", src, suite, checker=crash)).outcome is Outcome.INVALID_TASK
     pe = CheckerSpec("external", program="import sys\nsys.exit(2)\n", program_language="python")
     assert judge(Task("python", src, suite, checker=pe)).outcome is Outcome.WA
+    broken = CheckerSpec("external", program="int main( { return 0; }\n", program_language="cpp")
+    v = judge(Task("python", src, suite, checker=broken))
+    assert v.outcome is Outcome.INVALID_TASK and "checker does not compile" in v.reason
 
 
 # --- deep and huge return values (S1, S2) -------------------------------------------------------

@@ -298,8 +298,8 @@ def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
     try:
         if task.checker.name == "external":
             external = _ExternalChecker(task.checker, config)
-            if external.error:
-                return _verdict(task, Outcome.SANDBOX_ERROR, external.error, started,
+            if external.error:  # the task's checker does not compile, or its language is unknown
+                return _verdict(task, Outcome.INVALID_TASK, external.error, started,
                                 compile_output=compile_output, toolchain=toolchain)
         attempts_left = retries
         while True:
