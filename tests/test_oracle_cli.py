@@ -314,3 +314,32 @@ def test_generate_refuses_a_bad_hidden_file_before_asking_the_model(tmp_path):
     text = " ".join(p.stdout.split())
     assert f"error: --hidden {bad}" in text and "MALFORMED_JSON" in text and "Traceback" not in p.stderr
     assert not (out / "returns.jsonl").exists()
+
+
+def test_verify_empty_returns_file_exits_2_naming_returns_but_binary_junk_is_rejected_per_row(tmp_path):
+    """A --returns file with no row at all (empty, blank lines, a Parquet file of 0 rows) is refused like an empty
+    --seeds file: exit 2 naming --returns and the file, nothing written. A file of binary junk is not empty: each
+    line is rejected with its reason (stage load) and the run ends with exit 0."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "blank.jsonl").write_text("\n   \n\n")
+    pq.write_table(pa.table({"task_id": pa.array([], pa.string())}), tmp_path / "empty.parquet")
+    for name in ("empty.jsonl", "blank.jsonl", "empty.parquet"):
+        out = tmp_path / f"out_{name}"
+        p = cli("verify", "--seeds", str(DATA / "seeds.jsonl"), "--returns", str(tmp_path / name), "--out", str(out),
+                "--no-progress")
+        text = " ".join(p.stdout.split())
+        assert p.returncode == 2, (name, p.stdout[-2000:] + p.stderr[-2000:])
+        assert f"error: --returns {tmp_path / name}: empty (no rows)" in text, (name, text)
+        assert "Traceback" not in p.stderr and not out.exists(), name
+    junk = tmp_path / "junk.jsonl"
+    junk.write_bytes(b"\x00\xff\xfe binary \x89PNG\r\n\x89PNG\r\n\x1a\n")
+    out = tmp_path / "out_junk"
+    p = cli("verify", "--seeds", str(DATA / "seeds.jsonl"), "--returns", str(junk), "--out", str(out),
+            "--no-progress")
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    rejected = [r for r in rows(out / "rejected.jsonl") if r.get("kind") == "return"]
+    assert [r["line"] for r in rejected] == [1, 2, 3] and all(r["stage"] == "load" for r in rejected), rejected
+    assert all(r["reasons"] and r["reasons"][0]["code"] in ("NOT_UTF8", "MALFORMED_JSON") for r in rejected)

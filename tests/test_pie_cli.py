@@ -326,3 +326,160 @@ def test_summaries_name_the_unit_and_flag_fallback_rows(data):
     assert per["avx"]["units"] == ["seconds"] and per["avx"]["unit"] == "seconds"
     assert per[f"{P}/s1/t1@1"]["units"] == ["instructions"]
     assert "1 program(s) have generations measured in another unit than instructions" in " ".join(e.stdout.split())
+
+
+# ------------------------------------------------------------------------- inputs unusable as a whole: exit 2
+
+
+def _text(r: subprocess.CompletedProcess) -> str:
+    return " ".join(r.stdout.split()) + " " + " ".join(r.stderr.split())
+
+
+def test_reward_candidates_file_unusable_as_a_whole_exits_2_before_scoring(data):
+    """As ``arbiter score`` does for its completions: a --candidates file that is empty, binary, not JSON Lines, a
+    JSON list, or whose every record names an unknown row is refused (exit 2, naming --candidates and the file)
+    before anything is scored or written, never exit 0 with a table of INVALID_TASK records."""
+    import gzip
+
+    root = data["root"] / "unusable_cands"
+    root.mkdir()
+    one = json.dumps({"src_id": "s1", "code": FAST})
+    files = {
+        "empty.jsonl": (b"", "empty (no records)"),
+        "blank.jsonl": (b"\n  \n\n", "empty (no records)"),
+        "binary.jsonl": (bytes(range(256)) * 8, "not JSON Lines: none of its"),
+        "text.jsonl": (b"int main() { return 0; }\nhello\n", "not JSON Lines: none of its 2 non-blank line(s)"),
+        "list.jsonl": (("[" + one + "]\n").encode(), "a JSON list: give one object per line"),
+        "pretty.json": (json.dumps([{"src_id": "s1", "code": FAST}], indent=2).encode(), "not JSON Lines"),
+        "scalars.jsonl": (b"1\n\"s1\"\nnull\n", "not JSON Lines"),
+        "gz.jsonl": (gzip.compress((one + "\n").encode()), "gzip-compressed"),
+        "unknown.jsonl": ((json.dumps({"src_id": "nope", "code": FAST}) + "\n"
+                           + json.dumps({"row": f"{P}/s404", "candidates": [FAST]}) + "\n").encode(),
+                          "none of its 2 record(s) names a usable row of --rows"),
+    }
+    for name, (content, reason) in files.items():
+        path = root / name
+        path.write_bytes(content)
+        out = root / f"out_{name}"
+        r = cli("reward", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--candidates", str(path),
+                "--out", str(out), "--no-progress")
+        text = _text(r)
+        assert r.returncode == 2, (name, r.stdout, r.stderr)
+        assert f"error: --candidates {path}:" in text and reason in text, (name, text)
+        assert "Traceback" not in r.stderr and not out.exists(), name
+    # the unknown-row message quotes the first record's problem
+    r = cli("reward", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--candidates",
+            str(root / "unknown.jsonl"), "--out", str(root / "out_x"), "--no-progress")
+    assert "line 1: field 'src_id': no row with src_id 'nope'" in _text(r)
+    # eval: a generations file of measured lines none of which names a row is refused the same way
+    out = root / "eval_unknown"
+    e = cli("eval", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--generations",
+            str(root / "unknown.jsonl"), "--out", str(out), "--no-progress")
+    assert e.returncode == 2 and f"error: --generations {root / 'unknown.jsonl'}:" in _text(e), e.stdout + e.stderr
+    assert "names a usable row" in _text(e) and not out.exists()
+
+
+def test_reward_bad_records_next_to_a_matched_one_stay_per_record(data):
+    """One matched record is enough: binary junk, a JSON list and an unknown src_id next to it are INVALID_TASK
+    records each (one bad row never stops a batch), exit 0. (No candidate here needs measuring: the matched record's
+    program field has the wrong type.)"""
+    root = data["root"]
+    cands = root / "mixed_bad.jsonl"
+    cands.write_bytes(b"\x00\xff\xfe binary \x89PNG\n"
+                      + json.dumps([{"src_id": "s1", "code": FAST}]).encode() + b"\n"
+                      + json.dumps({"src_id": "nope", "code": FAST}).encode() + b"\n"
+                      + json.dumps({"src_id": "s1", "code": [FAST]}).encode() + b"\n")
+    out = root / "out_mixed_bad"
+    r = cli("reward", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--candidates", str(cands),
+            "--out", str(out), "--no-progress")
+    assert r.returncode == 0, r.stdout + r.stderr
+    recs = list(read_jsonl(out / "rewards.jsonl"))
+    assert [(x["line"], x["outcome"]) for x in recs] == [(1, "INVALID_TASK"), (2, "INVALID_TASK"),
+                                                         (3, "INVALID_TASK"), (4, "INVALID_TASK")]
+    assert "not UTF-8" in recs[0]["reason"] and "expected a JSON object, got list" in recs[1]["reason"]
+    assert "nope" in recs[2]["reason"] and "field 'code' must be one program" in recs[3]["reason"]
+
+
+def test_reward_and_eval_tests_unusable_as_a_whole_exit_2_before_scoring(data):
+    """A --tests archive that is empty, truncated, not a tar or holds no PIE files, or a --tests folder with no
+    <problem_id>/input.N.txt (empty, or one problem's own folder), is refused (exit 2 naming --tests and the path)
+    before anything is scored, never every candidate INVALID_TASK with exit 0. A good archive passes the check."""
+    import io
+    import tarfile
+
+    from arbiter.pipelines.pie_retime import check_tests_source
+
+    root = data["root"] / "unusable_tests"
+    root.mkdir()
+    good = root / "good.tar.gz"
+    with tarfile.open(good, "w:gz") as tf:
+        tf.add(data["tests"] / P, arcname=f"./{P}")
+    plain = io.BytesIO()
+    with tarfile.open(fileobj=plain, mode="w") as tf:
+        tf.add(data["tests"] / P, arcname=f"./{P}")
+    (root / "empty.tar.gz").write_bytes(b"")
+    (root / "truncated.tar").write_bytes(plain.getvalue()[:100])
+    (root / "text.tar.gz").write_text("not an archive\n")
+    other = io.BytesIO()
+    with tarfile.open(fileobj=other, mode="w:gz") as tf:
+        info = tarfile.TarInfo("./README")
+        info.size = 3
+        tf.addfile(info, io.BytesIO(b"hi\n"))
+    (root / "no_pie.tar.gz").write_bytes(other.getvalue())
+    (root / "empty_dir").mkdir()
+    (root / "junk_dir" / "sub").mkdir(parents=True)
+    (root / "junk_dir" / "sub" / "notes.txt").write_text("x")
+    cases = [(root / "empty.tar.gz", "cannot read the archive (empty file)"),
+             (root / "truncated.tar", "cannot read the archive (truncated header)"),
+             (root / "text.tar.gz", "cannot read the archive"),
+             (root / "no_pie.tar.gz", "the archive holds no PIE test files"),
+             (root / "empty_dir", "no PIE test folder in it (an empty folder)"),
+             (root / "junk_dir", "no PIE test folder in it (no <problem_id>/input.N.txt found)"),
+             (data["tests"] / P, "is one problem's test folder")]
+    for path, reason in cases:
+        out = root / f"out_{path.name}"
+        r = cli("reward", "--rows", str(data["rows"]), "--tests", str(path), "--candidates", str(data["cands"]),
+                "--out", str(out), "--no-progress")
+        text = _text(r)
+        assert r.returncode == 2, (path, r.stdout, r.stderr)
+        assert f"error: --tests {path}:" in text and reason in text, (path, text)
+        assert "Traceback" not in r.stderr and not out.exists(), path
+    gens = jl(root / "gens.jsonl", [{"src_id": "s1", "generations": [FAST]}])
+    out = root / "eval_out"
+    e = cli("eval", "--rows", str(data["rows"]), "--tests", str(root / "empty.tar.gz"), "--generations", str(gens),
+            "--out", str(out), "--no-progress")
+    assert e.returncode == 2 and "cannot read the archive (empty file)" in _text(e), e.stdout + e.stderr
+    assert f"error: --tests {root / 'empty.tar.gz'}:" in _text(e) and not out.exists()
+    check_tests_source(good)  # a real archive and a real folder pass
+    check_tests_source(data["tests"])
+
+
+def test_reward_and_eval_refuse_an_unaccepted_compile_command_before_running(data):
+    """--compile-command is checked as `arbiter judge` checks it (parse_compile_command): anything but an accepted
+    g++/clang++ command is exit 2 with the parser's message naming --compile-command, before anything runs (not
+    every candidate SANDBOX_ERROR with exit 3). An accepted command passes and is recorded in config.json."""
+    root = data["root"]
+    gens = jl(root / "gens_cc.jsonl", [{"src_id": "s1", "generations": [FAST]}])
+    for command, reason in (("gcc -O2", "token 'gcc' is not a g++/clang++ compiler"),
+                            ("g++ -O2", "names no source file"),
+                            ("g++ -O2 -fplugin=evil.so main.cpp", "token '-fplugin=evil.so' is not allowed"),
+                            ("g++ -O2 main.cpp; rm -rf /", "not allowed")):
+        out = root / "out_cc"
+        r = cli("reward", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--candidates",
+                str(data["cands"]), "--out", str(out), "--compile-command", command, "--no-progress")
+        text = _text(r)
+        assert r.returncode == 2, (command, r.stdout, r.stderr)
+        assert f"error: --compile-command {command!r}:" in text and reason in text, (command, text)
+        assert "Traceback" not in r.stderr and not out.exists(), command
+        e = cli("eval", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--generations", str(gens),
+                "--out", str(out), "--compile-command", command, "--no-progress")
+        assert e.returncode == 2 and f"error: --compile-command {command!r}:" in _text(e), (command, e.stdout)
+        assert reason in _text(e) and not out.exists(), command
+    # an accepted command is not refused (no candidate here needs compiling: the record's code field is mistyped)
+    cands = jl(root / "cands_cc.jsonl", [{"src_id": "s1", "code": [FAST]}])
+    out = root / "out_cc_ok"
+    ok = cli("reward", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--candidates", str(cands),
+             "--out", str(out), "--compile-command", "g++ -std=gnu++17 -O2 main.cpp", "--no-progress")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert json.loads((out / "config.json").read_text())["options"]["compile_command"] == \
+        "g++ -std=gnu++17 -O2 main.cpp"

@@ -4,7 +4,8 @@
 Exit status of both commands: 0 when every row got a verdict (accepted or rejected), 3 when some rows could not
 be verified because of our own failure (sandbox, valgrind; see ``errors.jsonl``; rerun to retry them), 2 for bad
 arguments, missing input files, an ``--out`` that is not a folder, a folder of another run, a seeds file with no
-usable row (every seed rejection is printed: line, JSON path, reason), or a ``--hidden`` file / ``--generators``
+usable row (every seed rejection is printed: line, JSON path, reason), a ``--returns`` file with no row at all (empty
+or blank; a file of bad rows is not empty: each is rejected with its reason), or a ``--hidden`` file / ``--generators``
 folder that cannot be used as a whole (missing, a folder for a file or the reverse, unreadable, not UTF-8, not
 JSON, JSON of another shape; the message names the option and the file, and nothing is written or asked of the
 model). A single bad entry of the hidden tests file is rejected alone (its task becomes ``INVALID_TASK``). Seed
@@ -257,6 +258,9 @@ def verify(
     try:
         opts = _options(measure, min_speedup, measure_cases, largest_fraction, gen_plan, workers, parquet,
                         no_cache, cache_dir)
+        from arbiter.pipelines.oracle_verify import check_returns_not_empty
+
+        check_returns_not_empty(returns)  # 0 rows: exit 2 before anything is written, as for --seeds
         code = _run_verify(seeds, returns, out, hidden, generators, opts, console, not no_progress, not no_rows)
     except (ValueError, FileNotFoundError) as exc:
         from rich.markup import escape

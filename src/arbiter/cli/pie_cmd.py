@@ -30,9 +30,15 @@ programs concerned under its table). A correct candidate that creates processes 
 (measured runs refuse them): outcome ``UNMEASURABLE``, the transform's failure reward.
 
 Bad input: ``--k`` must be -1 or >= 1, ``--repeats`` 1..1000, ``--cpu-seconds``/``--memory-mib`` positive,
-``--transform`` one of the listed names; ``--rows``/``--tests`` must exist and ``--candidates``/``--generations``
-be readable files (exit 2 naming the option). A line of a candidates/generations/rows file that is not UTF-8 or not
-JSON is reported with its file and line (an ``INVALID_TASK`` record, a "bad row"); the batch goes on.
+``--transform`` one of the listed names, ``--compile-command`` a g++/clang++ command the judge accepts
+(:func:`arbiter.languages.cpp_command.parse_compile_command`: e.g. ``g++ -std=gnu++17 -O2 main.cpp``);
+``--rows``/``--tests`` must exist and ``--candidates``/``--generations`` be readable files (exit 2 naming the
+option). Inputs unusable as a whole are refused before anything is scored or written (exit 2 naming the option and
+the file): a ``--tests`` archive that cannot be read (empty, truncated, not a tar) or holds no PIE test files, a
+``--tests`` folder with no ``<problem_id>/input.N.txt``; a ``--candidates`` file (or a ``--generations`` file
+without precomputed lines) that is empty, not JSON Lines (binary, a JSON list, text) or none of whose records
+names a row of ``--rows``. A line of a candidates/generations/rows file that is not UTF-8 or not JSON, next to
+usable ones, is reported with its file and line (an ``INVALID_TASK`` record, a "bad row"); the batch goes on.
 
 Exit status: 0 when every candidate got a reward (or a final INVALID_TASK), 3 when some hit our own errors
 (SANDBOX_ERROR: see ``errors.jsonl``; rerun to retry), 2 for bad arguments, missing files, an ``--out`` that is
@@ -93,8 +99,10 @@ def _params(pairs: list[str]) -> dict[str, float]:
     return out
 
 
-def _check_options(k: int, cpu_seconds: float, memory_mib: int, repeats: int) -> None:
+def _check_options(k: int, cpu_seconds: float, memory_mib: int, repeats: int,
+                   compile_command: Optional[str] = None) -> None:
     """Options checked before any file is read or written; raises ValueError naming the option (exit 2)."""
+    from arbiter.languages.cpp_command import CompileCommandError, parse_compile_command
     from arbiter.pipelines.pie_retime import MAX_REPEATS
     from arbiter.sandbox.limits import MAX_SECONDS
 
@@ -108,6 +116,11 @@ def _check_options(k: int, cpu_seconds: float, memory_mib: int, repeats: int) ->
     if not 1 <= repeats <= MAX_REPEATS:
         raise ValueError(f"--repeats must be from 1 to {MAX_REPEATS} timed rounds per case (one warm-up round is "
                          f"dropped besides), got {repeats}")
+    if compile_command:  # as `arbiter judge`: a shell-free g++/clang++ command naming one source file
+        try:
+            parse_compile_command(compile_command)
+        except CompileCommandError as exc:
+            raise ValueError(f"--compile-command {compile_command!r}: {exc}") from None
 
 
 def _check_paths(paths: list[tuple[str, Optional[Path], bool]]) -> None:
@@ -135,7 +148,7 @@ def _reward_kw(method: Method, k: int, checker: str, compile_command: Optional[s
     from arbiter.pipelines.pie_retime import DEFAULT_LIMITS, check_reward_options
     from arbiter.sandbox.limits import MiB
 
-    _check_options(k, cpu_seconds, memory_mib, repeats)
+    _check_options(k, cpu_seconds, memory_mib, repeats, compile_command)
     kw = {
         "transform": transform,
         "transform_params": _params(params or []),
@@ -225,7 +238,8 @@ def reward(
     seed: int = typer.Option(0, "--seed", help="K sampling seed (per source: every candidate gets the same cases)"),
     checker: str = typer.Option("pie", "--checker", help="pie (card), tokens, exact, trailing_whitespace, ..."),
     compile_command: Optional[str] = typer.Option(None, "--compile-command",
-                                                  help="g++ command for both programs (default g++ -std=gnu++17 -O2)"),
+                                                  help="g++/clang++ command for both programs, naming the source file "
+                                                       "(default: g++ -std=gnu++17 -O2 main.cpp)"),
     cpu_seconds: float = typer.Option(10.0, "--cpu-seconds", help="native CPU limit per case (PIE: 10 s)"),
     memory_mib: int = typer.Option(512, "--memory-mib", help="native memory limit per case, MiB"),
     repeats: int = typer.Option(5, "--repeats", help="wall method: kept rounds (one warm-up round is dropped)"),
@@ -289,7 +303,9 @@ def evaluate(
     k: int = typer.Option(-1, "--k", help="test cases per measurement, sampled per source (-1 = all)"),
     seed: int = typer.Option(0, "--seed", help="case sampling seed"),
     checker: str = typer.Option("pie", "--checker", help="output checker (pie = the card's comparator)"),
-    compile_command: Optional[str] = typer.Option(None, "--compile-command", help="g++ command for all programs"),
+    compile_command: Optional[str] = typer.Option(None, "--compile-command",
+                                                  help="g++/clang++ command for all programs, naming the source file "
+                                                       "(default: g++ -std=gnu++17 -O2 main.cpp)"),
     cpu_seconds: float = typer.Option(10.0, "--cpu-seconds", help="native CPU limit per case (PIE: 10 s)"),
     memory_mib: int = typer.Option(512, "--memory-mib", help="native memory limit per case, MiB"),
     repeats: int = typer.Option(5, "--repeats", help="wall method: kept rounds"),

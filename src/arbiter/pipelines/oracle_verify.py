@@ -1219,6 +1219,19 @@ def check_generators_dir(path: str | os.PathLike) -> Path:
     return p
 
 
+def check_returns_not_empty(path: str | os.PathLike) -> Path:
+    """``--returns``: refuse a return-rows file with no row at all (an empty or blank JSONL file, a Parquet file of
+    0 rows) with :class:`InputFileError` naming the option and the path, before anything is written (as an empty
+    seeds file is refused): verifying nothing and exiting 0 would hide a wrong path or a failed export. A file of
+    bad rows (binary junk, malformed JSON) is not empty: each row is rejected with its reason and the run goes on.
+    A missing file is left to :func:`verify_returns` (``FileNotFoundError``). Returns the path."""
+    p = Path(path)
+    if p.is_file() and _count_rows(p) == 0:
+        raise InputFileError(f"--returns {p}: empty (no rows): nothing to verify; give the oracle return rows "
+                             "(JSONL, one {\"task_id\", \"messages\"} object per line, or Parquet)")
+    return p
+
+
 class OutputDirError(ValueError):
     """The output folder cannot be used: it exists and is not a folder, or it cannot be created."""
 

@@ -196,8 +196,10 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
     its program is excluded, with the file, line and problem as the reason (measured lines: through the reward
     batch's ``INVALID_TASK`` record).
 
-    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for bad options (before anything is written)
-    or no program left to evaluate.
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for bad options (before anything is written),
+    for an unusable tests folder/archive or a generations file of measured lines none of which names a row (both
+    before anything is scored or written, naming ``--tests`` / ``--generations``), or no program left to
+    evaluate.
     """
     from arbiter.datasets.pie_rows import iter_jsonl_lines
     from arbiter.pipelines.pie_retime import (
@@ -212,7 +214,8 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
     if not gen_path.is_file():
         raise FileNotFoundError(f"generations file not found: {gen_path}")
     check_reward_options(reward_kw, need_meter=False)  # before anything is written (valgrind: when measuring)
-    out = ensure_out_dir(out_dir)
+    if Path(out_dir).exists():  # an --out that is a file is refused now; a new folder is made once inputs pass
+        ensure_out_dir(out_dir)
     lines: list[tuple[int, dict[str, Any]]] = []
     bad_lines: list[dict[str, Any]] = []
     for n, rec, problem in iter_jsonl_lines(gen_path):
@@ -229,9 +232,13 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
         if rows is None or tests is None:
             raise ValueError("rows and tests are needed to measure generations (only precomputed lines skip them)")
         index = rows if isinstance(rows, RowIndex) else RowIndex(rows, split=split)
-        run = run_reward_batch(index, tests, gen_path, out, seed=seed, field_names=GENERATION_FIELDS,
+        run = run_reward_batch(index, tests, gen_path, out_dir, seed=seed, field_names=GENERATION_FIELDS,
                                file_names={"rewards": "generations.jsonl", "summary": "generations_summary.json"},
                                skip_precomputed=True,
+                               # a file of measured lines only that is unusable as a whole (empty, not JSON
+                               # Lines, no line naming a row) is refused before scoring; next to precomputed
+                               # lines, its bad lines are excluded programs as usual
+                               input_option=None if pre else "--generations",
                                on_start=on_start, on_result=on_result, **reward_kw)
         by_key = {r["key"]: r for r in run.records}
         errs = {r["key"]: r for r in run.sandbox_errors}
@@ -288,6 +295,7 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
         "rules": "reference/pie.md §1 'Aggregation' (LearningOpt/pie gem5_eval.py): failures = inf runtime; "
                  "best@k over the first k; speedup floored at 1.0; %Opt = speedup >= 1.10",
     }
+    out = ensure_out_dir(out_dir)
     paths = {"metrics": out / "metrics.json"}
     if run is not None:
         paths.update({"generations": Path(run.outputs["rewards"]), "errors": Path(run.outputs["errors"])})

@@ -91,6 +91,7 @@ import json
 import math
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -112,7 +113,7 @@ from arbiter.datasets.pie_rows import (
     parse_pie_pair,
     parse_row,
 )
-from arbiter.judge.encodings.pie import load_pie_tests
+from arbiter.judge.encodings.pie import load_pie_tests, open_pie_archive
 from arbiter.judge.judge import judge
 from arbiter.judge.task import CompileSpec, Task
 from arbiter.judge.testsuite import InvalidTestSuite, StdioCase, TestSuite
@@ -124,6 +125,7 @@ from arbiter.timing.count_cache import sha256_hex as _sha
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "CandidatesInputError",
     "ConfigMismatch",
     "OutputDirError",
     "PieRewardResult",
@@ -134,8 +136,10 @@ __all__ = [
     "as_source",
     "bad_apple_limit",
     "case_number",
+    "check_candidates_usable",
     "check_config",
     "check_reward_options",
+    "check_tests_source",
     "costliest_cases",
     "ensure_out_dir",
     "iter_candidates",
@@ -787,7 +791,8 @@ class RowIndex:
 class CandidateItem:
     """One candidate to score: ``key`` (stable, for resume), ``line`` (1-based in the candidates file), ``index``
     (position in its record's list), ``source`` (the row, or None when it could not be resolved), ``code``, and
-    ``error`` (why the record is unusable, or "")."""
+    ``error`` (why the record is unusable, or ""); ``not_object``: the line is not a JSON object at all (not
+    UTF-8, not JSON, or another JSON value such as a list)."""
 
     key: str
     line: int
@@ -796,6 +801,7 @@ class CandidateItem:
     code: str
     error: str = ""
     record_id: str = ""
+    not_object: bool = False
 
 
 def _read_jsonl_lines(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
@@ -833,11 +839,13 @@ def iter_candidates(path: str | os.PathLike, rows: RowIndex, *, field_names: Seq
         if skip_precomputed and isinstance(rec, dict) and "runtimes" in rec and not any(f in rec for f in field_names):
             continue
         if isinstance(rec, Exception):
-            yield CandidateItem(key=f"@{line}#error", line=line, index=0, source=None, code="", error=str(rec))
+            yield CandidateItem(key=f"@{line}#error", line=line, index=0, source=None, code="", error=str(rec),
+                                not_object=True)
             continue
         if not isinstance(rec, dict):
             yield CandidateItem(key=f"@{line}#error", line=line, index=0, source=None, code="",
-                                error=f"line {line}: expected a JSON object, got {type(rec).__name__}")
+                                error=f"line {line}: expected a JSON object, got {type(rec).__name__}",
+                                not_object=True)
             continue
         rid = str(rec["id"]) if rec.get("id") is not None else ""
         src_id, problem_id, tgt_id = rec.get("src_id"), rec.get("problem_id"), rec.get("tgt_id")
@@ -906,7 +914,11 @@ def check_reward_options(reward_kw: Mapping[str, Any], *, need_meter: bool = Tru
     card's snippet), ``repeats`` (1 .. :data:`MAX_REPEATS`) and ``warmup`` (0 .. :data:`MAX_REPEATS`; both are used
     by the wall method and by a meter fallback). Raises ``ValueError`` naming the option;
     :class:`~arbiter.timing.instructions.ValgrindUnavailable` when instructions are asked for without valgrind
-    (``need_meter=False`` skips that check: options checked before it is known whether anything is measured)."""
+    (``need_meter=False`` skips that check: options checked before it is known whether anything is measured).
+    A ``compile_spec`` whose command :func:`~arbiter.languages.cpp_command.parse_compile_command` refuses (not a
+    g++/clang++ command, a flag outside the allowlist, no source file) raises its
+    :class:`~arbiter.languages.cpp_command.CompileCommandError` (a ``ValueError``) here, before anything runs,
+    instead of making every candidate a SANDBOX_ERROR."""
     make_transform(reward_kw.get("transform", "raw"), **dict(reward_kw.get("transform_params") or {}))
     method = reward_kw.get("method", "instructions")
     if method not in ("instructions", "wall"):
@@ -919,6 +931,11 @@ def check_reward_options(reward_kw: Mapping[str, Any], *, need_meter: bool = Tru
         raise ValueError(f"repeats must be a whole number of timed rounds from 1 to {MAX_REPEATS}, got {repeats!r}")
     if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup <= MAX_REPEATS:
         raise ValueError(f"warmup must be a whole number of dropped rounds from 0 to {MAX_REPEATS}, got {warmup!r}")
+    spec = reward_kw.get("compile_spec")
+    if spec is not None and spec.command is not None and spec.command.strip():
+        from arbiter.languages.cpp_command import parse_compile_command
+
+        parse_compile_command(spec.command, online_judge=spec.online_judge)
     if method == "instructions" and need_meter:
         from arbiter.timing.instructions import find_valgrind
 
@@ -1070,12 +1087,111 @@ def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+class CandidatesInputError(ValueError):
+    """The candidates (or generations) file cannot be used as a whole: empty, not JSON Lines (binary, a JSON list,
+    text), or none of its records names a row of the rows file. Raised before anything is scored or written; the
+    message names the option and the file. Single bad records next to usable ones are not this: they become
+    ``INVALID_TASK`` records and the batch goes on."""
+
+
+#: What one line of a candidates file looks like, for error messages.
+_CANDIDATE_SHAPE = '{"src_id" | "row", "candidates" | "code"}'
+
+
+def _first_bytes(path: Path, n: int = 4) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(n)
+    except OSError:
+        return b""
+
+
+def check_candidates_usable(items: Sequence[CandidateItem], path: str | os.PathLike, rows: RowIndex, *,
+                            option: str = "--candidates", shape: str = _CANDIDATE_SHAPE) -> None:
+    """Refuse a candidates file that is unusable as a whole (:class:`CandidatesInputError`, naming ``option`` and
+    the file): no record at all (an empty or blank file), no line that is a JSON object (binary bytes, text, a JSON
+    list: not JSON Lines; the first problem line is quoted), or no record naming a row of ``rows`` (e.g. every
+    ``src_id`` unknown, or a rows file with no usable row). A file with at least one record matched to a row
+    passes: its other records stay per-record ``INVALID_TASK`` (one bad record never stops a batch)."""
+    p = Path(path)
+    if not items:
+        raise CandidatesInputError(f"{option} {p}: empty (no records); expected one {shape} object per line")
+    if any(it.source is not None for it in items):
+        return
+    records = [it for it in items if not it.not_object]
+    first = (records or items)[0].error
+    if not records:
+        head = _first_bytes(p)
+        kind = ("a Parquet file" if head.startswith(b"PAR1") else
+                "gzip-compressed" if head.startswith(b"\x1f\x8b") else "not JSON Lines")
+        lists = sum(1 for it in items if it.error.endswith("expected a JSON object, got list"))
+        hint = "; a JSON list: give one object per line (JSON Lines)" if lists else ""
+        raise CandidatesInputError(
+            f"{option} {p}: {kind}: none of its {len(items)} non-blank line(s) is a JSON object (first: {first})"
+            f"{hint}; expected one {shape} object per line")
+    origin = rows.origin if not isinstance(rows.origin, (str, os.PathLike)) else Path(rows.origin)
+    read = f"{len(rows)} usable row(s) read" + (f", {len(rows.errors)} unreadable" if rows.errors else "")
+    raise CandidatesInputError(
+        f"{option} {p}: none of its {len(records)} record(s) names a usable row of --rows {origin} ({read}; "
+        f"first: {first})")
+
+
+_PIE_FILE_RE = re.compile(r"input\.[0-9]+\.txt")
+
+
+def _has_pie_files(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as entries:
+            return any(_PIE_FILE_RE.fullmatch(e.name) and e.is_file() for e in entries)
+    except OSError:
+        return False
+
+
+def check_tests_source(tests: Any, *, option: str = "--tests") -> None:
+    """Refuse a tests folder or archive that is unusable as a whole, before anything is scored (a ``ValueError``
+    naming ``option`` and the path): an archive that cannot be read (an empty file, a truncated or corrupt tar, not
+    a tar at all) or holds no ``<problem_id>/input.N.txt`` member; a folder without any ``<problem_id>/`` (or
+    ``<problem_id>/test_cases/``) folder holding ``input.N.txt`` files (an empty folder, or one problem's own
+    folder given instead of its parent). A usable folder or archive that lacks one row's problem is not this:
+    that row's candidates become ``INVALID_TASK``. Anything but a path (a ``TestSuite``, mapping, callable) is
+    not checked."""
+    if not isinstance(tests, (str, os.PathLike)):
+        return
+    p = Path(tests)
+    expected = "expected <problem_id>/input.N.txt and output.N.txt files"
+    if p.is_file():
+        try:
+            archive = open_pie_archive(p)
+        except InvalidTestSuite as e:
+            msg = str(e)
+            why = msg[msg.index("cannot read the archive"):] if "cannot read the archive" in msg else msg
+            raise ValueError(f"{option} {p}: not a usable PIE tests archive: {why}; {expected} "
+                             "(a .tar.gz of a PIE tests folder, or the folder itself)") from None
+        if not archive.problems:
+            raise ValueError(f"{option} {p}: the archive holds no PIE test files; {expected}")
+        return
+    if p.is_dir():
+        try:
+            with os.scandir(p) as entries:
+                subdirs = [Path(e.path) for e in entries if e.is_dir()]
+        except OSError as e:
+            raise ValueError(f"{option} {p}: cannot be read: {e.strerror or e}") from None
+        for d in subdirs:
+            if _has_pie_files(d) or _has_pie_files(d / "test_cases"):
+                return
+        if _has_pie_files(p) or _has_pie_files(p / "test_cases"):
+            raise ValueError(f"{option} {p}: is one problem's test folder; give the folder holding "
+                             f"<problem_id>/ folders (its parent, {p.parent})")
+        what = "an empty folder" if not subdirs and not any(p.iterdir()) else "no <problem_id>/input.N.txt found"
+        raise ValueError(f"{option} {p}: no PIE test folder in it ({what}); {expected}")
+
+
 def run_reward_batch(rows: Any, tests: Any, candidates: str | os.PathLike, out_dir: str | os.PathLike, *,
                      seed: int = 0, split: str | None = None, field_names: Sequence[str] = ("candidates", "code"),
                      on_start: Callable[[int], None] | None = None,
                      on_result: Callable[[dict[str, Any]], None] | None = None,
                      file_names: Mapping[str, str] | None = None, skip_precomputed: bool = False,
-                     **reward_kw: Any) -> BatchRun:
+                     input_option: str | None = "--candidates", **reward_kw: Any) -> BatchRun:
     """Score every candidate of a candidates JSONL (:func:`iter_candidates`) against its row; resumable.
 
     - ``rows``: a rows source (:class:`RowIndex`: Parquet / JSONL / HF datasets; pairs, bysrc or PIE release
@@ -1099,7 +1215,11 @@ def run_reward_batch(rows: Any, tests: Any, candidates: str | os.PathLike, out_d
 
     Raises ``FileNotFoundError`` for a missing candidates file, ``ValueError`` for bad options (before scoring),
     :class:`ConfigMismatch` (a ``ValueError``) for a folder of another run, :class:`OutputDirError` (a
-    ``ValueError``) when ``out_dir`` cannot be a folder (e.g. it is an existing file).
+    ``ValueError``) when ``out_dir`` cannot be a folder (e.g. it is an existing file). Inputs unusable as a whole
+    raise a ``ValueError`` before anything is scored or written: a tests folder/archive
+    (:func:`check_tests_source`) and, unless ``input_option`` is None, a candidates file
+    (:class:`CandidatesInputError` from :func:`check_candidates_usable`, naming ``input_option``: empty, not JSON
+    Lines, or no record naming a row) or one that cannot be read.
     """
     from arbiter.datasets.jsonl_sink import JsonlSink, read_jsonl
 
@@ -1107,11 +1227,20 @@ def run_reward_batch(rows: Any, tests: Any, candidates: str | os.PathLike, out_d
     index = rows if isinstance(rows, RowIndex) else RowIndex(rows, split=split)
     if not Path(candidates).is_file():
         raise FileNotFoundError(f"candidates file not found: {candidates}")
+    check_tests_source(tests)
+    try:
+        items = list(iter_candidates(candidates, index, field_names=field_names, skip_precomputed=skip_precomputed))
+    except OSError as e:  # e.g. a corrupt .gz: a problem of the whole file, not of a line
+        raise CandidatesInputError(f"{input_option or 'candidates file'} {candidates}: cannot be read "
+                                   f"({e.strerror or e})") from None
+    if input_option is not None:
+        check_candidates_usable(items, candidates, index, option=input_option,
+                                shape=_CANDIDATE_SHAPE.replace('"candidates" | "code"',
+                                                               " | ".join(f'"{f}"' for f in field_names)))
     out = ensure_out_dir(out_dir)
     check_config(out, reward_config(index, tests, seed=seed, **reward_kw))
     names = {"rewards": "rewards.jsonl", "errors": "errors.jsonl", "summary": "summary.json", **(file_names or {})}
     paths = {k: out / names[k] for k in ("rewards", "errors", "summary")}
-    items = list(iter_candidates(candidates, index, field_names=field_names, skip_precomputed=skip_precomputed))
     sink = JsonlSink(paths["rewards"], "key")
     resumed = sum(1 for it in items if it.key in sink)
     if on_start is not None:
