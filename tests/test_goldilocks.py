@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from arbiter.cli.main import app
 from arbiter.pipelines.goldilocks import (
-    ENGLISH_MIN, EnglishFilter, detection_text, drop_reason, is_goldilocks, pass_rate, statement_text,
+    ENGLISH_MIN, EnglishFilter, detection_text, drop_reason, is_goldilocks, pass_rate, statement_text, template_lines,
 )
 
 runner = CliRunner()
@@ -458,3 +458,518 @@ def test_statement_is_the_last_user_message():
               {"role": "assistant", "content": "a"}, {"role": "user", "content": "second"}]
     assert statement_text(prompt) == "second"
     assert statement_text([{"role": "system", "content": "only system"}]) == "" and statement_text([]) == ""
+
+
+# ---------------------------------------------------------------- helpers for the datasets below
+
+DOUBLE_GT = {"inputs": ["3\n", "-5\n"], "outputs": ["6\n", "-10\n"]}
+DOUBLE_RIGHT = md("print(2 * int(input()))")
+DOUBLE_WRONG = md("print(int(input()))")
+
+
+def double_responses(right: int, k: int = K) -> list[str]:
+    """``right`` right programs, then wrong ones (the pass rate is right / k)."""
+    return [DOUBLE_RIGHT] * right + [DOUBLE_WRONG] * (k - right)
+
+
+def score_folder(dataset: Path, records: list[dict], out: Path, *extra: str) -> Path:
+    """A real `arbiter score` run of ``records`` against ``dataset`` into ``out``."""
+    comp = write_jsonl(out.with_name(out.name + ".completions.jsonl"), records)
+    result = runner.invoke(app, ["score", "--dataset", str(dataset), "--completions", str(comp), "--out", str(out),
+                                 "--quiet", "--workers", "2", *extra])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def curate(dataset: Path, weak: Path, strong: Path, out: Path, *extra: str):
+    return runner.invoke(app, ["curate", "goldilocks", "--dataset", str(dataset), "--weak", str(weak),
+                               "--strong", str(strong), "--out", str(out), "--quiet", *extra], env=WIDE)
+
+
+def decisions_of(out: Path) -> dict[str, dict]:
+    stem = out.name[: -len(out.suffix)]
+    return {d["row_key"]: d for d in read_jsonl(out.with_name(f"{stem}.rows.jsonl"))}
+
+
+def report_of(out: Path) -> dict:
+    stem = out.name[: -len(out.suffix)]
+    return json.loads(out.with_name(f"{stem}.report.json").read_text(encoding="utf-8"))
+
+
+def double_row(ds: str, index, statement: str | None, *, system: str | None = None, gt=None, **extra_info) -> dict:
+    prompt = []
+    if system is not None:
+        prompt.append({"role": "system", "content": system})
+    if statement is not None:
+        prompt.append({"role": "user", "content": statement})
+    ei = dict(extra_info)
+    if index is not None:
+        ei = {"index": index, **ei}
+    return {"data_source": ds, "prompt": prompt, "ability": "code",
+            "reward_model": {"style": "rule", "ground_truth": json.dumps(gt or DOUBLE_GT)}, "extra_info": ei}
+
+
+EN_DOUBLE = ("You are given a single integer n on one line of standard input. Your task is to compute twice the value "
+             "of n and print it on a single line. The integer n satisfies the constraint that its absolute value does "
+             "not exceed one billion, so the answer fits comfortably in a sixty four bit signed integer type.")
+ZH_DOUBLE = "给定一个整数 n，请计算 n 的两倍并输出。输入只有一行，包含一个整数 n。输出一行，即 2n 的值。保证 n 的绝对值不超过十亿。"
+RU_DOUBLE = ("Дано одно целое число n. Выведите удвоенное значение n. Во входных данных одна строка, содержащая число "
+             "n. Гарантируется, что модуль n не превосходит миллиарда.")
+
+# The DeepCoder (PrimeIntellect) wrapper, as DeepCoder's preprocessing writes it around a statement
+DC_PRE = "Solve the following coding problem using the programming language python:\n\n"
+DC_POST = ("\n\nThe input will be stdin and you should print your solution to stdout\n\n\n"
+           "Now solve the problem and return the code.")
+# The same sentences inline, on the statement's own line (the open-r1 copy of PrimeIntellect)
+DC_INLINE_PRE = "Solve the following coding problem using the programming language python: "
+DC_INLINE_POST = " The input will be stdin and you should print your solution to stdout Now solve the problem and return the code."
+# A Code-Contests-O-like fixed I/O instruction block, repeated by every row of the source: template lines
+CCO_BLOCK = ("\n\nInput is given from standard input and output must be written to standard output.\n"
+             "Your program will be run against many hidden test cases, all of which must pass.\n"
+             "Write an efficient Python 3 program using only the standard library and reply with it in a single "
+             "markdown code block.")
+# LiveCodeBench's stdin instruction (DeepCoder's code_lcbv5 rows), as rllm writes it
+LCB_BLOCK = ("\n\n### Format: Read the inputs from stdin solve the problem and write the answer to stdout (do not directly "
+             "test on the sample inputs). Enclose your code within delimiters as follows. Ensure that when the python "
+             "program runs, it reads the inputs, runs the algorithm and writes output to STDOUT.\n```python\n"
+             "# YOUR CODE HERE\n```\n\n### Answer: (use the provided format with backticks)\n\n")
+DC_SYSTEM = "You are a helpful programming assistant."
+
+
+# ---------------------------------------------------------------- 1 + 7: the English filter reads the statement
+
+
+@pytest.fixture(scope="module")
+def wrapped(tmp_path_factory):
+    """Goldilocks rows (weak 1/8, strong 4/8) whose statements are English, Chinese or Russian, wrapped in the
+    DeepCoder instruction (own lines and inline) or a Code-Contests-O-like instruction block, plus a row with no
+    user message; scored for real."""
+    root = tmp_path_factory.mktemp("wrapped")
+    rows = {
+        "en_dc": double_row("code_primeintellect", "dc_en", DC_PRE + EN_DOUBLE + DC_POST, system=DC_SYSTEM),
+        "zh_dc": double_row("code_primeintellect", "dc_zh", DC_PRE + ZH_DOUBLE + DC_POST, system=DC_SYSTEM),
+        "ru_dc": double_row("code_primeintellect", "dc_ru", DC_PRE + RU_DOUBLE + DC_POST, system=DC_SYSTEM),
+        "ru_inline": double_row("code_primeintellect", "dc_ru_inline", DC_INLINE_PRE + RU_DOUBLE + DC_INLINE_POST,
+                                system=DC_SYSTEM),
+        "zh_lcb": double_row("code_lcbv5", "lcb_zh", "### Question:\n" + ZH_DOUBLE + LCB_BLOCK, system=DC_SYSTEM),
+        "en_inline": double_row("code_primeintellect", "dc_en_inline", DC_INLINE_PRE + EN_DOUBLE + DC_INLINE_POST,
+                                system=DC_SYSTEM),
+        "en_cco": double_row("code_contests_o", "cco_en", EN_DOUBLE + CCO_BLOCK),
+        "en_cco2": double_row("code_contests_o", "cco_en2", EN_DOUBLE.replace("twice", "two times") + CCO_BLOCK),
+        "zh_cco": double_row("code_contests_o", "cco_zh", ZH_DOUBLE + CCO_BLOCK),
+        "ru_cco": double_row("code_contests_o", "cco_ru", RU_DOUBLE + CCO_BLOCK),
+        "no_user": double_row("code_primeintellect", "dc_none", None, system=DC_SYSTEM + " " + EN_DOUBLE),
+    }
+    dataset = write_jsonl(root / "rows.jsonl", list(rows.values()))
+    folders = [score_folder(dataset, [{"key": f"{r['data_source']}:{r['extra_info']['index']}",
+                                       "responses": double_responses(right)} for r in rows.values()],
+                            root / f"score-{name}") for name, right in (("weak", 1), ("strong", 4))]
+    return root, dataset, rows, folders[0], folders[1]
+
+
+def wkey(rows: dict, name: str) -> str:
+    return f"{rows[name]['data_source']}:{rows[name]['extra_info']['index']}"
+
+
+def test_english_filter_reads_the_statement_not_its_english_wrapper(wrapped, tmp_path):
+    root, dataset, rows, weak, strong = wrapped
+    english = EnglishFilter()
+    # read whole (fenced blocks removed, nothing else), the English instructions make these read as English
+    for name in ("ru_dc", "ru_inline", "zh_lcb", "zh_cco", "ru_cco"):
+        assert english.confidence(_FENCE_FREE(statement_text(rows[name]["prompt"]))) >= ENGLISH_MIN, name
+
+    out = tmp_path / "kept.jsonl"
+    result = curate(dataset, weak, strong, out)
+    assert result.exit_code == 0, result.output
+    d = decisions_of(out)
+    non_english = ("zh_dc", "ru_dc", "ru_inline", "zh_lcb", "zh_cco", "ru_cco")
+    assert {n: d[wkey(rows, n)]["decision"] for n in rows} == {
+        "en_dc": "kept", "en_inline": "kept", "en_cco": "kept", "en_cco2": "kept", "no_user": "no_statement",
+        **{n: "non_english" for n in non_english}}
+    for n in non_english:
+        assert d[wkey(rows, n)]["english_confidence"] < 0.5, n
+    for n in ("en_dc", "en_inline", "en_cco", "en_cco2"):
+        assert d[wkey(rows, n)]["english_confidence"] >= ENGLISH_MIN, n
+    assert "english_confidence" not in d[wkey(rows, "no_user")]
+    assert [r["extra_info"]["index"] for r in read_jsonl(out)] == ["dc_en", "dc_en_inline", "cco_en", "cco_en2"]
+    report = report_of(out)
+    o = report["overall"]
+    assert (o["candidates"], o["goldilocks"], o["dropped_non_english"], o["dropped_no_statement"], o["kept"]) == \
+        (11, 11, 6, 1, 4)
+    # template lines: the Code-Contests-O block (4 of 11 rows), and the statements that 3 rows repeat (the same
+    # problem from three sources): those rows keep their rarest lines, so the Chinese ones are still Chinese. The
+    # DeepCoder / LiveCodeBench sentences are known and removed before lines are counted.
+    lines = {t["line"]: t["rows"] for t in report["template_lines"]["lines"]}
+    assert {line: n for line, n in lines.items() if n != 3} == {line.strip(): 4 for line in CCO_BLOCK.strip().split("\n")}
+    assert lines[ZH_DOUBLE] == lines[RU_DOUBLE] == 3 and report["template_lines"]["count"] == 6
+    assert "template line" in report["options"]["english_detector"]
+    assert "no stmt." in flat(result.output)
+
+    # audit reads statements the same way: the annotated rows (no filter) audited
+    everything = tmp_path / "all.jsonl"
+    assert curate(dataset, weak, strong, everything, "--no-english-filter").exit_code == 0
+    audit_report = tmp_path / "audit.json"
+    result = runner.invoke(app, ["curate", "audit", "--dataset", str(everything), "--report", str(audit_report)],
+                           env=WIDE)
+    assert result.exit_code == 1, result.output
+    found = {f["row_key"]: f["findings"] for f in json.loads(audit_report.read_text())["findings"]}
+    assert found == {**{wkey(rows, n): ["non_english"] for n in non_english}, wkey(rows, "no_user"): ["no_statement"]}
+
+
+def _FENCE_FREE(text: str) -> str:
+    """The statement as the filter used to read it: fenced blocks removed, nothing else."""
+    import re
+
+    return re.sub(r"```[^\n]*\n.*?```", "\n", text, flags=re.S)
+
+
+def test_template_lines_and_detection_text():
+    block = ["Read the input from standard input.", "Print the answer."]
+    stmts = [f"Statement number {i} about arrays.\n" + "\n".join(block) for i in range(3)]
+    assert template_lines(stmts) == dict.fromkeys(block, 3)                       # 3 rows, 100%
+    assert template_lines(stmts[:2]) == {}                                        # only 2 rows
+    assert template_lines(stmts + [f"other {i}" for i in range(146)]) == dict.fromkeys(block, 3)  # 3 of 149: > 2%
+    assert template_lines(stmts + [f"other {i}" for i in range(148)]) == {}       # 3 of 151 rows: < 2%
+    # a fenced block's lines and known wrapper sentences are not counted; spaces around a line do not matter
+    assert template_lines([f"Text {i}\n```python\nimport sys\n```\n   Print the answer.  \n" + DC_POST
+                           for i in range(3)]) == {"Print the answer.": 3}
+    assert detection_text(DC_INLINE_PRE + "两数之和。" + DC_INLINE_POST).split() == ["两数之和。"]
+    assert detection_text("### Question:\n" + ZH_DOUBLE + LCB_BLOCK).strip() == ZH_DOUBLE
+    assert detection_text(RUSSIAN + "\n" + "\n".join(block), dict.fromkeys(block, 9)).strip() == RUSSIAN
+    # a row made only of template lines (its statement is repeated too): its rarest lines are the statement
+    assert detection_text(RUSSIAN + "\n" + "\n".join(block), {RUSSIAN: 3, **dict.fromkeys(block, 9)}).strip() == RUSSIAN
+    # nothing left after stripping: the whole statement is read
+    only = "\n".join(block)
+    assert detection_text(only, dict.fromkeys(block, 3)) == only
+    assert detection_text(DC_PRE + DC_POST) == DC_PRE + DC_POST
+
+
+def test_template_line_share_boundary_is_inclusive():
+    stmts = [f"Statement {i}.\nShared line." for i in range(3)] + [f"other {i}" for i in range(147)]
+    assert len(stmts) == 150 and 3 / 150 == 0.02
+    assert template_lines(stmts) == {"Shared line.": 3}   # >= 2%: inclusive
+
+
+# ---------------------------------------------------------------- 2, 3, 4: positional keys, vacuous suites, parity
+
+EN_VARIANTS = [EN_DOUBLE.replace("twice", word) for word in ("twice", "double", "two times")]
+VACUOUS_GT = {"inputs": ["1\n", "2\n"], "outputs": ["", ""]}       # every expected output empty
+PRINTS_NOTHING, PRINTS_X = md("pass"), md("print('x')")
+TWELVE_GT = {"inputs": [f"{n}\n" for n in range(1, 13)], "outputs": [f"{2 * n}\n" for n in range(1, 13)]}
+FIRST_TEN = md("n = int(input())\nprint(2 * n if n <= 10 else 0)")  # fails only cases 11 and 12
+
+
+@pytest.fixture(scope="module")
+def misc(tmp_path_factory):
+    """Three rows without extra_info.index (keyed by position) sharing one test suite, a vacuous row and a row of
+    12 cases, scored for real: weak, strong, and strong again with --parity prime_code."""
+    root = tmp_path_factory.mktemp("misc")
+    rows = [double_row("code_taco", None, s) for s in EN_VARIANTS]      # positions 0, 1, 2: keyed code_taco:#i
+    rows.append(double_row("code_taco", "vac", EN_DOUBLE, gt=VACUOUS_GT))
+    rows.append(double_row("code_taco", "twelve", EN_DOUBLE, gt=TWELVE_GT))
+    dataset = write_jsonl(root / "rows.jsonl", rows)
+    # right answers per position: weak / strong
+    weak_right, strong_right = [8, 1, 0], [8, 4, 1]
+    weak = [{"row": i, "responses": double_responses(weak_right[i])} for i in range(3)]
+    weak.append({"key": "code_taco:vac", "responses": [PRINTS_NOTHING] * 2 + [PRINTS_X] * 6})
+    weak.append({"key": "code_taco:twelve", "responses": [FIRST_TEN] * 8})
+    strong = [{"row": i, "responses": double_responses(strong_right[i])} for i in range(3)]
+    strong.append({"key": "code_taco:vac", "responses": [PRINTS_NOTHING] * 8})
+    strong.append({"key": "code_taco:twelve", "responses": [DOUBLE_RIGHT, FIRST_TEN, FIRST_TEN] + [DOUBLE_WRONG] * 5})
+    return (root, dataset, rows, score_folder(dataset, weak, root / "score-weak"),
+            score_folder(dataset, strong, root / "score-strong"),
+            score_folder(dataset, strong, root / "score-parity", "--parity", "prime_code"),
+            weak_right, strong_right)
+
+
+def test_rows_keyed_by_position_join_only_the_scored_file(misc, tmp_path):
+    root, dataset, rows, weak, strong, _, weak_right, strong_right = misc
+    out = tmp_path / "kept.jsonl"
+    result = curate(dataset, weak, strong, out)
+    assert result.exit_code == 0, result.output
+    d = decisions_of(out)
+    for i in range(3):
+        assert d[f"code_taco:#{i}"]["keyed_by_position"] is True
+        assert (d[f"code_taco:#{i}"]["lower_pass_rate"], d[f"code_taco:#{i}"]["upper_pass_rate"]) == \
+            (weak_right[i] / 8, strong_right[i] / 8)
+    assert [d[f"code_taco:#{i}"]["decision"] for i in range(3)] == ["ceiling", "kept", "kept"]
+    report = report_of(out)
+    assert report["join"]["by_position"] == 3 and report["join"]["by_data_source_index"] == 2
+    assert report["inputs"]["weak"]["scored_this_dataset"] is True
+    assert not any("data_source:index" in w for w in report["warnings"])
+
+    # the same rows reordered: same tests everywhere (the ground-truth check cannot tell), other positions
+    shuffled = write_jsonl(tmp_path / "reordered.jsonl", [rows[2], rows[0], rows[1], *rows[3:]])
+    out2 = tmp_path / "kept2.jsonl"
+    result = curate(shuffled, weak, strong, out2)
+    assert result.exit_code == 1, result.output
+    d = decisions_of(out2)
+    assert [d[f"code_taco:#{i}"]["decision"] for i in range(3)] == ["missing_annotation"] * 3
+    assert all("lower_pass_rate" not in d[f"code_taco:#{i}"] for i in range(3))
+    assert [r["extra_info"].get("index") for r in read_jsonl(out2)] == ["twelve"]   # rows with an index still join
+    report = report_of(out2)
+    reasons = {(p["row_key"], p["side"]): p["reason"] for p in report["annotation_problems"]}
+    assert reasons == {(f"code_taco:#{i}", side): "positional_key" for i in range(3) for side in ("lower", "upper")}
+    assert report["join"] == {**report["join"], "by_position": 0, "by_position_refused": 3, "by_data_source_index": 2}
+    warning = next(w for w in report["warnings"] if "another dataset file" in w)
+    assert "3 row(s) without an extra_info.index are keyed by position" in warning and "positional_key" in warning
+    assert "positional_key" in flat(result.output)
+
+
+def test_vacuous_suites_are_dropped_unless_kept_on_request(misc, tmp_path):
+    root, dataset, rows, weak, strong, *_ = misc
+    # the score folder flags it (every expected output empty) ...
+    problems = {p["row_key"]: p for p in read_jsonl(weak / "problems.jsonl")}
+    assert problems["code_taco:vac"]["vacuous"] is True and problems["code_taco:vac"]["c"] == 2
+    out = tmp_path / "kept.jsonl"
+    result = curate(dataset, weak, strong, out)
+    assert result.exit_code == 0, result.output
+    d = decisions_of(out)["code_taco:vac"]
+    assert d["decision"] == "vacuous" and d["vacuous"] is True
+    assert (d["lower_pass_rate"], d["upper_pass_rate"]) == (2 / 8, 1.0)   # goldilocks, were it not vacuous
+    o = report_of(out)["overall"]
+    assert (o["vacuous"], o["dropped_vacuous"], o["kept"]) == (1, 1, 3)
+    assert o["goldilocks"] == o["candidates"] - o["missing_annotation"] - o["dropped_vacuous"] - o["dropped_floor"] \
+        - o["dropped_ceiling"] + o["dropped_floor_and_ceiling"]
+    assert "code_taco:vac" not in {f"code_taco:{r['extra_info'].get('index')}" for r in read_jsonl(out)}
+    assert "vacuous" in flat(result.output)
+
+    kept = tmp_path / "keep.jsonl"
+    result = curate(dataset, weak, strong, kept, "--keep-vacuous")
+    assert result.exit_code == 0, result.output
+    d = decisions_of(kept)["code_taco:vac"]
+    assert d["decision"] == "kept" and d["vacuous"] is True
+    report = report_of(kept)
+    assert report["options"]["keep_vacuous"] is True
+    assert report["vacuous_rows"] == [{"row_key": "code_taco:vac", "data_source": "code_taco", "position": 3,
+                                       "decision": "kept"}]
+    assert (report["overall"]["vacuous"], report["overall"]["dropped_vacuous"], report["overall"]["kept"]) == (1, 0, 4)
+    assert any("vacuous" in w and "--keep-vacuous" in w for w in report["warnings"])
+    assert [r["extra_info"].get("index") for r in read_jsonl(kept)] == [None, None, "vac", "twelve"]
+
+
+def test_parity_folders_are_refused_unless_allowed(misc, tmp_path):
+    root, dataset, rows, weak, strong, parity, *_ = misc
+    verdicts = {v["key"]: v for v in read_jsonl(parity / "verdicts.jsonl")}
+    # real prime_code parity: passing the first 10 of 12 cases scores 1.0, verdict SKIPPED
+    assert verdicts["code_taco:twelve#1"]["verdict"] == "SKIPPED" and verdicts["code_taco:twelve#1"]["score"] == 1.0
+    out = tmp_path / "kept.jsonl"
+    result = curate(dataset, weak, parity, out)
+    text = flat(result.output)
+    assert result.exit_code == 2, result.output
+    assert "--strong" in text and str(parity) in text and "--parity prime_code" in text and "--allow-parity" in text
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+    result = curate(dataset, weak, parity, out, "--allow-parity")
+    assert result.exit_code == 0, result.output
+    report = report_of(out)
+    assert report["options"]["allow_parity"] is True and report["inputs"]["strong"]["parity"] == "prime_code"
+    assert report["inputs"]["weak"]["parity"] is None
+    assert any("--parity prime_code" in w for w in report["warnings"])
+    # as `arbiter score` counts them: the right program and the two SKIPPED ones pass
+    assert decisions_of(out)["code_taco:twelve"]["upper_pass_rate"] == 3 / 8
+    normal = tmp_path / "normal.jsonl"
+    assert curate(dataset, weak, strong, normal).exit_code == 0
+    assert decisions_of(normal)["code_taco:twelve"]["upper_pass_rate"] == 1 / 8
+
+
+# ---------------------------------------------------------------- 5: no output overwrites an input
+
+
+def test_outputs_never_overwrite_inputs_or_each_other(scored, tmp_path):
+    root, dataset, weak, strong = scored
+    d = tmp_path / "rows.jsonl"   # a JSONL copy: --out may then name it
+    write_jsonl(d, [verl_row(n) for n in PROBLEMS])
+    pq_copy = tmp_path / "rows.parquet"
+    pq_copy.write_bytes(dataset.read_bytes())
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(d)
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    (hf / "dataset_info.json").write_text("{}")
+
+    def snapshot() -> dict:
+        return {str(p): p.read_bytes() for top in (tmp_path, weak, strong) for p in sorted(top.rglob("*"))
+                if p.is_file() and not p.is_symlink()}
+
+    before = snapshot()
+    base = ["curate", "goldilocks", "--weak", str(weak), "--strong", str(strong), "--quiet"]
+    kept = tmp_path / "kept.jsonl"
+    cases = [
+        (["--dataset", str(d), "--out", str(d)], ["--out", "is --dataset"]),
+        (["--dataset", str(pq_copy), "--out", str(pq_copy)], ["--out", "is --dataset"]),
+        (["--dataset", str(d), "--out", str(link)], ["--out", "is --dataset"]),                     # a symlink to it
+        (["--dataset", str(d), "--out", str(tmp_path / "sub" / ".." / "rows.jsonl")], ["is --dataset"]),
+        (["--dataset", str(d), "--out", str(kept), "--report", str(d)], ["--report", "is --dataset"]),
+        (["--dataset", str(d), "--out", str(kept), "--report", str(kept)], ["--out and --report are the same file"]),
+        (["--dataset", str(d), "--out", str(kept), "--report", str(tmp_path / "kept.rows.jsonl")],
+         ["--report and rows log are the same file"]),
+        (["--dataset", str(d), "--out", str(kept), "--report", str(weak / "summary.json")], ["--report", "inside --weak"]),
+        (["--dataset", str(d), "--out", str(kept), "--report", str(strong / "new.json")], ["inside --strong"]),
+        (["--dataset", str(d), "--out", str(strong / "kept.jsonl")], ["--out", "inside --strong"]),
+        (["--dataset", str(hf), "--out", str(hf / "kept.jsonl")], ["--out", "inside --dataset"]),
+    ]
+    (tmp_path / "sub").mkdir()
+    for args, needles in cases:
+        result = runner.invoke(app, base + args, env=WIDE)
+        text = flat(result.output)
+        assert result.exit_code == 2, (args, result.output)
+        for needle in needles:
+            assert needle in text, (needle, result.output)
+        assert snapshot() == before, args
+        assert not kept.exists() and not list(tmp_path.glob("*.partial"))
+    # audit --report X --dataset X
+    for target in (d, link, pq_copy):
+        result = runner.invoke(app, ["curate", "audit", "--dataset", str(d if target is not pq_copy else pq_copy),
+                                     "--report", str(target)], env=WIDE)
+        assert result.exit_code == 2 and "--report" in flat(result.output) and "is --dataset" in flat(result.output)
+        assert snapshot() == before
+    # the same outputs elsewhere are fine
+    assert runner.invoke(app, base + ["--dataset", str(d), "--out", str(kept)]).exit_code == 1
+    assert kept.exists() and d.read_bytes() == before[str(d)]
+
+
+# ---------------------------------------------------------------- 8: swapped folders, scores that are not rewards
+
+
+def test_swapped_folders_warn(misc, tmp_path):
+    root, dataset, rows, weak, strong, *_ = misc
+    out = tmp_path / "kept.jsonl"
+    result = curate(dataset, weak, strong, out)
+    assert result.exit_code == 0 and not any("swapped" in w for w in report_of(out)["warnings"])
+    # --weak and --strong given the other way round: a warning, not a failure
+    swapped = tmp_path / "swapped.jsonl"
+    result = curate(dataset, strong, weak, swapped)
+    assert result.exit_code == 0, result.output
+    annotated = [d for d in decisions_of(swapped).values() if "lower_pass_rate" in d]
+    mean_lower = sum(d["lower_pass_rate"] for d in annotated) / len(annotated)
+    mean_upper = sum(d["upper_pass_rate"] for d in annotated) / len(annotated)
+    assert mean_lower > mean_upper
+    warning = next(w for w in report_of(swapped)["warnings"] if "swapped" in w)
+    assert f"({mean_lower:.3f})" in warning and f"({mean_upper:.3f})" in warning and "swapped" in flat(result.output)
+
+
+def test_scores_that_are_not_rewards_are_annotation_problems(scored, tmp_path):
+    root, dataset, weak, strong = scored
+
+    # a copy of the strong folder whose verdict records carry a NaN score and a score of 1.5
+    edited = tmp_path / "strong-edited"
+    edited.mkdir()
+    for f in strong.iterdir():
+        (edited / f.name).write_bytes(f.read_bytes())
+    lines = (edited / "verdicts.jsonl").read_text().splitlines()
+    recs = [json.loads(line) for line in lines]
+    for rec in recs:
+        if rec["key"] == f"{key('sum')}#0":
+            rec["score"] = float("nan")
+        if rec["key"] == f"{key('max')}#3":
+            rec["score"] = 1.5
+    (edited / "verdicts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert "NaN" in (edited / "verdicts.jsonl").read_text()
+    out = tmp_path / "bad.jsonl"
+    result = curate(dataset, weak, edited, out)
+    assert result.exit_code == 1, result.output
+    reasons = {(p["row_key"], p["side"]): (p["reason"], p["detail"]) for p in report_of(out)["annotation_problems"]}
+    assert reasons[(key("sum"), "upper")][0] == "bad_score" and "nan" in reasons[(key("sum"), "upper")][1]
+    assert reasons[(key("max"), "upper")][0] == "bad_score" and "1.5" in reasons[(key("max"), "upper")][1]
+    d = decisions_of(out)
+    assert d[key("sum")]["decision"] == d[key("max")]["decision"] == "missing_annotation"
+    assert read_jsonl(out) == []    # sum and max were the only kept rows; neither is a fail either
+    # the folder's other rows still have the usual completion count
+    assert report_of(out)["options"]["k_upper"] == K
+
+
+# ---------------------------------------------------------------- 6 + 8: lone surrogates, mixed indexes, Parquet
+
+LONE = "\ud83d"   # half of a surrogate pair, as JSON "\ud83d" decodes it
+
+
+@pytest.fixture(scope="module")
+def jsonl_rows(tmp_path_factory):
+    """A JSONL dataset (written with \\u escapes) whose first statement holds a lone surrogate, whose indexes mix
+    integers and strings, and whose third row carries an integer Parquet cannot hold; all goldilocks (weak 1/8,
+    strong 4/8), scored for real."""
+    root = tmp_path_factory.mktemp("jsonl_rows")
+    rows = [double_row("code_taco", 0, EN_VARIANTS[0].replace("single integer", f"single {LONE} integer"), id="a"),
+            double_row("code_taco", "t1", EN_VARIANTS[1], id="b"),
+            double_row("code_taco", 2, EN_VARIANTS[2], id="c", big=10 ** 30)]
+    dataset = root / "rows.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="ascii")
+    assert "\\ud83d" in dataset.read_text()
+    folders = [score_folder(dataset, [{"data_source": "code_taco", "index": r["extra_info"]["index"],
+                                       "responses": double_responses(right)} for r in rows], root / f"score-{name}")
+               for name, right in (("weak", 1), ("strong", 4))]
+    return root, dataset, rows, folders[0], folders[1]
+
+
+def test_lone_surrogates_mixed_indexes_and_unwritable_rows(jsonl_rows, tmp_path):
+    root, dataset, rows, weak, strong = jsonl_rows
+    # JSONL out: every row kept as read, the lone surrogate too (as a \\u escape: the file is valid UTF-8)
+    out = tmp_path / "kept.jsonl"
+    result = curate(dataset, weak, strong, out)
+    assert result.exit_code == 0, result.output
+    out.read_bytes().decode("utf-8")
+    kept = read_jsonl(out)
+    assert [r["prompt"] for r in kept] == [r["prompt"] for r in rows] and LONE in kept[0]["prompt"][0]["content"]
+    assert [r["extra_info"]["index"] for r in kept] == [0, "t1", 2] and kept[2]["extra_info"]["big"] == 10 ** 30
+    assert decisions_of(out)["code_taco:0"]["english_confidence"] >= ENGLISH_MIN
+    audit_report = tmp_path / "audit.json"   # the audit reads and reports it too
+    result = runner.invoke(app, ["curate", "audit", "--dataset", str(out), "--report", str(audit_report)], env=WIDE)
+    assert result.exit_code == 0, result.output
+    assert json.loads(audit_report.read_text())["clean"] == 3
+
+    # Parquet out: indexes written as strings (they mix types), the surrogate replaced by U+FFFD and listed, the
+    # row whose integer does not fit int64 a bad row naming itself; the others are written
+    pout = tmp_path / "kept.parquet"
+    result = curate(dataset, weak, strong, pout)
+    assert result.exit_code == 1, result.output
+    table = pq.read_table(pout).to_pylist()
+    assert [r["extra_info"]["index"] for r in table] == ["0", "t1"]
+    assert table[0]["prompt"][0]["content"] == rows[0]["prompt"][0]["content"].replace(LONE, "\ufffd")
+    assert table[0]["extra_info"]["lower_pass_rate"] == 1 / 8 and table[1]["extra_info"]["upper_pass_rate"] == 4 / 8
+    d = decisions_of(pout)
+    assert d["code_taco:0"]["decision"] == "kept" and d["code_taco:0"]["surrogates_replaced"] == ["prompt[0].content"]
+    assert d["code_taco:2"]["decision"] == "bad_row" and "code_taco:2" in d["code_taco:2"]["error"]
+    report = report_of(pout)
+    assert [b["row_key"] for b in report["bad_rows"]] == ["code_taco:2"]
+    assert "cannot be written to kept.parquet" in report["bad_rows"][0]["error"]
+    assert report["options"]["index_as_string"] is True
+    assert any("written as strings" in w for w in report["warnings"])
+    assert any("U+FFFD" in w for w in report["warnings"])
+    assert (report["overall"]["candidates"], report["overall"]["kept"], report["overall"]["bad_rows"]) == (2, 2, 1)
+    assert "bad row" in flat(result.output)
+
+    # rows that cannot share one Parquet schema (extra_info.id a string here, a number there): refused before
+    # anything is written
+    mixed = tmp_path / "mixed.jsonl"
+    other = [dict(r, extra_info={**r["extra_info"], "id": 5 if i == 1 else r["extra_info"]["id"]})
+             for i, r in enumerate(rows)]
+    mixed.write_text("".join(json.dumps(r) + "\n" for r in other), encoding="ascii")
+    mout = tmp_path / "mixed-kept.parquet"
+    result = curate(mixed, weak, strong, mout)
+    assert result.exit_code == 2, result.output
+    assert "cannot share one Parquet schema" in flat(result.output) and "write .jsonl" in flat(result.output)
+    assert not list(tmp_path.glob("mixed-kept*"))
+
+
+def test_writer_refuses_a_surrogate_in_the_tests_and_lingua_reads_surrogates(tmp_path):
+    from arbiter.pipelines.goldilocks import CuratedWriter, UnwritableRow, annotated_schema
+
+    row = double_row("code_taco", "x", EN_DOUBLE)
+    row["extra_info"].update(lower_pass_rate=0.0, lower_scores=[0.0], upper_pass_rate=1.0, upper_scores=[1.0])
+    schema = annotated_schema(pa.Table.from_pylist([row]).schema)
+    writer = CuratedWriter(tmp_path / "w.parquet", schema)
+    bad = json.loads(json.dumps(row))
+    bad["reward_model"]["ground_truth"] = json.dumps({"inputs": ["1\n"], "outputs": [f"{LONE}\n"]}, ensure_ascii=False)
+    with pytest.raises(UnwritableRow, match="reward_model.ground_truth"):
+        writer.encode(bad)
+    fine = json.loads(json.dumps(row))
+    fine["prompt"][0]["content"] += LONE
+    payload, replaced = writer.encode(fine)
+    assert replaced == ["prompt[0].content"]
+    writer.write_encoded(payload)
+    writer.close()
+    assert pq.read_table(tmp_path / "w.parquet").to_pylist()[0]["prompt"][0]["content"].endswith("\ufffd")
+    english = EnglishFilter()
+    assert english.confidence(EN_DOUBLE + LONE) == english.confidence(EN_DOUBLE + "\ufffd") >= ENGLISH_MIN
+    assert english.confidences([RUSSIAN + LONE])[0] < 0.5

@@ -4,23 +4,27 @@ the rules live in :mod:`arbiter.pipelines.goldilocks`.
 
 - ``arbiter curate goldilocks --dataset D --weak DIR --strong DIR --out OUT.parquet``: annotate every row of D
   from two ``arbiter score --out`` folders (weak = lower, strong = upper model; joined on the
-  data_source-qualified row key), keep rows with ``lower_pass_rate <= --lower-max`` (0.875) and
-  ``upper_pass_rate >= --upper-min`` (0.125), then drop rows whose statement lingua does not detect as English
-  with confidence ``>= --english-min`` (0.999; ``--no-english-filter`` turns it off). Writes OUT (kept rows, the
-  annotation folded into ``extra_info``), ``<stem>.report.json`` (counts overall and per data_source, every
-  annotation problem) and ``<stem>.rows.jsonl`` (one decision per row), and prints a table by data_source.
+  data_source-qualified row key; a row without ``extra_info.index`` by position, only from a folder that scored
+  this very file), drop rows with a vacuous suite (``--keep-vacuous`` keeps them), keep rows with
+  ``lower_pass_rate <= --lower-max`` (0.875) and ``upper_pass_rate >= --upper-min`` (0.125), then drop rows whose
+  statement (without fenced code, known instruction sentences and the dataset's template lines) lingua does not
+  detect as English with confidence ``>= --english-min`` (0.999; ``--no-english-filter`` turns it off) and rows
+  without a statement. Folders scored with ``--parity`` are refused unless ``--allow-parity``. Writes OUT (kept
+  rows, the annotation folded into ``extra_info``), ``<stem>.report.json`` (counts overall and per data_source,
+  every annotation problem) and ``<stem>.rows.jsonl`` (one decision per row), and prints a table by data_source.
 - ``arbiter curate audit --dataset D``: check the annotation a dataset already carries in ``extra_info``
   (pass rates against scores, score counts, the recomputed flag, the English filter).
 
 Exit status: goldilocks: 0 done; 1 done, but some rows had no usable annotation (missing from a folder, wrong
-completion count, INVALID_TASK, SANDBOX_ERROR, changed ground truth), did not parse, or repeated a row key (all
-listed in the report, none kept); 2 bad input (the option, file and line are named; nothing is written).
+completion count, INVALID_TASK, SANDBOX_ERROR, a score outside [0, 1], changed ground truth, a positional key
+into a folder that scored another file), did not parse or could not be written, or repeated a row key (all
+listed in the report, none kept); 2 bad input (the option, file and line are named; a folder scored with
+--parity; an output that would overwrite an input or another output; nothing is written).
 audit: 0 every row consistent and kept; 1 findings (listed); 2 bad input.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -35,6 +39,11 @@ curate_app = typer.Typer(name="curate", no_args_is_help=True,
                          help="Curate RL prompt sets: goldilocks difficulty filter and English filter; audit annotations.")
 
 
+def _show(text: Any) -> str:
+    """``text`` for the terminal: lone surrogates (a JSON ``"\\ud83d"`` in a row key) as ``\\ud83d``."""
+    return escape(str(text).encode("utf-8", "backslashreplace").decode("utf-8"))
+
+
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
@@ -45,24 +54,31 @@ def _rate(value: float | None) -> str:
 
 def goldilocks_table(report: dict[str, Any]) -> Table:
     """A rich table of a goldilocks ``report.json``, one row per data_source then ``overall`` (the card's
-    composition and difficulty tables): candidates, rows without annotation, floor / ceiling drops, goldilocks,
-    non-English drops, kept, kept per candidate, share of kept, mean weak / strong pass rate of kept rows."""
+    composition and difficulty tables): candidates, rows without annotation, vacuous drops, floor / ceiling
+    drops, goldilocks, non-English drops (and rows without a statement, when there are any), kept, kept per
+    candidate, share of kept, mean weak / strong pass rate of kept rows."""
     table = Table(title="goldilocks by data_source")
-    for col in ("data_source", "candidates", "no annot.", "floor", "ceiling", "goldilocks", "non-English", "kept",
-                "kept/cand.", "share", "weak", "strong"):
+    no_statement = bool(report["overall"].get("dropped_no_statement"))
+    cols = ["data_source", "candidates", "no annot.", "vacuous", "floor", "ceiling", "goldilocks", "non-English"]
+    cols += ["no stmt."] if no_statement else []
+    cols += ["kept", "kept/cand.", "share", "weak", "strong"]
+    for col in cols:
         table.add_column(col, justify="left" if col == "data_source" else "right", no_wrap=True)
     groups = list(report["by_data_source"].items()) + [("overall", report["overall"])]
     for name, g in groups:
-        table.add_row(f"[bold]{escape(name)}[/]" if name == "overall" else escape(name), str(g["candidates"]),
-                      str(g["missing_annotation"]), str(g["dropped_floor"]), str(g["dropped_ceiling"]),
-                      str(g["goldilocks"]), str(g["dropped_non_english"]), str(g["kept"]),
-                      _pct(g["kept_per_candidate"]), _pct(g["share_of_kept"]),
-                      _rate(g["mean_lower_pass_rate"]), _rate(g["mean_upper_pass_rate"]))
+        cells = [f"[bold]{_show(name)}[/]" if name == "overall" else _show(name), str(g["candidates"]),
+                 str(g["missing_annotation"]), str(g["dropped_vacuous"]), str(g["dropped_floor"]),
+                 str(g["dropped_ceiling"]), str(g["goldilocks"]), str(g["dropped_non_english"])]
+        cells += [str(g["dropped_no_statement"])] if no_statement else []
+        cells += [str(g["kept"]), _pct(g["kept_per_candidate"]), _pct(g["share_of_kept"]),
+                  _rate(g["mean_lower_pass_rate"]), _rate(g["mean_upper_pass_rate"])]
+        table.add_row(*cells)
     return table
 
 
 AUDIT_COLUMNS = ("rows", "clean", "inconsistent", "pass_rate_mismatch", "count_mismatch", "missing_fields",
-                 "bad_scores", "non_binary_scores", "floor", "ceiling", "non_english", "bad_row", "duplicate_key")
+                 "bad_scores", "non_binary_scores", "floor", "ceiling", "non_english", "no_statement", "bad_row",
+                 "duplicate_key")
 
 
 def audit_table(counts: dict[str, Any]) -> Table:
@@ -74,7 +90,7 @@ def audit_table(counts: dict[str, Any]) -> Table:
         table.add_column(c.replace("_", " "), justify="right", no_wrap=True)
     groups = list(counts["by_data_source"].items()) + [("overall", counts["overall"])]
     for name, g in groups:
-        table.add_row(f"[bold]{escape(name)}[/]" if name == "overall" else escape(name),
+        table.add_row(f"[bold]{_show(name)}[/]" if name == "overall" else _show(name),
                       *[str(g.get(c, 0)) for c in cols])
     return table
 
@@ -99,15 +115,22 @@ def goldilocks(
     split: Optional[str] = typer.Option(None, "--split", help="split of an HF DatasetDict folder"),
     report: Optional[Path] = typer.Option(None, "--report", dir_okay=False,
                                           help="report path (default: <OUT stem>.report.json)"),
+    keep_vacuous: bool = typer.Option(False, "--keep-vacuous",
+                                      help="keep rows whose every expected output is empty (flagged; default: drop)"),
+    allow_parity: bool = typer.Option(False, "--allow-parity",
+                                      help="accept folders scored with `arbiter score --parity` (SKIPPED = pass)"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
 ) -> None:
     """Keep the goldilocks rows of DATASET (lower <= 0.875 AND upper >= 0.125), in English.
 
     Pass rates come from the two `arbiter score` folders (fraction of a row's completions with score 1.0),
-    joined on <data_source>:<extra_info.index>; each verdict's ground-truth sha256 must match the row's. A row
-    missing from either folder, with another number of completions than the folder's other rows, INVALID_TASK,
-    SANDBOX_ERROR or a changed ground truth is reported, never counted as 0, and not kept. Writes OUT, the report
-    and <OUT stem>.rows.jsonl. Exit status: 0 done; 1 done with rows lacking an annotation, bad or repeated rows
+    joined on <data_source>:<extra_info.index> (a row without an index by its position, only when DATASET is the
+    file the folder scored); each verdict's ground-truth sha256 must match the row's. A row missing from either
+    folder, with another number of completions than the folder's other rows, INVALID_TASK, SANDBOX_ERROR, a score
+    outside [0, 1] or a changed ground truth is reported, never counted as 0, and not kept. Rows with a vacuous
+    suite (every expected output empty) are dropped unless --keep-vacuous; folders scored with --parity are
+    refused unless --allow-parity. Writes OUT, the report and <OUT stem>.rows.jsonl; none may be an input or
+    lie in a score folder. Exit status: 0 done; 1 done with rows lacking an annotation, bad or repeated rows
     (listed in the report); 2 bad input.
     """
     from arbiter.pipelines.goldilocks import CurationInputError, curate_goldilocks
@@ -128,11 +151,12 @@ def goldilocks(
     try:
         run = curate_goldilocks(dataset, weak, strong, out, lower_max=lower_max, upper_min=upper_min,
                                 english_min=_english_min(english_min, no_english_filter), k=k, split=split,
-                                report=report, progress=progress)
+                                report=report, keep_vacuous=keep_vacuous, allow_parity=allow_parity,
+                                progress=progress)
     except (CurationInputError, ValueError, OSError, RuntimeError) as exc:
         if started:
             bar.stop()
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        console.print(f"[red]error:[/] {_show(exc)}")
         raise typer.Exit(2)
     if started:
         bar.stop()
@@ -143,15 +167,14 @@ def goldilocks(
                   f"{'English >= ' + str(o['english_min']) if o['english_min'] is not None else 'no English filter'}; "
                   f"k = {o['k_lower']} weak, {o['k_upper']} strong)", highlight=False)
     for w in run.warnings:
-        console.print(f"[yellow]warning:[/] {escape(w)}")
+        console.print(f"[yellow]warning:[/] {_show(w)}")
     for p in run.report["annotation_problems"][:10]:
-        console.print(f"  [yellow]{escape(p['row_key'])}[/] {p['side']}: {p['reason']}: {escape(p['detail'])}")
+        console.print(f"  [yellow]{_show(p['row_key'])}[/] {p['side']}: {p['reason']}: {_show(p['detail'])}")
     if len(run.report["annotation_problems"]) > 10:
-        console.print(f"  ... and {len(run.report['annotation_problems']) - 10} more in {escape(str(run.report_path))}")
+        console.print(f"  ... and {len(run.report['annotation_problems']) - 10} more in {_show(run.report_path)}")
     for b in (run.report["bad_rows"] + run.report["duplicate_rows"])[:10]:
-        console.print(f"  [red]bad row[/] {escape(b['error'])}")
-    console.print(f"outputs: {escape(str(run.out))}, {escape(str(run.report_path))}, {escape(str(run.rows_path))}",
-                  highlight=False)
+        console.print(f"  [red]bad row[/] {_show(b['error'])}")
+    console.print(f"outputs: {_show(run.out)}, {_show(run.report_path)}, {_show(run.rows_path)}", highlight=False)
     raise typer.Exit(1 if run.problems else 0)
 
 
@@ -171,31 +194,35 @@ def audit(
     """Audit the goldilocks annotation stored in DATASET's extra_info.
 
     Recomputes each pass rate from its scores (fraction equal to 1.0) and compares it with the stored one, checks
-    the score counts, recomputes the flag and the English filter, and lists every row that is inconsistent or
-    would not be kept. Exit status: 0 every row consistent and kept; 1 findings; 2 bad input.
+    the score counts, recomputes the flag and the English filter (read as `curate goldilocks` reads it), and lists
+    every row that is inconsistent or would not be kept. --report must not be DATASET. Exit status: 0 every row
+    consistent and kept; 1 findings; 2 bad input.
     """
-    from arbiter.pipelines.goldilocks import CurationInputError, audit_annotations
+    from arbiter.pipelines.goldilocks import (
+        CurationInputError, audit_annotations, check_output_paths, write_json_atomic,
+    )
 
     console = Console(stderr=True)
     try:
-        if report is not None and not report.parent.is_dir():
-            raise CurationInputError(f"--report {report}: its folder {report.parent} does not exist")
+        if report is not None:
+            if not report.parent.is_dir():
+                raise CurationInputError(f"--report {report}: its folder {report.parent} does not exist")
+            check_output_paths({"--report": report}, {"--dataset": dataset})
         run = audit_annotations(dataset, lower_max=lower_max, upper_min=upper_min,
                                 english_min=_english_min(english_min, no_english_filter), k=k, split=split)
         if report is not None:
-            report.write_text(json.dumps(run.as_dict(), indent=1, ensure_ascii=False, default=str) + "\n",
-                              encoding="utf-8")
+            write_json_atomic(report, run.as_dict())
     except (CurationInputError, ValueError, OSError, RuntimeError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        console.print(f"[red]error:[/] {_show(exc)}")
         raise typer.Exit(2)
     Console(width=None if sys.stdout.isatty() else 160).print(audit_table(run.counts))
     console.print(f"{run.rows} rows audited; {run.clean} consistent and kept; {len(run.findings)} with findings "
                   f"(k = {run.k.get('lower')} lower, {run.k.get('upper')} upper)", highlight=False)
     for f in run.findings[:10]:
-        console.print(f"  [yellow]{escape(f['row_key'])}[/] " + "; ".join(
-            f"{kind}: {escape(f['detail'].get(kind, ''))}" for kind in f["findings"]))
+        console.print(f"  [yellow]{_show(f['row_key'])}[/] " + "; ".join(
+            f"{kind}: {_show(f['detail'].get(kind, ''))}" for kind in f["findings"]))
     if len(run.findings) > 10:
-        console.print(f"  ... and {len(run.findings) - 10} more" + (f" in {escape(str(report))}" if report else
+        console.print(f"  ... and {len(run.findings) - 10} more" + (f" in {_show(report)}" if report else
                                                                      " (write them all with --report)"))
     raise typer.Exit(1 if run.findings else 0)
 
