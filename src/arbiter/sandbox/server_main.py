@@ -926,7 +926,6 @@ def _is_closed(stream):
 
 
 def run_python(server, req, call_args, probe):
-    import types
     import traceback
 
     sys.set_int_max_str_digits(0) if hasattr(sys, "set_int_max_str_digits") else None
@@ -1097,7 +1096,6 @@ def _find_function(g, fn_name):
 def _annotation_texts(fn):
     """Parameter annotations as normalised text (``Optional[ListNode]`` -> ``ListNode``)."""
     import inspect
-    import re
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -1115,7 +1113,6 @@ def _returns_node(g, fn):
     if "ListNode" not in g and "TreeNode" not in g:
         return False
     import inspect
-    import re
     try:
         ann = inspect.signature(fn).return_annotation
     except (TypeError, ValueError):

@@ -98,12 +98,11 @@ import functools
 import hashlib
 import os
 import platform
-import secrets
 import shutil
 import subprocess
 import tempfile
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 from arbiter.sandbox.execution import Execution, Status
 from arbiter.sandbox.limits import MiB, Limits
