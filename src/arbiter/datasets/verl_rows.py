@@ -26,7 +26,7 @@ from __future__ import annotations
 import gzip
 import os
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -302,6 +302,29 @@ def iter_rows(path: str | os.PathLike, *, batch_size: int = 64, split: str | Non
             errors.append(exc)
 
 
+def parquet_key_columns(path: str | os.PathLike, also: Sequence[str] = ()) -> list[str]:
+    """The columns of a verl Parquet file that hold its row keys: ``data_source``, plus the leaf
+    ``extra_info.index`` when the file has it, plus each top-level column of ``also`` the file has
+    (for :func:`iter_raw_rows` ``columns=``). Raises ``ValueError`` naming the file when it is not a
+    readable Parquet file or has no ``data_source`` column (not a verl dataset)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise ValueError(f"{path}: not a readable Parquet file ({exc})") from None
+    if "data_source" not in schema.names:
+        raise ValueError(f"{path}: no 'data_source' column (columns: {', '.join(schema.names[:10]) or 'none'}); "
+                         f"not a verl dataset")
+    columns = ["data_source"]
+    if "extra_info" in schema.names:
+        ei = schema.field("extra_info").type
+        if hasattr(ei, "get_field_index") and ei.get_field_index("index") >= 0:
+            columns.append("extra_info.index")
+    return columns + [c for c in also if c in schema.names]
+
+
 def iter_row_keys(path: str | os.PathLike, *, split: str | None = None) -> Iterator[tuple[str, Any]]:
     """Stream ``(data_source, extra_info.index)`` per row, reading only those columns where the
     format allows (Parquet: the two leaf columns; HF: the two top-level columns). The index is
@@ -309,23 +332,7 @@ def iter_row_keys(path: str | os.PathLike, *, split: str | None = None) -> Itera
     Raises ``ValueError`` naming the file as :func:`iter_raw_rows` does, and for a Parquet file
     without a ``data_source`` column."""
     p = Path(path)
-    columns = ["data_source", "extra_info"]
-    if dataset_format(p) == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        try:
-            schema = pq.read_schema(p)
-        except (pa.ArrowException, OSError) as exc:
-            raise ValueError(f"{p}: not a readable Parquet file ({exc})") from None
-        if "data_source" not in schema.names:
-            raise ValueError(f"{p}: no 'data_source' column (columns: {', '.join(schema.names[:10]) or 'none'}); "
-                             f"not a verl dataset")
-        columns = ["data_source"]
-        if "extra_info" in schema.names:
-            ei = schema.field("extra_info").type
-            if hasattr(ei, "get_field_index") and ei.get_field_index("index") >= 0:
-                columns.append("extra_info.index")
+    columns = parquet_key_columns(p) if dataset_format(p) == "parquet" else ["data_source", "extra_info"]
     for raw in iter_raw_rows(p, columns=columns, batch_size=4096, split=split):
         ei = raw.get("extra_info")
         yield raw.get("data_source"), (ei.get("index") if isinstance(ei, Mapping) else None)

@@ -98,6 +98,7 @@ from arbiter.datasets.json_lines import decode_json_line
 from arbiter.datasets.jsonl_sink import JsonlSink, read_jsonl
 from arbiter.datasets.verl_rows import VACUOUS_SUITE, RowError, iter_raw_rows, iter_row_keys, parse_row, row_key
 from arbiter.judge import jsonvalues
+from arbiter.pipelines.outputs import write_json_atomic
 
 Item = tuple[Any, Any, Any, Any]
 Scorer = Callable[[Iterable[Item]], Iterator[Mapping[str, Any]]]
@@ -430,7 +431,7 @@ def check_config(out_dir: Path, fingerprint: dict[str, Any]) -> None:
                 f"{out_dir} holds {VERDICTS_FILE} but no {CONFIG_FILE} (made by an older arbiter, or the file was "
                 f"deleted): cannot tell which dataset, completions and options its verdicts were made with; "
                 f"use a new --out folder (or delete {out_dir})")
-        _write_json_atomic(path, fingerprint)
+        write_json_atomic(path, fingerprint)
         return
     try:
         old = json.loads(path.read_text(encoding="utf-8"))
@@ -457,21 +458,6 @@ def check_config(out_dir: Path, fingerprint: dict[str, Any]) -> None:
             f"{out_dir} holds verdicts made with other inputs or options; differs: {'; '.join(diffs)}. "
             f"Its verdicts would be kept for responses they were not made for: use a new --out folder "
             f"(or delete {out_dir})")
-
-
-def _write_json_atomic(path: Path, data: Any) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False, indent=1, default=str)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def text_sha256(value: Any) -> str:

@@ -41,13 +41,13 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arbiter.languages.compile_cache import atomic_write
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.execution import Status
 from arbiter.sandbox.limits import MiB, Limits
@@ -364,26 +364,16 @@ def build_generated_suite(seed: Any, generator: str | os.PathLike, plan: GenPlan
                                source_sha256=hashlib.sha256(seed.source_code.encode("utf-8", "surrogateescape"))
                                .hexdigest(), plan=str(plan))
         if use_cache:
-            _store(root, path, _to_json(suite))
+            _store(path, _to_json(suite))
         suite.seconds = time.monotonic() - t0
         return suite
 
 
-def _store(root: Path, path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` to ``path`` atomically (temporary file in the same directory, then rename). A cache that
-    cannot be written is not an error: the suite is simply rebuilt next time."""
+def _store(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` atomically (:func:`arbiter.languages.compile_cache.atomic_write`: a temporary
+    file in the same directory, then rename). A cache that cannot be written is not an error: the suite is simply
+    rebuilt next time."""
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=root)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, ensure_ascii=True, separators=(",", ":"))
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        atomic_write(path, [json.dumps(data, ensure_ascii=True, separators=(",", ":")).encode("ascii")], mode=0o600)
     except OSError:
         pass

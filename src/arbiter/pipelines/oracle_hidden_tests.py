@@ -193,7 +193,7 @@ def check_hidden_tests(seed: Any, cases: Sequence[Any], checker: Any, *, cache_d
         check = HiddenCheck(task_id=seed.task_id, total=len(data), kept=kept, dropped=dropped,
                             unconfirmed=unconfirmed, key=key)
         if use_cache:
-            _store(root, path, {"version": CACHE_VERSION, "key": key, "total": check.total, "kept": kept,
+            _store(path, {"version": CACHE_VERSION, "key": key, "total": check.total, "kept": kept,
                                 "dropped": dropped, "unconfirmed": unconfirmed})
         check.seconds = time.monotonic() - t0
         return check

@@ -156,6 +156,7 @@ from arbiter.pipelines.oracle_generated_tests import (
     seed_compile_spec,
     seed_run_limits,
 )
+from arbiter.pipelines.outputs import ensure_out_dir, write_json_atomic
 
 Method = Literal["instructions", "wall"]
 
@@ -1115,10 +1116,10 @@ def verify_returns(seeds: str | os.PathLike, returns: str | os.PathLike, out_dir
         "skipped_existing": stats.skipped_existing,
         "stage_seconds": {k: round(v, 3) for k, v in sorted(ctx.stage_seconds.items())},
     })
-    _write_json_atomic(out / "report.json", report)
+    write_json_atomic(out / "report.json", report)
     if opts.parquet:
         report["parquet"] = write_parquet(out)
-        _write_json_atomic(out / "report.json", report)
+        write_json_atomic(out / "report.json", report)
     stats.report = report
     emit("done", {"report": report})
     return stats
@@ -1232,23 +1233,6 @@ def check_returns_not_empty(path: str | os.PathLike) -> Path:
     return p
 
 
-class OutputDirError(ValueError):
-    """The output folder cannot be used: it exists and is not a folder, or it cannot be created."""
-
-
-def ensure_out_dir(out_dir: str | os.PathLike) -> Path:
-    """Create ``out_dir`` (and parents) and return it. Raises :class:`OutputDirError` (a ``ValueError``: the CLI
-    reports it and exits 2) naming the path when it is an existing file or cannot be created."""
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise OutputDirError(f"--out {out} exists and is not a folder; give a folder (it is created when missing)")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise OutputDirError(f"--out {out}: cannot create the output folder: {e.strerror or e}") from None
-    return out
-
-
 class ConfigMismatch(ValueError):
     """``out_dir`` holds verdicts made with other seeds, hidden tests, generators or verdict-changing options;
     resuming into it would mix verdicts. Use another output folder (or delete that one)."""
@@ -1302,7 +1286,7 @@ def check_config(out_dir: Path, fingerprint: dict[str, Any]) -> None:
                                  f"{', '.join(changed)}); use another --out folder or delete it")
         if isinstance(old, dict):
             return
-    _write_json_atomic(path, fingerprint)
+    write_json_atomic(path, fingerprint)
 
 
 def _default_workers() -> int:
@@ -1313,19 +1297,6 @@ def _default_workers() -> int:
 
 # --------------------------------------------------------------------------------------------------
 # best.jsonl, report.json, Parquet
-
-
-def _write_json_atomic(path: Path, data: Any) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False, indent=1, default=str)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _write_jsonl_atomic(path: Path, records: Sequence[Mapping[str, Any]]) -> None:

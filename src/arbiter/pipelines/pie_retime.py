@@ -119,6 +119,7 @@ from arbiter.judge.task import CompileSpec, Task
 from arbiter.judge.testsuite import InvalidTestSuite, StdioCase, TestSuite
 from arbiter.judge.verdict import CaseResult, Outcome, Verdict
 from arbiter.pipelines.pie_speedup import LOW_HEADROOM_THRESHOLD, make_transform, select_cases
+from arbiter.pipelines.outputs import OutputDirError, ensure_out_dir
 from arbiter.sandbox.limits import Limits
 from arbiter.timing.count_cache import CountCache
 from arbiter.timing.count_cache import sha256_hex as _sha
@@ -1276,23 +1277,6 @@ def run_reward_batch(rows: Any, tests: Any, candidates: str | os.PathLike, out_d
 
 
 # ------------------------------------------------------------------------------------------------------- outputs
-
-
-class OutputDirError(ValueError):
-    """The output folder cannot be used: it exists and is not a folder, or it cannot be created."""
-
-
-def ensure_out_dir(out_dir: str | os.PathLike) -> Path:
-    """Create ``out_dir`` (and its parents) and return it. Raises :class:`OutputDirError` (a ``ValueError``, so
-    the CLI reports it and exits 2) naming the path when it is an existing file, or when it cannot be created."""
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise OutputDirError(f"--out {out} exists and is not a folder; give a folder (it is created when missing)")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise OutputDirError(f"--out {out}: cannot create the output folder: {e.strerror or e}") from None
-    return out
 
 
 class ConfigMismatch(ValueError):

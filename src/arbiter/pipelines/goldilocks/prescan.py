@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from arbiter.datasets.convert import parquet_schema
-from arbiter.datasets.verl_rows import RowError, dataset_format, iter_raw_rows, parse_row
+from arbiter.datasets.verl_rows import RowError, dataset_format, iter_raw_rows, parquet_key_columns, parse_row
 from arbiter.pipelines.goldilocks.english import TEMPLATE_MIN_ROWS, TEMPLATE_MIN_SHARE, TemplateCounter, statement_text
 from arbiter.pipelines.goldilocks.errors import CurationInputError
 from arbiter.pipelines.goldilocks.flag import ANNOTATION_FIELDS
@@ -135,23 +135,7 @@ def _prescan(dataset: Path, split: str | None, *, statements: bool, infer_schema
         fmt = dataset_format(dataset)
         columns = None
         if fmt == "parquet" and builder is None:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-            try:
-                schema = pq.read_schema(dataset)
-            except (pa.ArrowException, OSError) as exc:
-                raise ValueError(f"{dataset}: not a readable Parquet file ({exc})") from None
-            if "data_source" not in schema.names:
-                raise ValueError(f"{dataset}: no 'data_source' column (columns: "
-                                 f"{', '.join(schema.names[:10]) or 'none'}); not a verl dataset")
-            columns = ["data_source"]
-            if "extra_info" in schema.names:
-                ei = schema.field("extra_info").type
-                if hasattr(ei, "get_field_index") and ei.get_field_index("index") >= 0:
-                    columns.append("extra_info.index")
-            if statements and "prompt" in schema.names:
-                columns.append("prompt")
+            columns = parquet_key_columns(dataset, also=("prompt",) if statements else ())
         for position, raw in enumerate(iter_raw_rows(dataset, columns=columns, split=split, batch_size=256)):
             result.rows += 1
             ei = raw.get("extra_info")
