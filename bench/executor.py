@@ -2,8 +2,9 @@
 
 For a trivial Python program and a trivial C++ binary, over N cases (default 200):
 
-- arbiter: one sandbox per submission, every case a fresh process inside it (Python: forked from
-  the warm fork-server; C++: posix_spawn inside the sandbox), measured end to end from the judge
+- arbiter: one sandbox per submission, every case a fresh process inside it (Python: forked by
+  the forker, a warm child of the sandbox's fork-server; C++: posix_spawn inside the sandbox),
+  measured end to end from the judge
   process (request sent -> verdict-ready Execution back), and through ``judge()`` (checker
   included);
 - baseline: a fresh isolated process per case, one ``bwrap`` (same namespaces and mounts) +

@@ -264,7 +264,10 @@ def test_compile_time_limit_is_reported_and_not_cached(cache):
     src = unique(
         "constexpr long f() { long s = 0; for (long i = 0; i < 200000; i++) for (long j = 0; j < 200000; j++) "
         "s += i ^ j; return s; }\nconstexpr long x = f();\nint main() { return (int)x; }\n")
-    spec = CompileSpec(timeout_seconds=3)
+    # g++ gives up on its own after 2**25 constexpr operations (~3.8 s here: a race with the 3 s
+    # limit); the raised ops limit keeps it compiling until the time limit
+    spec = CompileSpec("g++ -std=gnu++17 -O2 -fconstexpr-ops-limit=4294967295 main.cpp -o main",
+                       timeout_seconds=3)
     t0 = time.monotonic()
     r = compile_cpp(src, spec, cache=cache, memory_bytes=BOMB_MEMORY)
     assert time.monotonic() - t0 < 3 + 15

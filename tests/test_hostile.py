@@ -152,7 +152,7 @@ def test_hostile_program(path: Path, canary):
                 assert meta["detail"] in ex.detail, ex.detail
             if "stderr-contains" in meta:
                 assert meta["stderr-contains"].encode() in ex.stderr, ex.stderr[-2000:]
-            # nothing of the run is left: only the server (and its idle pre-forked child)
+            # nothing of the run is left: only the server (and its forker)
             assert sb.stray_processes() == []
             if sb.task_count() is not None:
                 assert sb.task_count() <= 2, sb.task_count()

@@ -54,7 +54,10 @@ def _version(cmd: list[str]) -> str | None:
 # Run inside the sandbox with the sandbox's own Python: prints facts, one per line.
 _PROBE = r"""
 import os, socket
-print("pid", os.getpid(), "ppid", os.getppid())
+ppid = os.getppid()
+with open("/proc/%d/stat" % ppid) as f:
+    grandparent = f.read().rsplit(")", 1)[1].split()[1]
+print("pid", os.getpid(), "ppid", ppid, "grandparent", grandparent)
 print("uid", os.getuid(), "gid", os.getgid())
 print("ifaces", ",".join(sorted(os.listdir("/sys/class/net"))) if os.path.isdir("/sys/class/net") else "ifaces none")
 try:
@@ -111,9 +114,14 @@ def diagnose(config: SandboxConfig | None = None) -> Diagnosis:
         d.add("sandbox probe", False, err or (ex.detail + ex.stderr.decode(errors="replace")[-300:]))
         return d
     facts = ex.stdout.decode(errors="replace")
-    m = re.search(r"pid (\d+) ppid (\d+)", facts)
-    d.add("pid namespace", bool(m and m.group(2) == "1"),
-          f"program pid {m.group(1)}, parent pid {m.group(2)} (the sandbox's own PID 1)" if m else facts)
+    m = re.search(r"pid (\d+) ppid (\d+) grandparent (\d+)", facts)
+    procs = re.search(r"procs (\d+)", facts)
+    # the program's parent is the forker, whose parent is the sandbox's own PID 1 (the server);
+    # /proc shows the sandbox's processes only
+    d.add("pid namespace", bool(m and "1" in (m.group(2), m.group(3)) and procs
+                                and int(procs.group(1)) <= 3),
+          f"program pid {m.group(1)}, its forker pid {m.group(2)}, the sandbox's PID 1 above; "
+          f"{procs.group(1) if procs else '?'} processes visible" if m else facts)
     net_ok = "network unreachable" in facts and ("ifaces lo" in facts or "ifaces none" in facts
                                                  or "ifaces \n" in facts)
     d.add("network namespace", "network unreachable" in facts,

@@ -389,7 +389,7 @@ class Sandbox:
 
     def stray_processes(self) -> list[int]:
         """PIDs (inside the sandbox) of processes left between runs: everything except the
-        server and its idle pre-forked child. Empty after every run (the server kills the rest)."""
+        server and its forker (the process Python cases are forked from). Empty after every run (the server kills the rest)."""
         reply, _ = self._request({"op": "ps"}, [], timeout=10)
         return list(reply.get("pids", []))
 
@@ -629,7 +629,7 @@ class Sandbox:
                 if cg.cpu_ns() - cpu_before <= limit_ns:
                     return False
                 if select.select([fd], [], [], 0)[0]:
-                    return True  # the run just ended: its reply is here, leave the next spare alone
+                    return True  # the run just ended: its reply is here, leave the forker alone
                 cg.kill_except(server_pid)
             except (cgroups.CgroupError, OSError):
                 pass  # never leave the reply unread: the wall limit still ends the run
@@ -671,6 +671,9 @@ def _classify(reply: dict[str, Any], lim: Limits, stdout: bytes, stderr: bytes, 
         except ValueError:
             name = f"signal {sig}"
         status, detail = Status.RUNTIME_ERROR, f"killed by {name}"
+    elif reply.get("status_lost"):
+        status, detail = Status.RUNTIME_ERROR, ("exit status unknown: a process of the program "
+                                                "killed the sandbox's forker, which had reaped it")
     elif code != 0:
         status, detail = Status.RUNTIME_ERROR, f"exit code {code}"
     else:

@@ -6,15 +6,17 @@ requests from the judge over two pipes, one frame each way per request:
 - ``put``: write a file into the scratch directory (kept across cases);
 - ``load``: compile a Python program (and an optional prelude) once; later runs fork from here;
 - ``run``: run one test case in a freshly forked child with its own limits: either the loaded
-  Python program (``mode: python``), a call of one of its functions (``mode: call``), or
-  ``execve`` of a native binary (``mode: exec``);
+  Python program (``mode: python``), a call of one of its functions (``mode: call``), both
+  forked by the *forker* (a warm child of this server that only forks cases and reports their
+  exit status: :meth:`Server.make_forker`), or ``execve`` of a native binary (``mode: exec``);
 - ``fetch``: read a file produced in the sandbox (e.g. a compiled binary), size-capped;
 - ``exit``.
 
 Why PID 1: the kernel drops signals sent to a namespace's init from inside the namespace unless it
 installed a handler, so ``kill(-1)`` or ``kill(getppid())`` from a program cannot take the server
-down; and after each case the server's ``kill(-1, SIGKILL)`` removes every process the case left
-behind (daemons, ``setsid`` children, grandchildren holding pipes). The server is made
+down; and after each case the server SIGKILLs every process the case left behind (daemons,
+``setsid`` children, grandchildren holding pipes): ``kill(-1)``, or each pid in ``/proc`` but
+the forker's. The server is made
 non-dumpable so a program (same uid) cannot ptrace it or open its ``/proc`` files.
 
 Each case gets stdin, stdout and stderr as real file descriptors backed by memfds (so
@@ -98,6 +100,7 @@ WARM_MODULES = (
 SCRATCH_DIRS = ("/work", "/tmp", "/dev/shm")
 DEFAULT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/work", "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
 _LIBC = None
+_RAW_FORK = None  # libc's fork(), called with the GIL held (see _fork)
 # Captured before any program runs: a program may monkeypatch os, json or builtins in its own
 # process, and the harness code that runs after it must not be affected.
 _DUMPS = json.dumps
@@ -128,8 +131,8 @@ class Server:
         self.filename = "main.py"
         self.wrapped = False
         self.kept_files = set()
-        self.spare = None  # a pre-forked child waiting to run the next Python case
-        self.staged_stdin = None  # "spare" or a memfd: the next case's stdin, written beforehand
+        self.forker = None  # the _Forker that forks each Python case (see make_forker)
+        self.staged_stdin = None  # "forker" or a memfd: the next case's stdin, written beforehand
 
     # ---- plumbing -------------------------------------------------------------------------
     def reply(self, header, blobs=()):
@@ -228,10 +231,10 @@ class Server:
         memory with the input already in it, so the input is not charged to the program."""
         data = blobs[0] if blobs else b""
         blobs.clear()
-        if self.staged_stdin is not None and self.staged_stdin != "spare":
+        if self.staged_stdin is not None and self.staged_stdin != "forker":
             os.close(self.staged_stdin)
-        if header.get("mode") in ("python", "call") and self.spare is not None:
-            fd, self.staged_stdin = self.spare[2], "spare"
+        if header.get("mode") in ("python", "call") and self.forker is not None:
+            fd, self.staged_stdin = self.forker.stdin_fd, "forker"
             os.ftruncate(fd, 0)
         else:
             fd = self.staged_stdin = os.memfd_create("stdin", os.MFD_CLOEXEC)
@@ -242,13 +245,9 @@ class Server:
         self.reply({"op": "stdin", "ok": True})
 
     def op_ps(self):
-        """The processes in the sandbox other than this server and its idle spare."""
-        spare = self.spare[0] if self.spare else None
-        pids = []
-        for name in os.listdir("/proc") if self.is_init else ():
-            if name.isdigit() and int(name) not in (os.getpid(), spare):
-                pids.append(int(name))
-        self.reply({"op": "ps", "pids": pids})
+        """The processes in the sandbox other than this server and its forker."""
+        keep = self.forker.pid if self.forker else None
+        self.reply({"op": "ps", "pids": _namespace_pids(keep) if self.is_init else []})
 
     def op_load(self, header, blobs):
         """Compile the program once. A source that crashes or hangs the compiler is caught by
@@ -256,6 +255,7 @@ class Server:
         source = bytes(blobs[0])  # compiled like a file, so a coding line is honoured
         prelude = blobs[1].decode("utf-8", "surrogateescape") if len(blobs) > 1 else ""
         filename = header.get("filename", "main.py")
+        self.drop_forker()  # it holds the previous program
         probe = self.fork_case({"mode": "compile_probe", "limits": header.get("limits", {}),
                                 "filename": filename},
                                source_for_probe=(source, prelude))
@@ -277,8 +277,7 @@ class Server:
         gc.collect()
         gc.freeze()
         self.reply({"op": "load", "ok": True, "wrapped": self.wrapped})
-        self.drop_spare()
-        self.make_spare()
+        self.make_forker()  # while the judge reads the reply
 
     def op_run(self, header, blobs):
         for path in header.get("keep", ()):  # outputs the judge will fetch (e.g. a binary)
@@ -294,13 +293,19 @@ class Server:
             for item in fds:
                 if not isinstance(item, bytes):
                     os.close(item[0])
+            if self.forker is not None:
+                self.forker.clear_files()  # a large input or output must not stay charged
             self.wipe_scratch()
-            if self.code is not None and self.spare is None and header.get("mode") in ("python", "call"):
-                self.make_spare()  # overlaps the next fork with the judge's work on this result
+            if self.code is not None and self.forker is None and header.get("mode") in ("python", "call"):
+                self.make_forker()  # while the judge reads the reply
 
     # ---- running one case ---------------------------------------------------------------------
     def fork_case(self, req, stdin=b"", call_args=None, source_for_probe=None):
         """Run one case; returns the result header plus ``_fds`` (the blobs of the reply).
+
+        A Python case of the loaded program goes to the forker (:meth:`run_in_forker`); the rest
+        (native programs, the compile probe, a Python case when there is no forker) is forked
+        or spawned here, and cleaned up with ``kill(-1)``.
 
         stdout goes to a memfd capped by RLIMIT_FSIZE (over the cap is OLE); stderr goes to a
         pipe this server drains while the case runs, keeping its first and last
@@ -315,19 +320,22 @@ class Server:
         mode = req.get("mode", "exec")
         staged = self.staged_stdin if req.get("stdin_staged") else None
         self.staged_stdin = None
-        if mode not in ("python", "call"):
-            self.drop_spare()  # an exec case's cleanup (kill(-1)) would take it anyway
-        spare = self.take_spare() if mode in ("python", "call") else None
-        if staged == "spare" and spare is None:
-            raise RuntimeError("the staged stdin was lost with the pre-forked child")
-        if spare is not None:
-            pid, go_fd, stdin_fd, out_fd, err_r, res_fd = spare
-            err_w = -1  # the spare holds the write end
-        else:
-            stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
-            out_fd = os.memfd_create("stdout", os.MFD_CLOEXEC)
-            err_r, err_w = os.pipe()
-            res_fd = os.memfd_create("result", os.MFD_CLOEXEC) if mode == "call" else -1
+        if mode in ("python", "call") and self.code is not None:
+            if self.forker is None:
+                self.make_forker()
+            if self.forker is not None:
+                result = self.run_in_forker(req, stdin, call_args, staged == "forker")
+                if result is not None:
+                    return result
+        if staged == "forker":  # the forker died before its child started: its stdin is here
+            staged = os.dup(self.forker.stdin_fd) if self.forker is not None else None
+            if staged is None:
+                raise RuntimeError("the staged stdin was lost with the forker")
+        self.drop_forker()  # a direct fork's cleanup (kill(-1)) would take it anyway
+        stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+        out_fd = os.memfd_create("stdout", os.MFD_CLOEXEC)
+        err_r, err_w = os.pipe()
+        res_fd = os.memfd_create("result", os.MFD_CLOEXEC) if mode == "call" else -1
         if isinstance(staged, int):
             os.close(stdin_fd)
             stdin_fd = staged
@@ -346,16 +354,6 @@ class Server:
         t0 = time.monotonic()
         pid = None
         spawned = False
-        if spare is not None:
-            try:
-                _write_all(go_fd, encode_frame(req, [call_args or b""]))
-                pid = spare[0]
-            except OSError:  # the spare died (it should not): reap it and fork as usual
-                self.reap_all()
-                err_r, err_w = os.pipe()
-                os.set_blocking(err_r, False)
-            finally:
-                os.close(go_fd)
         if mode == "exec" and "address_space_bytes" not in limits:
             pid = self.spawn_exec(req, limits, stdin_fd, out_fd, err_w,
                                   extra=[(log_w, log_fd)] if log_fd else [])
@@ -368,7 +366,7 @@ class Server:
                 return self.finish_case(127 << 8, None, 0.0, False, out_fd, err, res_fd,
                                         out_cap, mode, log, spawned=True)
         if pid is None:
-            pid = os.fork()
+            pid = _fork()
             if pid == 0:  # --------------------------------------------------------- child
                 status = 70
                 try:
@@ -424,9 +422,10 @@ class Server:
     def finish_case(self, status, rusage, wall, timed_out, out_fd, err, res_fd, out_cap, mode,
                     log=None, spawned=False):
         out_size = os.fstat(out_fd).st_size
+        lost = status is None  # see run_in_forker
         result = {
-            "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+            "exit_code": os.WEXITSTATUS(status) if not lost and os.WIFEXITED(status) else None,
+            "signal": os.WTERMSIG(status) if not lost and os.WIFSIGNALED(status) else None,
             "cpu_seconds": rusage.ru_utime + rusage.ru_stime if rusage else 0.0,
             "wall_seconds": wall,
             # A posix_spawn'ed (vfork) child's ru_maxrss includes this server's RSS: exec records
@@ -436,6 +435,8 @@ class Server:
             "stdout_size": out_size,
             "stderr_size": err.total,
         }
+        if lost:
+            result["status_lost"] = True
         if mode == "compile_probe":
             result["stderr_text"] = err.value()[:8192].decode("utf-8", "replace")
             os.close(out_fd)
@@ -515,72 +516,230 @@ class Server:
                 pass
         return pid
 
-    def make_spare(self):
-        """Fork the child of the next Python case now, while the judge is busy with the last
-        result; it waits on a pipe for its request (fork is the largest per-case cost)."""
-        go_r, go_w = os.pipe()
-        stdin_fd, out_fd, res_fd = (os.memfd_create(name, os.MFD_CLOEXEC) for name in ("stdin", "stdout", "result"))
-        err_r, err_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # ------------------------------------------------------------- spare
+    # ---- the forker ---------------------------------------------------------------------------
+    def make_forker(self):
+        """Fork the forker: a child of this server, as warm as it (the program compiled, the
+        prelude run), that forks every Python case of the loaded program (see
+        :func:`_forker_main`). Forking from a process that does nothing else keeps the per-case
+        copy-on-write faults down: this server's own work on a request (decoding it, waiting,
+        replying) writes to pages a forked case would share, each write a page copy, ~250 a
+        case; the forker's loop writes to a few dozen. It also holds the case's files (stdin,
+        stdout, the call result: memfds; stderr: a pipe), reused from case to case.
+
+        A program shares the sandbox with its forker (same uid; it cannot ptrace it or open its
+        ``/proc`` files, the forker being non-dumpable): it may kill or stop it, or lower its
+        rlimits. :meth:`check_forker` drops it after a case unless it is as forked; a dead
+        forker's case is collected by this server (the case's process is reparented to PID 1).
+        A failed fork (the pids limit reached) leaves no forker: cases fork from this server."""
+        if not self.is_init or self.code is None:
+            return
+        fk = _Forker()
+        try:
+            pid = _fork()
+        except OSError:
+            fk.close()
+            return
+        if pid == 0:  # ------------------------------------------------------------ forker
             status = 70
             try:
-                os.close(go_w)
-                os.close(err_r)
-                try:
-                    req, blobs = read_frame_blocking(go_r)
-                except (EOFError, OSError, ValueError):
-                    status = 0
-                else:
-                    os.close(go_r)
-                    status = child_main(self, req, req.get("limits", {}), stdin_fd, out_fd, err_w,
-                                        res_fd if req.get("mode") == "call" else -1,
-                                        blobs[0] if blobs and blobs[0] else None, None)
+                status = _forker_main(self, fk)
             finally:
                 _EXIT(status)
-        os.close(go_r)
-        os.close(err_w)
-        self.spare = (pid, go_w, stdin_fd, out_fd, err_r, res_fd)
+        fk.started(pid)
+        self.forker = fk
 
-    def take_spare(self):
-        spare, self.spare = self.spare, None
-        if spare is None:
-            return None
-        pid, go_w, stdin_fd, out_fd, err_fd, res_fd = spare
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            done = pid
-        if done:  # killed meanwhile (e.g. by an exec case's kill(-1))
-            for fd in (go_w, stdin_fd, out_fd, err_fd, res_fd):
-                os.close(fd)
-            return None
-        return spare
-
-    def drop_spare(self):
-        spare, self.spare = self.spare, None
-        if spare is not None:
-            pid, go_w, *fds = spare
-            for fd in (go_w, *fds):
-                os.close(fd)  # EOF on its pipe: it exits
+    def drop_forker(self):
+        """Stop the forker (if any) and close its files."""
+        fk, self.forker = self.forker, None
+        if fk is not None:
             try:
-                os.waitpid(pid, 0)
+                os.kill(fk.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                os.waitpid(fk.pid, 0)
             except ChildProcessError:
                 pass
+            fk.close()
 
-    def kill_all(self, pid):
-        import signal
+    def check_forker(self):
+        """Drop the forker unless it is exactly as forked: alive, neither stopped nor continued,
+        no signal pending, this server's rlimits, nice value and CPU affinity, the case files'
+        flags unchanged. Called once every other process of the sandbox is dead, so none of it
+        can change any more."""
+        fk = self.forker
         try:
-            if self.is_init:
+            healthy = os.waitpid(fk.pid, os.WNOHANG | os.WUNTRACED | os.WCONTINUED) == (0, 0)
+            healthy = healthy and _untouched(fk.pid) and not fk.flags_changed()
+        except (ChildProcessError, OSError, ValueError, KeyError):
+            healthy = False
+        if not healthy:
+            self.drop_forker()
+
+    def run_in_forker(self, req, stdin, call_args, stdin_staged):
+        """Run one Python case through the forker; returns what :meth:`fork_case` returns, or
+        None when the forker died before it reported its child's pid (the child, if any, is
+        killed and the scratch directories wiped: the caller forks the case itself).
+
+        The forker reports its child's pid right after the fork; this server then watches the
+        child as it watches a child of its own (``pidfd``, wall deadline, stderr drained). The
+        exit status and rusage come from the forker, which reaps the child, or from this
+        server's own ``wait4`` when the forker died meanwhile (the child is then reparented to
+        PID 1); a stopped forker is killed. If a process of the program killed the forker after
+        the forker reaped the child, the status is lost: the reply says ``status_lost``."""
+        import select
+        import time
+
+        fk = self.forker
+        limits = req.get("limits", {})
+        out_cap = int(limits.get("output_bytes", 64 << 20))
+        err_cap = int(limits.get("stderr_bytes", 64 << 10))
+        if not stdin_staged:
+            os.ftruncate(fk.stdin_fd, 0)
+            os.lseek(fk.stdin_fd, 0, os.SEEK_SET)
+            _write_all(fk.stdin_fd, stdin)
+            os.lseek(fk.stdin_fd, 0, os.SEEK_SET)
+        err = _Capture(err_cap, head=err_cap // 2)
+        t0 = time.monotonic()
+        try:
+            _write_all(fk.go_w, encode_frame(req, [call_args or b""]))
+        except OSError:
+            return None
+        deadline = t0 + float(limits.get("wall_seconds", 10.0))
+        poller = select.poll()
+        for fd in (fk.report_r, fk.pidfd, fk.err_r):
+            poller.register(fd, select.POLLIN)
+        pid = case_pidfd = None
+        done = None  # the forker's report: {"pid", "status", "utime", "stime", "maxrss"}
+        forker_dead = exited = timed_out = False
+        end = None
+        try:
+            while done is None:
+                now = time.monotonic()
+                if exited or timed_out:
+                    # waiting for the forker's report; a stopped forker never sends it
+                    events = poller.poll(20)
+                    if not events and not forker_dead and _stopped(fk.pid):
+                        os.kill(fk.pid, signal.SIGKILL)
+                        continue
+                else:
+                    left = deadline - now
+                    events = poller.poll(left * 1000.0) if left > 0 else []
+                    if not events:
+                        timed_out = True
+                        end = time.monotonic()
+                        self.kill_all(0, fk.pid if not forker_dead else None)
+                        continue
+                for fd, _ in events:
+                    if fd == fk.err_r:
+                        _drain(fd, err)
+                    elif fd == fk.report_r:
+                        frame = _read_report(fd)
+                        if frame is None:  # the forker is gone: its pidfd says so too
+                            poller.unregister(fd)
+                        elif "status" in frame:
+                            done = frame
+                        elif pid is None:
+                            pid = int(frame["pid"])
+                            try:
+                                case_pidfd = os.pidfd_open(pid)
+                                poller.register(case_pidfd, select.POLLIN)
+                            except ProcessLookupError:
+                                pass  # it has exited already: the report follows
+                    elif fd == case_pidfd:
+                        exited = True
+                        end = end or time.monotonic()
+                        poller.unregister(fd)
+                    elif fd == fk.pidfd and not forker_dead:
+                        forker_dead = True
+                        poller.unregister(fd)
+                        try:
+                            os.waitpid(fk.pid, 0)
+                        except ChildProcessError:
+                            pass
+                if forker_dead and done is None:
+                    if fk.report_r in dict(poller.poll(0)):
+                        continue  # read what it wrote before it died
+                    if pid is None:  # it died before it reported its child (if it forked one)
+                        self.kill_all(0)
+                        self.reap_all()
+                        self.wipe_scratch()
+                        return None
+                    done = self._collect_orphan(pid, case_pidfd, exited, deadline, err)
+                    if done.get("timed_out"):
+                        timed_out = True
+        finally:
+            if case_pidfd is not None:
+                os.close(case_pidfd)
+        end = end or time.monotonic()
+        keep = None if forker_dead else fk.pid
+        self.kill_all(0, keep)
+        self.reap_all(keep)
+        _drain(fk.err_r, err)  # everything that could write is gone now
+        status = done.get("status")
+        rusage = _Rusage(done.get("utime", 0.0), done.get("stime", 0.0), done.get("maxrss", 0))
+        mode = req.get("mode")
+        result = self.finish_case(status, rusage, end - t0, timed_out, os.dup(fk.out_fd), err,
+                                  os.dup(fk.res_fd) if mode == "call" else -1, out_cap, mode)
+        if forker_dead:
+            self.forker = None
+            fk.close()
+        else:
+            self.check_forker()
+        return result
+
+    def _collect_orphan(self, pid, pidfd, exited, deadline, err):
+        """The forker died while its child ``pid`` ran: the child is now this server's; wait for
+        it (its wall deadline still holds) and return a report like the forker's, with
+        ``status`` None when the forker had reaped it already."""
+        import select
+        import time
+        timed_out = False
+        if not exited and pidfd is not None:
+            poller = select.poll()
+            poller.register(pidfd, select.POLLIN)
+            poller.register(self.forker.err_r, select.POLLIN)
+            while True:
+                left = deadline - time.monotonic()
+                events = poller.poll(left * 1000.0) if left > 0 else []
+                if not events:
+                    timed_out = True
+                    self.kill_all(0)
+                    break
+                if any(fd == pidfd for fd, _ in events):
+                    break
+                _drain(self.forker.err_r, err)
+        try:
+            _, status, ru = os.wait4(pid, 0)
+        except ChildProcessError:
+            return {"status": None, "timed_out": timed_out}
+        return {"status": status, "utime": ru.ru_utime, "stime": ru.ru_stime,
+                "maxrss": ru.ru_maxrss, "timed_out": timed_out}
+
+    def kill_all(self, pid, keep=None):
+        """SIGKILL every process the case left: as PID 1 everything in this PID namespace but this
+        server (``kill(-1)``), or but this server and ``keep`` (the forker); else the case's
+        process group."""
+        try:
+            if not self.is_init:
+                os.killpg(pid, signal.SIGKILL)
+            elif keep is None:
                 os.kill(-1, signal.SIGKILL)  # everything in this PID namespace but us
             else:
-                os.killpg(pid, signal.SIGKILL)
+                for other in _namespace_pids(keep):
+                    try:
+                        os.kill(other, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
         except ProcessLookupError:
             pass
 
-    def reap_all(self):
-        """Wait for every process left in the namespace. As PID 1, kill again before each
-        blocking wait, so a process forked while ``kill(-1)`` was walking the list dies too."""
+    def reap_all(self, keep=None):
+        """Wait for every process left in the namespace (but ``keep``). As PID 1, kill again
+        before each wait, so a process forked while the kill was walking the list dies too."""
+        if keep is not None and self.is_init:
+            self._reap_all_but(keep)
+            return
         while True:
             if self.is_init:
                 self.kill_all(0)
@@ -590,6 +749,32 @@ class Server:
                 return
             if pid == 0:
                 return
+
+    def _reap_all_but(self, keep):
+        """:meth:`reap_all` sparing ``keep``: a blocking ``waitpid(-1)`` could wait for it
+        forever, so kill what ``/proc`` lists, reap without blocking, and scan again until the
+        namespace holds only this server and ``keep``. Processes forked meanwhile show up in
+        the next scan; SIGKILLed ones cannot fork any more. Reaping ``keep`` (it died) is left
+        to the caller's check: ``waitpid(-1)`` here never waits for it."""
+        import time
+        while True:
+            others = _namespace_pids(keep)
+            if not others:
+                return
+            for other in others:
+                try:
+                    os.kill(other, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            reaped = False
+            for other in others:
+                try:
+                    if os.waitpid(other, os.WNOHANG)[0]:
+                        reaped = True
+                except ChildProcessError:
+                    pass  # not ours (yet): its parent is dying, then it is reparented to us
+            if not reaped:
+                time.sleep(0.0002)
 
     def wipe_scratch(self):
         import shutil
@@ -623,6 +808,154 @@ class Server:
                         os.unlink(e.path)
                 except OSError:
                     onerror(None, e.path, None)
+
+
+class _Forker:
+    """The forker's pipes and the case files it passes to each child (see Server.make_forker).
+
+    - ``go``: the server writes one request frame per case; the forker reads it;
+    - ``report``: the forker writes a "started" record (the child's pid) after each fork and a
+      "done" record (wait status, rusage) once it has reaped it (:data:`_REPORT`); the child
+      closes it before the program runs;
+    - ``stdin_fd``, ``out_fd``, ``res_fd``: memfds (stdin, stdout, the call result), truncated
+      between cases; ``err``: the stderr pipe, drained by the server."""
+
+    def __init__(self):
+        self.go_r, self.go_w = os.pipe()
+        self.report_r, self.report_w = os.pipe()
+        self.err_r, self.err_w = os.pipe()
+        self.stdin_fd, self.out_fd, self.res_fd = (
+            os.memfd_create(name, os.MFD_CLOEXEC) for name in ("stdin", "stdout", "result"))
+        self.pid = None
+        self.pidfd = -1
+        self.flags = []
+
+    def forker_fds(self):
+        return (self.go_r, self.report_w, self.err_w, self.stdin_fd, self.out_fd, self.res_fd)
+
+    def started(self, pid):
+        """In the server, once the forker runs: keep only the server's ends (and ``err_w``, to
+        see its flags)."""
+        import fcntl
+        self.pid = pid
+        for fd in (self.go_r, self.report_w):
+            os.close(fd)
+        self.go_r = self.report_w = -1
+        os.set_blocking(self.err_r, False)
+        self.pidfd = os.pidfd_open(pid)
+        self.flags = [fcntl.fcntl(fd, fcntl.F_GETFL) for fd in self.case_fds()]
+
+    def case_fds(self):
+        return (self.stdin_fd, self.out_fd, self.err_w, self.res_fd)
+
+    def flags_changed(self):
+        """True when a program changed the status flags (``O_NONBLOCK``, ``O_APPEND``,
+        ``O_ASYNC``...) of a case file: they belong to the open file, shared by every case."""
+        import fcntl
+        return [fcntl.fcntl(fd, fcntl.F_GETFL) for fd in self.case_fds()] != self.flags
+
+    def clear_files(self):
+        """Empty stdin, stdout and the result (their pages are charged to the memory cgroup)."""
+        for fd in (self.stdin_fd, self.out_fd, self.res_fd):
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+
+    def close(self):
+        for fd in (self.go_r, self.go_w, self.report_r, self.report_w, self.err_r, self.err_w,
+                   self.stdin_fd, self.out_fd, self.res_fd, self.pidfd):
+            if fd >= 0:
+                os.close(fd)
+        self.pidfd = -1
+
+
+def _forker_main(server, fk):
+    """The forker's loop: read a request, fork its child, report the child's pid, reap it,
+    report its exit status and rusage.
+
+    What every case's process needs is set up here, once or before each fork, and inherited:
+    the case files on fds 0-3 (stdin, stdout, stderr, the call result), ``oom_score_adj``
+    1000 (the OOM killer's first choice, never the server), no int/str digit limit, CPython-like
+    stdio objects, the pristine ``__main__``, the SIGINT handler, the case's rlimits (computed),
+    a freshly seeded ``random``. The child then only closes the forker's pipes (and fd 3 unless a
+    call), sets its rlimits and runs the program: each page it writes costs a copy."""
+    import fcntl
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fk.forker_fds()]
+    _close_all_but(moved)
+    go, report, err, stdin, out, res = moved
+    for src, dst in ((stdin, 0), (out, 1), (err, 2), (res, RESULT_FD)):
+        os.dup2(src, dst)
+    for fd in (err, stdin, out, res):
+        os.close(fd)
+    _set_own_oom_adj(b"1000")
+    if hasattr(sys, "set_int_max_str_digits"):
+        sys.set_int_max_str_digits(0)
+    _fresh_stdio()
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as python3 main.py has it
+    main = _prepare_python_process(server)
+    pack = _REPORT.pack
+    while True:
+        try:
+            req, blobs = read_frame_blocking(go)
+        except (EOFError, OSError, ValueError):
+            return 0
+        call_args = blobs[0] if blobs and blobs[0] else None
+        del blobs
+        call = req.get("mode") == "call"
+        limits = req.get("limits", {})
+        if "processes" in limits:  # RLIMIT_NPROC (no pids cgroup) counts this forker too
+            limits = dict(limits, processes=int(limits["processes"]) + 1)
+        rlimits = _rlimit_list(limits, RESULT_FD if call else 2)
+        _reseed_random()
+        pid = _fork(reseed=False)  # OSError: this forker ends; the server forks the case itself
+        if pid == 0:  # -------------------------------------------------------- the case
+            status = 70
+            try:
+                os.close(report)  # a program must not be able to forge the reports
+                os.close(go)
+                if not call:
+                    os.close(RESULT_FD)
+                _apply_rlimits(rlimits)
+                status = run_prepared_python(server, req, call_args, main)
+            finally:
+                _EXIT(status)
+        os.write(report, pack(b"S", pid, 0, 0.0, 0.0, 0))
+        del req, call_args
+        _, status, ru = os.wait4(pid, 0)
+        os.write(report, pack(b"D", pid, status, ru.ru_utime, ru.ru_stime, ru.ru_maxrss))
+
+
+#: The forker's reports: kind (b"S" started, b"D" done), pid, wait status, user and system
+#: CPU seconds, max RSS (KiB). Fixed size, written whole (atomic on a pipe).
+_REPORT = struct.Struct("=ciiddq")
+
+
+class _Rusage:
+    """The fields of a ``wait4`` rusage the server uses (sent by the forker)."""
+
+    def __init__(self, utime, stime, maxrss):
+        self.ru_utime, self.ru_stime, self.ru_maxrss = float(utime), float(stime), int(maxrss)
+
+
+def _read_report(fd):
+    """One record from the forker's report pipe (:data:`_REPORT`, written whole) as a dict:
+    ``{"pid"}`` (started) or ``{"pid", "status", "utime", "stime", "maxrss"}`` (done); None at
+    end of file."""
+    try:
+        kind, pid, status, utime, stime, maxrss = _REPORT.unpack(_read_exact(fd, _REPORT.size))
+    except (EOFError, OSError, struct.error):
+        return None
+    if kind == b"S":
+        return {"pid": pid}
+    return {"pid": pid, "status": status, "utime": utime, "stime": stime, "maxrss": maxrss}
+
+
+def _stopped(pid):
+    """True when child ``pid`` is stopped (SIGSTOP from a program); reaps it if it exited."""
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
+    except ChildProcessError:
+        return False
+    return bool(done) and os.WIFSTOPPED(status)
 
 
 #: Installed modules too heavy to import for every sandbox (numpy: ~50 ms, ~20 MB) that are
@@ -738,10 +1071,83 @@ def _drain(fd, capture):
         capture.feed(chunk)
 
 
+def _reseed_random():
+    """Reseed ``random`` (when imported) from 256 bits of ``os.urandom``, as its at-fork hook
+    does (from 2,496 bytes: the same effect, fewer pages written)."""
+    rnd = sys.modules.get("random")
+    if rnd is not None:
+        rnd._inst.seed(int.from_bytes(os.urandom(32), "little"))
+
+
+def _fork(reseed=True):
+    """Fork this process; returns like ``os.fork()``. Raises OSError.
+
+    Through libc's ``fork()`` called with the GIL held (``ctypes.PyDLL``), not ``os.fork()``:
+    CPython's after-fork work in the child (thread-state and lock re-initialisation, the
+    ``threading`` module's at-fork hook) writes to ~170 pages of the parent's heap, each a
+    copy-on-write fault, ~0.4 ms a case. The server is single-threaded and holds no lock
+    while it forks, so the child needs none of it; the one at-fork hook whose effect a program can
+    see, ``random`` reseeding itself, is run here. Falls back to ``os.fork()`` without libc or
+    once a module that registers its own at-fork hook (``logging``,
+    ``concurrent.futures.thread``) is imported into the server."""
+    raw = _RAW_FORK
+    if raw is None or "logging" in sys.modules or "concurrent.futures.thread" in sys.modules:
+        return os.fork()
+    pid = raw()
+    if pid < 0:
+        import ctypes
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    if pid == 0 and reseed:
+        _reseed_random()  # what random's os.register_at_fork hook does
+    return pid
+
+
+def _close_all_but(keep):
+    """Close every descriptor but those in ``keep``."""
+    low = 0
+    for fd in sorted(keep):
+        if fd > low:
+            os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
+
+
+def _namespace_pids(keep=None):
+    """The pids in this PID namespace (``/proc``) other than this process and ``keep``."""
+    me = os.getpid()
+    return [int(name) for name in os.listdir("/proc")
+            if name.isdigit() and int(name) not in (me, keep)]
+
+
+#: rlimits a program could lower on the forker (same uid: ``prlimit``); see Server.check_forker.
+_RLIMIT_NAMES = ("RLIMIT_AS RLIMIT_CORE RLIMIT_CPU RLIMIT_DATA RLIMIT_FSIZE RLIMIT_MEMLOCK "
+                 "RLIMIT_MSGQUEUE RLIMIT_NICE RLIMIT_NOFILE RLIMIT_NPROC RLIMIT_RSS RLIMIT_RTPRIO "
+                 "RLIMIT_RTTIME RLIMIT_SIGPENDING RLIMIT_STACK").split()
+
+
+def _untouched(pid):
+    """True when process ``pid`` (the forker) is running or sleeping with no signal pending
+    and has this server's rlimits, nice value and CPU affinity. Raises OSError when it is gone."""
+    import resource
+    with open("/proc/%d/status" % pid) as f:
+        fields = dict(line.split(":", 1) for line in f if ":" in line)
+    if fields["State"].split()[0] not in ("R", "S"):
+        return False
+    if int(fields["SigPnd"], 16) or int(fields["ShdPnd"], 16):
+        return False
+    for name in _RLIMIT_NAMES:
+        res = getattr(resource, name, None)
+        if res is not None and resource.prlimit(pid, res) != resource.getrlimit(res):
+            return False
+    return (os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0)
+            and os.sched_getaffinity(pid) == os.sched_getaffinity(0))
+
+
 def _set_own_oom_adj(value):
     """Set this (non-dumpable) server's own ``oom_score_adj``; returns the old value (bytes) or
     None. Dumpable only for the instant of the write, while no program is alive in the sandbox
-    (the previous case's processes are reaped, the spare is dropped), so nothing can ptrace it."""
+    (the previous case's processes are reaped, the forker is dropped), so nothing can ptrace it."""
     if _LIBC is None:
         return None
     _LIBC.prctl(4, 1, 0, 0, 0)
@@ -788,9 +1194,15 @@ def _rlimit_list(limits, keep_fd):
 
 
 def _set_limits(limits, keep_fd):
+    _apply_rlimits(_rlimit_list(limits, keep_fd))
+
+
+def _apply_rlimits(rlimits):
+    """Set each ``(resource, (soft, hard))``; a hard limit above the current one (the sandbox
+    was started with a lower one) is kept, the soft limit capped by it."""
     import resource
 
-    for res, val in _rlimit_list(limits, keep_fd):
+    for res, val in rlimits:
         try:
             resource.setrlimit(res, val)
         except (ValueError, OSError):
@@ -952,10 +1364,23 @@ def run_python(server, req, call_args, probe):
                 return 3
         return 0
 
+    return run_prepared_python(server, req, call_args, _prepare_python_process(server))
+
+
+def _prepare_python_process(server):
+    """Make this process look like ``python3 main.py`` about to run the loaded program: a fresh
+    ``__main__`` (the server's pristine one), ``sys.argv``, ``sys.path[0]``. Returns the module.
+    The forker does it once; its children inherit it."""
     main = server.main_module or _new_main(server.filename)
     sys.modules["__main__"] = main
     sys.argv = [server.filename]
     sys.path[0] = os.getcwd()
+    return main
+
+
+def run_prepared_python(server, req, call_args, main):
+    """Run the loaded program (``mode: python``) or call its function (``mode: call``) in this
+    process, prepared by :func:`_prepare_python_process`. Returns the exit status."""
     g = main.__dict__
     status = 0
     dumps = _DUMPS
@@ -1244,6 +1669,8 @@ def main():
     try:
         import ctypes
         _LIBC = ctypes.CDLL(None)
+        global _RAW_FORK
+        _RAW_FORK = ctypes.PyDLL(None, use_errno=True).fork
         _LIBC.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no ptrace, no /proc access by programs
     except Exception:
         _LIBC = None

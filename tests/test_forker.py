@@ -1,0 +1,188 @@
+"""The forker (the warm process that forks each Python case; see server_main.Server.make_forker).
+
+A program shares the sandbox with its forker: it may signal it, stop it, lower its limits or
+try to forge its reports. Whatever it does, each case gets the verdict of its own run, the next
+case gets a forker as good as new, and nothing it did reaches a later case.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from arbiter.sandbox.execution import Status
+from arbiter.sandbox.limits import Limits
+from arbiter.sandbox.sandbox import Sandbox
+
+CASES = 4
+
+
+def run_cases(source: str, limits: Limits | None = None, n: int = CASES):
+    with Sandbox(limits=limits or Limits(cpu_seconds=2, wall_seconds=5)) as sb:
+        assert sb.load_python(source) is None
+        runs = [sb.run_python(f"{i}\n".encode()) for i in range(n)]
+        assert sb.stray_processes() == []
+        follow = sb.run_python(b"0\n")
+    return runs, follow
+
+
+def test_a_program_that_kills_its_forker_still_gets_its_own_exit_status():
+    """The case's process is reparented to the server, which reaps it itself."""
+    runs, _ = run_cases(
+        "import os, signal, sys\n"
+        "i = int(input())\n"
+        "os.kill(os.getppid(), signal.SIGKILL)\n"
+        "print('after', i)\n"
+        "sys.exit(3)\n")
+    for i, ex in enumerate(runs):
+        assert ex.status is Status.RUNTIME_ERROR and ex.exit_code == 3, ex
+        assert ex.stdout == f"after {i}\n".encode()
+        assert ex.wall_seconds < 2, ex.wall_seconds
+
+
+def test_a_program_that_stops_its_forker_is_not_a_time_limit():
+    """A stopped forker never reports: the server kills it and collects the case itself; a
+    signal left pending on the stopped forker never reaches the next case."""
+    runs, follow = run_cases(
+        "import os, signal\n"
+        "i = int(input())\n"
+        "os.kill(os.getppid(), signal.SIGSTOP)\n"
+        "os.kill(os.getppid(), signal.SIGTERM)  # pending while it is stopped\n"
+        "print(i * 2)\n")
+    for i, ex in enumerate(runs):
+        assert ex.status is Status.OK, ex
+        assert ex.stdout == f"{i * 2}\n".encode()
+        assert ex.wall_seconds < 2, ex.wall_seconds
+    assert follow.status is Status.OK and follow.stdout == b"0\n"
+
+
+def test_what_a_program_does_to_its_forker_does_not_reach_the_next_case():
+    """Lowered rlimits, a higher nice value and a narrower CPU affinity (all allowed between
+    processes of one uid) would be inherited by the next case: the forker is replaced."""
+    runs, _ = run_cases(
+        "import os, resource\n"
+        "input()\n"
+        "ppid = os.getppid()\n"
+        "print(resource.getrlimit(resource.RLIMIT_NOFILE), resource.getrlimit(resource.RLIMIT_DATA),\n"
+        "      os.getpriority(os.PRIO_PROCESS, 0), sorted(os.sched_getaffinity(0)))\n"
+        "resource.prlimit(ppid, resource.RLIMIT_NOFILE, (5, 5))\n"
+        "resource.prlimit(ppid, resource.RLIMIT_DATA, (1 << 20, 1 << 20))\n"
+        "os.setpriority(os.PRIO_PROCESS, ppid, 19)\n"
+        "os.sched_setaffinity(ppid, {min(os.sched_getaffinity(0))})\n"
+        "import json; print(json.dumps([list(range(10))] * 10))\n")
+    for ex in runs:
+        assert ex.status is Status.OK, ex
+    assert len({ex.stdout for ex in runs}) == 1, [ex.stdout for ex in runs]
+
+
+def test_a_forged_report_cannot_turn_a_failure_into_a_pass():
+    """The report pipe is closed in the case before the program runs; the forker's descriptors
+    are not open to it (it is not dumpable)."""
+    done = struct.Struct("=ciiddq")
+    runs, _ = run_cases(
+        "import os, struct, sys\n"
+        "input()\n"
+        f"record = struct.Struct({done.format!r}).pack(b'D', os.getpid(), 0, 0.0, 0.0, 0)\n"
+        "written = 0\n"
+        "for fd in range(3, 1024):\n"
+        "    try:\n"
+        "        os.write(fd, record); written += 1\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "ppid = os.getppid()\n"
+        "for path in (f'/proc/{ppid}/fd', f'/proc/{ppid}/mem'):\n"
+        "    try:\n"
+        "        os.listdir(path) if path.endswith('fd') else open(path, 'rb').read(1)\n"
+        "        print('opened', path)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "print('written', written)\n"
+        "sys.exit(3)\n")
+    for ex in runs:
+        assert ex.status is Status.RUNTIME_ERROR and ex.exit_code == 3, ex
+        assert ex.stdout == b"written 0\n"
+
+
+def test_every_case_gets_a_freshly_seeded_random():
+    runs, _ = run_cases("import random\ninput()\nprint(random.getrandbits(64), random.random())\n", n=6)
+    assert all(ex.ok for ex in runs)
+    assert len({ex.stdout for ex in runs}) == 6
+
+
+def test_the_forker_keeps_the_case_files_apart():
+    """stdin, stdout and the call result are reused from case to case: each case sees only its
+    own input, and a long output of one case leaves nothing in the next."""
+    with Sandbox() as sb:
+        assert sb.load_python(
+            "import sys\n"
+            "data = sys.stdin.read()\n"
+            "print(len(data), data[:5])\n"
+            "if data.startswith('big'):\n"
+            "    sys.stdout.write('x' * 300000)\n") is None
+        big = sb.run_python(b"big" + b"y" * 500_000)
+        small = sb.run_python(b"tiny")
+        assert big.ok and big.stdout.startswith(b"500003 bigyy\n") and len(big.stdout) == 300013
+        assert small.ok and small.stdout == b"4 tiny\n", small
+        assert sb.load_python(
+            "def f(n):\n"
+            "    return 'r' * n\n") is None
+        long = sb.call_python("f", [100_000])
+        short = sb.call_python("f", [3])
+        assert long.ok and len(long.result) > 100_000
+        assert short.ok and short.result == b'{"ok": true, "value": "rrr"}', short.result
+
+
+def test_a_program_that_kills_or_stops_its_forker_and_spins_is_a_time_limit():
+    for act in ("SIGKILL", "SIGSTOP"):
+        runs, follow = run_cases(
+            "import os, signal\n"
+            "input()\n"
+            f"os.kill(os.getppid(), signal.{act})\n"
+            "while True:\n"
+            "    pass\n", limits=Limits(cpu_seconds=5, wall_seconds=1), n=2)
+        for ex in runs:
+            assert ex.status is Status.TIME_LIMIT and ex.detail.startswith("wall"), (act, ex)
+            assert ex.wall_seconds < 2, ex.wall_seconds
+        assert follow.status is Status.TIME_LIMIT
+
+
+def test_file_flags_set_by_a_program_do_not_reach_the_next_case():
+    """stderr is a pipe shared from case to case: O_NONBLOCK left on it by one case would make
+    a later case's large stderr fail with EAGAIN."""
+    runs, _ = run_cases(
+        "import fcntl, os, sys\n"
+        "input()\n"
+        "print([fcntl.fcntl(fd, fcntl.F_GETFL) & (os.O_NONBLOCK | os.O_APPEND) for fd in (0, 1, 2)])\n"
+        "sys.stderr.write('e' * 300000)\n"
+        "sys.stderr.flush()\n"
+        "for fd in (0, 1, 2):\n"
+        "    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK | os.O_APPEND)\n")
+    for ex in runs:
+        assert ex.status is Status.OK, (ex, ex.stderr[-300:])
+        assert ex.stdout == b"[0, 0, 0]\n"
+
+
+def _forker_host_pid(sb: Sandbox) -> int:
+    """The forker's pid on the host: between cases the sandbox holds the server and it."""
+    others = [p for p in sb._cg.pids() if p != sb._server_pid]
+    assert len(others) == 1, others
+    return others[0]
+
+
+def test_a_forker_killed_or_stopped_from_outside_between_cases_costs_no_verdict():
+    """Whatever happens to the forker between cases (here: the host kills or stops it), the
+    next case still runs, forked by the server itself, and a new forker serves the one after."""
+    import os
+    import signal
+
+    for sig in (signal.SIGKILL, signal.SIGSTOP):
+        with Sandbox(limits=Limits(cpu_seconds=1, wall_seconds=1)) as sb:
+            if sb._cg is None:
+                import pytest
+                pytest.skip("needs cgroups to find the forker")
+            assert sb.load_python("print(int(input()) + 1)\n") is None
+            assert sb.run_python(b"1\n").stdout == b"2\n"
+            os.kill(_forker_host_pid(sb), sig)
+            ex = sb.run_python(b"2\n")
+            assert ex.status is Status.OK and ex.stdout == b"3\n", (sig, ex)
+            assert sb.stray_processes() == []
+            assert sb.run_python(b"3\n").stdout == b"4\n"
