@@ -186,3 +186,19 @@ def test_a_forker_killed_or_stopped_from_outside_between_cases_costs_no_verdict(
             assert ex.status is Status.OK and ex.stdout == b"3\n", (sig, ex)
             assert sb.stray_processes() == []
             assert sb.run_python(b"3\n").stdout == b"4\n"
+
+
+def test_a_large_input_reaches_the_program_after_a_native_run_in_the_same_sandbox():
+    """A native run drops the forker; the next Python case's large input (written into the
+    sandbox before the run) must still reach the program, whoever forks it."""
+    data = b"7 " * 1_000_000  # 2 MB: staged before the run
+    with Sandbox() as sb:
+        assert sb.load_python("import sys\nd = sys.stdin.buffer.read()\nprint(len(d), d[:4])\n") is None
+        assert sb.run(["/bin/true"]).ok
+        ex = sb.run_python(data)
+        assert ex.ok and ex.stdout == b"2000000 b'7 7 '\n", ex
+        assert sb.run(["/bin/true"]).ok
+        ex = sb.run_python(b"small")
+        assert ex.ok and ex.stdout == b"5 b'smal'\n", ex
+        ex = sb.run_python(data)
+        assert ex.ok and ex.stdout == b"2000000 b'7 7 '\n", ex

@@ -233,7 +233,10 @@ class Server:
         blobs.clear()
         if self.staged_stdin is not None and self.staged_stdin != "forker":
             os.close(self.staged_stdin)
-        if header.get("mode") in ("python", "call") and self.forker is not None:
+        python = header.get("mode") in ("python", "call")
+        if python and self.forker is None:
+            self.make_forker()  # (after a native run dropped it) the input goes to its stdin
+        if python and self.forker is not None:
             fd, self.staged_stdin = self.forker.stdin_fd, "forker"
             os.ftruncate(fd, 0)
         else:
@@ -320,7 +323,7 @@ class Server:
         mode = req.get("mode", "exec")
         staged = self.staged_stdin if req.get("stdin_staged") else None
         self.staged_stdin = None
-        if mode in ("python", "call") and self.code is not None:
+        if mode in ("python", "call") and self.code is not None and not isinstance(staged, int):
             if self.forker is None:
                 self.make_forker()
             if self.forker is not None:
