@@ -202,3 +202,67 @@ def test_a_large_input_reaches_the_program_after_a_native_run_in_the_same_sandbo
         assert ex.ok and ex.stdout == b"5 b'smal'\n", ex
         ex = sb.run_python(data)
         assert ex.ok and ex.stdout == b"2000000 b'7 7 '\n", ex
+
+
+def test_scheduling_state_set_on_the_forker_does_not_reach_the_next_case():
+    """Scheduling policy, I/O priority and the stderr pipe's size, set by one case on its forker
+    or its stderr, are not inherited by the next case."""
+    runs, _ = run_cases(
+        "import ctypes, fcntl, os\n"
+        "libc = ctypes.CDLL(None)\n"
+        "i = int(input())\n"
+        "print(os.sched_getscheduler(0), libc.syscall(252, 1, 0), fcntl.fcntl(2, fcntl.F_GETPIPE_SZ))\n"
+        "ppid = os.getppid()\n"
+        "if i == 0:\n"
+        "    os.sched_setscheduler(ppid, os.SCHED_IDLE, os.sched_param(0))\n"
+        "elif i == 1:\n"
+        "    os.sched_setscheduler(ppid, os.SCHED_BATCH, os.sched_param(0))\n"
+        "elif i == 2:\n"
+        "    libc.syscall(251, 1, ppid, 3 << 13)  # ioprio_set(IOPRIO_WHO_PROCESS, idle class)\n"
+        "fcntl.fcntl(2, fcntl.F_SETPIPE_SZ, 4096)\n")
+    for ex in runs:
+        assert ex.status is Status.OK, ex
+    assert len({ex.stdout for ex in runs}) == 1, [ex.stdout for ex in runs]
+
+
+def test_a_zombie_left_to_the_forker_is_cleaned_up():
+    """clone(CLONE_PARENT) from the case makes a sibling whose parent is the forker, which
+    never reaps it: the server replaces the forker rather than wait for the zombie."""
+    runs, follow = run_cases(
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None)\n"
+        "i = int(input())\n"
+        "if i % 2 == 1 and libc.syscall(56, 0x8000 | 17, 0, 0, 0, 0) == 0:  # clone(CLONE_PARENT|SIGCHLD)\n"
+        "    os._exit(0)\n"
+        "print('ok', i)\n")
+    for i, ex in enumerate(runs):
+        assert ex.status is Status.OK and ex.stdout == f"ok {i}\n".encode(), ex
+        assert ex.wall_seconds < 2, ex.wall_seconds
+    assert follow.ok
+
+
+def test_a_stopped_forker_and_a_chatty_daemon_do_not_hang_the_run():
+    """The case exits; a process it forked stops the forker and keeps writing to stderr."""
+    runs, _ = run_cases(
+        "import os, signal, sys, time\n"
+        "if int(input()) == 1:\n"
+        "    forker = os.getppid(); r, w = os.pipe()\n"
+        "    if os.fork() == 0:\n"
+        "        os.kill(forker, signal.SIGSTOP); os.write(w, b'x')\n"
+        "        while True:\n"
+        "            os.write(2, b'.'); time.sleep(0.01)\n"
+        "    os.read(r, 1); sys.exit(1)\n"
+        "print('ok')\n")
+    assert [ex.status for ex in runs] == [Status.OK, Status.RUNTIME_ERROR, Status.OK, Status.OK], runs
+    assert runs[1].exit_code == 1
+    assert all(ex.wall_seconds < 3 for ex in runs), [ex.wall_seconds for ex in runs]
+
+
+def test_a_case_can_read_its_own_proc_files():
+    runs, _ = run_cases(
+        "import os\n"
+        "input()\n"
+        "print(len(open('/proc/self/environ', 'rb').read()) > 0, 'rchar' in open('/proc/self/io').read(),\n"
+        "      len(os.listdir('/proc/self/fd')))\n", n=2)
+    for ex in runs:
+        assert ex.status is Status.OK and ex.stdout == b"True True 4\n", ex

@@ -342,6 +342,7 @@ class Server:
         if isinstance(staged, int):
             os.close(stdin_fd)
             stdin_fd = staged
+            os.lseek(stdin_fd, 0, os.SEEK_SET)
         elif staged is None:
             _write_all(stdin_fd, stdin)
             os.lseek(stdin_fd, 0, os.SEEK_SET)
@@ -616,15 +617,21 @@ class Server:
         done = None  # the forker's report: {"pid", "status", "utime", "stime", "maxrss"}
         forker_dead = exited = timed_out = False
         end = None
+        waits = 0  # polls for the forker's report since the case ended
         try:
             while done is None:
                 now = time.monotonic()
                 if exited or timed_out:
-                    # waiting for the forker's report; a stopped forker never sends it
-                    events = poller.poll(20)
-                    if not events and not forker_dead and _stopped(fk.pid):
-                        os.kill(fk.pid, signal.SIGKILL)
-                        continue
+                    # The case is over; the forker's report is due. From the second poll on,
+                    # every other process is killed at each pass (daemons writing to stderr
+                    # would keep this loop busy), and a forker that is stopped or late
+                    # (REPORT_GRACE) is killed: the case is then collected as an orphan.
+                    if waits and not forker_dead:
+                        self.kill_all(0, fk.pid)
+                        if _stopped(fk.pid) or now > end + REPORT_GRACE:
+                            os.kill(fk.pid, signal.SIGKILL)
+                    waits += 1
+                    events = poller.poll(20 if waits > 1 else 2)
                 else:
                     left = deadline - now
                     events = poller.poll(left * 1000.0) if left > 0 else []
@@ -677,7 +684,10 @@ class Server:
         end = end or time.monotonic()
         keep = None if forker_dead else fk.pid
         self.kill_all(0, keep)
-        self.reap_all(keep)
+        if not self.reap_all(keep):  # a process only the forker could reap: the forker goes too
+            forker_dead = True
+            os.kill(fk.pid, signal.SIGKILL)
+            self.reap_all()
         _drain(fk.err_r, err)  # everything that could write is gone now
         status = done.get("status")
         rusage = _Rusage(done.get("utime", 0.0), done.get("stime", 0.0), done.get("maxrss", 0))
@@ -694,7 +704,9 @@ class Server:
     def _collect_orphan(self, pid, pidfd, exited, deadline, err):
         """The forker died while its child ``pid`` ran: the child is now this server's; wait for
         it (its wall deadline still holds) and return a report like the forker's, with
-        ``status`` None when the forker had reaped it already."""
+        ``status`` None when the forker had reaped it already. The child is told by its
+        ``pidfd`` (``waitid(P_PIDFD, WNOWAIT)`` before the ``wait4``), never by a pid number
+        that could have been reused."""
         import select
         import time
         timed_out = False
@@ -712,10 +724,14 @@ class Server:
                 if any(fd == pidfd for fd, _ in events):
                     break
                 _drain(self.forker.err_r, err)
+        lost = {"status": None, "timed_out": timed_out}
+        if pidfd is None:
+            return lost
         try:
+            os.waitid(os.P_PIDFD, pidfd, os.WEXITED | os.WNOWAIT)  # ours (reparented), a zombie
             _, status, ru = os.wait4(pid, 0)
         except ChildProcessError:
-            return {"status": None, "timed_out": timed_out}
+            return lost
         return {"status": status, "utime": ru.ru_utime, "stime": ru.ru_stime,
                 "maxrss": ru.ru_maxrss, "timed_out": timed_out}
 
@@ -739,31 +755,34 @@ class Server:
 
     def reap_all(self, keep=None):
         """Wait for every process left in the namespace (but ``keep``). As PID 1, kill again
-        before each wait, so a process forked while the kill was walking the list dies too."""
+        before each wait, so a process forked while the kill was walking the list dies too.
+        Returns False when the others could not all be reaped while sparing ``keep``."""
         if keep is not None and self.is_init:
-            self._reap_all_but(keep)
-            return
+            return self._reap_all_but(keep)
         while True:
             if self.is_init:
                 self.kill_all(0)
             try:
                 pid, _ = os.waitpid(-1, 0 if self.is_init else os.WNOHANG)
             except ChildProcessError:
-                return
+                return True
             if pid == 0:
-                return
+                return True
 
     def _reap_all_but(self, keep):
         """:meth:`reap_all` sparing ``keep``: a blocking ``waitpid(-1)`` could wait for it
         forever, so kill what ``/proc`` lists, reap without blocking, and scan again until the
         namespace holds only this server and ``keep``. Processes forked meanwhile show up in
         the next scan; SIGKILLed ones cannot fork any more. Reaping ``keep`` (it died) is left
-        to the caller's check: ``waitpid(-1)`` here never waits for it."""
+        to the caller's check. Returns False when a process stays that only ``keep`` could reap
+        (a zombie whose parent it is: ``clone(CLONE_PARENT)`` from its child), or any process
+        after :data:`REPORT_GRACE`: the caller then kills ``keep`` too."""
         import time
+        give_up = time.monotonic() + REPORT_GRACE
         while True:
             others = _namespace_pids(keep)
             if not others:
-                return
+                return True
             for other in others:
                 try:
                     os.kill(other, signal.SIGKILL)
@@ -777,6 +796,8 @@ class Server:
                 except ChildProcessError:
                     pass  # not ours (yet): its parent is dying, then it is reparented to us
             if not reaped:
+                if time.monotonic() > give_up or any(_parent_pid(p) == keep for p in others):
+                    return False
                 time.sleep(0.0002)
 
     def wipe_scratch(self):
@@ -839,23 +860,27 @@ class _Forker:
     def started(self, pid):
         """In the server, once the forker runs: keep only the server's ends (and ``err_w``, to
         see its flags)."""
-        import fcntl
         self.pid = pid
         for fd in (self.go_r, self.report_w):
             os.close(fd)
         self.go_r = self.report_w = -1
         os.set_blocking(self.err_r, False)
         self.pidfd = os.pidfd_open(pid)
-        self.flags = [fcntl.fcntl(fd, fcntl.F_GETFL) for fd in self.case_fds()]
+        self.flags = self._flags()
 
     def case_fds(self):
         return (self.stdin_fd, self.out_fd, self.err_w, self.res_fd)
 
     def flags_changed(self):
         """True when a program changed the status flags (``O_NONBLOCK``, ``O_APPEND``,
-        ``O_ASYNC``...) of a case file: they belong to the open file, shared by every case."""
+        ``O_ASYNC``...) of a case file or the stderr pipe's size: they belong to the open file
+        or the pipe, shared by every case."""
+        return self._flags() != self.flags
+
+    def _flags(self):
         import fcntl
-        return [fcntl.fcntl(fd, fcntl.F_GETFL) for fd in self.case_fds()] != self.flags
+        return ([fcntl.fcntl(fd, fcntl.F_GETFL) for fd in self.case_fds()]
+                + [fcntl.fcntl(self.err_w, fcntl.F_GETPIPE_SZ)])
 
     def clear_files(self):
         """Empty stdin, stdout and the result (their pages are charged to the memory cgroup)."""
@@ -875,7 +900,8 @@ def _forker_main(server, fk):
     """The forker's loop: read a request, fork its child, report the child's pid, reap it,
     report its exit status and rusage.
 
-    What every case's process needs is set up here, once or before each fork, and inherited:
+    The forker blocks every signal but SIGKILL, SIGSTOP and SIGCHLD. What every case's process
+    needs is set up here, once or before each fork, and inherited:
     the case files on fds 0-3 (stdin, stdout, stderr, the call result), ``oom_score_adj``
     1000 (the OOM killer's first choice, never the server), no int/str digit limit, CPython-like
     stdio objects, the pristine ``__main__``, the SIGINT handler, the case's rlimits (computed),
@@ -895,6 +921,11 @@ def _forker_main(server, fk):
     _fresh_stdio()
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as python3 main.py has it
     main = _prepare_python_process(server)
+    # Every signal a program may send it stays pending (then the server replaces it) instead of
+    # killing it between reaping its child and reporting; its children unblock them. SIGCHLD
+    # (each child's exit; ignored) is left unblocked, or it would be pending after every case.
+    import _signal
+    _signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - {signal.SIGCHLD})
     pack = _REPORT.pack
     while True:
         try:
@@ -917,6 +948,9 @@ def _forker_main(server, fk):
                 os.close(go)
                 if not call:
                     os.close(RESULT_FD)
+                if _LIBC is not None:  # its own /proc files (environ, io...), as python3 main.py
+                    _LIBC.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE; the forker itself stays closed
+                _signal.pthread_sigmask(signal.SIG_SETMASK, ())
                 _apply_rlimits(rlimits)
                 status = run_prepared_python(server, req, call_args, main)
             finally:
@@ -926,6 +960,10 @@ def _forker_main(server, fk):
         _, status, ru = os.wait4(pid, 0)
         os.write(report, pack(b"D", pid, status, ru.ru_utime, ru.ru_stime, ru.ru_maxrss))
 
+
+#: Seconds the server waits for the forker's report once the case has ended (or for the case's
+#: processes to be reaped) before it kills the forker and collects the case itself.
+REPORT_GRACE = 2.0
 
 #: The forker's reports: kind (b"S" started, b"D" done), pid, wait status, user and system
 #: CPU seconds, max RSS (KiB). Fixed size, written whole (atomic on a pipe).
@@ -950,6 +988,15 @@ def _read_report(fd):
     if kind == b"S":
         return {"pid": pid}
     return {"pid": pid, "status": status, "utime": utime, "stime": stime, "maxrss": maxrss}
+
+
+def _parent_pid(pid):
+    """The parent pid of ``pid`` (from ``/proc``), None when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _stopped(pid):
@@ -1127,24 +1174,40 @@ def _namespace_pids(keep=None):
 _RLIMIT_NAMES = ("RLIMIT_AS RLIMIT_CORE RLIMIT_CPU RLIMIT_DATA RLIMIT_FSIZE RLIMIT_MEMLOCK "
                  "RLIMIT_MSGQUEUE RLIMIT_NICE RLIMIT_NOFILE RLIMIT_NPROC RLIMIT_RSS RLIMIT_RTPRIO "
                  "RLIMIT_RTTIME RLIMIT_SIGPENDING RLIMIT_STACK").split()
+#: The server's own scheduling state when it started (see _sched_state).
+_BASELINE = None
+
+
+def _sched_state(pid):
+    """What a process of the same uid may change on ``pid`` and its children inherit: rlimits
+    (lowered), nice value (raised), CPU affinity, scheduling policy (``SCHED_IDLE``/``BATCH``)
+    and attributes (util clamps), I/O priority. ``pid`` 0: this process. Raises OSError when
+    ``pid`` is gone."""
+    import resource
+    limits = tuple(resource.prlimit(pid, getattr(resource, name))
+                   for name in _RLIMIT_NAMES if hasattr(resource, name))
+    ioprio = attr = None
+    if _LIBC is not None and os.uname().machine == "x86_64":
+        import ctypes
+        ioprio = _LIBC.syscall(252, 1, pid)  # ioprio_get(IOPRIO_WHO_PROCESS, pid)
+        buf = ctypes.create_string_buffer(56)
+        if _LIBC.syscall(315, pid, buf, 56, 0) == 0:  # sched_getattr: policy, nice, util clamps
+            attr = buf.raw
+    return (limits, os.getpriority(os.PRIO_PROCESS, pid), frozenset(os.sched_getaffinity(pid)),
+            os.sched_getscheduler(pid), ioprio, attr)
 
 
 def _untouched(pid):
-    """True when process ``pid`` (the forker) is running or sleeping with no signal pending
-    and has this server's rlimits, nice value and CPU affinity. Raises OSError when it is gone."""
-    import resource
-    with open("/proc/%d/status" % pid) as f:
-        fields = dict(line.split(":", 1) for line in f if ":" in line)
-    if fields["State"].split()[0] not in ("R", "S"):
+    """True when process ``pid`` (the forker) is running or sleeping with no signal pending and
+    the scheduling state (:func:`_sched_state`) this server had when it started. Raises OSError
+    when it is gone."""
+    with open("/proc/%d/status" % pid, "rb") as f:
+        fields = dict(line.split(b":", 1) for line in f if b":" in line)
+    if fields[b"State"].split()[0] not in (b"R", b"S"):
         return False
-    if int(fields["SigPnd"], 16) or int(fields["ShdPnd"], 16):
+    if int(fields[b"SigPnd"], 16) or int(fields[b"ShdPnd"], 16):
         return False
-    for name in _RLIMIT_NAMES:
-        res = getattr(resource, name, None)
-        if res is not None and resource.prlimit(pid, res) != resource.getrlimit(res):
-            return False
-    return (os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0)
-            and os.sched_getaffinity(pid) == os.sched_getaffinity(0))
+    return _sched_state(pid) == _BASELINE
 
 
 def _set_own_oom_adj(value):
@@ -1697,6 +1760,8 @@ def main():
     import atexit  # noqa: F401  (so a forked case can see whether callbacks were registered)
     for fd in (in_fd, out_fd):
         os.set_inheritable(fd, False)
+    global _BASELINE
+    _BASELINE = _sched_state(0)
     import gc
     gc.collect()
     gc.freeze()
