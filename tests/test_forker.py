@@ -16,11 +16,14 @@ from arbiter.sandbox.sandbox import Sandbox
 CASES = 4
 
 
-def run_cases(source: str, limits: Limits | None = None, n: int = CASES):
+def run_cases(source: str, limits: Limits | None = None, n: int = CASES, ps: bool = True):
+    """Run ``source`` on inputs "0".."n-1" in one sandbox, then once more on "0"; ``ps``: check
+    that nothing is left running."""
     with Sandbox(limits=limits or Limits(cpu_seconds=2, wall_seconds=5)) as sb:
         assert sb.load_python(source) is None
         runs = [sb.run_python(f"{i}\n".encode()) for i in range(n)]
-        assert sb.stray_processes() == []
+        if ps:
+            assert sb.stray_processes() == []
         follow = sb.run_python(b"0\n")
     return runs, follow
 
@@ -266,3 +269,36 @@ def test_a_case_can_read_its_own_proc_files():
         "      len(os.listdir('/proc/self/fd')))\n", n=2)
     for ex in runs:
         assert ex.status is Status.OK and ex.stdout == b"True True 4\n", ex
+
+
+def test_a_program_that_changes_the_sandbox_server_gets_runtime_errors_not_sandbox_errors():
+    """PID 1 runs as the program's uid, so prlimit/setpriority/sched_setaffinity reach it; what
+    it changed there would be inherited by every later case (a NOFILE of 4 leaves the server no
+    descriptor at all). That run and the later ones are runtime errors of the program."""
+    attacks = {
+        "nofile": "resource.prlimit(1, resource.RLIMIT_NOFILE, (4, 4))",
+        "nice": "os.setpriority(os.PRIO_PROCESS, 1, 19)",
+        "user-nice": "os.setpriority(os.PRIO_USER, os.getuid(), 10)",
+        "affinity": "os.sched_setaffinity(1, {min(os.sched_getaffinity(0))})",
+    }
+    for name, attack in attacks.items():
+        runs, follow = run_cases(
+            "import os, resource\n"
+            "i = int(input())\n"
+            f"if i == 1:\n    {attack}\n"
+            "print(i)\n", n=3, ps=False)  # a server left without descriptors cannot list /proc
+        assert runs[0].status is Status.OK, (name, runs[0])
+        for ex in (*runs[1:], follow):
+            assert ex.status is Status.RUNTIME_ERROR, (name, ex)
+            assert "sandbox server's own" in ex.detail, (name, ex.detail)
+
+
+def test_a_program_may_change_its_own_scheduling():
+    runs, _ = run_cases(
+        "import os, resource\n"
+        "input()\n"
+        "os.nice(5)\n"
+        "os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))\n"
+        "print(os.getpriority(os.PRIO_PROCESS, 0))\n", n=3)
+    assert [ex.stdout for ex in runs] == [b"5\n"] * 3, runs

@@ -646,7 +646,9 @@ def _pages(n: int) -> int:
 def _classify(reply: dict[str, Any], lim: Limits, stdout: bytes, stderr: bytes, result: bytes | None,
               mem_delta: int, oom_kills: int, cg_cpu: float, have_memcg: bool) -> Execution:
     """Turn the server's raw observations into a :class:`Status` (precedence: wall timeout, OOM
-    kill or memory over the limit, CPU over the limit, output over the cap, signal, exit code)."""
+    kill or memory over the limit, CPU over the limit, output over the cap, signal, exit code);
+    first of all, a run in a sandbox whose server the program changed (``sandbox_tampered``) is a
+    runtime error."""
     sig = reply.get("signal")
     code = reply.get("exit_code")
     cpu = float(reply.get("cpu_seconds", 0.0))
@@ -657,7 +659,12 @@ def _classify(reply: dict[str, Any], lim: Limits, stdout: bytes, stderr: bytes, 
     out_size, err_size = int(reply.get("stdout_size", 0)), int(reply.get("stderr_size", 0))
     mem_exceeded = (oom_kills > 0 or mem_delta > lim.memory_bytes) if have_memcg else (
         maxrss > lim.memory_bytes)
-    if reply.get("wall_timeout"):
+    if reply.get("sandbox_tampered"):
+        status, detail = Status.RUNTIME_ERROR, (
+            "the program changed the sandbox server's own "
+            f"{reply['sandbox_tampered']} (a process of the same uid may: prlimit, setpriority, "
+            "sched_setaffinity on PID 1); this run and every later one in the sandbox fail")
+    elif reply.get("wall_timeout"):
         status, detail = Status.TIME_LIMIT, f"wall time limit exceeded ({lim.wall:g} s)"
     elif mem_exceeded:
         status, detail = Status.MEMORY_LIMIT, f"memory limit exceeded ({lim.memory_bytes // MiB} MiB)"

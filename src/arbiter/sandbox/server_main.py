@@ -132,6 +132,7 @@ class Server:
         self.wrapped = False
         self.kept_files = set()
         self.forker = None  # the _Forker that forks each Python case (see make_forker)
+        self.tampered = ""  # what a program changed on this server (see op_run)
         self.staged_stdin = None  # "forker" or a memfd: the next case's stdin, written beforehand
 
     # ---- plumbing -------------------------------------------------------------------------
@@ -185,12 +186,24 @@ class Server:
                 else:
                     self.reply({"op": "error", "error": "unknown op %r" % (op,)})
             except Exception as exc:  # our own failure: report it, never guess a verdict
+                if op == "run" and _tampering():  # ... unless a program broke this server
+                    self.give_up_tampered()
+                    continue
                 import traceback
                 self.reply({"op": "error", "error": "%s: %s" % (type(exc).__name__, exc),
                             "traceback": traceback.format_exc()[-4000:]})
             del header, blobs  # a large stdin must not stay alive (and charged) between cases
 
     # ---- ops ------------------------------------------------------------------------------
+    def give_up_tampered(self):
+        """A run failed in a server a program broke (e.g. ``prlimit(1, RLIMIT_NOFILE, (4, 4))``:
+        no descriptor left for ``/proc``): kill everything, answer the run ``sandbox_tampered``."""
+        self.tampered = _tampering()
+        self.kill_all(0)
+        self.reap_all()
+        self.forker = None  # dead (kill(-1)); its descriptors may not even be closable
+        self.reply({"op": "run", "sandbox_tampered": self.tampered, "parts": []})
+
     def op_put(self, header, blobs):
         path = header["path"]
         mode = int(header.get("mode", 0o644))
@@ -283,12 +296,24 @@ class Server:
         self.make_forker()  # while the judge reads the reply
 
     def op_run(self, header, blobs):
+        """Run one case. A program may change this server's own rlimits, nice value, CPU affinity,
+        scheduling policy or I/O priority (same uid): after the case that did it (found by
+        comparing with the state at start-up), this and every later run is answered
+        ``sandbox_tampered`` (the judge's runtime error), never run in a server that later
+        cases would inherit it from, nor reported as the sandbox's own failure."""
+        if self.tampered:
+            self.reply({"op": "run", "sandbox_tampered": self.tampered, "parts": []})
+            return
         for path in header.get("keep", ()):  # outputs the judge will fetch (e.g. a binary)
             self.kept_files.add(os.path.abspath(path))
         stdin = blobs[0] if blobs else b""
         call_args = blobs[1] if len(blobs) > 1 else None
         blobs.clear()
         result = self.fork_case(header, stdin=stdin, call_args=call_args)
+        tampered = _tampering()
+        if tampered:
+            self.tampered = result["sandbox_tampered"] = tampered
+            self.drop_forker()
         fds = result.pop("_fds")
         try:
             self.reply_with_fds(dict(result, op="run"), fds)
@@ -1195,6 +1220,18 @@ def _sched_state(pid):
             attr = buf.raw
     return (limits, os.getpriority(os.PRIO_PROCESS, pid), frozenset(os.sched_getaffinity(pid)),
             os.sched_getscheduler(pid), ioprio, attr)
+
+
+def _tampering():
+    """What a program changed on this server since it started (see :func:`_sched_state`), as a
+    short text; empty when nothing."""
+    try:
+        now = _sched_state(0)
+    except OSError as exc:
+        return "state unreadable (%s)" % exc
+    names = ("rlimits", "nice value", "CPU affinity", "scheduling policy", "I/O priority",
+             "scheduling attributes")
+    return ", ".join(name for name, a, b in zip(names, now, _BASELINE) if a != b)
 
 
 def _untouched(pid):
