@@ -271,22 +271,43 @@ def test_a_case_can_read_its_own_proc_files():
         assert ex.status is Status.OK and ex.stdout == b"True True 4\n", ex
 
 
-def test_a_program_that_changes_the_sandbox_server_gets_runtime_errors_not_sandbox_errors():
-    """PID 1 runs as the program's uid, so prlimit/setpriority/sched_setaffinity reach it; what
-    it changed there would be inherited by every later case (a NOFILE of 4 leaves the server no
-    descriptor at all). That run and the later ones are runtime errors of the program."""
-    attacks = {
-        "nofile": "resource.prlimit(1, resource.RLIMIT_NOFILE, (4, 4))",
-        "nice": "os.setpriority(os.PRIO_PROCESS, 1, 19)",
-        "user-nice": "os.setpriority(os.PRIO_USER, os.getuid(), 10)",
-        "affinity": "os.sched_setaffinity(1, {min(os.sched_getaffinity(0))})",
-    }
-    for name, attack in attacks.items():
-        runs, follow = run_cases(
-            "import os, resource\n"
+SERVER_ATTACKS = {
+    "nofile": "resource.prlimit(1, resource.RLIMIT_NOFILE, (4, 4))",
+    "cpu": "resource.prlimit(1, resource.RLIMIT_CPU, (1, 1))",
+    "nice": "os.setpriority(os.PRIO_PROCESS, 1, 19)",
+    "user-nice": "os.setpriority(os.PRIO_USER, os.getuid(), 10)",
+    "affinity": "os.sched_setaffinity(1, {min(os.sched_getaffinity(0))})",
+    "policy": "os.sched_setscheduler(1, os.SCHED_IDLE, os.sched_param(0))",
+}
+
+
+def _attack_source(attack: str) -> str:
+    return ("import os, resource\n"
             "i = int(input())\n"
             f"if i == 1:\n    {attack}\n"
-            "print(i)\n", n=3, ps=False)  # a server left without descriptors cannot list /proc
+            "print(i)\n")
+
+
+def test_the_seccomp_filter_keeps_programs_off_the_sandbox_server():
+    """PID 1 runs as the program's uid: prlimit/setpriority/sched_set*/ioprio_set would reach
+    it, and every later case would inherit the change. The filter refuses them (EPERM): the
+    attacking run fails with its own PermissionError, the later ones are untouched."""
+    for name, attack in SERVER_ATTACKS.items():
+        runs, follow = run_cases(_attack_source(attack), n=3)
+        assert runs[1].status is Status.RUNTIME_ERROR and b"PermissionError" in runs[1].stderr, (name, runs[1])
+        assert [ex.stdout for ex in (runs[0], runs[2], follow)] == [b"0\n", b"2\n", b"0\n"], (name, runs)
+
+
+def test_without_the_filter_a_changed_server_gives_runtime_errors_not_sandbox_errors(monkeypatch):
+    """Where there is no filter (it is x86-64 only; simulated here by building sandboxes without
+    it), the server finds what a program changed on it: that run and every later one in the
+    sandbox are runtime errors of the program, never sandbox errors or inherited limits."""
+    from arbiter.sandbox import seccomp
+    monkeypatch.setattr(seccomp, "filter_bytes", lambda: None)
+    for name, attack in SERVER_ATTACKS.items():
+        if name == "cpu":
+            continue  # the kernel SIGKILLs a server past its CPU rlimit: only the filter helps
+        runs, follow = run_cases(_attack_source(attack), n=3, ps=False)  # no descriptor for /proc
         assert runs[0].status is Status.OK, (name, runs[0])
         for ex in (*runs[1:], follow):
             assert ex.status is Status.RUNTIME_ERROR, (name, ex)

@@ -77,6 +77,12 @@ import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 r = libc.syscall(29, 0, 4096, 0o1000 | 0o600)  # shmget(IPC_PRIVATE): refused by the seccomp filter
 print("sysv-ipc", "blocked" if r == -1 and ctypes.get_errno() == 1 else "allowed")
+import resource
+try:  # the server's own limit, set to what it is: refused by the seccomp filter
+    resource.prlimit(1, resource.RLIMIT_CORE, resource.prlimit(1, resource.RLIMIT_CORE))
+    print("server-limits allowed")
+except PermissionError:
+    print("server-limits blocked")
 """
 
 
@@ -130,9 +136,10 @@ def diagnose(config: SandboxConfig | None = None) -> Diagnosis:
     d.add("unprivileged uid", bool(uid and uid.group(1) != "0"), f"uid {uid.group(1) if uid else '?'} inside")
     hidden = "visible" not in facts
     d.add("judge files hidden", hidden, "/etc/shadow, /root, /home not visible" if hidden else facts)
-    blocked = "sysv-ipc blocked" in facts
+    blocked = "sysv-ipc blocked" in facts and "server-limits blocked" in facts
     d.add("seccomp filter", blocked if seccomp.filter_bytes() is not None else None,
-          "System V IPC, message queues, keyrings, ptrace, io_uring, bpf and 32-bit system calls refused"
+          "System V IPC, message queues, keyrings, ptrace, io_uring, bpf, 32-bit system calls and "
+          "changes to the sandbox server's limits and priorities refused"
           if blocked else "no filter: x86-64 only" if seccomp.filter_bytes() is None else "filter NOT active")
     d.add("read-only system", "usr readonly" in facts, "/usr is read-only" if "usr readonly" in facts else "/usr writable!")
     d.isolated = all(c.ok for c in d.checks if c.name in (

@@ -11,7 +11,14 @@ judged program never needs (isolate 2.4+ blocks the same families, reference/san
 - ``ptrace``, ``process_vm_readv``/``writev``: reaching into other processes of the sandbox;
 - ``io_uring_*``, ``userfaultfd``, ``bpf``, ``perf_event_open``: large kernel attack surface;
 - every system call of a foreign ABI (32-bit ``int 0x80``, x32), which would bypass a filter
-  written for x86-64 numbers: the process is killed.
+  written for x86-64 numbers: the process is killed;
+- changing the sandbox server's (PID 1's) rlimits, nice value, CPU affinity, scheduling or I/O
+  priority: it runs as the program's uid, so ``prlimit``, ``setpriority``, ``sched_set*`` and
+  ``ioprio_set`` would reach it, and every later case would inherit the change (or the server
+  die: its CPU rlimit). Denied: ``prlimit64(1, ..., new)``; ``setpriority`` and ``ioprio_set``
+  except on one process other than 1 (no process group, no user: both include PID 1);
+  ``sched_setaffinity``, ``sched_setscheduler``, ``sched_setparam``, ``sched_setattr`` on 1.
+  Reading them stays allowed, and so does changing them on oneself (pid 0) or one's children.
 
 Blocked calls fail with ``EPERM``. The filter is x86-64 only; on other machines
 :func:`filter_bytes` returns ``None`` and sandboxes run without it (``arbiter doctor`` says so).
@@ -34,6 +41,14 @@ _JEQ_K = 0x15
 _JGE_K = 0x35
 _RET_K = 0x06
 
+#: Offsets in ``struct seccomp_data``: the low and high 32 bits of system call argument i.
+def _arg_lo(i: int) -> int:
+    return 16 + 8 * i
+
+
+def _arg_hi(i: int) -> int:
+    return 20 + 8 * i
+
 #: x86-64 system call numbers denied with EPERM (see the module docstring for why).
 DENIED_X86_64: dict[str, int] = {
     "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66,
@@ -46,8 +61,39 @@ DENIED_X86_64: dict[str, int] = {
 }
 
 
+#: x86-64 system calls allowed or denied by their arguments (PID 1 is the sandbox's server).
+PRLIMIT64, SETPRIORITY, IOPRIO_SET = 302, 141, 251
+SCHED_ON_PID = {"sched_setparam": 142, "sched_setscheduler": 144, "sched_setaffinity": 203,
+                "sched_setattr": 314}
+PRIO_PROCESS = 0  # setpriority's "which"
+IOPRIO_WHO_PROCESS = 1  # ioprio_set's "which"
+
+
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("<HBBI", code, jt, jf, k)
+
+
+class _Assembler:
+    """Classic BPF with forward jumps to named labels (resolved when assembled; classic BPF
+    jumps only forward, at most 255 instructions)."""
+
+    def __init__(self) -> None:
+        self.code: list[tuple[int, str | int, str | int, int]] = []
+        self.labels: dict[str, int] = {}
+
+    def label(self, name: str) -> None:
+        self.labels[name] = len(self.code)
+
+    def emit(self, code: int, k: int = 0, jt: str | int = 0, jf: str | int = 0) -> None:
+        self.code.append((code, jt, jf, k))
+
+    def assemble(self) -> bytes:
+        out = []
+        for i, (code, jt, jf, k) in enumerate(self.code):
+            rel = [self.labels[j] - i - 1 if isinstance(j, str) else j for j in (jt, jf)]
+            assert all(0 <= r < 256 for r in rel), (i, rel)  # forward jumps only
+            out.append(_insn(code, rel[0], rel[1], k))
+        return b"".join(out)
 
 
 def filter_bytes() -> bytes | None:
@@ -55,20 +101,42 @@ def filter_bytes() -> bytes | None:
     ``None`` when this machine is not x86-64."""
     if platform.machine() not in ("x86_64", "AMD64"):
         return None
-    nrs = sorted(set(DENIED_X86_64.values()))
-    prog: list[bytes] = []
-    n = 5 + len(nrs) + 2  # arch load/check/kill, nr load, x32 check, one per nr, allow, deny
-    deny = n - 1
-    prog.append(_insn(_LD_W_ABS, 0, 0, 4))                      # 0: A = arch
-    prog.append(_insn(_JEQ_K, 1, 0, AUDIT_ARCH_X86_64))          # 1: x86-64? skip the kill
-    prog.append(_insn(_RET_K, 0, 0, RET_KILL_PROCESS))           # 2: foreign ABI: kill
-    prog.append(_insn(_LD_W_ABS, 0, 0, 0))                      # 3: A = nr
-    i = len(prog)
-    prog.append(_insn(_JGE_K, deny - i - 1, 0, X32_SYSCALL_BIT))  # 4: x32 ABI: deny
-    for nr in nrs:
-        i = len(prog)
-        prog.append(_insn(_JEQ_K, deny - i - 1, 0, nr))
-    prog.append(_insn(_RET_K, 0, 0, RET_ALLOW))
-    prog.append(_insn(_RET_K, 0, 0, RET_ERRNO_EPERM))
-    assert len(prog) == n and deny - 4 - 1 < 256
-    return b"".join(prog)
+    a = _Assembler()
+    a.emit(_LD_W_ABS, 4)                                        # A = arch
+    a.emit(_JEQ_K, AUDIT_ARCH_X86_64, jt=1)                     # x86-64? skip the kill
+    a.emit(_RET_K, RET_KILL_PROCESS)                            # foreign ABI: kill
+    a.emit(_LD_W_ABS, 0)                                        # A = nr
+    a.emit(_JGE_K, X32_SYSCALL_BIT, jt="deny")                  # x32 ABI: deny
+    for nr in sorted(set(DENIED_X86_64.values())):
+        a.emit(_JEQ_K, nr, jt="deny")
+    a.emit(_JEQ_K, PRLIMIT64, jt="prlimit64")
+    a.emit(_JEQ_K, SETPRIORITY, jt="process_not_1")
+    a.emit(_JEQ_K, IOPRIO_SET, jt="ioprio_set")
+    for nr in sorted(SCHED_ON_PID.values()):
+        a.emit(_JEQ_K, nr, jt="arg0_not_1")
+    a.label("allow")
+    a.emit(_RET_K, RET_ALLOW)
+    a.label("prlimit64")                                        # pid 1 and a new limit: deny
+    a.emit(_LD_W_ABS, _arg_lo(0))
+    a.emit(_JEQ_K, 1, jf="allow_args")
+    a.emit(_LD_W_ABS, _arg_lo(2))
+    a.emit(_JEQ_K, 0, jf="deny")
+    a.emit(_LD_W_ABS, _arg_hi(2))
+    a.emit(_JEQ_K, 0, jt="allow_args", jf="deny")
+    a.label("ioprio_set")                                       # which must be one process
+    a.emit(_LD_W_ABS, _arg_lo(0))
+    a.emit(_JEQ_K, IOPRIO_WHO_PROCESS, jt="who_not_1", jf="deny")
+    a.label("process_not_1")                                    # setpriority: which, who
+    a.emit(_LD_W_ABS, _arg_lo(0))
+    a.emit(_JEQ_K, PRIO_PROCESS, jt="who_not_1", jf="deny")
+    a.label("who_not_1")
+    a.emit(_LD_W_ABS, _arg_lo(1))
+    a.emit(_JEQ_K, 1, jt="deny", jf="allow_args")
+    a.label("arg0_not_1")
+    a.emit(_LD_W_ABS, _arg_lo(0))
+    a.emit(_JEQ_K, 1, jt="deny")
+    a.label("allow_args")
+    a.emit(_RET_K, RET_ALLOW)
+    a.label("deny")
+    a.emit(_RET_K, RET_ERRNO_EPERM)
+    return a.assemble()

@@ -133,6 +133,15 @@ class Server:
         self.kept_files = set()
         self.forker = None  # the _Forker that forks each Python case (see make_forker)
         self.tampered = ""  # what a program changed on this server (see op_run)
+        self.broken = ""  # why runs are refused: a failed run could not be cleaned up after
+        self.seq = 0  # runs sent to the forker (see _REPORT)
+        import stat
+        self.scratch_modes = {}
+        for d in scratch_dirs:
+            try:
+                self.scratch_modes[d] = stat.S_IMODE(os.stat(d).st_mode)
+            except OSError:
+                pass
         self.staged_stdin = None  # "forker" or a memfd: the next case's stdin, written beforehand
 
     # ---- plumbing -------------------------------------------------------------------------
@@ -186,23 +195,34 @@ class Server:
                 else:
                     self.reply({"op": "error", "error": "unknown op %r" % (op,)})
             except Exception as exc:  # our own failure: report it, never guess a verdict
-                if op == "run" and _tampering():  # ... unless a program broke this server
-                    self.give_up_tampered()
-                    continue
+                if op == "run":
+                    tampered = _tampering()  # ... unless a program broke this server
+                    if not tampered and isinstance(exc, OSError) and exc.errno == errno.EMFILE:
+                        tampered = "open-file limit (out of descriptors mid-run)"  # set, reset
+                    self.recover()
+                    if tampered:
+                        self.tampered = tampered
+                        self.reply({"op": "run", "sandbox_tampered": tampered, "parts": []})
+                        continue
                 import traceback
                 self.reply({"op": "error", "error": "%s: %s" % (type(exc).__name__, exc),
                             "traceback": traceback.format_exc()[-4000:]})
             del header, blobs  # a large stdin must not stay alive (and charged) between cases
 
     # ---- ops ------------------------------------------------------------------------------
-    def give_up_tampered(self):
-        """A run failed in a server a program broke (e.g. ``prlimit(1, RLIMIT_NOFILE, (4, 4))``:
-        no descriptor left for ``/proc``): kill everything, answer the run ``sandbox_tampered``."""
-        self.tampered = _tampering()
-        self.kill_all(0)
-        self.reap_all()
-        self.forker = None  # dead (kill(-1)); its descriptors may not even be closable
-        self.reply({"op": "run", "sandbox_tampered": self.tampered, "parts": []})
+    def recover(self):
+        """After a run failed in this server (an exception): nothing of it may reach the next
+        run. Kill and reap every process (``kill(-1)``: no descriptor needed), drop the forker,
+        forget a staged input, wipe the scratch directories. When a step fails, later runs are
+        refused (:attr:`broken`)."""
+        self.staged_stdin = None
+        steps = (lambda: self.kill_all(0), self.reap_all, self.drop_forker, self.wipe_scratch)
+        for step in steps:
+            try:
+                step()
+            except Exception as exc:
+                self.broken = self.broken or "%s: %s" % (type(exc).__name__, exc)
+                self.forker = None
 
     def op_put(self, header, blobs):
         path = header["path"]
@@ -304,6 +324,8 @@ class Server:
         if self.tampered:
             self.reply({"op": "run", "sandbox_tampered": self.tampered, "parts": []})
             return
+        if self.broken:
+            raise RuntimeError("the sandbox could not clean up after a failed run: " + self.broken)
         for path in header.get("keep", ()):  # outputs the judge will fetch (e.g. a binary)
             self.kept_files.add(os.path.abspath(path))
         stdin = blobs[0] if blobs else b""
@@ -629,6 +651,8 @@ class Server:
             _write_all(fk.stdin_fd, stdin)
             os.lseek(fk.stdin_fd, 0, os.SEEK_SET)
         err = _Capture(err_cap, head=err_cap // 2)
+        self.seq += 1
+        req = dict(req, seq=self.seq)
         t0 = time.monotonic()
         try:
             _write_all(fk.go_w, encode_frame(req, [call_args or b""]))
@@ -672,6 +696,8 @@ class Server:
                         frame = _read_report(fd)
                         if frame is None:  # the forker is gone: its pidfd says so too
                             poller.unregister(fd)
+                        elif frame["seq"] != self.seq:
+                            continue  # left by an earlier run that failed in this server
                         elif "status" in frame:
                             done = frame
                         elif pid is None:
@@ -709,7 +735,7 @@ class Server:
         end = end or time.monotonic()
         keep = None if forker_dead else fk.pid
         self.kill_all(0, keep)
-        if not self.reap_all(keep):  # a process only the forker could reap: the forker goes too
+        if not self.reap_all(keep, pid):  # a process only the forker could reap: it goes too
             forker_dead = True
             os.kill(fk.pid, signal.SIGKILL)
             self.reap_all()
@@ -778,12 +804,13 @@ class Server:
         except ProcessLookupError:
             pass
 
-    def reap_all(self, keep=None):
+    def reap_all(self, keep=None, keeps_child=None):
         """Wait for every process left in the namespace (but ``keep``). As PID 1, kill again
         before each wait, so a process forked while the kill was walking the list dies too.
-        Returns False when the others could not all be reaped while sparing ``keep``."""
+        Returns False when the others could not all be reaped while sparing ``keep`` (and
+        waiting for ``keeps_child``, the case ``keep`` is reaping)."""
         if keep is not None and self.is_init:
-            return self._reap_all_but(keep)
+            return self._reap_all_but(keep, keeps_child)
         while True:
             if self.is_init:
                 self.kill_all(0)
@@ -794,14 +821,15 @@ class Server:
             if pid == 0:
                 return True
 
-    def _reap_all_but(self, keep):
+    def _reap_all_but(self, keep, keeps_child=None):
         """:meth:`reap_all` sparing ``keep``: a blocking ``waitpid(-1)`` could wait for it
         forever, so kill what ``/proc`` lists, reap without blocking, and scan again until the
         namespace holds only this server and ``keep``. Processes forked meanwhile show up in
         the next scan; SIGKILLed ones cannot fork any more. Reaping ``keep`` (it died) is left
         to the caller's check. Returns False when a process stays that only ``keep`` could reap
-        (a zombie whose parent it is: ``clone(CLONE_PARENT)`` from its child), or any process
-        after :data:`REPORT_GRACE`: the caller then kills ``keep`` too."""
+        (a zombie whose parent it is: ``clone(CLONE_PARENT)`` from its child) other than
+        ``keeps_child`` (the forker reaps it right after its report), or any process after
+        :data:`REPORT_GRACE`: the caller then kills ``keep`` too."""
         import time
         give_up = time.monotonic() + REPORT_GRACE
         while True:
@@ -821,7 +849,8 @@ class Server:
                 except ChildProcessError:
                     pass  # not ours (yet): its parent is dying, then it is reparented to us
             if not reaped:
-                if time.monotonic() > give_up or any(_parent_pid(p) == keep for p in others):
+                if time.monotonic() > give_up or any(
+                        p != keeps_child and _parent_pid(p) == keep for p in others):
                     return False
                 time.sleep(0.0002)
 
@@ -843,6 +872,16 @@ class Server:
                 pass
 
         for d in self.scratch_dirs:
+            # the directory itself: the mode a program may have changed (chmod 0 would hide its
+            # files from the scan), extended attributes it may have set
+            mode = self.scratch_modes.get(d)
+            try:
+                if mode is not None:
+                    os.chmod(d, mode)
+                for name in os.listxattr(d):
+                    os.removexattr(d, name)
+            except OSError:
+                pass
             try:
                 entries = list(os.scandir(d))
             except OSError:
@@ -898,13 +937,14 @@ class _Forker:
 
     def flags_changed(self):
         """True when a program changed the status flags (``O_NONBLOCK``, ``O_APPEND``,
-        ``O_ASYNC``...) of a case file or the stderr pipe's size: they belong to the open file
-        or the pipe, shared by every case."""
+        ``O_ASYNC``...), the I/O signal or the mode of a case file, or the stderr pipe's size:
+        they belong to the open file, its inode or the pipe, shared by every case."""
         return self._flags() != self.flags
 
     def _flags(self):
         import fcntl
-        return ([fcntl.fcntl(fd, fcntl.F_GETFL) for fd in self.case_fds()]
+        return ([(fcntl.fcntl(fd, fcntl.F_GETFL), fcntl.fcntl(fd, 11), os.fstat(fd).st_mode)
+                 for fd in self.case_fds()]  # 11: F_GETSIG
                 + [fcntl.fcntl(self.err_w, fcntl.F_GETPIPE_SZ)])
 
     def clear_files(self):
@@ -952,6 +992,7 @@ def _forker_main(server, fk):
     import _signal
     _signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - {signal.SIGCHLD})
     pack = _REPORT.pack
+    peek = _exit_peeker()
     while True:
         try:
             req, blobs = read_frame_blocking(go)
@@ -976,14 +1017,19 @@ def _forker_main(server, fk):
                 if _LIBC is not None:  # its own /proc files (environ, io...), as python3 main.py
                     _LIBC.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE; the forker itself stays closed
                 _signal.pthread_sigmask(signal.SIG_SETMASK, ())
+                os.setsid()  # its own process group: killpg(0) and PRIO_PGRP mean the program's
                 _apply_rlimits(rlimits)
                 status = run_prepared_python(server, req, call_args, main)
             finally:
                 _EXIT(status)
-        os.write(report, pack(b"S", pid, 0, 0.0, 0.0, 0))
+        seq = int(req.get("seq", 0))
+        os.write(report, pack(b"S", pid, 0, 0.0, 0.0, 0, seq))
         del req, call_args
-        _, status, ru = os.wait4(pid, 0)
-        os.write(report, pack(b"D", pid, status, ru.ru_utime, ru.ru_stime, ru.ru_maxrss))
+        # Report, then reap: stopped or killed in between, the child stays a zombie the server
+        # reaps itself (its status is never lost with the forker)
+        status, utime, stime, maxrss = peek(pid)
+        os.write(report, pack(b"D", pid, status, utime, stime, maxrss, seq))
+        os.waitpid(pid, 0)
 
 
 #: Seconds the server waits for the forker's report once the case has ended (or for the case's
@@ -991,8 +1037,42 @@ def _forker_main(server, fk):
 REPORT_GRACE = 2.0
 
 #: The forker's reports: kind (b"S" started, b"D" done), pid, wait status, user and system
-#: CPU seconds, max RSS (KiB). Fixed size, written whole (atomic on a pipe).
-_REPORT = struct.Struct("=ciiddq")
+#: CPU seconds, max RSS (KiB), the run's sequence number (a record of an earlier run, left by a
+#: run that failed in the server, is never taken for this run's). Fixed size, written whole.
+_REPORT = struct.Struct("=ciiddqQ")
+
+
+def _exit_peeker():
+    """A function ``pid -> (wait status, utime, stime, maxrss KiB)`` for a child that has
+    exited or will, without reaping it: the raw ``waitid(P_PID, pid, WEXITED | WNOWAIT)``, whose
+    last argument (not in ``os.waitid``) gets the rusage. Falls back to ``wait4`` (reaps) when
+    ctypes is missing or not on x86_64."""
+    try:
+        import ctypes
+        if os.uname().machine != "x86_64":
+            raise ImportError("waitid's number")
+        libc = ctypes.CDLL(None, use_errno=True)
+    except (ImportError, OSError):
+        def reap(pid):
+            _, status, ru = os.wait4(pid, 0)
+            return status, ru.ru_utime, ru.ru_stime, ru.ru_maxrss
+        return reap
+    info = ctypes.create_string_buffer(128)  # siginfo_t
+    ru = ctypes.create_string_buffer(144)  # struct rusage
+    flags = os.WEXITED | os.WNOWAIT
+
+    def peek(pid):
+        while libc.syscall(247, os.P_PID, pid, info, flags, ru) != 0:  # SYS_waitid
+            err = ctypes.get_errno()
+            if err != errno.EINTR:
+                raise OSError(err, os.strerror(err))
+        code, = struct.unpack_from("i", info, 8)  # si_code
+        st, = struct.unpack_from("i", info, 24)  # si_status
+        usec, uusec, ssec, susec, maxrss = struct.unpack_from("qqqqq", ru, 0)
+        status = (st & 0xFF) << 8 if code == 1 else (st | 0x80 if code == 3 else st)  # CLD_*
+        return status, usec + uusec / 1e6, ssec + susec / 1e6, maxrss
+
+    return peek
 
 
 class _Rusage:
@@ -1004,15 +1084,17 @@ class _Rusage:
 
 def _read_report(fd):
     """One record from the forker's report pipe (:data:`_REPORT`, written whole) as a dict:
-    ``{"pid"}`` (started) or ``{"pid", "status", "utime", "stime", "maxrss"}`` (done); None at
-    end of file."""
+    ``{"pid", "seq"}`` (started) or ``{"pid", "status", "utime", "stime", "maxrss", "seq"}``
+    (done); None at end of file."""
     try:
-        kind, pid, status, utime, stime, maxrss = _REPORT.unpack(_read_exact(fd, _REPORT.size))
+        kind, pid, status, utime, stime, maxrss, seq = _REPORT.unpack(
+            _read_exact(fd, _REPORT.size))
     except (EOFError, OSError, struct.error):
         return None
     if kind == b"S":
-        return {"pid": pid}
-    return {"pid": pid, "status": status, "utime": utime, "stime": stime, "maxrss": maxrss}
+        return {"pid": pid, "seq": seq}
+    return {"pid": pid, "status": status, "utime": utime, "stime": stime, "maxrss": maxrss,
+            "seq": seq}
 
 
 def _parent_pid(pid):
