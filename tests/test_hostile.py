@@ -193,6 +193,28 @@ def test_cases_do_not_share_scratch_files():
         assert first.stdout == second.stdout == b"[] [] []\n"
 
 
+def test_a_scratch_dir_made_unreadable_is_still_wiped():
+    """chmod 0 on /tmp (a program owns its scratch dirs) would hide its files from the wipe and
+    hand them to the next case; extended attributes on the dirs would carry data too."""
+    with Sandbox() as sb:
+        assert sb.load_python(
+            "import os\n"
+            "first = not os.listdir('/work')\n"
+            "print(sorted(os.listdir('/tmp')), sorted(os.listdir('/work')), oct(os.stat('/tmp').st_mode & 0o7777))\n"
+            "open('/tmp/secret', 'w').write('from an earlier case')\n"
+            "os.mkdir('/work/d'); open('/work/d/f', 'w').write('x'); os.chmod('/work/d', 0)\n"
+            "try:\n"
+            "    os.setxattr('/tmp', 'user.note', b'left')\n"
+            "except OSError:\n"
+            "    pass\n"
+            "os.chmod('/tmp', 0)\n") is None
+        first, second = sb.run_python(), sb.run_python()
+        assert first.ok and second.ok, (first, second)
+        assert first.stdout == second.stdout == b"[] [] 0o1777\n", (first.stdout, second.stdout)
+        assert sb.load_python("import os\nprint(os.listxattr('/tmp'))\n") is None
+        assert sb.run_python().stdout == b"[]\n"
+
+
 def test_stdin_is_a_real_file_descriptor():
     with Sandbox() as sb:
         assert sb.load_python(

@@ -796,11 +796,7 @@ class Server:
             elif keep is None:
                 os.kill(-1, signal.SIGKILL)  # everything in this PID namespace but us
             else:
-                for other in _namespace_pids(keep):
-                    try:
-                        os.kill(other, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
+                _sigkill_each(_namespace_pids(keep))
         except ProcessLookupError:
             pass
 
@@ -836,11 +832,7 @@ class Server:
             others = _namespace_pids(keep)
             if not others:
                 return True
-            for other in others:
-                try:
-                    os.kill(other, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            _sigkill_each(others)
             reaped = False
             for other in others:
                 try:
@@ -1095,6 +1087,15 @@ def _read_report(fd):
         return {"pid": pid, "seq": seq}
     return {"pid": pid, "status": status, "utime": utime, "stime": stime, "maxrss": maxrss,
             "seq": seq}
+
+
+def _sigkill_each(pids):
+    """SIGKILL each pid (those already gone are skipped)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _parent_pid(pid):
