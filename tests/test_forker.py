@@ -149,19 +149,27 @@ def test_a_program_that_kills_or_stops_its_forker_and_spins_is_a_time_limit():
 
 
 def test_file_flags_set_by_a_program_do_not_reach_the_next_case():
-    """stderr is a pipe shared from case to case: O_NONBLOCK left on it by one case would make
-    a later case's large stderr fail with EAGAIN."""
+    """stdin, stdout and stderr are shared from case to case: O_NONBLOCK left on the stderr pipe
+    would make a later case's large stderr fail with EAGAIN, a mode or extended attributes left
+    on stdin would reach the next case."""
     runs, _ = run_cases(
         "import fcntl, os, sys\n"
         "input()\n"
         "print([fcntl.fcntl(fd, fcntl.F_GETFL) & (os.O_NONBLOCK | os.O_APPEND) for fd in (0, 1, 2)])\n"
         "sys.stderr.write('e' * 300000)\n"
         "sys.stderr.flush()\n"
+        "print(os.fstat(0).st_mode & 0o777, [os.listxattr(fd) for fd in (0, 1)])\n"
         "for fd in (0, 1, 2):\n"
-        "    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK | os.O_APPEND)\n")
+        "    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK | os.O_APPEND)\n"
+        "os.fchmod(0, 0)\n"
+        "for fd in (0, 1):\n"
+        "    try:\n"
+        "        os.setxattr(fd, 'user.note', b'from an earlier case')\n"
+        "    except OSError:\n"
+        "        pass\n")
     for ex in runs:
         assert ex.status is Status.OK, (ex, ex.stderr[-300:])
-        assert ex.stdout == b"[0, 0, 0]\n"
+    assert len({ex.stdout for ex in runs}) == 1 and runs[0].stdout.startswith(b"[0, 0, 0]\n"), runs
 
 
 def _forker_host_pid(sb: Sandbox) -> int:

@@ -929,14 +929,15 @@ class _Forker:
 
     def flags_changed(self):
         """True when a program changed the status flags (``O_NONBLOCK``, ``O_APPEND``,
-        ``O_ASYNC``...), the I/O signal or the mode of a case file, or the stderr pipe's size:
-        they belong to the open file, its inode or the pipe, shared by every case."""
+        ``O_ASYNC``...), the I/O signal, the mode or the extended attributes of a case file, or
+        the stderr pipe's size: they belong to the open file, its inode or the pipe, shared by
+        every case."""
         return self._flags() != self.flags
 
     def _flags(self):
         import fcntl
-        return ([(fcntl.fcntl(fd, fcntl.F_GETFL), fcntl.fcntl(fd, 11), os.fstat(fd).st_mode)
-                 for fd in self.case_fds()]  # 11: F_GETSIG
+        return ([(fcntl.fcntl(fd, fcntl.F_GETFL), fcntl.fcntl(fd, 11), os.fstat(fd).st_mode,
+                  _xattrs(fd)) for fd in self.case_fds()]  # 11: F_GETSIG
                 + [fcntl.fcntl(self.err_w, fcntl.F_GETPIPE_SZ)])
 
     def clear_files(self):
@@ -1087,6 +1088,14 @@ def _read_report(fd):
         return {"pid": pid, "seq": seq}
     return {"pid": pid, "status": status, "utime": utime, "stime": stime, "maxrss": maxrss,
             "seq": seq}
+
+
+def _xattrs(fd):
+    """The extended attribute names of open file ``fd`` (empty where unsupported)."""
+    try:
+        return sorted(os.listxattr(fd))
+    except OSError:
+        return []
 
 
 def _sigkill_each(pids):
