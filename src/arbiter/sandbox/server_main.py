@@ -634,10 +634,12 @@ class Server:
 
         The forker reports its child's pid right after the fork; this server then watches the
         child as it watches a child of its own (``pidfd``, wall deadline, stderr drained). The
-        exit status and rusage come from the forker, which reaps the child, or from this
-        server's own ``wait4`` when the forker died meanwhile (the child is then reparented to
-        PID 1); a stopped forker is killed. If a process of the program killed the forker after
-        the forker reaped the child, the status is lost: the reply says ``status_lost``."""
+        exit status and rusage come from the forker, which reports them before it reaps the
+        child, or from this server's own ``wait4`` when the forker died or was stopped before
+        its report (the child, unreaped, is then reparented to PID 1; a stopped forker is
+        killed). Only where the forker must reap to learn the status (:func:`_exit_peeker`'s
+        fallback) can a program that kills it at that instant lose the status: the reply then
+        says ``status_lost``."""
         import select
         import time
 
