@@ -331,3 +331,32 @@ def test_a_program_may_change_its_own_scheduling():
         "resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))\n"
         "print(os.getpriority(os.PRIO_PROCESS, 0))\n", n=3)
     assert [ex.stdout for ex in runs] == [b"5\n"] * 3, runs
+
+
+def test_a_case_may_start_its_own_process_group_or_session():
+    """As under a judge's subprocess (not a process-group leader): setpgrp and setsid work."""
+    runs, _ = run_cases(
+        "import os\n"
+        "i = int(input())\n"
+        "if i % 2:\n"
+        "    os.setpgrp()\n"
+        "else:\n"
+        "    os.setsid()\n"
+        "print(os.getpgrp() == os.getpid())\n", n=4)
+    assert [ex.stdout for ex in runs] == [b"True\n"] * 4, runs
+
+
+def test_times_set_by_a_case_do_not_reach_the_next_one():
+    """A program may set the times of its stdio and scratch directories to any value; the next
+    case never reads them back."""
+    runs, _ = run_cases(
+        "import os\n"
+        "i = int(input())\n"
+        "marks = [os.fstat(fd).st_mtime_ns % 10**9 for fd in (0, 1, 2)]\n"
+        "marks += [os.stat(d).st_mtime_ns % 10**9 for d in ('/work', '/tmp', '/dev/shm')]\n"
+        "print(424242 in marks)\n"
+        "for fd in (0, 1, 2):\n"
+        "    os.utime(fd, ns=(4102444800000424242, 4102444800000424242))\n"
+        "for d in ('/work', '/tmp', '/dev/shm'):\n"
+        "    os.utime(d, ns=(4102444800000424242, 4102444800000424242))\n")
+    assert [ex.stdout for ex in runs] == [b"False\n"] * CASES, runs

@@ -867,13 +867,14 @@ class Server:
 
         for d in self.scratch_dirs:
             # the directory itself: the mode a program may have changed (chmod 0 would hide its
-            # files from the scan), extended attributes it may have set
+            # files from the scan), extended attributes it may have set, its times (set to now)
             mode = self.scratch_modes.get(d)
             try:
                 if mode is not None:
                     os.chmod(d, mode)
                 for name in os.listxattr(d):
                     os.removexattr(d, name)
+                os.utime(d)
             except OSError:
                 pass
             try:
@@ -943,10 +944,13 @@ class _Forker:
                 + [fcntl.fcntl(self.err_w, fcntl.F_GETPIPE_SZ)])
 
     def clear_files(self):
-        """Empty stdin, stdout and the result (their pages are charged to the memory cgroup)."""
+        """Empty stdin, stdout and the result (their pages are charged to the memory cgroup)
+        and set every case file's times to now (a program may set them to any value)."""
         for fd in (self.stdin_fd, self.out_fd, self.res_fd):
             os.ftruncate(fd, 0)
             os.lseek(fd, 0, os.SEEK_SET)
+        for fd in self.case_fds():
+            os.utime(fd)
 
     def close(self):
         for fd in (self.go_r, self.go_w, self.report_r, self.report_w, self.err_r, self.err_w,
@@ -966,7 +970,9 @@ def _forker_main(server, fk):
     1000 (the OOM killer's first choice, never the server), no int/str digit limit, CPython-like
     stdio objects, the pristine ``__main__``, the SIGINT handler, the case's rlimits (computed),
     a freshly seeded ``random``. The child then only closes the forker's pipes (and fd 3 unless a
-    call), sets its rlimits and runs the program: each page it writes costs a copy."""
+    call), unblocks signals, sets its rlimits and runs the program: each page it writes costs a
+    copy. Like a case the server forks, it stays in the server's process group and session, so
+    ``os.setsid()`` and ``os.setpgrp()`` work as under a judge's ``subprocess``."""
     import fcntl
     moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fk.forker_fds()]
     _close_all_but(moved)
@@ -1012,7 +1018,6 @@ def _forker_main(server, fk):
                 if _LIBC is not None:  # its own /proc files (environ, io...), as python3 main.py
                     _LIBC.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE; the forker itself stays closed
                 _signal.pthread_sigmask(signal.SIG_SETMASK, ())
-                os.setsid()  # its own process group: killpg(0) and PRIO_PGRP mean the program's
                 _apply_rlimits(rlimits)
                 status = run_prepared_python(server, req, call_args, main)
             finally:
