@@ -961,8 +961,8 @@ class _Forker:
 
 
 def _forker_main(server, fk):
-    """The forker's loop: read a request, fork its child, report the child's pid, reap it,
-    report its exit status and rusage.
+    """The forker's loop: read a request, fork its child, report the child's pid, report its
+    exit status and rusage once it has exited, reap it.
 
     The forker blocks every signal but SIGKILL, SIGSTOP and SIGCHLD. What every case's process
     needs is set up here, once or before each fork, and inherited:
