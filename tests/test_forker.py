@@ -28,6 +28,13 @@ def run_cases(source: str, limits: Limits | None = None, n: int = CASES, ps: boo
     return runs, follow
 
 
+def assert_ok_and_alike(runs) -> None:
+    """Every run is OK and printed the same: nothing one case did showed in a later one."""
+    for ex in runs:
+        assert ex.status is Status.OK, ex
+    assert len({ex.stdout for ex in runs}) == 1, [ex.stdout for ex in runs]
+
+
 def test_a_program_that_kills_its_forker_still_gets_its_own_exit_status():
     """The case's process is reparented to the server, which reaps it itself."""
     runs, _ = run_cases(
@@ -72,9 +79,7 @@ def test_what_a_program_does_to_its_forker_does_not_reach_the_next_case():
         "os.setpriority(os.PRIO_PROCESS, ppid, 19)\n"
         "os.sched_setaffinity(ppid, {min(os.sched_getaffinity(0))})\n"
         "import json; print(json.dumps([list(range(10))] * 10))\n")
-    for ex in runs:
-        assert ex.status is Status.OK, ex
-    assert len({ex.stdout for ex in runs}) == 1, [ex.stdout for ex in runs]
+    assert_ok_and_alike(runs)
 
 
 def test_a_forged_report_cannot_turn_a_failure_into_a_pass():
@@ -231,9 +236,7 @@ def test_scheduling_state_set_on_the_forker_does_not_reach_the_next_case():
         "elif i == 2:\n"
         "    libc.syscall(251, 1, ppid, 3 << 13)  # ioprio_set(IOPRIO_WHO_PROCESS, idle class)\n"
         "fcntl.fcntl(2, fcntl.F_SETPIPE_SZ, 4096)\n")
-    for ex in runs:
-        assert ex.status is Status.OK, ex
-    assert len({ex.stdout for ex in runs}) == 1, [ex.stdout for ex in runs]
+    assert_ok_and_alike(runs)
 
 
 def test_a_zombie_left_to_the_forker_is_cleaned_up():
