@@ -346,7 +346,8 @@ class Server:
             if self.forker is not None:
                 self.forker.clear_files()  # a large input or output must not stay charged
             self.wipe_scratch()
-            if self.code is not None and self.forker is None and header.get("mode") in ("python", "call"):
+            if (self.code is not None and self.forker is None and not self.tampered
+                    and header.get("mode") in ("python", "call")):
                 self.make_forker()  # while the judge reads the reply
 
     # ---- running one case ---------------------------------------------------------------------
