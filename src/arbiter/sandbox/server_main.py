@@ -362,7 +362,6 @@ class Server:
         pipe this server drains while the case runs, keeping its first and last
         ``stderr_bytes / 2`` (never a limit: contest judges ignore stderr); ``log_fd`` (exec only)
         is another drained pipe whose last bytes are kept."""
-        import select
         import time
 
         limits = req.get("limits", {})
@@ -439,24 +438,7 @@ class Server:
         deadline = t0 + wall_limit
         pidfd = os.pidfd_open(pid)
         try:
-            poller = select.poll()
-            poller.register(pidfd, select.POLLIN)
-            for fd in readers:
-                poller.register(fd, select.POLLIN)
-            timed_out = False
-            open_readers = set(readers)
-            while True:
-                left = deadline - time.monotonic()
-                events = poller.poll(max(0.0, left) * 1000.0) if left > 0 else []
-                if not events:
-                    timed_out = True
-                    break
-                if any(fd == pidfd for fd, _ in events):
-                    break
-                for fd, _ in events:
-                    if fd in open_readers and not _drain(fd, readers[fd]):
-                        poller.unregister(fd)  # every writer closed it: just wait for the exit
-                        open_readers.discard(fd)
+            timed_out = _wait_for_exit(pidfd, readers, deadline)
         finally:
             os.close(pidfd)
         if timed_out:
@@ -761,23 +743,11 @@ class Server:
         ``status`` None when the forker had reaped it already. The child is told by its
         ``pidfd`` (``waitid(P_PIDFD, WNOWAIT)`` before the ``wait4``), never by a pid number
         that could have been reused."""
-        import select
-        import time
         timed_out = False
         if not exited and pidfd is not None:
-            poller = select.poll()
-            poller.register(pidfd, select.POLLIN)
-            poller.register(self.forker.err_r, select.POLLIN)
-            while True:
-                left = deadline - time.monotonic()
-                events = poller.poll(left * 1000.0) if left > 0 else []
-                if not events:
-                    timed_out = True
-                    self.kill_all(0)
-                    break
-                if any(fd == pidfd for fd, _ in events):
-                    break
-                _drain(self.forker.err_r, err)
+            timed_out = _wait_for_exit(pidfd, {self.forker.err_r: err}, deadline)
+            if timed_out:
+                self.kill_all(0)
         lost = {"status": None, "timed_out": timed_out}
         if pidfd is None:
             return lost
@@ -1232,6 +1202,28 @@ class _Capture:
 
     def value(self):
         return bytes(self.head + self.tail)
+
+
+def _wait_for_exit(pidfd, readers, deadline):
+    """Wait until the process of ``pidfd`` exits or ``deadline`` (``time.monotonic()``) passes,
+    draining each pipe of ``readers`` (fd -> :class:`_Capture`) meanwhile. True on the deadline."""
+    import select
+    import time
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    for fd in readers:
+        poller.register(fd, select.POLLIN)
+    while True:
+        left = deadline - time.monotonic()
+        events = poller.poll(left * 1000.0) if left > 0 else []
+        if not events:
+            return True
+        if any(fd == pidfd for fd, _ in events):
+            return False
+        for fd, _ in events:
+            if fd in readers and not _drain(fd, readers[fd]):
+                poller.unregister(fd)  # every writer closed it: just wait for the exit
+                readers = {k: v for k, v in readers.items() if k != fd}
 
 
 def _drain(fd, capture):
