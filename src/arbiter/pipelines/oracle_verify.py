@@ -53,6 +53,11 @@ every reason that applies is collected (a row can be rejected for altered messag
    only because of that is rejected with ``measure:CREATES_PROCESSES`` ("the answer creates processes; its cost
    cannot be measured"), not ``MEASURE_FAILED`` with a wrong-answer status; a source that does is
    ``SOURCE_MEASURE_FAILED``.
+   **Answers that make valgrind client requests** (``VALGRIND_NON_SIMD_CALL1`` and friends: valgrind would run the
+   answer's code natively, uncounted; header, hand-written asm or code written at run time alike): the meter
+   refuses the request and stops the run (``client_request`` in :mod:`arbiter.timing.instructions`); the row is
+   rejected with ``measure:CLIENT_REQUEST`` ("program makes valgrind client requests; its cost cannot be
+   measured"), never accepted, never in ``sft.jsonl``.
    **Units**: ``verification.measurement`` has ``method`` and ``unit`` (``instructions`` or ``seconds``); every
    row of ``report.json`` carries ``unit`` and ``measure_fallback``, ``counts.speedup_units`` counts rows per unit,
    and a warning names tasks whose best answer was picked among speedups in different units.
@@ -798,6 +803,10 @@ def _verify(row: ReturnRow, seed: SeedRow, ctx: VerifyContext, res: RowResult) -
     return _finish(row, res, ver, notes, t_row)
 
 
+#: Measurement statuses of an answer that passed every test but cannot be measured, and their reason codes.
+_UNMEASURABLE_CODES = {"creates_processes": "CREATES_PROCESSES", "client_request": "CLIENT_REQUEST"}
+
+
 def _measure(seed: SeedRow, comp: Any, spec: Any, all_cases: list[_Case], ctx: VerifyContext, res: RowResult,
              ver: dict[str, Any], notes: list[str]) -> None:
     from arbiter.languages.cpp import compile_cpp
@@ -836,9 +845,9 @@ def _measure(seed: SeedRow, comp: Any, spec: Any, all_cases: list[_Case], ctx: V
         res.timing["wall"] = {"source_total": cmp.a_total, "answer_total": cmp.b_total}
     for f in cmp.failures:
         who = "source" if f["program"] == "a" else "answer"
-        if who == "answer" and f["status"] == "creates_processes":
-            res.reasons.append(_reason("measure", "CREATES_PROCESSES", f"the answer passed the tests, but on "
-                                       f"{f['case']}: {f.get('detail', '')}".strip(), cases=[f["case"]]))
+        if who == "answer" and f["status"] in _UNMEASURABLE_CODES:
+            res.reasons.append(_reason("measure", _UNMEASURABLE_CODES[f["status"]], f"the answer passed the tests, "
+                                       f"but on {f['case']}: {f.get('detail', '')}".strip(), cases=[f["case"]]))
             continue
         code = "SOURCE_MEASURE_FAILED" if who == "source" else "MEASURE_FAILED"
         res.reasons.append(_reason("measure", code, f"the {who} failed a measured run on {f['case']}: "

@@ -61,6 +61,11 @@ One call, step by step (every rule names its source):
    none of its CPU). A candidate that passed step 5 but fails only because of that is neither wrong nor fast:
    outcome :data:`UNMEASURABLE`, reason "program creates processes; its cost cannot be measured", speedup ``None``
    and the transform's failure reward (a rollout that dodges measurement must not look like a neutral sample).
+   **Programs that make valgrind client requests** (e.g. ``VALGRIND_NON_SIMD_CALL1``, which would make valgrind
+   run a function of the program natively, uncounted; from ``<valgrind/valgrind.h>``, hand-written asm or code
+   written at run time): the meter refuses the request and stops the run (``client_request`` in
+   :mod:`arbiter.timing.instructions`); the candidate is :data:`UNMEASURABLE` too, reason "program makes valgrind
+   client requests; its cost cannot be measured", speedup ``None``, the transform's failure reward.
    **Meter fallback**: a program that passed natively (step 4 / step 5) but that valgrind cannot run (valgrind
    3.19 has no AVX-512 decoder: the run dies of SIGILL with "unhandled instruction bytes" while the native run of
    the same binary on the same case succeeds, ``unsupported_by_meter`` in :mod:`arbiter.timing.instructions`) is
@@ -134,6 +139,7 @@ __all__ = [
     "RowIndex",
     "SrcCountCache",
     "UNMEASURABLE",
+    "UNMEASURABLE_STATUSES",
     "as_source",
     "bad_apple_limit",
     "case_number",
@@ -441,6 +447,9 @@ def _case_key(c: StdioCase) -> list[str]:
 #: runs refuse (:mod:`arbiter.timing.instructions`, ``creates_processes``). Not a verdict of the judge: the program
 #: passed the tests; it gets the transform's failure reward and no speedup.
 UNMEASURABLE = "UNMEASURABLE"
+#: Measurement statuses of a correct candidate that give :data:`UNMEASURABLE`: it creates processes or threads,
+#: or it makes valgrind client requests (which would run its code outside the count; the meter refuses them).
+UNMEASURABLE_STATUSES = frozenset({"creates_processes", "client_request"})
 
 _MEASURE_OUTCOME = {
     "time_limit": Outcome.TLE,
@@ -694,7 +703,7 @@ def pie_reward(
     res.per_case = [{"case": c.case, "src": c.a, "candidate": c.b, "speedup": c.speedup} for c in comp.cases]
     if comp.failures:
         f = comp.failures[0]
-        unmeasurable = f["status"] == "creates_processes"
+        unmeasurable = f["status"] in UNMEASURABLE_STATUSES
         oc = _MEASURE_OUTCOME.get(f["status"], Outcome.SANDBOX_ERROR)
         if oc is Outcome.SANDBOX_ERROR and not unmeasurable:
             return done(Outcome.SANDBOX_ERROR, f"measurement of {f['program']} on case {f['case']}: "

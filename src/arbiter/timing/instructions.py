@@ -110,12 +110,16 @@ from arbiter.sandbox.sandbox import Sandbox
 from arbiter.sandbox.server_main import DEFAULT_ENV
 
 __all__ = [
+    "CLIENT_REQUEST_REASON",
     "CREATES_PROCESSES_REASON",
     "EXEC_REFUSED_LAUNCHER",
     "MEMORY_EXTRA_BYTES",
     "STARTUP_SECONDS",
     "TIME_FACTOR",
+    "TOOL_NAME",
     "TOOL_OPTIONS",
+    "build_counter_tool",
+    "refused_client_request",
     "CaseCount",
     "InstructionRun",
     "MeasureStatus",
@@ -151,13 +155,23 @@ STDERR_BYTES = 256 * 1024
 #: ``VALGRIND_LAUNCHER`` given to the tool: a path that does not exist, so an ``execve`` by the program fails and
 #: valgrind stops with "EXEC FAILED" instead of running an uncounted program.
 EXEC_REFUSED_LAUNCHER = "/nonexistent/arbiter-refuses-execve"
-#: The tool and its options. Cache sizes are pinned (and tiny) so that nothing depends on the host's caches and
-#: cachegrind does not allocate tables for the host's LL cache (96 MiB -> 36 MiB); they are never simulated.
+#: The tool and its options: our own counting tool (:data:`TOOL_NAME`, built by :func:`build_counter_tool`), which
+#: counts exactly what cachegrind ``--cache-sim=no`` counts (``Ir``) and refuses client requests (module docstring).
+#: ``--tool=`` names it so that valgrind preloads no tool library (there is no ``vgpreload_arbiter-count``); without
+#: it valgrind would preload memcheck's malloc replacement. ``--command-line-only=yes``: no options from
+#: ``~/.valgrindrc``, ``./.valgrindrc`` or ``$VALGRIND_OPTS`` (a file a program left in ``/work`` cannot reach the
+#: next run's meter).
+TOOL_NAME = "arbiter-count"
 TOOL_OPTIONS: tuple[str, ...] = (
-    "--tool=cachegrind", "--vgdb=no", "--trace-children=yes",
-    "--cache-sim=no", "--branch-sim=no",
-    "--I1=32768,8,64", "--D1=32768,8,64", "--LL=1048576,16,64",
+    f"--tool={TOOL_NAME}", "--vgdb=no", "--trace-children=yes", "--command-line-only=yes",
 )
+#: The C source of the counting tool (package data).
+TOOL_SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "valgrind",
+                           "arbiter_count.c")
+#: The reason of a :attr:`MeasureStatus.CLIENT_REQUEST` failure (the start of its detail).
+CLIENT_REQUEST_REASON = "program makes valgrind client requests; its cost cannot be measured"
+#: The tool's line when it refuses a client request (``==PID== arbiter-count: refused client request 0x1102``).
+_REFUSED = re.compile(rb"^==\d+== arbiter-count: refused client request (0x[0-9a-fA-F]+)", re.MULTILINE)
 #: The reason of a :attr:`MeasureStatus.CREATES_PROCESSES` failure (the start of its detail).
 CREATES_PROCESSES_REASON = "program creates processes; its cost cannot be measured"
 #: The ``prlimit`` option that refuses every new process or thread of the measured program (``RLIMIT_NPROC`` = 1:
@@ -194,6 +208,9 @@ class MeasureStatus(str, enum.Enum):
     ``creates_processes``: the program needs to create processes or threads, which a measured run refuses
     (:func:`process_probe`): its cost cannot be measured by any method here (a child's or thread's work escapes
     the figure); never a wrong answer, never a figure.
+    ``client_request``: the program made a valgrind client request (e.g. ``VALGRIND_NON_SIMD_CALL1``, which would run
+    a function natively, uncounted); the meter refused it and stopped the run (module docstring): not measurable,
+    never a figure, whatever the program printed.
     """
 
     OK = "ok"
@@ -207,6 +224,7 @@ class MeasureStatus(str, enum.Enum):
     SANDBOX_ERROR = "sandbox_error"
     UNSUPPORTED_BY_METER = "unsupported_by_meter"
     CREATES_PROCESSES = "creates_processes"
+    CLIENT_REQUEST = "client_request"
 
 
 _FROM_SANDBOX = {
@@ -319,10 +337,11 @@ def process_probe(sandbox: Sandbox, argv: Sequence[str], stdin: bytes, limits: L
 
 @dataclass(frozen=True)
 class Valgrind:
-    """Where valgrind's cachegrind tool is, and what identifies its counts.
+    """Where valgrind and arbiter's counting tool are, and what identifies their counts.
 
     - ``lib_dir``: valgrind's library directory (``VALGRIND_LIB``), e.g. ``/usr/libexec/valgrind``.
-    - ``tool``: the cachegrind tool binary in it (``cachegrind-amd64-linux``), started directly.
+    - ``tool``: arbiter's counting tool (``arbiter-count-amd64-linux``, :func:`build_counter_tool`), started
+      directly; ``tool_sha256``: sha256[:16] of that binary.
     - ``prlimit``: path of util-linux ``prlimit``.
     - ``version``: e.g. ``"3.19.0"``.
     - ``arch``: valgrind's platform name, e.g. ``"amd64-linux"``.
@@ -339,6 +358,7 @@ class Valgrind:
     cpu_flags_sha256: str = ""
     options: tuple[str, ...] = TOOL_OPTIONS
     hide_debuginfo: bool = True
+    tool_sha256: str = ""
 
     @property
     def env(self) -> dict[str, str]:
@@ -355,6 +375,9 @@ class Valgrind:
         an empty program, 0.26 -> 0.14 s with ``<iostream>``, identical counts (symbols only name functions in
         cachegrind's report; they never change what the program executes)."""
         mounts = [] if self.lib_dir.startswith("/usr/") else [(self.lib_dir, self.lib_dir)]
+        tool_dir = os.path.dirname(self.tool)
+        if not tool_dir.startswith("/usr/"):
+            mounts.append((tool_dir, tool_dir))  # the counting tool, built into arbiter's cache
         if self.hide_debuginfo and os.path.isdir(DEBUGINFO_DIR):
             mounts.append((_empty_dir(), DEBUGINFO_DIR))
         return mounts
@@ -362,8 +385,8 @@ class Valgrind:
     def fingerprint(self) -> dict[str, Any]:
         """What a count depends on besides the program, its input and its toolchain: the meter, its options,
         the environment's names and the CPU. Two counts are comparable only when these are equal."""
-        return {"meter": "valgrind-cachegrind", "valgrind": self.version, "arch": self.arch,
-                "options": list(self.options), "env": sorted(self.env), "debuginfo_hidden": self.hide_debuginfo,
+        return {"meter": f"valgrind-{TOOL_NAME}", "valgrind": self.version, "arch": self.arch,
+                "tool_sha256": self.tool_sha256, "options": list(self.options), "env": sorted(self.env), "debuginfo_hidden": self.hide_debuginfo,
                 "cpu_model": self.cpu_model,
                 "cpu_flags_sha256": self.cpu_flags_sha256}
 
@@ -400,12 +423,84 @@ def cpu_identity() -> tuple[str, str]:
     return model or platform.processor() or platform.machine(), hashlib.sha256(flags.encode()).hexdigest()[:16]
 
 
+#: Where the static libraries of valgrind's core live (``libcoregrind-<plat>.a``, ``libvex-<plat>.a``; Debian's
+#: ``valgrind`` package ships them for external tools, as does Fedora's ``valgrind-devel``).
+_CORE_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu/valgrind", "/usr/lib64/valgrind", "/usr/lib/valgrind",
+                  "/usr/local/lib/valgrind", "/usr/libexec/valgrind")
+_TOOL_CFLAGS = ("-O2", "-g0", "-fno-stack-protector", "-fno-builtin", "-fno-strict-aliasing", "-fno-pic", "-fno-pie",
+                "-Wall", "-Werror=implicit-function-declaration")
+
+
+def build_counter_tool(arch: str, version: str, out_dir: str | None = None) -> str:
+    """The path of the counting tool (:data:`TOOL_SOURCE`) for valgrind platform ``arch`` (e.g. ``"amd64-linux"``),
+    built with the host's ``gcc`` against that valgrind's core libraries (about 0.1 s) into ``out_dir`` (default:
+    a private directory of this process, world-readable so that sandboxes can mount it, removed at exit; a
+    subdirectory named by the sha256 of the source, the libraries and ``version``). Linked the way valgrind links
+    its own tools (static, no libc, text at 0x58000000). Raises :class:`ValgrindUnavailable` naming what is
+    missing (the libraries, gcc, an unsupported platform) or the compiler's message."""
+    if arch != "amd64-linux":
+        raise ValgrindUnavailable(f"arbiter's counting tool supports amd64-linux only, not {arch}")
+    libs = [f"libcoregrind-{arch}.a", f"libvex-{arch}.a", f"libgcc-sup-{arch}.a"]
+    core = next((d for d in _CORE_LIB_DIRS if all(os.path.isfile(os.path.join(d, n)) for n in libs)), "")
+    headers = "/usr/include/valgrind"
+    if not core or not os.path.isfile(os.path.join(headers, "pub_tool_tooliface.h")):
+        raise ValgrindUnavailable(f"valgrind's tool libraries ({', '.join(libs)}) or headers ({headers}) not found; "
+                                  "install valgrind's development files (Debian: valgrind; Fedora: valgrind-devel)")
+    gcc = shutil.which("gcc", path="/usr/bin:/bin")
+    if not gcc:
+        raise ValgrindUnavailable("gcc not found: it builds arbiter's valgrind counting tool")
+    h = hashlib.sha256(version.encode() + b"\0" + " ".join(_TOOL_CFLAGS).encode())
+    for path in (TOOL_SOURCE, *(os.path.join(core, n) for n in libs)):
+        with open(path, "rb") as f:
+            h.update(hashlib.sha256(f.read()).digest())
+    out_dir = os.path.join(out_dir or _private_dir(), h.hexdigest()[:24])
+    tool = os.path.join(out_dir, f"{TOOL_NAME}-{arch}")
+    if os.access(tool, os.X_OK):
+        return tool
+    os.makedirs(out_dir, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as tmp:
+        obj, exe = os.path.join(tmp, "tool.o"), os.path.join(tmp, "tool")
+        plat = arch.replace("-", "_")
+        cmds = [[gcc, *_TOOL_CFLAGS, f"-DVGA_{arch.split('-')[0]}=1", "-DVGO_linux=1", f"-DVGP_{plat}=1",
+                 f"-DVGPV_{plat}_vanilla=1", f"-I{headers}", "-c", TOOL_SOURCE, "-o", obj],
+                [gcc, "-o", exe, obj, "-static", "-nodefaultlibs", "-nostartfiles", "-u", "_start", "-no-pie",
+                 "-Wl,--build-id=none", "-Wl,-Ttext-segment=0x58000000", os.path.join(core, libs[0]),
+                 os.path.join(core, libs[1]), "-lgcc", os.path.join(core, libs[2])]]
+        for cmd in cmds:
+            try:
+                r = subprocess.run(cmd, capture_output=True, timeout=120, check=False)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise ValgrindUnavailable(f"building arbiter's valgrind counting tool failed: {exc}") from exc
+            if r.returncode != 0:
+                raise ValgrindUnavailable("building arbiter's valgrind counting tool failed: "
+                                          + r.stderr.decode(errors="replace")[-1500:])
+        os.chmod(exe, 0o755)
+        os.replace(exe, tool)  # atomic: concurrent builders produce the same file
+    os.chmod(out_dir, 0o755)
+    return tool
+
+
+_private: str | None = None
+
+
+def _private_dir() -> str:
+    """A directory of this process on the host (mode 755, removed at exit) for the counting tool."""
+    global _private
+    if _private is None or not os.path.isdir(_private):
+        _private = tempfile.mkdtemp(prefix="arbiter-valgrind-tool-")
+        os.chmod(_private, 0o755)
+        atexit.register(shutil.rmtree, _private, True)
+    return _private
+
+
 @functools.lru_cache(maxsize=None)
 def find_valgrind(lib_dir: str | None = None) -> Valgrind:
-    """Locate cachegrind (``$ARBITER_VALGRIND_LIB`` or the usual library directories) and read its version.
+    """Locate valgrind (``$ARBITER_VALGRIND_LIB`` or the usual library directories: the one holding
+    ``vgpreload_core-<plat>.so``), build the counting tool against it (:func:`build_counter_tool`) and read its
+    version.
 
-    Cached per process. Raises :class:`ValgrindUnavailable` when valgrind or ``prlimit`` is missing or the tool
-    does not start.
+    Cached per process. Raises :class:`ValgrindUnavailable` when valgrind, its tool libraries, gcc or ``prlimit``
+    is missing or the tool does not start.
     """
     arch = _ARCH.get(platform.machine().lower())
     if arch is None:
@@ -413,30 +508,46 @@ def find_valgrind(lib_dir: str | None = None) -> Valgrind:
     arch += "-linux"
     candidates = [lib_dir] if lib_dir else ([os.environ["ARBITER_VALGRIND_LIB"]]
                                             if os.environ.get("ARBITER_VALGRIND_LIB") else list(_LIB_DIRS))
-    tool = ""
-    for d in candidates:
-        path = os.path.join(d, f"cachegrind-{arch}")
-        if os.access(path, os.X_OK):
-            lib_dir, tool = d, path
-            break
-    if not tool:
-        raise ValgrindUnavailable(f"valgrind's cachegrind-{arch} not found in {', '.join(candidates)}; "
+    found = next((d for d in candidates if os.path.isfile(os.path.join(d, f"vgpreload_core-{arch}.so"))), "")
+    if not found:
+        raise ValgrindUnavailable(f"valgrind's vgpreload_core-{arch}.so not found in {', '.join(candidates)}; "
                                   "install valgrind (apt-get install valgrind)")
+    lib_dir = found
     prlimit = next((p for p in ("/usr/bin/prlimit", "/bin/prlimit") if os.access(p, os.X_OK)), "")
     if not prlimit:
         raise ValgrindUnavailable("prlimit not found; install util-linux")
+    version = _valgrind_version(lib_dir)
+    tool = build_counter_tool(arch, version)
+    env = {"VALGRIND_LIB": lib_dir, "VALGRIND_LAUNCHER": EXEC_REFUSED_LAUNCHER, "PATH": "/usr/bin:/bin"}
     try:
-        out = subprocess.run([tool, "--version"], capture_output=True, timeout=30, check=False,
-                             env={"VALGRIND_LIB": lib_dir, "VALGRIND_LAUNCHER": EXEC_REFUSED_LAUNCHER,
-                                  "PATH": "/usr/bin:/bin"})
+        out = subprocess.run([tool, f"--tool={TOOL_NAME}", "--version"], capture_output=True, timeout=30,
+                             check=False, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ValgrindUnavailable(f"{tool} --version failed: {exc}") from exc
     text = (out.stdout or out.stderr).decode(errors="replace").strip()
     if out.returncode != 0 or not text.startswith("valgrind-"):
         raise ValgrindUnavailable(f"{tool} --version failed: {text[:200]!r}")
+    with open(tool, "rb") as f:
+        tool_sha = hashlib.sha256(f.read()).hexdigest()[:16]
     model, flags = cpu_identity()
     return Valgrind(lib_dir=str(lib_dir), tool=tool, prlimit=prlimit, version=text[len("valgrind-"):],
-                    arch=arch, cpu_model=model, cpu_flags_sha256=flags)
+                    arch=arch, cpu_model=model, cpu_flags_sha256=flags, tool_sha256=tool_sha)
+
+
+def _valgrind_version(lib_dir: str) -> str:
+    """The installed valgrind's version (``3.19.0``), from any of its tools in ``lib_dir`` (``--version``)."""
+    arch_tools = sorted(n for n in os.listdir(lib_dir) if n.startswith(("none-", "cachegrind-", "memcheck-")))
+    for name in arch_tools:
+        try:
+            out = subprocess.run([os.path.join(lib_dir, name), "--version"], capture_output=True, timeout=30,
+                                 check=False, env={"VALGRIND_LIB": lib_dir, "VALGRIND_LAUNCHER":
+                                                   EXEC_REFUSED_LAUNCHER, "PATH": "/usr/bin:/bin"})
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        text = (out.stdout or out.stderr).decode(errors="replace").strip()
+        if out.returncode == 0 and text.startswith("valgrind-"):
+            return text[len("valgrind-"):]
+    raise ValgrindUnavailable(f"no valgrind tool in {lib_dir} reports its version")
 
 
 def valgrind_available() -> bool:
@@ -528,6 +639,16 @@ def undecodable_instruction(log: bytes | None) -> tuple[str, str] | None:
     return reason, specifics
 
 
+def refused_client_request(log: bytes | None) -> str | None:
+    """The request number (e.g. ``"0x1102"``) of the first client request the counting tool refused, from its
+    ``log`` (``==PID== arbiter-count: refused client request 0x1102``), else ``None``.
+
+    A program can write such a line into the log itself (it can reach the pipe), but only to have itself refused;
+    it cannot remove the tool's line, which the tool writes right before it ends the run."""
+    m = _REFUSED.search(log or b"")
+    return m.group(1).decode() if m else None
+
+
 def meter_reason(detail: str) -> str:
     """The short reason of an ``unsupported_by_meter`` detail (its text before the first ``"; "``), e.g.
     ``"valgrind cannot decode the program's instructions (AVX-512)"``; ``detail`` itself when it has no ``"; "``."""
@@ -591,10 +712,16 @@ def count_instructions(sandbox: Sandbox, argv: Sequence[str] = ("/prog/main",), 
     vg = valgrind or find_valgrind()
     nofile = max(int(limits.open_files), LOG_FD + 1)  # what the sandbox server sets (see module docstring)
     full = [vg.prlimit, f"--nofile={nofile}:{nofile}", "--nproc=1:1", "--", vg.tool, *vg.options,
-            f"--main-stacksize={limits.stack}", "--cachegrind-out-file=/dev/null", f"--log-fd={LOG_FD}", *argv]
+            f"--main-stacksize={limits.stack}", f"--log-fd={LOG_FD}", *argv]
     ex = sandbox.run(full, stdin, limits, env=vg.env, log_fd=LOG_FD)
     common = dict(case=case, exit_code=ex.exit_code, signal=ex.signal, cpu_seconds=ex.cpu_seconds,
                   wall_seconds=ex.wall_seconds, peak_memory_bytes=ex.peak_memory_bytes)
+    refused = refused_client_request(ex.log)
+    if refused is not None:  # first: whatever the run printed or how it ended, part of its work was not counted
+        return CaseCount(status=MeasureStatus.CLIENT_REQUEST,
+                         detail=f"{CLIENT_REQUEST_REASON} (request {refused}, refused by the meter, which stopped "
+                                "the run; valgrind would have run code of the program natively or otherwise outside "
+                                "the count)", **common)
     if ex.exit_code == 101 and b"EXEC FAILED" in (ex.log or b"") + ex.stderr:
         return CaseCount(status=MeasureStatus.EXEC_REFUSED,
                          detail="the program called execve; only a single process can be measured", **common)
