@@ -195,7 +195,7 @@ def test_correct_faster_candidate_gets_its_measured_speedup(tests_root):
     assert r.startup_floor and r.ceiling_speedup == pytest.approx(r.src_total / len(NS) / r.startup_floor)
     assert r.speedup <= r.ceiling_speedup and r.low_headroom is False
     assert r.fingerprint and r.toolchain["fingerprint"] == r.fingerprint and "-O2" in r.toolchain["flags"]
-    assert r.meter["meter"] == "valgrind-cachegrind" and r.verdict["outcome"] == "AC"
+    assert r.meter["meter"] == "valgrind-arbiter-count" and r.verdict["outcome"] == "AC"
     # a second candidate for the same source reuses the source's counts, figures unchanged
     r2 = pie_reward(src(), FAST, tests_root, cache=cache, transform="log")
     assert r2.src_cache_hits == len(NS) and r.src_cache_hits == 0

@@ -204,7 +204,7 @@ def test_same_pair_twice_gives_identical_counts():
     assert all(isinstance(c.a, int) and c.a > 0 for c in first.cases)
     # the record says what the figures depend on
     assert first.fingerprint == program(QUAD, "x").fingerprint
-    assert first.meter["valgrind"] == find_valgrind().version and "--cache-sim=no" in first.meter["options"]
+    assert first.meter["valgrind"] == find_valgrind().version and "--tool=arbiter-count" in first.meter["options"]
     assert first.method == "instructions" and first.unit == "instructions"
     # sums and the speedup are the card's rule: sum(a) / sum(b) over the same cases
     assert first.a_total == sum(c.a for c in first.cases)
