@@ -319,7 +319,8 @@ def test_a_program_that_only_tries_to_fork_is_measured_single_process():
 
 def test_time_limit_under_valgrind_is_a_failed_measurement():
     vg = find_valgrind()
-    with Sandbox(files={"main": compile_binary(SPIN)}, limits=Limits(memory_bytes=256 * MiB)) as sb:
+    with Sandbox(files={"main": compile_binary(SPIN)}, limits=Limits(memory_bytes=256 * MiB),
+                 mounts=vg.mounts) as sb:  # the counting tool is mounted from the host
         c = count_instructions(sb, ("/prog/main",), b"", limits=Limits(cpu_seconds=1.0, wall_seconds=3.0,
                                                                        memory_bytes=256 * MiB, processes=1),
                                case="spin", valgrind=vg)

@@ -697,6 +697,7 @@ def count_instructions(sandbox: Sandbox, argv: Sequence[str] = ("/prog/main",), 
                        valgrind: Valgrind | None = None, native_limits: Limits | None = None) -> CaseCount:
     """Run ``argv`` once under cachegrind in ``sandbox`` with ``stdin`` and return its instruction count.
 
+    ``sandbox`` must have been created with ``valgrind.mounts`` (the counting tool is mounted from the host).
     ``limits`` are the limits of the valgrind run itself (use :func:`valgrind_limits` on the native limits); its
     stack limit is also the program's stack under valgrind (``--main-stacksize``).
     ``expected``: the expected stdout (``None``: not checked); ``same_output`` compares them
