@@ -1,4 +1,5 @@
-"""Exact instruction counts of a native program, measured under valgrind inside the sandbox.
+"""Exact instruction counts of a native program, measured under valgrind (our tool, ``arbiter-count``) inside the
+sandbox.
 
 Why instructions: DESIGN.md "Speed" makes instruction counts the default measurement for speedups because they
 are deterministic; PIE gets the same property from gem5 (``reference/pie.md`` §1: "each test is simulated once,
@@ -12,23 +13,40 @@ floor (:func:`arbiter.timing.compare.startup_floor`) and prefer cases with non-t
 How one case is counted (:func:`count_instructions`)
 ----------------------------------------------------
 The untrusted binary runs inside the caller's :class:`~arbiter.sandbox.sandbox.Sandbox` (valgrind lives under
-``/usr``, which the sandbox shows read-only), with the case input on stdin::
+``/usr``, which the sandbox shows read-only; the tool is mounted read-only from the host, :attr:`Valgrind.mounts`),
+with the case input on stdin::
 
-    prlimit --nofile=N:N --nproc=1:1 -- <libexec>/cachegrind-<arch>-linux --tool=cachegrind -q --vgdb=no
-        --trace-children=yes --cache-sim=no --branch-sim=no --I1=.. --D1=.. --LL=..
-        --main-stacksize=<native stack> --cachegrind-out-file=/dev/null --log-fd=3 /prog/main
+    prlimit --nofile=N:N --nproc=1:1 -- <private dir>/arbiter-count-<arch>-linux --tool=arbiter-count --vgdb=no
+        --trace-children=yes --command-line-only=yes --main-stacksize=<native stack> --log-fd=3 /prog/main
 
-- **Tool**: ``cachegrind --cache-sim=no`` counts every guest instruction (``Ir``) exactly, and is the cheapest
-  exact counter here (valgrind 3.19, whose cachegrind default is still ``--cache-sim=yes``). Measured in this
-  sandbox on a 2.86e9-instruction program, CPU seconds (native 0.12 s): ``--tool=none`` 0.79 s (counts nothing),
-  cachegrind ``--cache-sim=no`` 2.1 s (18x), cachegrind with cache simulation 4.5 s, callgrind 6.0 s, exp-bbv
-  ``--instr-count-only`` 6.5 s, lackey 22 s. Cachegrind's count equals lackey's ``guest instrs`` exactly;
-  callgrind and exp-bbv report slightly fewer (674 and 17k fewer on 35M): they miss some start-up code.
+- **Tool**: ``arbiter-count`` (``src/arbiter/data/valgrind/arbiter_count.c``, built by :func:`build_counter_tool`
+  with gcc against the installed valgrind's ``libcoregrind``/``libvex``, in about 0.1 s once per process), our own
+  valgrind tool. It counts every guest instruction (``Ir``) exactly like cachegrind ``--cache-sim=no`` (the same
+  figure on the same binary, input and environment, checked by ``tests/test_valgrind_client_requests.py``; cachegrind's
+  count equals lackey's ``guest instrs``), with an inline counter instead of cachegrind's per-instruction helper
+  calls: 0.21 s instead of 0.31 s CPU for a 195M-instruction run, 0.116 s instead of 0.127 s for a 2.8M one.
+  Earlier measurements with cachegrind (native 0.12 s on 2.86e9 instructions): ``--tool=none`` 0.79 s,
+  cachegrind ``--cache-sim=no`` 2.1 s, with cache simulation 4.5 s, callgrind 6.0 s, lackey 22 s.
   Start-up: 0.09 s CPU for an empty program, 0.14 s with ``<iostream>`` (native: 1 ms), once debug symbols are
   hidden (:attr:`Valgrind.mounts`). ``bench/pie.py`` prints the cost per case.
+- **Client requests are refused** (``client_request``): a client request is the "special instruction preamble"
+  (amd64: ``rolq $3, $13, $61, $51 %rdi``) then ``xchgq %rbx,%rbx``, with ``%rax`` pointing at the request block;
+  ``VALGRIND_NON_SIMD_CALL0..3`` (request 0x1101-0x1104) make valgrind's core call a function of the program
+  *natively*, so none of its instructions is counted, while without valgrind the same program just computes (it
+  passes every test). Valgrind has no option to refuse or trace client requests (``--trace-flags`` front-end traces
+  show them but cost 15 MB of log and 7 s for a trivial program), and a scan of the binary for the preamble misses
+  code written at run time and preambles in libraries the program can map (valgrind's own ``vgpreload_core``,
+  ``libglib``, ...). But every request ends a superblock with jump kind ``Ijk_ClientReq``, which the tool sees
+  before the block runs, wherever its bytes come from: it adds a call that reads the request number and, unless
+  it is one of valgrind's own preload plumbing requests (``FREERES_DONE``, ``ADD_IFUNC_TARGET``: they run no
+  program code), logs ``arbiter-count: refused client request 0x...`` and ends the process before the core acts.
+  :func:`count_instructions` turns that line (:func:`refused_client_request`) into
+  :attr:`MeasureStatus.CLIENT_REQUEST` with :data:`CLIENT_REQUEST_REASON`, checked before anything else: never a
+  figure. A program can write such a line itself, but only to be refused. ``docs/measurement.md`` lists what
+  remains possible.
 - **Output channel**: valgrind logs to descriptor 3 (``--log-fd=3``), a pipe the sandbox's server reads while
-  the program runs (:meth:`Sandbox.run` ``log_fd=``); cachegrind's own output file goes to ``/dev/null``. The count
-  is the **last** line of that log, cachegrind's summary ``==PID== I refs: N``, written at exit after the program
+  the program runs (:meth:`Sandbox.run` ``log_fd=``). The count
+  is the **last** line of that log, the summary ``==PID== I refs: N`` (cachegrind's format), written at exit after the program
   has stopped. A program can reopen the pipe through ``/proc/thread-self/fd`` and write a fake summary, but only
   before the real one, which always comes last. The program's stdout and stderr are never mixed with it.
 - **No escape from counting**: the tool binary is started directly (not through ``/usr/bin/valgrind``, Debian's
@@ -54,8 +72,8 @@ The untrusted binary runs inside the caller's :class:`~arbiter.sandbox.sandbox.S
   allowed run can create them (:func:`measuring_sandbox_limits`); the valgrind run itself is always under
   ``--nproc=1:1``.
 - **Known limit**: valgrind shares the process with the program, so a program written against this harness could
-  still rewrite valgrind's counters in memory (found through ``/proc/self/maps``); that cannot be closed inside
-  valgrind. Forging the count through its output channel is closed (above).
+  still rewrite the tool's counter in memory (found through ``/proc/self/maps``); that cannot be closed inside
+  valgrind. Forging the count through its output channel is closed (above). More in ``docs/measurement.md``.
 - **Determinism**: same binary + same stdin + same environment give the same count (checked by
   ``tests/test_timing.py``, also with every core busy). Fixed here: argv (``/prog/main``), cwd (``/work``), the
   environment (the sandbox's default environment plus ``VALGRIND_LIB``; valgrind adds ``LD_PRELOAD`` of its core
@@ -695,7 +713,7 @@ def count_instructions(sandbox: Sandbox, argv: Sequence[str] = ("/prog/main",), 
                        limits: Limits, expected: bytes | None = None,
                        same_output: Callable[[bytes, bytes], bool] | None = None, case: str = "",
                        valgrind: Valgrind | None = None, native_limits: Limits | None = None) -> CaseCount:
-    """Run ``argv`` once under cachegrind in ``sandbox`` with ``stdin`` and return its instruction count.
+    """Run ``argv`` once under the counting tool in ``sandbox`` with ``stdin`` and return its instruction count.
 
     ``sandbox`` must have been created with ``valgrind.mounts`` (the counting tool is mounted from the host).
     ``limits`` are the limits of the valgrind run itself (use :func:`valgrind_limits` on the native limits); its
