@@ -74,7 +74,7 @@ def main() -> None:
     tc = slow.toolchain
     all_cases = load_cases()
     limits = Limits(cpu_seconds=5)
-    print(f"valgrind {vg.version} ({Path(vg.tool).name}, --cache-sim=no); {tc.compiler_version}; "
+    print(f"valgrind {vg.version} ({Path(vg.tool).name}); {tc.compiler_version}; "
           f"flags {' '.join(tc.flags)}; {tc.link_mode}")
     print(f"{len(all_cases)} cases available; {args.reps} reps per cell; medians. "
           "per-case = seconds per measured case of one program, sandbox start-up included.\n")
