@@ -43,7 +43,6 @@ def test_canonical_answer_parses_to_exact_code_and_reasoning():
     "text",
     [
         "\n\n  " + GOOD + "\n\n\t ",  # leading/trailing whitespace
-        f"<reasoning>x</reasoning>```cpp\n{CODE}```",  # fence right after the tag, same line
         f"<reasoning>x</reasoning>\n\n\n```cpp   \n{CODE}```   \n",  # spaces after the info string / closer
         f"<reasoning>x</reasoning>\n```cpp\n{CODE}   ```\n",  # closer indented by 3 spaces
         f"<reasoning>x</reasoning>\n```cpp\n{CODE}````\n",  # closer longer than the opener
@@ -132,6 +131,9 @@ def test_reasoning_may_contain_angle_brackets_and_inline_backticks():
         (f"<reasoning>x</reasoning>\n~~~cpp\n{CODE}~~~", "MALFORMED_FENCE"),
         (f"<reasoning>x</reasoning>\n```cpp title=main.cpp\n{CODE}```", "MALFORMED_FENCE"),
         ("<reasoning>x</reasoning>\n```cpp int main(){}```", "MALFORMED_FENCE"),
+        (f"<reasoning>x</reasoning>```cpp\n{CODE}```", "MALFORMED_FENCE"),  # not a fence for CommonMark
+        (f"<reasoning>x</reasoning>\n  ```cpp\n{CODE}```", "MALFORMED_FENCE"),  # CommonMark strips 2 spaces per line
+        (f"<reasoning>x</reasoning>\n    ```cpp\n{CODE}```", "MALFORMED_FENCE"),  # an indented code block
         (f"<reasoning>x</reasoning>\n```cpp\n{CODE}", "UNCLOSED_FENCE"),
         (f"<reasoning>x</reasoning>\n```cpp\nint main(){{return 0;}}```", "UNCLOSED_FENCE"),
         ("<reasoning>x</reasoning>\n```cpp", "UNCLOSED_FENCE"),
@@ -330,3 +332,132 @@ def test_return_example_from_the_card_is_accepted(shared):
     assert res.ok, res.failures
     assert res.code.startswith("#include <iostream>") and res.code.endswith("return 0;}\n")
     assert "single pass in disguise" in res.reasoning
+
+
+# --------------------------------------------------------------------------------------------------
+# what readers see (issue 19, items 10-13): the answers below were accepted before, with another
+# program hidden from the grammar; each is refused now with its own reason
+
+
+EVIL = 'int main(){puts("another program");}'
+
+
+def test_tilde_fence_in_reasoning_is_refused():
+    # item 10: a Markdown reader sees two cpp blocks, the first one a different program
+    text = f"<reasoning>Plan:\n~~~cpp\n{EVIL}\n~~~\n</reasoning>\n```cpp\n{CODE}```"
+    r = parse_answer(text)
+    assert r.codes == ["TILDE_FENCE_IN_REASONING"], r.failures
+    assert f"offset {text.index('~~~')}" in r.failures[0].message
+    # a ~~~ fence opens inside a list item or a quote too
+    for lead in ("- ", "> ", "1. "):
+        r = parse_answer(f"<reasoning>Plan:\n{lead}~~~\n{EVIL}\n</reasoning>\n```cpp\n{CODE}```")
+        assert r.codes == ["TILDE_FENCE_IN_REASONING"], (lead, r.failures)
+
+
+def test_lone_cr_in_the_code_is_refused():
+    # item 11, the issue's answer: CommonMark and g++ break lines at a lone \r, so a reader sees
+    # two fences with prose between them
+    code = "/*\r```\rprose\r```cpp\r*/\n" + CODE
+    text = f"<reasoning>x</reasoning>\n```cpp\n{code}```"
+    r = parse_answer(text)
+    assert r.codes == ["LONE_CR"], r.failures
+    assert f"offset {text.index(chr(13))}" in r.failures[0].message and "in the code" in r.failures[0].message
+    # CRLF stays accepted; a lone \r in the reasoning is refused as well
+    assert parse_answer(GOOD.replace("\n", "\r\n")).ok
+    assert parse_answer(f"<reasoning>a\rb</reasoning>\n```cpp\n{CODE}```").codes == ["LONE_CR"]
+    assert parse_answer(GOOD.replace("\n", "\r\n") + "\r").codes == ["LONE_CR"]
+
+
+def test_indented_code_block_in_reasoning_is_refused():
+    # item 12: after a blank line, 4 spaces (or a tab) make an indented code block
+    for indent in ("    ", "\t", "  \t", "      "):
+        text = f"<reasoning>Plan:\n\n{indent}{EVIL}\n</reasoning>\n```cpp\n{CODE}```"
+        r = parse_answer(text)
+        assert r.codes == ["INDENTED_CODE_IN_REASONING"], (repr(indent), r.failures)
+    # indented prose that continues a paragraph is not code, and 3 spaces never are
+    assert parse_answer(f"<reasoning>Plan:\n    continued\n\n   three\n</reasoning>\n```cpp\n{CODE}```").ok
+
+
+def test_commonmark_finds_indented_code_the_own_rule_does_not_see():
+    # after a heading (no blank line) CommonMark starts an indented code block; the grammar's own rule
+    # only looks after blank lines, the CommonMark parse finds it
+    r = parse_answer(f"<reasoning>Plan\n# Steps\n    {EVIL}\n</reasoning>\n```cpp\n{CODE}```")
+    assert r.codes == ["INDENTED_CODE_IN_REASONING"], r.failures
+    assert "CommonMark reader" in r.failures[0].message
+    # an HTML comment ends an HTML block on its line for a renderer that passes raw HTML (GitHub-like):
+    # the next indented line is code there, and only there
+    r = parse_answer(f"<reasoning>Plan\n<!-- note -->\n    {EVIL}\n</reasoning>\n```cpp\n{CODE}```")
+    assert r.codes == ["INDENTED_CODE_IN_REASONING"], r.failures
+    assert "raw HTML" in r.failures[0].message
+
+
+@pytest.mark.parametrize(
+    "code, expected, first",
+    [
+        # item 13: Trojan Source (CVE-2021-42574): RLO ... PDF inside a comment, LRI/PDI in a string
+        ('int main(){ bool admin = false;\n/*\u202e } \u2066if (admin)\u2069 \u2066 begin admins only */\nreturn 0;}\n',
+         "BIDI_CONTROL", "\u202e"),
+        ('int main(){ const char* s = "user\u2067\u2066// check\u2069\u2068";}\n', "BIDI_CONTROL", "\u2067"),
+        ("int main(){return 0;}\n\0int hidden;\n", "NUL_CHARACTER", "\0"),
+    ],
+)
+def test_bidi_controls_and_nul_are_refused(code, expected, first):
+    text = f"<reasoning>x</reasoning>\n```cpp\n{code}```"
+    r = parse_answer(text)
+    assert r.codes == [expected], r.failures
+    assert f"at offset {text.index(first)} (in the code" in r.failures[0].message
+
+
+def test_bidi_controls_in_the_reasoning_are_refused_too():
+    for ch in "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069":
+        r = parse_answer(f"<reasoning>fast {ch}path</reasoning>\n```cpp\n{CODE}```")
+        assert r.codes == ["BIDI_CONTROL"], (hex(ord(ch)), r.failures)
+        assert f"U+{ord(ch):04X}" in r.failures[0].message and "outside the code" in r.failures[0].message
+    # other non-ASCII text in the reasoning and in the code stays accepted
+    assert parse_answer(f"<reasoning>O(n) — schnell, 快</reasoning>\n```cpp\n// é\n{CODE}```").ok
+
+
+def test_commonmark_disagreement_is_markdown_mismatch():
+    # the backstop: a parse the CommonMark reader does not share (here: a code string that is not the
+    # block's content) is MARKDOWN_MISMATCH
+    from arbiter.pipelines.oracle_markdown import commonmark_problems
+
+    start = GOOD.index("```cpp")
+    assert commonmark_problems(GOOD, CODE, start) == []
+    found = commonmark_problems(GOOD, CODE.replace("hi", "ho"), start)
+    assert [c for c, _ in found] == ["MARKDOWN_MISMATCH"]
+    assert f"first difference at {CODE.index('hi') + 1}" in found[0][1]
+    found = commonmark_problems(GOOD, CODE, start - 1)
+    assert [c for c, _ in found] == ["MARKDOWN_MISMATCH"] and "no code block starting on line 1" in found[0][1]
+
+
+def test_every_accepted_answer_is_one_cpp_block_for_commonmark():
+    # all combinations of small reasoning and code fragments: whenever the grammar accepts, a CommonMark
+    # reader (raw HTML as text, and rendered) sees exactly that one block with exactly that code
+    import itertools
+
+    from markdown_it import MarkdownIt
+
+    reasoning = ["x", "\nmulti\n", "a\n\n    b", "a\n- ~~~", "a\n<!-- c -->\n    b", "a\r\nb", "a\rb", "a ``` b",
+                 "# h\n    b", "a\n\n   b", "\u202e"]
+    sep = ["\n", "\r\n", "", "\n\n", "\n  "]
+    code = ["int main(){}\n", "int a;\n\n    int b;\n", "/*\r```\r*/\n", "~~~\nx\n~~~\n", "  ```\n", "\0\n",
+            "int a;\r\n\r\n    b;\r\n", "x = \u2066;\n"]
+    closer = ["```", "````", "   ```", "```\n\n", "``` \n"]
+    md_text = MarkdownIt("commonmark", {"html": False})
+    md_html = MarkdownIt("commonmark", {"html": True})
+    accepted = 0
+    for r_, s_, c_, k_ in itertools.product(reasoning, sep, code, closer):
+        text = f"<reasoning>{r_}</reasoning>{s_}```cpp\n{c_}{k_}"
+        res = parse_answer(text)
+        if not res.ok:
+            assert res.failures
+            continue
+        accepted += 1
+        blocks = [t for t in md_text.parse(text) if t.type in ("fence", "code_block")]
+        assert len(blocks) == 1 and blocks[0].info.strip() == "cpp", text
+        assert blocks[0].content == res.code.replace("\r\n", "\n"), text
+        fence_line = blocks[0].map[0]
+        assert not [t for t in md_html.parse(text) if t.type in ("fence", "code_block") and t.map[0] < fence_line]
+        assert "\0" not in text and not any(ch in text for ch in "\u061c\u200e\u200f\u202a\u202e\u2066\u2069")
+    assert accepted >= 30  # the combinations include plenty of good answers

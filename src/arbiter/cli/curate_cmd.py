@@ -211,6 +211,9 @@ def audit(
         run = audit_annotations(dataset, lower_max=lower_max, upper_min=upper_min,
                                 english_min=_english_min(english_min, no_english_filter), k=k, split=split)
         if report is not None:
+            from arbiter.pipelines.outputs import lock_out_dir
+
+            lock_out_dir(report.parent)  # one writer per folder; released when this process ends
             write_json_atomic(report, run.as_dict())
     except (CurationInputError, ValueError, OSError, RuntimeError) as exc:
         console.print(f"[red]error:[/] {_show(exc)}")

@@ -27,6 +27,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from arbiter.pipelines.outputs import holds_out_dirs
+
 oracle_app = typer.Typer(name="oracle", help="Oracle SFT data: verify oracle answers, or generate and verify.",
                          no_args_is_help=True)
 
@@ -270,6 +272,7 @@ def verify(
     raise typer.Exit(code)
 
 @oracle_app.command("generate")
+@holds_out_dirs  # --out stays locked from before the first request to the end of the verification
 def generate(
     seeds: Path = typer.Option(..., "--seeds", help="seed rows (JSONL or Parquet)"),
     out: Path = typer.Option(..., "--out", help="output folder: returns.jsonl, then the verify outputs"),

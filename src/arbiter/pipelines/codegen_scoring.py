@@ -98,7 +98,7 @@ from arbiter.datasets.json_lines import decode_json_line
 from arbiter.datasets.jsonl_sink import JsonlSink, read_jsonl
 from arbiter.datasets.verl_rows import VACUOUS_SUITE, RowError, iter_raw_rows, iter_row_keys, parse_row, row_key
 from arbiter.judge import jsonvalues
-from arbiter.pipelines.outputs import write_json_atomic
+from arbiter.pipelines.outputs import ensure_out_dir, holds_out_dirs, write_json_atomic
 
 Item = tuple[Any, Any, Any, Any]
 Scorer = Callable[[Iterable[Item]], Iterator[Mapping[str, Any]]]
@@ -533,6 +533,7 @@ def _read_responses(f, entries: list[tuple[int, int]]) -> list[Any]:
     return out
 
 
+@holds_out_dirs
 def score_completions(dataset: str | os.PathLike, completions: str | os.PathLike, out_dir: str | os.PathLike, *,
                       scorer: Scorer, split: str | None = None, options: Mapping[str, Any] | None = None,
                       progress: Callable[[int, int], None] | None = None,
@@ -561,8 +562,7 @@ def score_completions(dataset: str | os.PathLike, completions: str | os.PathLike
     rows and records are reported in ``errors.jsonl`` and the run goes on.
     """
     ins = inputs if inputs is not None else load_inputs(dataset, completions, split=split)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = ensure_out_dir(out_dir)  # created and locked: one run per folder (OutputDirBusy)
     check_config(out, config_fingerprint(dataset, completions, split, options))
     run = ScoringRun()
     errors = _Errors(out / "errors.jsonl")

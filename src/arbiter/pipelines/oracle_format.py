@@ -13,7 +13,8 @@ reasons to name. Nothing here runs a process; this module only reads text.
 Grammar accepted by the parser (``WS`` is ASCII whitespace: space, tab, CR, LF, FF, VT)::
 
     answer   := WS* "<reasoning>" REASONING "</reasoning>" WS* OPENER CODE CLOSER WS*
-    OPENER   := "```cpp" [ \\t\\r]* "\\n"            (exactly three backticks, info string exactly "cpp")
+    OPENER   := "```cpp" [ \\t\\r]* "\\n"            (at the start of a line; exactly three backticks,
+                                                 info string exactly "cpp")
     CLOSER   := a line of at most 3 spaces, then >= 3 backticks, then only spaces/tabs/CR
 
 Decisions where the card is silent (each is a deliberate, documented rule):
@@ -33,9 +34,15 @@ Decisions where the card is silent (each is a deliberate, documented rule):
 - **Reasoning containing ```` ``` ````** is ``FENCE_IN_REASONING``, rejected: it makes a second fenced
   block in the rendered answer ("exactly one fenced ```cpp code block").
 - **Whitespace** is ASCII only; a BOM, a non-breaking space or a zero-width space outside the two
-  parts is ``TEXT_OUTSIDE``. CRLF line endings are accepted (``\\r`` is whitespace); lone ``\\r`` is not
-  a line break.
-- The fence may follow ``</reasoning>`` on the same line (only whitespace between is required).
+  parts is ``TEXT_OUTSIDE``. CRLF line endings are accepted (``\\r`` is whitespace); a lone ``\\r``
+  anywhere is ``LONE_CR`` (CommonMark and g++ break lines there, the grammar does not).
+- The ```` ```cpp ```` opener starts its own line (column 0): after ``</reasoning>`` on the same line, or
+  indented, a Markdown reader sees no code block (or other code), so it is ``MALFORMED_FENCE``.
+- **What readers see** (:mod:`arbiter.pipelines.oracle_markdown`, ``docs/oracle-format.md``): ``~~~``
+  in the reasoning is ``TILDE_FENCE_IN_REASONING``, an indented code block there
+  ``INDENTED_CODE_IN_REASONING``; NUL is ``NUL_CHARACTER``, a Unicode bidi control ``BIDI_CONTROL``;
+  an answer the grammar accepts is parsed again by markdown-it-py (CommonMark) and any disagreement
+  is ``MARKDOWN_MISMATCH`` (or the reasoning reason of the code block it found there).
 - Tags are case-sensitive and exact: ``<Reasoning>`` or ``<reasoning >`` are text.
 - The returned code is the exact text between the opener line and the closing line (line endings
   kept, no trimming); ``<reasoning>`` inside the code (e.g. in a comment) is code.
@@ -47,6 +54,8 @@ import enum
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
+
+from arbiter.pipelines import oracle_markdown as _md
 
 REASONING_OPEN = "<reasoning>"
 REASONING_CLOSE = "</reasoning>"
@@ -72,6 +81,13 @@ class FormatCode(str, enum.Enum):
     MALFORMED_FENCE = "MALFORMED_FENCE"
     UNCLOSED_FENCE = "UNCLOSED_FENCE"
     EMPTY_CODE = "EMPTY_CODE"
+    # what readers see (issue 19; arbiter.pipelines.oracle_markdown, docs/oracle-format.md)
+    TILDE_FENCE_IN_REASONING = "TILDE_FENCE_IN_REASONING"
+    INDENTED_CODE_IN_REASONING = "INDENTED_CODE_IN_REASONING"
+    LONE_CR = "LONE_CR"
+    NUL_CHARACTER = "NUL_CHARACTER"
+    BIDI_CONTROL = "BIDI_CONTROL"
+    MARKDOWN_MISMATCH = "MARKDOWN_MISMATCH"
 
     def __str__(self) -> str:
         return self.value
@@ -253,6 +269,22 @@ def _snippet(text: str, limit: int = 60) -> str:
 # Format check
 
 
+def _reader_checks(text: str, R: list[_Tok], F: list[_Tok], fails: list[Failure], fail: Any) -> None:
+    """What readers see (:mod:`arbiter.pipelines.oracle_markdown`): characters always, the reasoning when
+    it closed, the CommonMark cross-check only on an answer the grammar accepted so far."""
+    grammar_ok = not fails and len(R) == 1 and len(F) == 1 and F[0].closed
+    code_start = F[0].start if F else None
+    found = _md.character_problems(text, code_start)
+    if F:
+        found += _md.fence_position_problems(text, F[0].start)
+    if R and R[0].closed:
+        found += _md.reasoning_problems(R[0].content, R[0].start + len(REASONING_OPEN))
+    if grammar_ok and not found:
+        found += _md.commonmark_problems(text, F[0].content, F[0].start)
+    for code, msg in found:
+        fail(FormatCode(code), msg)
+
+
 def parse_answer(text: str, *, path: str = "$") -> ParsedAnswer:
     """Parse one assistant answer into reasoning and C++ code, or say precisely why it cannot be.
 
@@ -343,6 +375,7 @@ def parse_answer(text: str, *, path: str = "$") -> ParsedAnswer:
             where = "outside the reasoning block and the code block"
         fail(FormatCode.TEXT_OUTSIDE, f"text {where} at offset {t.start}: {_snippet(t.content)}; only whitespace is allowed there")
     fails.extend(f for f in fence_fails if all(g.code is not f.code for g in fails))
+    _reader_checks(text, R, F, fails, fail)
 
     ok = not fails and len(R) == 1 and len(F) == 1
     res = ParsedAnswer(

@@ -161,7 +161,7 @@ from arbiter.pipelines.oracle_generated_tests import (
     seed_compile_spec,
     seed_run_limits,
 )
-from arbiter.pipelines.outputs import ensure_out_dir, write_json_atomic
+from arbiter.pipelines.outputs import ensure_out_dir, holds_out_dirs, write_json_atomic
 
 Method = Literal["instructions", "wall"]
 
@@ -994,6 +994,7 @@ def _count_rows(path: Path) -> int | None:
         return None
 
 
+@holds_out_dirs
 def verify_returns(seeds: str | os.PathLike, returns: str | os.PathLike, out_dir: str | os.PathLike, *,
                    hidden: str | os.PathLike | None = None, generators: str | os.PathLike | None = None,
                    options: VerifyOptions | None = None,

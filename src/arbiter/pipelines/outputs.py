@@ -1,28 +1,46 @@
 """Output folders and whole-file outputs shared by the pipelines (oracle verification, PIE reward
-and eval, codegen scoring).
+and eval, codegen scoring, goldilocks curation).
 
 Row-by-row outputs go through :class:`arbiter.datasets.jsonl_sink.JsonlSink`; the files written
 whole (``report.json``, ``config.json``, ``summary.json``) are replaced atomically here, so a run
 killed mid-write leaves the previous version, never a torn file.
+
+One writer per folder: :func:`ensure_out_dir` takes an exclusive ``flock`` on ``<folder>/.arbiter.lock``
+(:func:`lock_out_dir`); a second run on the same folder, in another process or another thread, gets
+:class:`OutputDirBusy`. The lock lasts until the outermost :func:`holds_out_dirs` call of the thread
+returns (every pipeline entry point is wrapped in one), or until the process ends; the kernel drops it
+when the process dies, however it dies. See ``docs/oracle-format.md`` ("One run per output folder").
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import functools
 import json
 import os
+import sys
 import tempfile
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator, TypeVar
+
+#: the lock file inside every output folder (kept: removing a lock file races with its next user)
+LOCK_NAME = ".arbiter.lock"
 
 
 class OutputDirError(ValueError):
     """The output folder cannot be used: it exists and is not a folder, or it cannot be created."""
 
 
+class OutputDirBusy(OutputDirError):
+    """Another run (another process, or another thread of this one) is writing the output folder."""
+
+
 def ensure_out_dir(out_dir: str | os.PathLike) -> Path:
-    """Create ``out_dir`` (and its parents) and return it. Raises :class:`OutputDirError` (a ``ValueError``, so
-    the CLI reports it and exits 2) naming the path when it is an existing file, or when it cannot be created."""
+    """Create ``out_dir`` (and its parents), lock it for this run (:func:`lock_out_dir`) and return it.
+    Raises :class:`OutputDirError` (a ``ValueError``, so the CLI reports it and exits 2) naming the path when
+    it is an existing file or cannot be created, :class:`OutputDirBusy` when another run holds it."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise OutputDirError(f"--out {out} exists and is not a folder; give a folder (it is created when missing)")
@@ -30,7 +48,99 @@ def ensure_out_dir(out_dir: str | os.PathLike) -> Path:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise OutputDirError(f"--out {out}: cannot create the output folder: {e.strerror or e}") from None
+    lock_out_dir(out)
     return out
+
+
+# --------------------------------------------------------------------------------------------------
+# one run per output folder
+
+_registry = threading.Lock()
+_held: dict[str, tuple[int, int]] = {}  # realpath -> (lock fd, owning thread ident)
+_scopes = threading.local()  # .stack: list of lists of realpaths locked in each holds_out_dirs level
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _holder(fd: int) -> str:
+    try:
+        text = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
+    except OSError:
+        text = ""
+    return f" ({text})" if text else ""
+
+
+def lock_out_dir(folder: str | os.PathLike) -> None:
+    """Take the exclusive lock of the existing folder ``folder`` for this run; a no-op when this thread
+    already holds it. Never waits: raises :class:`OutputDirBusy` naming the folder (and the holder's pid
+    and command, when it wrote them) when another process or thread holds it, :class:`OutputDirError`
+    when the lock file cannot be opened."""
+    out = Path(folder)
+    key = os.path.realpath(out)
+    me = threading.get_ident()
+    with _registry:
+        held = _held.get(key)
+        if held is not None:
+            if held[1] == me:
+                return
+            raise OutputDirBusy(f"--out {out} is in use by another run in this process; wait for it or use "
+                                "another folder")
+        try:
+            fd = os.open(out / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise OutputDirError(f"--out {out}: cannot create its lock file {LOCK_NAME}: {e.strerror or e}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            who = _holder(fd)
+            os.close(fd)
+            raise OutputDirBusy(f"--out {out} is in use by another arbiter run{who}; wait for it to finish or "
+                                "use another folder") from None
+        except OSError as e:
+            os.close(fd)
+            raise OutputDirError(f"--out {out}: cannot lock {LOCK_NAME}: {e.strerror or e}") from None
+        with contextlib.suppress(OSError):  # who holds it, for the message of the next run
+            note = f"pid {os.getpid()}: {' '.join([Path(sys.argv[0]).name, *sys.argv[1:]])[:300]}\n"
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, note.encode("utf-8", "replace"), 0)
+        _held[key] = (fd, me)
+        stack = getattr(_scopes, "stack", None)
+        if stack:
+            stack[0].append(key)  # the outermost run of this thread owns it
+
+
+def _release(key: str) -> None:
+    with _registry:
+        held = _held.pop(key, None)
+    if held is not None:
+        os.close(held[0])  # closing the only descriptor drops the flock
+
+
+@contextlib.contextmanager
+def out_dir_scope() -> Iterator[None]:
+    """Folders locked inside this block (by this thread) are released when the outermost such block ends."""
+    stack = getattr(_scopes, "stack", None)
+    if stack is None:
+        stack = _scopes.stack = []
+    stack.append([])
+    try:
+        yield
+    finally:
+        mine = stack.pop()  # empty for an inner block: lock_out_dir records every folder in the outermost
+        for key in mine:
+            _release(key)
+
+
+def holds_out_dirs(fn: F) -> F:
+    """Decorator: run ``fn`` inside :func:`out_dir_scope` (the output folders it locks are released when
+    it returns or raises, unless an enclosing run of this thread still holds them)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with out_dir_scope():
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

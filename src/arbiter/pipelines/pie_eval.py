@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arbiter.pipelines.outputs import holds_out_dirs
 from arbiter.pipelines.pie_metrics import PieMetricsAtK, ProgramGenerations, format_metrics_table, pie_eval_metrics
 
 __all__ = [
@@ -174,6 +175,7 @@ def _precomputed(rec: Mapping[str, Any], line: int) -> tuple[str, ProgramGenerat
         raise ValueError(f"line {line}: fields 'src_runtime'/'runtimes': {e}") from None
 
 
+@holds_out_dirs
 def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str | os.PathLike, *,
              ks: Sequence[int] | None = None, seed: int = 0, split: str | None = None,
              on_start: Callable[[int], None] | None = None,

@@ -124,7 +124,7 @@ from arbiter.judge.task import CompileSpec, Task
 from arbiter.judge.testsuite import InvalidTestSuite, StdioCase, TestSuite
 from arbiter.judge.verdict import CaseResult, Outcome, Verdict
 from arbiter.pipelines.pie_speedup import LOW_HEADROOM_THRESHOLD, make_transform, select_cases
-from arbiter.pipelines.outputs import OutputDirError, ensure_out_dir
+from arbiter.pipelines.outputs import OutputDirError, ensure_out_dir, holds_out_dirs
 from arbiter.sandbox.limits import Limits
 from arbiter.timing.count_cache import CountCache
 from arbiter.timing.count_cache import sha256_hex as _sha
@@ -1196,6 +1196,7 @@ def check_tests_source(tests: Any, *, option: str = "--tests") -> None:
         raise ValueError(f"{option} {p}: no PIE test folder in it ({what}); {expected}")
 
 
+@holds_out_dirs
 def run_reward_batch(rows: Any, tests: Any, candidates: str | os.PathLike, out_dir: str | os.PathLike, *,
                      seed: int = 0, split: str | None = None, field_names: Sequence[str] = ("candidates", "code"),
                      on_start: Callable[[int], None] | None = None,

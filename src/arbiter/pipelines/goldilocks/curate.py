@@ -71,6 +71,7 @@ from arbiter.pipelines.goldilocks.flag import (
 )
 from arbiter.pipelines.goldilocks.prescan import _input_schema, _prescan
 from arbiter.pipelines.goldilocks.score_folders import ScoreFolder, annotate, is_positional
+from arbiter.pipelines.outputs import holds_out_dirs, lock_out_dir
 from arbiter.pipelines.goldilocks.writer import (
     CuratedWriter, UnwritableRow, _short, check_output_paths, json_line, write_json_atomic,
 )
@@ -185,6 +186,7 @@ def _parity_refusal(folder: ScoreFolder) -> str:
             f"to use these verdicts as they are (recorded in the report)")
 
 
+@holds_out_dirs
 def curate_goldilocks(dataset: str | os.PathLike, weak: str | os.PathLike, strong: str | os.PathLike,
                       out: str | os.PathLike, *, lower_max: float = LOWER_MAX, upper_min: float = UPPER_MIN,
                       english_min: float | None = ENGLISH_MIN, k: int | None = None, split: str | None = None,
@@ -410,6 +412,8 @@ def curate_goldilocks(dataset: str | os.PathLike, weak: str | os.PathLike, stron
                     tally.lower.append(ann.lower_pass_rate)
                     tally.upper.append(ann.upper_pass_rate)
 
+    for folder in dict.fromkeys(p.parent for p in (out_path, report_path, rows_path)):
+        lock_out_dir(folder)  # one writer per folder (OutputDirBusy, a ValueError: exit 2); held until we return
     try:
         writer = CuratedWriter(out_path, schema)
     except (ValueError, TypeError, OSError, NotImplementedError) as exc:  # pyarrow: a schema Parquet cannot store
