@@ -467,3 +467,68 @@ def test_a_forged_or_malformed_call_result_still_gets_a_verdict():
         src = f"import os\ndef f(x):\n    os.write(3, {payload!r})\n    os._exit(0)\n"
         v = judge(Task("python", src, TestSuite((CallCase("a", "f", (1,), {}, (2,)),))))
         assert isinstance(v, Verdict) and v.outcome is outcome, (label, v.outcome, v.reason)
+
+
+# ------------------------------------------------------------------ a failed restart (issue 19 item 5)
+
+
+def _flaky_sandbox_class(fail_run: int):
+    """A real :class:`Sandbox` whose ``fail_run``-th case kills its own server (the run then fails
+    as a real dead server fails: SANDBOX_ERROR) and whose every start after the first fails for
+    real (its interpreter does not exist)."""
+    import dataclasses
+
+    from arbiter.sandbox.sandbox import Sandbox
+
+    class FlakySandbox(Sandbox):
+        starts = 0
+        runs = 0
+
+        def start(self):
+            FlakySandbox.starts += 1
+            if FlakySandbox.starts > 1:
+                self.config = dataclasses.replace(self.config, python="/nonexistent/python3")
+            super().start()
+
+        def _run(self, req, stdin, limits, call_payload=None):
+            FlakySandbox.runs += 1
+            if FlakySandbox.runs == fail_run:
+                self._kill_now()
+            return super()._run(req, stdin, limits, call_payload)
+
+    return FlakySandbox
+
+
+@pytest.mark.parametrize("retries", [0, 1, 2])
+def test_a_failed_sandbox_restart_is_sandbox_error_never_an_exception(monkeypatch, retries):
+    """The second case's run fails (dead server), then every restart fails: the verdict is
+    SANDBOX_ERROR naming both failures (before issue 19: ``AssertionError`` out of ``judge``)."""
+    import arbiter.judge.judge as judge_mod
+
+    flaky = _flaky_sandbox_class(fail_run=2)
+    monkeypatch.setattr(judge_mod, "Sandbox", flaky)
+    task = Task(language="python", source="for i in range(int(input())):\n    print(i + 1)\n", suite=COUNT_UP)
+    v = judge(task, retries=retries)
+    assert v.outcome is Outcome.SANDBOX_ERROR, v.reason
+    assert [c.outcome for c in v.cases] == [Outcome.AC, Outcome.SANDBOX_ERROR]
+    assert v.reason.startswith("case n1: ")
+    if retries:
+        assert "the sandbox could not be restarted after a failure" in v.reason and "/nonexistent/python3" in v.reason
+        assert flaky.starts == 1 + retries and flaky.runs == 2  # no case ran without a sandbox
+    else:
+        assert "the sandbox server" in v.reason and flaky.starts == 1
+
+
+def test_a_failed_restart_is_reported_by_compute_score(monkeypatch):
+    import arbiter.judge.judge as judge_mod
+    from arbiter.verl.reward import SandboxFailure, compute_score
+
+    gt = {"inputs": ["1\n", "2\n"], "outputs": ["2\n", "4\n"]}
+    response = "```python\nprint(2 * int(input()))\n```"
+    monkeypatch.setattr(judge_mod, "Sandbox", _flaky_sandbox_class(fail_run=2))
+    r = compute_score("code_taco", response, gt, {"index": 7}, on_sandbox_error="report")
+    assert (r["verdict"], r["score"]) == ("SANDBOX_ERROR", 0.0)
+    assert r["reason"].startswith("SANDBOX_ERROR") and "could not be restarted" in r["reason"]
+    monkeypatch.setattr(judge_mod, "Sandbox", _flaky_sandbox_class(fail_run=2))
+    with pytest.raises(SandboxFailure, match="could not be restarted"):
+        compute_score("code_taco", response, gt, {"index": 7})

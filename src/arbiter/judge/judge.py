@@ -19,7 +19,8 @@ case runs inside that sandbox in a fresh process. Per-case verdicts follow DESIG
 Submission-level verdicts: ``INVALID_TASK`` (zero cases, call-based cases for C++), ``CE``
 (compile error; a Python ``SyntaxError``), ``SANDBOX_ERROR`` (our failure: the sandbox is
 restarted and the case retried ``retries`` times, then the verdict is reported, never turned
-into a silent 0).
+into a silent 0; a restart that fails spends a retry, and when none is left the verdict is
+``SANDBOX_ERROR`` naming the failed restart: a case never runs without its sandbox).
 
 Scoring: all-or-nothing (the cards' reward) stops at the first failing case unless
 ``task.run_all``; fraction mode runs every case.
@@ -81,8 +82,22 @@ class _Runner:
         if self.task.language == "python":
             self.load_error = self.sandbox.load_python(self.task.source, self.task.prelude)
 
+    def reopen(self) -> str:
+        """A fresh sandbox after a failure: ``""``, or why it could not be had (the restart
+        failed, or the program no longer loads in it). Never raises."""
+        try:
+            self.open()
+        except (SandboxError, OSError) as exc:
+            self.close()
+            return f"{type(exc).__name__}: {exc}" if isinstance(exc, OSError) else str(exc)
+        if self.load_error is not None:  # it loaded in the first sandbox: ours, not the program's
+            self.close()
+            return f"the program no longer loads in the new sandbox: {self.load_error[-300:]}"
+        return ""
+
     def run(self, case: TestCase) -> Execution:
-        assert self.sandbox is not None
+        if self.sandbox is None:
+            raise SandboxError("no sandbox (a restart failed)")
         lim = self.task.limits
         if isinstance(case, CallCase):
             call = jsonvalues.dumps({"args": list(case.args), "kwargs": dict(case.kwargs)})
@@ -306,7 +321,7 @@ def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
             try:
                 runner.open()
                 break
-            except SandboxError as exc:
+            except (SandboxError, OSError) as exc:
                 if attempts_left <= 0:
                     return _verdict(task, Outcome.SANDBOX_ERROR, f"sandbox failure: {exc}", started,
                                     compile_output=compile_output, toolchain=toolchain)
@@ -325,11 +340,16 @@ def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
                                           detail="not run: an earlier case failed"))
                 continue
             attempts_left = retries
+            restart_error = ""
             while True:
-                try:
-                    ex = runner.run(case)
-                except SandboxError as exc:
-                    ex = Execution(Status.SANDBOX_ERROR, detail=str(exc))
+                if restart_error:  # that retry is spent: the case is not run without a sandbox
+                    ex = Execution(Status.SANDBOX_ERROR,
+                                   detail=f"the sandbox could not be restarted after a failure: {restart_error}")
+                else:
+                    try:
+                        ex = runner.run(case)
+                    except SandboxError as exc:
+                        ex = Execution(Status.SANDBOX_ERROR, detail=str(exc))
                 try:
                     res = evaluate_case(case, ex, task.checker, external)
                 except Exception as exc:  # a judge bug: reported as ours, never raised into a batch
@@ -340,10 +360,7 @@ def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
                 if res.outcome is not Outcome.SANDBOX_ERROR or attempts_left <= 0:
                     break
                 attempts_left -= 1
-                try:
-                    runner.open()
-                except SandboxError:
-                    continue
+                restart_error = runner.reopen()
             if res.outcome in (Outcome.SANDBOX_ERROR, Outcome.INVALID_TASK):
                 return _verdict(task, res.outcome, f"case {case.name}: {res.detail}", started,
                                 cases=results + [res], compile_output=compile_output,
