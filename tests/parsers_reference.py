@@ -101,3 +101,36 @@ def extract_code(text: str) -> tuple[str | None, str, int]:
     if chosen is None or not chosen[1].strip():
         return None, chosen[0] if chosen else "", len(blocks)
     return chosen[1], chosen[0], len(blocks)
+
+
+def rewrite_long_int_literals(source: str) -> str:
+    """``arbiter.judge.jsonvalues.rewrite_long_int_literals`` before issue 19 (a bounded-repeat
+    search, limit x n steps; one copy of the text per rewritten literal)."""
+    import io
+    import sys
+    import tokenize
+
+    from arbiter.checkers.bigint import int_from_decimal
+
+    limit = sys.get_int_max_str_digits()
+    if not limit or re.search(r"[0-9_]{%d}" % (limit + 1), source) is None:
+        return source
+    line_starts = [0]
+    for line in io.StringIO(source):
+        line_starts.append(line_starts[-1] + len(line))
+    edits = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type != tokenize.NUMBER or not re.fullmatch(r"[0-9](?:_?[0-9])*", tok.string):
+                continue
+            digits = tok.string.replace("_", "")
+            if len(digits) <= limit or digits[0] == "0":
+                continue
+            start = line_starts[tok.start[0] - 1] + tok.start[1]
+            end = line_starts[tok.end[0] - 1] + tok.end[1]
+            edits.append((start, end, hex(int_from_decimal(digits))))
+    except (tokenize.TokenError, SyntaxError):
+        return source
+    for start, end, text in reversed(edits):
+        source = source[:start] + text + source[end:]
+    return source

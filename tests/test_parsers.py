@@ -38,14 +38,16 @@ _REGEX_META = set(".^$*+?{}[]|()\\")
 
 
 def _regex_patterns(module) -> list[object]:
-    """The pattern argument of every ``re.<function>(...)`` call in ``module``'s source."""
+    """The pattern argument of every ``re.<function>(...)`` call in ``module``'s source: the
+    string when it is a constant, else the ``ast.AST`` of the expression."""
     tree = ast.parse(inspect.getsource(module))
     found = []
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == "re" and node.args):
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "re" and node.args
+                and node.func.attr != "escape"):
             arg = node.args[0]
-            found.append(arg.value if isinstance(arg, ast.Constant) else ast.unparse(arg))
+            found.append(arg.value if isinstance(arg, ast.Constant) else arg)
     return found
 
 
@@ -56,7 +58,7 @@ def test_the_response_parser_runs_no_backtracking_regex():
     patterns = _regex_patterns(extract)
     assert patterns, "expected the two <think> tag patterns"
     for p in patterns:
-        assert isinstance(p, str), f"a regex built at run time: {p}"
+        assert isinstance(p, str), f"a regex built at run time: {ast.unparse(p)}"
         assert not (set(p) & _REGEX_META), f"a regex with metacharacters over the response: {p!r}"
 
 
@@ -201,3 +203,82 @@ def test_compute_score_max_response_chars_option():
     assert (r["verdict"], r["score"]) == ("AC", 1.0)
     with pytest.raises(ValueError, match="max_response_chars"):
         compute_score("code_taco", text, {"inputs": ["\n"], "outputs": ["3\n"]}, max_response_chars=0)
+
+
+# ------------------------------------------------------------------ ground-truth decoders
+
+from arbiter.judge import jsonvalues  # noqa: E402
+from arbiter.judge.encodings import pyliteral  # noqa: E402
+from arbiter.judge.encodings.pyliteral import UnsafeLiteral, parse_call_arguments, parse_literal  # noqa: E402
+
+
+def test_the_ground_truth_decoders_run_no_counted_or_built_regex():
+    """By construction: no regex of the decoders is built at run time from a count (the old
+    ``[0-9_]{4301}`` search retried at every digit of every shorter run: 4300 x n steps), except
+    the escaped literal marker of ``dumps``."""
+    for module in (jsonvalues, pyliteral):
+        for p in _regex_patterns(module):
+            if not isinstance(p, str):
+                assert ast.unparse(p).startswith("re.escape("), \
+                    f"{module.__name__}: a regex built at run time: {ast.unparse(p)}"
+                continue
+            assert "{" not in p, f"{module.__name__}: a counted repeat: {p!r}"
+
+
+@pytest.fixture
+def low_digit_limit():
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)  # CPython's minimum: runs around it stay short
+    yield
+    sys.set_int_max_str_digits(old)
+
+
+@FUZZ
+@given(st.lists(st.one_of(st.sampled_from(["[", "]", ", ", " ", "_", "'", '"', "\n", "0x", "-", "a", "1_2"]),
+                          st.integers(1, 700).map(lambda n: "7" * n)), max_size=12).map("".join))
+def test_long_int_rewrite_matches_the_reference(low_digit_limit, source):
+    assert jsonvalues.rewrite_long_int_literals(source) == ref.rewrite_long_int_literals(source)
+
+
+def test_long_int_literals_still_decode(low_digit_limit):
+    big = "9" * 700
+    assert parse_literal(f"[{big}, 1, {big}]") == [10**700 - 1, 1, 10**700 - 1]
+    assert parse_call_arguments(f"n = {big}, m = [{big}]") == ([], {"n": 10**700 - 1, "m": [10**700 - 1]})
+
+
+def test_a_chain_of_concatenations_is_built_once():
+    """``a + b + c + ...`` is concatenated once (before: a copy of the growing list per term)."""
+    terms = 500
+    assert parse_literal(" + ".join(f"[{i}] * 1000" for i in range(terms))) == [
+        i for i in range(terms) for _ in range(1000)]
+    assert parse_literal(" + ".join(["'ab'"] * 500) + " + 'c'") == "ab" * 500 + "c"
+    assert parse_literal("[1] + [2] * 2 + [3]") == [1, 2, 2, 3]
+    assert parse_literal("1 - 2 - 3 + 2 * 3") == 2
+    with pytest.raises(UnsafeLiteral, match="on list and int"):
+        parse_literal("[1] + [2] + 3")
+
+
+@pytest.mark.parametrize("text", [
+    "[" + ", ".join(["[[0] * 1000] * 1000"] * 11) + "]",  # each operation under the cap, 11 M items in all
+    "[" + ", ".join(["'x' * 9000000"] * 3) + "]",
+    "[" + ", ".join(["[0] * 9999999"] * 2) + "]",
+])
+def test_a_literal_cannot_build_more_than_the_cap_in_all(text):
+    """The cap on what a literal's operations build is per literal (before: per operation, so a
+    few hundred bytes of ground truth built gigabytes)."""
+    with pytest.raises(UnsafeLiteral, match="build more than 10000000 items"):
+        parse_literal(text)
+    with pytest.raises(UnsafeLiteral, match="build more than 10000000 items"):
+        parse_call_arguments("x = " + text)
+
+
+@FUZZ
+@given(st.recursive(st.one_of(st.integers(-10**6, 10**6), st.booleans(), st.none(), st.text(max_size=5),
+                              st.floats(allow_nan=False, allow_infinity=False)),
+                    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                            st.dictionaries(st.text(max_size=3), inner, max_size=3)),
+                    max_leaves=20))
+def test_parse_literal_reads_every_repr(value):
+    """Any plain value's ``repr`` reads back as the value (tuples aside: lists)."""
+    assert parse_literal(repr(value)) == value
+    assert jsonvalues.loads(jsonvalues.dumps(value)) == value
