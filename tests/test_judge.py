@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import decimal
+import json
 import re
 import sys
 from pathlib import Path
@@ -532,3 +533,81 @@ def test_a_failed_restart_is_reported_by_compute_score(monkeypatch):
     monkeypatch.setattr(judge_mod, "Sandbox", _flaky_sandbox_class(fail_run=2))
     with pytest.raises(SandboxFailure, match="could not be restarted"):
         compute_score("code_taco", response, gt, {"index": 7})
+
+
+# ------------------------------------------------------------------ judge-side memory of a call's result (issue 19 item 3)
+
+
+def _traced_judge(task: Task) -> tuple[Verdict, int]:
+    """The verdict and the judge process's peak of traced allocations (bytes) while judging."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        v = judge(task)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return v, peak
+
+
+def test_a_huge_return_value_is_not_expanded_in_the_judge():
+    """``return [[]] * 15_000_000``: 60 MB of JSON under the 64 MiB cap. Before issue 19 the judge
+    decoded it (1.2 GB, 20x); now it is WA from a count of its items, and the judge holds little
+    more than the result's bytes (read once, joined once)."""
+    task = Task(language="python", source="def f():\n    return [[]] * 15_000_000\n",
+                suite=TestSuite((CallCase("c1", "f", (), {}, ([[1]],)),)))
+    v, peak = _traced_judge(task)
+    assert v.outcome is Outcome.WA, v.reason
+    assert "too large to match" in v.cases[0].diff and "30,000,000 containers/items/members" in v.cases[0].diff
+    assert peak < 3 * 64 * 1024 * 1024, peak
+
+
+def test_a_large_return_value_that_may_match_is_still_compared():
+    """A result over the decode budget whose item count fits an expected value is decoded and
+    compared as usual: AC when equal, WA with the checker's diff when not."""
+    n = 1_000_000  # 4 MB of JSON, about 200 MB by the decode-cost bound
+    src = f"def f(k):\n    return [[]] * {n} if k else [[]] * ({n} - 1) + [[0]]\n"
+    suite = TestSuite((CallCase("same", "f", (1,), {}, ([[]] * n,)), CallCase("last", "f", (0,), {}, ([[]] * n,))))
+    v = judge(Task(language="python", source=src, suite=suite, run_all=True))
+    assert [c.outcome for c in v.cases] == [Outcome.AC, Outcome.WA], v.reason
+    assert "too large" not in v.cases[1].diff and f"$[{n - 1}]" in v.cases[1].diff
+
+
+def test_the_item_count_never_refuses_a_matching_value():
+    """The count that refuses huge values is sound: a returned value that matches an expected one
+    (ints for floats, floats for ints, any key order) never has more items than it."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from arbiter.checkers.compare import compare_values
+    from arbiter.judge import judge as judge_mod
+
+    leaves = st.one_of(st.integers(-10**20, 10**20), st.floats(allow_nan=False), st.booleans(), st.none(),
+                       st.text(alphabet="ab,:[]{}\"\\ \u00e9\U0001F600", max_size=6))
+    values = st.recursive(leaves, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                          st.dictionaries(st.text(alphabet="k,:[{", max_size=3),
+                                                                          inner, max_size=3)), max_leaves=25)
+
+    def twin(v, flip):
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            return v
+        if isinstance(v, int):
+            return float(v) if flip and abs(v) < 2**53 else v
+        if isinstance(v, float):
+            return int(v) if flip and v.is_integer() and abs(v) < 2**53 else v
+        if isinstance(v, list):
+            return [twin(x, flip) for x in v]
+        return dict(reversed([(k, twin(x, flip)) for k, x in v.items()]))
+
+    @settings(max_examples=500, deadline=None)
+    @given(values, st.booleans())
+    def check(expected, flip):
+        actual = twin(expected, flip)
+        if not compare_values(actual, expected).ok:
+            return
+        result = json.dumps({"ok": True, "value": actual}, allow_nan=True).encode()
+        case = CallCase("c", "f", (), {}, (expected,))
+        assert judge_mod._too_large_to_match(case, result) == ""
+
+    check()

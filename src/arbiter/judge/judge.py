@@ -14,6 +14,10 @@ case runs inside that sandbox in a fresh process. Per-case verdicts follow DESIG
   :mod:`arbiter.judge.jsonvalues`); a value that decodes but is nested deeper than the judge
   process can decode (about 1000 levels), or holds a longer integer, cannot equal any expected
   value and is WA with a diff that says so;
+- a result whose decoding could take more than :data:`DECODE_BUDGET` bytes of the judge
+  process is first counted (containers, items, members; in C, nothing decoded): more than every
+  expected value has is WA undecoded, so the judge's memory per case stays within a small
+  multiple of the output cap plus the expected values' own size (``docs/parsers.md``);
 - otherwise the task's checker decides AC or WA.
 
 Submission-level verdicts: ``INVALID_TASK`` (zero cases, call-based cases for C++), ``CE``
@@ -58,6 +62,10 @@ STDERR_TAIL = 600  # bytes of stderr quoted in an RE's detail
 #: ``{"ok": True, "value": ...}``, default separators).
 _VALUE_PREFIX = b'{"ok": true, "value": '
 CHECKER_LIMITS = Limits(cpu_seconds=10, wall_seconds=20, memory_bytes=1024 * MiB)
+#: A call's result whose decoding may cost more than this (bytes, :func:`_decode_cost`) is first
+#: checked against the expected values' size (:func:`_json_items`) before it is decoded.
+DECODE_BUDGET = 128 * MiB
+_ITEM_MARKS = (b"[", b"{", b",", b":")
 
 
 def _tail(data: bytes, n: int = STDERR_TAIL) -> str:
@@ -209,10 +217,61 @@ def evaluate_case(case: TestCase, ex: Execution, checker: CheckerSpec,
     return res
 
 
+def _json_items(data: bytes | str, start: int = 0, end: int | None = None) -> int:
+    """The number of ``[``, ``{``, ``,`` and ``:`` in ``data[start:end]``: at least one per
+    container, array item and object member of the JSON there (strings may add more), counted
+    in C without decoding."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    end = len(data) if end is None else end
+    return sum(data.count(m, start, end) for m in _ITEM_MARKS)
+
+
+def _decode_cost(data: bytes) -> int:
+    """An upper bound of the memory ``json.loads(data)`` takes in the judge process (bytes): at
+    most one object of at most about 100 bytes per :func:`_json_items` mark (an empty list
+    costs 80), plus the text decoded (a str copy, then the strings)."""
+    return 100 * _json_items(data) + 3 * len(data)
+
+
+def _too_large_to_match(case: CallCase, result: bytes) -> str:
+    """Why the harness's ``{"ok": true, "value": ...}`` result cannot match any expected value,
+    without decoding it; ``""`` when it might. A value equal to an expected one has exactly its
+    containers, items and members (numbers and strings hold no marks, and the same strings hold
+    the same ones), so more :func:`_json_items` than every expected value's canonical JSON
+    cannot match (duplicate object keys are counted as written)."""
+    items = _json_items(result, len(_VALUE_PREFIX), len(result) - 1)
+    most = -1
+    for want in case.expected:
+        try:
+            most = max(most, _json_items(jsonvalues.dumps(want)))
+        except (TypeError, ValueError, RecursionError):
+            return ""
+    if items <= most:
+        return ""
+    return (f"the return value is too large to match: its {len(result):,} bytes of JSON hold {items:,} "
+            f"containers/items/members, the expected value{'s' if len(case.expected) > 1 else ''} at most "
+            f"{max(most, 0):,} (not decoded: that would take up to {_decode_cost(result) // MiB:,} MiB)")
+
+
 def _evaluate_call(case: CallCase, ex: Execution, checker: CheckerSpec, res: CaseResult) -> CaseResult:
     if ex.status in (Status.TIME_LIMIT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT):
         res.outcome, res.detail = _STATUS_OUTCOME[ex.status], ex.detail
         return res
+    if ex.result and _decode_cost(ex.result) > DECODE_BUDGET:
+        # judge-side memory stays bounded: only a value that may match is decoded
+        if not (ex.result.startswith(_VALUE_PREFIX) and ex.result.endswith(b"}")):
+            res.outcome = Outcome.RE  # the harness's other payloads are short: not its result
+            res.detail = (f"the call's result ({len(ex.result):,} bytes) is not the harness's return value"
+                          + (f" ({ex.detail})" if ex.detail else ""))
+            return res
+        why = _too_large_to_match(case, ex.result)
+        if why:
+            if ex.status is Status.RUNTIME_ERROR:  # returned, then the process died
+                res.outcome, res.detail = Outcome.RE, ex.detail
+            else:
+                res.outcome, res.diff = Outcome.WA, why
+            return res
     payload = None
     if ex.result:
         try:

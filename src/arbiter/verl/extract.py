@@ -38,7 +38,7 @@ Rules (decided here; peers differ, see ``reference/verl_reward.md`` and
    (4 Mi, far above any generation limit in use) is FORMAT_ERROR with a reason naming the cap,
    before anything is parsed.
 
-Linear in the response and flat in memory (``docs/hardening.md``): no regular expression with a
+Linear in the response and flat in memory (``docs/parsers.md``): no regular expression with a
 quantifier runs over the response; lines are found with ``str.find``, only lines holding a
 possible fence (```` ``` ```` or ``~~~``) are looked at, and only the chosen block's text is
 copied.
