@@ -8,7 +8,8 @@
    - oracle answers: ``arbiter.pipelines.oracle_format.parse_answer``;
    - ground truths: ``arbiter.judge.jsonvalues.loads``,
      ``arbiter.judge.encodings.pyliteral.parse_literal`` and
-     ``arbiter.judge.encodings.verl_ground_truth_to_suite``.
+     ``arbiter.judge.encodings.verl_ground_truth_to_suite``;
+   - problem statements: the goldilocks English filter's fence and wrapper removal.
 2. The judge process's peak RSS above its start (VmHWM after ``clear_refs``) and wall time for
    - item 3: a function returning ``[[]] * 15_000_000`` (60 MB of JSON, under the 64 MiB cap);
    - item 4: ``compute_score`` on a 50 MB response of 2.6 M small fences.
@@ -83,6 +84,14 @@ def ground_truth_shapes(n: int) -> dict[str, tuple[str, str]]:
     }
 
 
+def statement_shapes(n: int) -> dict[str, str]:
+    return {
+        "backtick run, no newline": "`" * n,
+        "many fenced blocks": "```\nx\n```\n" * (n // 10),
+        "wrapper sentence prefixes": "Solve the following coding problem using the programming language " * (n // 66),
+    }
+
+
 # ---------------------------------------------------------------- measurement in a child
 
 def _child(conn, fn_name: str, args: tuple) -> None:
@@ -135,6 +144,9 @@ def parse_one(kind: str, shape: str, n: int) -> dict:
         from arbiter.pipelines.oracle_format import parse_answer
         text = oracle_shapes(n)[shape]
         fn = parse_answer
+    elif kind == "statement":
+        from arbiter.pipelines.goldilocks.english import _outside_code_and_wrappers as fn
+        text = statement_shapes(n)[shape]
     else:
         how, text = ground_truth_shapes(n)[shape]
         if how == "json":
@@ -199,7 +211,7 @@ def main() -> int:
     print(f"arbiter from {os.path.dirname(arbiter.__file__)}; python {sys.version.split()[0]}")
     print(f"\n{'parser':9} {'shape':34} {'64 KB':>10} {'1 MB':>10} {'ratio':>6} {'1 MB peak':>10}")
     for kind, shapes in (("response", response_shapes(16)), ("oracle", oracle_shapes(16)),
-                         ("truth", ground_truth_shapes(16))):
+                         ("truth", ground_truth_shapes(16)), ("statement", statement_shapes(16))):
         for shape in shapes:
             small = in_child("parse_one", kind, shape, KB64, timeout=a.timeout)
             big = in_child("parse_one", kind, shape, MB1, timeout=a.timeout)

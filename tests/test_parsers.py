@@ -282,3 +282,27 @@ def test_parse_literal_reads_every_repr(value):
     """Any plain value's ``repr`` reads back as the value (tuples aside: lists)."""
     assert parse_literal(repr(value)) == value
     assert jsonvalues.loads(jsonvalues.dumps(value)) == value
+
+
+# ------------------------------------------------------------------ problem statements (goldilocks)
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(["`", "```", "\n", "a", " ", "``"]), max_size=30).map("".join))
+def test_statement_fence_removal_matches_the_regex(text):
+    """``goldilocks.english`` drops fenced blocks from a statement in one pass; the regex it
+    replaced (the reference here) retried its line scan at every backtick of a long run."""
+    import re
+
+    from arbiter.pipelines.goldilocks.english import _without_fences
+
+    assert _without_fences(text) == re.sub(r"```[^\n]*\n.*?```", "\n", text, flags=re.S)
+
+
+def test_statement_fence_removal_work_grows_linearly():
+    from arbiter.pipelines.goldilocks.english import _without_fences
+
+    for shape in ("`" * 20_000, "```\n" * 5_000, "```x\n" + "a" * 20_000):
+        big = shape * 8
+        assert _calls(_without_fences, big) <= 8 * _calls(_without_fences, shape) + 20
+    assert _without_fences("`" * 1_000_000) == "`" * 1_000_000
