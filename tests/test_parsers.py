@@ -4,12 +4,14 @@ No timed assertions: linearity is shown by construction (no regex with a quantif
 response), by counting the Python-level calls a parse makes (deterministic), by measuring the
 allocations a parse makes (``tracemalloc``, deterministic), and by fuzzing (``hypothesis``) for
 equality with the simple reference implementation in ``tests/parsers_reference.py``.
-``bench/parse.py`` prints the times.
+``bench/parse.py`` prints the times. ``ARBITER_FUZZ_EXAMPLES`` (default 1500) sets how many
+examples each fuzz test draws.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import inspect
 import sys
 import tracemalloc
@@ -24,13 +26,14 @@ from arbiter.verl import extract
 from arbiter.verl.extract import MAX_RESPONSE_CHARS, extract_code, fenced_blocks, strip_reasoning
 from arbiter.verl.reward import compute_score
 
-FUZZ = settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+FUZZ = settings(max_examples=int(os.environ.get("ARBITER_FUZZ_EXAMPLES", "1500")), deadline=None, suppress_health_check=list(HealthCheck))
 
 # pieces that make fences, closers, inline closes, indentation, CR/LF and think tags likely
 PIECES = st.sampled_from([
     "`", "``", "```", "````", "~", "~~~", "~~~~", " ", "  ", "\t", "\n", "\n", "\r", "\r\n",
     "a", "x = 1", "py", "python", "Python3", "cpp", "{.py}", "text", "<think>", "</think>",
-    "</THINK>", "x`", " ```", "```python\n", "```\n", "~~~py\n", "print(1)```", "\u212a", "\f",
+    "</THINK>", "x`", " ```", "```python\n", "```\n", "~~~py\n", "print(1)```", "\u212a", "\f", "\x0b",
+    "\u00a0", "\u2028", "\r\r", "``` ```", "~~~ ```", "\t```",
 ])
 RESPONSES = st.lists(PIECES, max_size=40).map("".join)
 
