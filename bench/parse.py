@@ -12,7 +12,9 @@
    - problem statements: the goldilocks English filter's fence and wrapper removal.
 2. The judge process's peak RSS above its start (VmHWM after ``clear_refs``) and wall time for
    - item 3: a function returning ``[[]] * 15_000_000`` (60 MB of JSON, under the 64 MiB cap);
-   - item 4: ``compute_score`` on a 50 MB response of 2.6 M small fences.
+   - item 4: ``compute_score`` on a 50 MB response of 2.6 M small fences;
+   - for comparison, not fixed here: a 63 MiB stdout of 2-byte tokens through the ``tokens``
+     and ``pie`` checkers (``bytes.split`` expands it about 20x too).
 
 Every measurement runs in a forked child with a wall limit (``--timeout``, default 60 s), so a
 quadratic parser shows as ``>60s`` instead of stopping the bench. To compare with another
@@ -193,6 +195,20 @@ def score_item4() -> dict:
             "reason": r["reason"][:150], "chars": len(response)}
 
 
+def checker_stdout(name: str) -> dict:
+    """Not fixed by issue 19 items 2-5 (reported): a 63 MiB stdout of 2-byte tokens checked by
+    the ``name`` checker against a 2-byte answer, in the judge process."""
+    from arbiter.checkers.compare import check_output
+    from arbiter.checkers.spec import CheckerSpec
+
+    out = b"ab\n" * (21 * 1024 * 1024)
+    base = _reset_peak()
+    t = time.perf_counter()
+    r = check_output(CheckerSpec(name), out, (b"b\n",))
+    return {"seconds": time.perf_counter() - t, "peak": _status("VmHWM") - base,
+            "verdict": "AC" if r.ok else "WA", "reason": r.diff[:100]}
+
+
 def _fmt(r: dict) -> str:
     if "timeout" in r:
         return f">{r['timeout']:.0f}s".rjust(10)
@@ -222,9 +238,11 @@ def main() -> int:
             print(f"{kind:9} {shape:34} {_fmt(small)} {_fmt(big)} {ratio} {peak}{note}", flush=True)
     if not a.skip_judge:
         print("\njudge process (peak RSS above its start, VmHWM):")
-        for name, fn in (("item 3: return [[]] * 15_000_000 (60 MB JSON)", "judge_item3"),
-                         ("item 4: compute_score, 50 MB of 2.6 M fences", "score_item4")):
-            r = in_child(fn, timeout=max(a.timeout, 300))
+        for name, fn, args in (("item 3: return [[]] * 15_000_000 (60 MB JSON)", "judge_item3", ()),
+                               ("item 4: compute_score, 50 MB of 2.6 M fences", "score_item4", ()),
+                               ("63 MiB stdout, tokens checker (open)", "checker_stdout", ("tokens",)),
+                               ("63 MiB stdout, pie checker (open)", "checker_stdout", ("pie",))):
+            r = in_child(fn, *args, timeout=max(a.timeout, 300))
             if "seconds" in r:
                 print(f"  {name:48} {r['seconds']:7.2f}s  peak {r['peak'] / 2**20:8.1f} MB  {r['verdict']}: "
                       f"{r['reason']}", flush=True)
