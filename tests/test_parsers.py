@@ -32,8 +32,8 @@ FUZZ = settings(max_examples=int(os.environ.get("ARBITER_FUZZ_EXAMPLES", "1500")
 PIECES = st.sampled_from([
     "`", "``", "```", "````", "~", "~~~", "~~~~", " ", "  ", "\t", "\n", "\n", "\r", "\r\n",
     "a", "x = 1", "py", "python", "Python3", "cpp", "{.py}", "text", "<think>", "</think>",
-    "</THINK>", "x`", " ```", "```python\n", "```\n", "~~~py\n", "print(1)```", "\u212a", "\f", "\x0b",
-    "\u00a0", "\u2028", "\r\r", "``` ```", "~~~ ```", "\t```",
+    "</THINK>", "x`", " ```", "```python\n", "```\n", "~~~py\n", "print(1)```", "\u212a", "\f",
+    "\x0b", "\u00a0", "\u2028", "\r\r", "``` ```", "~~~ ```", "\t```",
 ])
 RESPONSES = st.lists(PIECES, max_size=40).map("".join)
 
@@ -142,7 +142,8 @@ def _calls(fn, *args) -> int:
 def test_extract_work_grows_linearly(shape):
     """Eight times the input makes at most about eight times the calls (each call itself works on
     one line or one span of the text, each character a bounded number of times)."""
-    small, big = _calls(extract_code, _adversarial(shape, 16_000)), _calls(extract_code, _adversarial(shape, 128_000))
+    small = _calls(extract_code, _adversarial(shape, 16_000))
+    big = _calls(extract_code, _adversarial(shape, 128_000))
     assert big <= 8 * small + 200, (shape, small, big)
 
 

@@ -121,8 +121,8 @@ def rewrite_long_int_literals(source: str) -> str:
     interpreter's int/str digit limit rewritten as the equal hexadecimal literal, which
     ``ast.parse`` reads at any length; everything else (strings included) is left as is.
 
-    Linear in ``source``; cheap when there is nothing to do (one scan of its digit runs). Text that does not tokenize is returned
-    unchanged, for the parser to report. Raises
+    Linear in ``source``; cheap when there is nothing to do (one scan of its digit runs). Text
+    that does not tokenize is returned unchanged, for the parser to report. Raises
     :class:`~arbiter.checkers.bigint.IntegerTooLong` for a literal over
     :data:`~arbiter.checkers.bigint.MAX_INT_DIGITS` digits.
     """
