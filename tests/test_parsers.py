@@ -26,7 +26,8 @@ from arbiter.verl import extract
 from arbiter.verl.extract import MAX_RESPONSE_CHARS, extract_code, fenced_blocks, strip_reasoning
 from arbiter.verl.reward import compute_score
 
-FUZZ = settings(max_examples=int(os.environ.get("ARBITER_FUZZ_EXAMPLES", "1500")), deadline=None, suppress_health_check=list(HealthCheck))
+FUZZ = settings(max_examples=int(os.environ.get("ARBITER_FUZZ_EXAMPLES", "1500")), deadline=None,
+                suppress_health_check=list(HealthCheck))
 
 # pieces that make fences, closers, inline closes, indentation, CR/LF and think tags likely
 PIECES = st.sampled_from([
