@@ -53,7 +53,7 @@ test: setup
 	$(VPY) -m pytest -q
 
 bench: setup
-	for b in executor compile score pie; do echo "== bench/$$b.py"; $(VPY) bench/$$b.py || exit 1; done
+	for b in executor compile score pie parse; do echo "== bench/$$b.py"; $(VPY) bench/$$b.py || exit 1; done
 
 doctor: setup
 	$(VENV)/bin/arbiter doctor

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import decimal
+import json
 import re
 import sys
 from pathlib import Path
@@ -467,3 +468,146 @@ def test_a_forged_or_malformed_call_result_still_gets_a_verdict():
         src = f"import os\ndef f(x):\n    os.write(3, {payload!r})\n    os._exit(0)\n"
         v = judge(Task("python", src, TestSuite((CallCase("a", "f", (1,), {}, (2,)),))))
         assert isinstance(v, Verdict) and v.outcome is outcome, (label, v.outcome, v.reason)
+
+
+# ------------------------------------------------------------------ a failed restart (issue 19 item 5)
+
+
+def _flaky_sandbox_class(fail_run: int):
+    """A real :class:`Sandbox` whose ``fail_run``-th case kills its own server (the run then fails
+    as a real dead server fails: SANDBOX_ERROR) and whose every start after the first fails for
+    real (its interpreter does not exist)."""
+    import dataclasses
+
+    from arbiter.sandbox.sandbox import Sandbox
+
+    class FlakySandbox(Sandbox):
+        starts = 0
+        runs = 0
+
+        def start(self):
+            FlakySandbox.starts += 1
+            if FlakySandbox.starts > 1:
+                self.config = dataclasses.replace(self.config, python="/nonexistent/python3")
+            super().start()
+
+        def _run(self, req, stdin, limits, call_payload=None):
+            FlakySandbox.runs += 1
+            if FlakySandbox.runs == fail_run:
+                self._kill_now()
+            return super()._run(req, stdin, limits, call_payload)
+
+    return FlakySandbox
+
+
+@pytest.mark.parametrize("retries", [0, 1, 2])
+def test_a_failed_sandbox_restart_is_sandbox_error_never_an_exception(monkeypatch, retries):
+    """The second case's run fails (dead server), then every restart fails: the verdict is
+    SANDBOX_ERROR naming both failures (before issue 19: ``AssertionError`` out of ``judge``)."""
+    import arbiter.judge.judge as judge_mod
+
+    flaky = _flaky_sandbox_class(fail_run=2)
+    monkeypatch.setattr(judge_mod, "Sandbox", flaky)
+    task = Task(language="python", source="for i in range(int(input())):\n    print(i + 1)\n", suite=COUNT_UP)
+    v = judge(task, retries=retries)
+    assert v.outcome is Outcome.SANDBOX_ERROR, v.reason
+    assert [c.outcome for c in v.cases] == [Outcome.AC, Outcome.SANDBOX_ERROR]
+    assert v.reason.startswith("case n1: ")
+    if retries:
+        assert "the sandbox could not be restarted after a failure" in v.reason and "/nonexistent/python3" in v.reason
+        assert flaky.starts == 1 + retries and flaky.runs == 2  # no case ran without a sandbox
+    else:
+        assert "the sandbox server" in v.reason and flaky.starts == 1
+
+
+def test_a_failed_restart_is_reported_by_compute_score(monkeypatch):
+    import arbiter.judge.judge as judge_mod
+    from arbiter.verl.reward import SandboxFailure, compute_score
+
+    gt = {"inputs": ["1\n", "2\n"], "outputs": ["2\n", "4\n"]}
+    response = "```python\nprint(2 * int(input()))\n```"
+    monkeypatch.setattr(judge_mod, "Sandbox", _flaky_sandbox_class(fail_run=2))
+    r = compute_score("code_taco", response, gt, {"index": 7}, on_sandbox_error="report")
+    assert (r["verdict"], r["score"]) == ("SANDBOX_ERROR", 0.0)
+    assert r["reason"].startswith("SANDBOX_ERROR") and "could not be restarted" in r["reason"]
+    monkeypatch.setattr(judge_mod, "Sandbox", _flaky_sandbox_class(fail_run=2))
+    with pytest.raises(SandboxFailure, match="could not be restarted"):
+        compute_score("code_taco", response, gt, {"index": 7})
+
+
+# ------------------------------------------------------------------ judge-side memory of a call's result (issue 19 item 3)
+
+
+def _traced_judge(task: Task) -> tuple[Verdict, int]:
+    """The verdict and the judge process's peak of traced allocations (bytes) while judging."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        v = judge(task)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return v, peak
+
+
+def test_a_huge_return_value_is_not_expanded_in_the_judge():
+    """``return [[]] * 15_000_000``: 60 MB of JSON under the 64 MiB cap. Before issue 19 the judge
+    decoded it (1.2 GB, 20x); now it is WA from a count of its items, and the judge holds little
+    more than the result's bytes (read once, joined once)."""
+    task = Task(language="python", source="def f():\n    return [[]] * 15_000_000\n",
+                suite=TestSuite((CallCase("c1", "f", (), {}, ([[1]],)),)))
+    v, peak = _traced_judge(task)
+    assert v.outcome is Outcome.WA, v.reason
+    assert "too large to match" in v.cases[0].diff and "30,000,000 containers/items/members" in v.cases[0].diff
+    assert peak < 3 * 64 * 1024 * 1024, peak
+
+
+def test_a_large_return_value_that_may_match_is_still_compared():
+    """A result over the decode budget whose item count fits an expected value is decoded and
+    compared as usual: AC when equal, WA with the checker's diff when not."""
+    n = 1_000_000  # 4 MB of JSON, about 200 MB by the decode-cost bound
+    src = f"def f(k):\n    return [[]] * {n} if k else [[]] * ({n} - 1) + [[0]]\n"
+    suite = TestSuite((CallCase("same", "f", (1,), {}, ([[]] * n,)), CallCase("last", "f", (0,), {}, ([[]] * n,))))
+    v = judge(Task(language="python", source=src, suite=suite, run_all=True))
+    assert [c.outcome for c in v.cases] == [Outcome.AC, Outcome.WA], v.reason
+    assert "too large" not in v.cases[1].diff and f"$[{n - 1}]" in v.cases[1].diff
+
+
+def test_the_item_count_never_refuses_a_matching_value():
+    """The count that refuses huge values is sound: a returned value that matches an expected one
+    (ints for floats, floats for ints, any key order) never has more items than it."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from arbiter.checkers.compare import compare_values
+    from arbiter.judge import judge as judge_mod
+
+    leaves = st.one_of(st.integers(-10**20, 10**20), st.floats(allow_nan=False), st.booleans(), st.none(),
+                       st.text(alphabet="ab,:[]{}\"\\ \u00e9\U0001F600", max_size=6))
+    values = st.recursive(leaves, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                          st.dictionaries(st.text(alphabet="k,:[{", max_size=3),
+                                                                          inner, max_size=3)), max_leaves=25)
+
+    def twin(v, flip):
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            return v
+        if isinstance(v, int):
+            return float(v) if flip and abs(v) < 2**53 else v
+        if isinstance(v, float):
+            return int(v) if flip and v.is_integer() and abs(v) < 2**53 else v
+        if isinstance(v, list):
+            return [twin(x, flip) for x in v]
+        return dict(reversed([(k, twin(x, flip)) for k, x in v.items()]))
+
+    @settings(max_examples=500, deadline=None)
+    @given(values, st.booleans())
+    def check(expected, flip):
+        actual = twin(expected, flip)
+        if not compare_values(actual, expected).ok:
+            return
+        result = json.dumps({"ok": True, "value": actual}, allow_nan=True).encode()
+        case = CallCase("c", "f", (), {}, (expected,))
+        assert judge_mod._too_large_to_match(case, result) == ""
+
+    check()

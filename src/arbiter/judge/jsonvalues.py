@@ -113,6 +113,7 @@ def dumps(value: Any, **kwargs: Any) -> str:
 
 
 _INT_TOKEN = re.compile(r"[0-9](?:_?[0-9])*")
+_DIGIT_RUN = re.compile(r"[0-9_]+")
 
 
 def rewrite_long_int_literals(source: str) -> str:
@@ -120,13 +121,15 @@ def rewrite_long_int_literals(source: str) -> str:
     interpreter's int/str digit limit rewritten as the equal hexadecimal literal, which
     ``ast.parse`` reads at any length; everything else (strings included) is left as is.
 
-    Cheap when there is nothing to do (one regex scan). Text that does not tokenize is returned
-    unchanged, for the parser to report. Raises
+    Linear in ``source``; cheap when there is nothing to do (one scan of its digit runs). Text
+    that does not tokenize is returned unchanged, for the parser to report. Raises
     :class:`~arbiter.checkers.bigint.IntegerTooLong` for a literal over
     :data:`~arbiter.checkers.bigint.MAX_INT_DIGITS` digits.
     """
     limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
-    if not limit or re.search(r"[0-9_]{%d}" % (limit + 1), source) is None:
+    # maximal runs, each matched once (a search for ``[0-9_]{limit+1}`` retries at every digit
+    # of a shorter run: limit x n steps)
+    if not limit or all(m.end() - m.start() <= limit for m in _DIGIT_RUN.finditer(source)):
         return source
     line_starts = [0]
     for line in io.StringIO(source):
@@ -144,6 +147,9 @@ def rewrite_long_int_literals(source: str) -> str:
             edits.append((start, end, hex(int_from_decimal(digits))))
     except (tokenize.TokenError, SyntaxError):
         return source
-    for start, end, text in reversed(edits):
-        source = source[:start] + text + source[end:]
-    return source
+    parts, last = [], 0
+    for start, end, text in edits:
+        parts += (source[last:start], text)
+        last = end
+    parts.append(source[last:])
+    return "".join(parts)

@@ -14,12 +14,17 @@ case runs inside that sandbox in a fresh process. Per-case verdicts follow DESIG
   :mod:`arbiter.judge.jsonvalues`); a value that decodes but is nested deeper than the judge
   process can decode (about 1000 levels), or holds a longer integer, cannot equal any expected
   value and is WA with a diff that says so;
+- a result whose decoding could take more than :data:`DECODE_BUDGET` bytes of the judge
+  process is first counted (containers, items, members; in C, nothing decoded): more than every
+  expected value has is WA undecoded, so the judge's memory per case stays within a small
+  multiple of the output cap plus the expected values' own size (``docs/parsers.md``);
 - otherwise the task's checker decides AC or WA.
 
 Submission-level verdicts: ``INVALID_TASK`` (zero cases, call-based cases for C++), ``CE``
 (compile error; a Python ``SyntaxError``), ``SANDBOX_ERROR`` (our failure: the sandbox is
 restarted and the case retried ``retries`` times, then the verdict is reported, never turned
-into a silent 0).
+into a silent 0; a restart that fails spends a retry, and when none is left the verdict is
+``SANDBOX_ERROR`` naming the failed restart: a case never runs without its sandbox).
 
 Scoring: all-or-nothing (the cards' reward) stops at the first failing case unless
 ``task.run_all``; fraction mode runs every case.
@@ -57,6 +62,10 @@ STDERR_TAIL = 600  # bytes of stderr quoted in an RE's detail
 #: ``{"ok": True, "value": ...}``, default separators).
 _VALUE_PREFIX = b'{"ok": true, "value": '
 CHECKER_LIMITS = Limits(cpu_seconds=10, wall_seconds=20, memory_bytes=1024 * MiB)
+#: A call's result whose decoding may cost more than this (bytes, :func:`_decode_cost`) is first
+#: checked against the expected values' size (:func:`_json_items`) before it is decoded.
+DECODE_BUDGET = 128 * MiB
+_ITEM_MARKS = (b"[", b"{", b",", b":")
 
 
 def _tail(data: bytes, n: int = STDERR_TAIL) -> str:
@@ -81,8 +90,22 @@ class _Runner:
         if self.task.language == "python":
             self.load_error = self.sandbox.load_python(self.task.source, self.task.prelude)
 
+    def reopen(self) -> str:
+        """A fresh sandbox after a failure: ``""``, or why it could not be had (the restart
+        failed, or the program no longer loads in it). Never raises."""
+        try:
+            self.open()
+        except (SandboxError, OSError) as exc:
+            self.close()
+            return f"{type(exc).__name__}: {exc}" if isinstance(exc, OSError) else str(exc)
+        if self.load_error is not None:  # it loaded in the first sandbox: ours, not the program's
+            self.close()
+            return f"the program no longer loads in the new sandbox: {self.load_error[-300:]}"
+        return ""
+
     def run(self, case: TestCase) -> Execution:
-        assert self.sandbox is not None
+        if self.sandbox is None:
+            raise SandboxError("no sandbox (a restart failed)")
         lim = self.task.limits
         if isinstance(case, CallCase):
             call = jsonvalues.dumps({"args": list(case.args), "kwargs": dict(case.kwargs)})
@@ -194,10 +217,61 @@ def evaluate_case(case: TestCase, ex: Execution, checker: CheckerSpec,
     return res
 
 
+def _json_items(data: bytes | str, start: int = 0, end: int | None = None) -> int:
+    """The number of ``[``, ``{``, ``,`` and ``:`` in ``data[start:end]``: at least one per
+    container, array item and object member of the JSON there (strings may add more), counted
+    in C without decoding."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    end = len(data) if end is None else end
+    return sum(data.count(m, start, end) for m in _ITEM_MARKS)
+
+
+def _decode_cost(data: bytes) -> int:
+    """An upper bound of the memory ``json.loads(data)`` takes in the judge process (bytes): at
+    most one object of at most about 100 bytes per :func:`_json_items` mark (an empty list
+    costs 80), plus the text decoded (a str copy, then the strings)."""
+    return 100 * _json_items(data) + 3 * len(data)
+
+
+def _too_large_to_match(case: CallCase, result: bytes) -> str:
+    """Why the harness's ``{"ok": true, "value": ...}`` result cannot match any expected value,
+    without decoding it; ``""`` when it might. A value equal to an expected one has exactly its
+    containers, items and members (numbers and strings hold no marks, and the same strings hold
+    the same ones), so more :func:`_json_items` than every expected value's canonical JSON
+    cannot match (duplicate object keys are counted as written)."""
+    items = _json_items(result, len(_VALUE_PREFIX), len(result) - 1)
+    most = -1
+    for want in case.expected:
+        try:
+            most = max(most, _json_items(jsonvalues.dumps(want)))
+        except (TypeError, ValueError, RecursionError):
+            return ""
+    if items <= most:
+        return ""
+    return (f"the return value is too large to match: its {len(result):,} bytes of JSON hold {items:,} "
+            f"containers/items/members, the expected value{'s' if len(case.expected) > 1 else ''} at most "
+            f"{max(most, 0):,} (not decoded: that would take up to {_decode_cost(result) // MiB:,} MiB)")
+
+
 def _evaluate_call(case: CallCase, ex: Execution, checker: CheckerSpec, res: CaseResult) -> CaseResult:
     if ex.status in (Status.TIME_LIMIT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT):
         res.outcome, res.detail = _STATUS_OUTCOME[ex.status], ex.detail
         return res
+    if ex.result and _decode_cost(ex.result) > DECODE_BUDGET:
+        # judge-side memory stays bounded: only a value that may match is decoded
+        if not (ex.result.startswith(_VALUE_PREFIX) and ex.result.endswith(b"}")):
+            res.outcome = Outcome.RE  # the harness's other payloads are short: not its result
+            res.detail = (f"the call's result ({len(ex.result):,} bytes) is not the harness's return value"
+                          + (f" ({ex.detail})" if ex.detail else ""))
+            return res
+        why = _too_large_to_match(case, ex.result)
+        if why:
+            if ex.status is Status.RUNTIME_ERROR:  # returned, then the process died
+                res.outcome, res.detail = Outcome.RE, ex.detail
+            else:
+                res.outcome, res.diff = Outcome.WA, why
+            return res
     payload = None
     if ex.result:
         try:
@@ -306,7 +380,7 @@ def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
             try:
                 runner.open()
                 break
-            except SandboxError as exc:
+            except (SandboxError, OSError) as exc:
                 if attempts_left <= 0:
                     return _verdict(task, Outcome.SANDBOX_ERROR, f"sandbox failure: {exc}", started,
                                     compile_output=compile_output, toolchain=toolchain)
@@ -325,11 +399,16 @@ def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
                                           detail="not run: an earlier case failed"))
                 continue
             attempts_left = retries
+            restart_error = ""
             while True:
-                try:
-                    ex = runner.run(case)
-                except SandboxError as exc:
-                    ex = Execution(Status.SANDBOX_ERROR, detail=str(exc))
+                if restart_error:  # that retry is spent: the case is not run without a sandbox
+                    ex = Execution(Status.SANDBOX_ERROR,
+                                   detail=f"the sandbox could not be restarted after a failure: {restart_error}")
+                else:
+                    try:
+                        ex = runner.run(case)
+                    except SandboxError as exc:
+                        ex = Execution(Status.SANDBOX_ERROR, detail=str(exc))
                 try:
                     res = evaluate_case(case, ex, task.checker, external)
                 except Exception as exc:  # a judge bug: reported as ours, never raised into a batch
@@ -340,10 +419,7 @@ def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
                 if res.outcome is not Outcome.SANDBOX_ERROR or attempts_left <= 0:
                     break
                 attempts_left -= 1
-                try:
-                    runner.open()
-                except SandboxError:
-                    continue
+                restart_error = runner.reopen()
             if res.outcome in (Outcome.SANDBOX_ERROR, Outcome.INVALID_TASK):
                 return _verdict(task, res.outcome, f"case {case.name}: {res.detail}", started,
                                 cases=results + [res], compile_output=compile_output,

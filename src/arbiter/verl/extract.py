@@ -34,6 +34,15 @@ Rules (decided here; peers differ, see ``reference/verl_reward.md`` and
    the generation length limit: its final answer is incomplete, and an earlier closed block is a
    draft, not the answer).
 
+5. **A cap on what is parsed**: a response longer than :data:`MAX_RESPONSE_CHARS` characters
+   (4 Mi, far above any generation limit in use) is FORMAT_ERROR with a reason naming the cap,
+   before anything is parsed.
+
+Linear in the response and flat in memory (``docs/parsers.md``): no regular expression with a
+quantifier runs over the response; lines are found with ``str.find``, only lines holding a
+possible fence (```` ``` ```` or ``~~~``) are looked at, and only the chosen block's text is
+copied.
+
 Pure functions, no I/O.
 """
 
@@ -41,12 +50,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Iterator
 
 PYTHON_LABELS = frozenset({"python", "python3", "py", "py3"})
+#: Responses longer than this (characters) are not parsed: FORMAT_ERROR (rule 5).
+MAX_RESPONSE_CHARS = 4 * 1024 * 1024
 
+# literal patterns only (IGNORECASE): one pass, no backtracking
 _THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
-_FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)$")
+_MAX_LABELS_SHOWN = 10
 
 
 @dataclass(frozen=True)
@@ -73,9 +86,11 @@ class Extraction:
 def strip_reasoning(text: str) -> str:
     """The answer part of a response: the text after the last ``</think>``, cut at a later
     ``<think>`` that is never closed (rule 1 of the module docstring)."""
-    closes = list(_THINK_CLOSE.finditer(text))
-    if closes:
-        text = text[closes[-1].end():]
+    last = None
+    for last in _THINK_CLOSE.finditer(text):
+        pass
+    if last is not None:
+        text = text[last.end():]
     opened = _THINK_OPEN.search(text)
     if opened is not None:
         text = text[: opened.start()]
@@ -89,28 +104,117 @@ def _label_of(info: str) -> str:
 
 
 def _dedent(line: str, indent: int) -> str:
-    i = 0
-    while i < indent and i < len(line) and line[i] in " \t":
-        i += 1
-    return line[i:]
+    lead = len(line) - len(line.lstrip(" \t"))
+    return line[min(lead, indent):]
 
 
-def _inline_close(lines: list[str], start: int, fence: str, indent: int) -> list[str] | None:
-    """The body of a block opened before ``lines[start]`` that has no closing line, when one of
-    its lines ends with the fence (rule 2's inline exception) and no fence line follows that
-    line; else ``None``. The fence run (and the spaces before it) is cut off that line."""
-    tail = re.compile(r"(?P<code>.*?)[ \t]*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*$")
-    for k in range(start, len(lines)):
-        line = lines[k].rstrip("\r")
-        if not line.rstrip(" \t").endswith(fence):
+def _fence_line(line: str) -> tuple[int, str, str] | None:
+    """``(indent, fence, info)`` when ``line`` (no ``\\n``, trailing ``\\r`` removed) is
+    indentation, three or more backticks or tildes, then anything; else ``None``."""
+    rest = line.lstrip(" \t")
+    char = rest[:1]
+    if char not in ("`", "~"):
+        return None
+    after = rest.lstrip(char)
+    run = len(rest) - len(after)
+    if run < 3:
+        return None
+    return len(line) - len(rest), char * run, after
+
+
+def _is_closer(line: str, fence: str) -> bool:
+    """A closing line of ``fence``: only spaces/tabs and at least ``len(fence)`` fence characters."""
+    core = line.strip(" \t")
+    return len(core) >= len(fence) and not core.strip(fence[0])
+
+
+def _inline_code(line: str, fence: str) -> str | None:
+    """Rule 2's inline exception: the code part of a line that ends with ``fence`` (at least as
+    many of its character, spaces before it dropped), or ``None`` when the line does not qualify
+    (no such ending, no code before it, or code ending with the fence character)."""
+    body = line.rstrip(" \t")
+    code = body.rstrip(fence[0])
+    if len(body) - len(code) < len(fence):
+        return None
+    code = code.rstrip(" \t")
+    if not code.strip() or code.endswith(fence[0]):
+        return None
+    return code
+
+
+def _fence_lines(text: str) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of every line of ``text`` that holds ```` ``` ```` or ``~~~`` (``end`` at
+    its ``\\n`` or the end of the text), in order. Each character is looked at a bounded number
+    of times: the next occurrence of each marker is searched for only once it has been passed."""
+    n = len(text)
+    pos = 0  # always the start of a line
+    nb = nt = -2
+    while pos <= n:
+        if -1 < nb < pos or nb == -2:
+            nb = text.find("```", pos)
+        if -1 < nt < pos or nt == -2:
+            nt = text.find("~~~", pos)
+        if nb < 0 and nt < 0:
+            return
+        p = nt if nb < 0 else nb if nt < 0 else min(nb, nt)
+        nl = text.rfind("\n", pos, p)
+        start = pos if nl < 0 else nl + 1
+        end = text.find("\n", p)
+        end = n if end < 0 else end
+        yield start, end
+        pos = end + 1
+
+
+@dataclass
+class _Block:
+    """A closed block as offsets into the answer text: ``text[start:end]`` split at ``\\n`` holds
+    its lines; ``raw_last``: the last line is an inline close's code part (kept as is)."""
+
+    label: str
+    start: int
+    end: int
+    indent: int
+    raw_last: bool = False
+
+    def code(self, text: str) -> str:
+        lines = text[self.start:self.end].split("\n") if self.end > self.start else [""]
+        last = len(lines) - 1
+        code = "\n".join(_dedent(ln if self.raw_last and k == last else ln.rstrip("\r"), self.indent)
+                         for k, ln in enumerate(lines))
+        return code + "\n" if code else ""
+
+
+def _scan(text: str) -> Iterator[_Block | None]:
+    """The closed blocks of ``text`` in order (rule 2); a final ``None`` when the text ends inside
+    an unclosed fence."""
+    fence = ""
+    label = ""
+    indent = body = 0
+    inline: tuple[int, int] | None = None  # (line start, code length) of the first inline close
+    fence_after = False  # a fence line after that inline close
+    for ls, le in _fence_lines(text):
+        line = text[ls:le].rstrip("\r")
+        if not fence:
+            m = _fence_line(line)
+            if m is None or (m[1][0] == "`" and "`" in m[2]):  # CommonMark: no backtick in the info
+                continue
+            indent, fence, info = m
+            label, body, inline, fence_after = _label_of(info), le + 1, None, False
             continue
-        m = tail.fullmatch(line)
-        if m is None or not m.group("code").strip() or m.group("code").endswith(fence[0]):
-            continue
-        if any(_FENCE_OPEN.match(later.rstrip("\r")) for later in lines[k + 1:]):
-            return None  # a fence after it: not the response's final code line
-        return [_dedent(lines[n].rstrip("\r"), indent) for n in range(start, k)] + [_dedent(m.group("code"), indent)]
-    return None
+        if _is_closer(line, fence):
+            yield _Block(label, body, ls - 1, indent)
+            fence = ""
+        elif inline is None:
+            code = _inline_code(line, fence)
+            if code is not None:
+                inline = (ls, len(code))
+        elif not fence_after and _fence_line(line) is not None:
+            fence_after = True
+    if fence:
+        if inline is not None and not fence_after:
+            yield _Block(label, body, inline[0] + inline[1], indent, raw_last=True)
+        else:
+            yield None
 
 
 def fenced_blocks(text: str) -> tuple[list[tuple[str, str]], bool]:
@@ -118,64 +222,53 @@ def fenced_blocks(text: str) -> tuple[list[tuple[str, str]], bool]:
     ends inside an unclosed fence. Labels are lower-cased first words of the info string. A block
     closed by an inline fence (module docstring, rule 2) counts as closed."""
     blocks: list[tuple[str, str]] = []
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        m = _FENCE_OPEN.match(lines[i].rstrip("\r"))
-        if m is None:
-            i += 1
-            continue
-        fence, info = m.group("fence"), m.group("info")
-        if fence[0] == "`" and "`" in info:  # CommonMark: a backtick fence's info has no backtick
-            i += 1
-            continue
-        indent = len(m.group("indent"))
-        closer = re.compile(r"^[ \t]*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*$")
-        body: list[str] = []
-        j = i + 1
-        while j < len(lines) and not closer.match(lines[j].rstrip("\r")):
-            body.append(_dedent(lines[j].rstrip("\r"), indent))
-            j += 1
-        if j >= len(lines):
-            inline = _inline_close(lines, i + 1, fence, indent)
-            if inline is None:
-                return blocks, True
-            code = "\n".join(inline)
-            blocks.append((_label_of(info), code + "\n" if code else ""))
-            return blocks, False
-        code = "\n".join(body)
-        blocks.append((_label_of(info), code + "\n" if code else ""))
-        i = j + 1
+    for b in _scan(text):
+        if b is None:
+            return blocks, True
+        blocks.append((b.label, b.code(text)))
     return blocks, False
 
 
-def extract_code(solution_str: str) -> Extraction:
+def extract_code(solution_str: str, max_chars: int = MAX_RESPONSE_CHARS) -> Extraction:
     """The program in a model response (rules in the module docstring).
 
-    - ``solution_str``: the decoded response only (verl passes no prompt), any length.
+    - ``solution_str``: the decoded response only (verl passes no prompt).
+    - ``max_chars``: the cap on the response's length in characters (rule 5).
 
     Returns an :class:`Extraction`; never raises (a non-``str`` value is reported as no program).
     """
     if not isinstance(solution_str, str):
         return Extraction(None, f"the response is a {type(solution_str).__name__}, not text")
+    if len(solution_str) > max_chars:
+        return Extraction(None, f"the response is {len(solution_str):,} characters, over the cap of "
+                                f"{max_chars:,} characters on what is parsed (MAX_RESPONSE_CHARS)")
     answer = strip_reasoning(solution_str)
-    blocks, unclosed = fenced_blocks(answer)
-    if unclosed:
-        return Extraction(None, "the response ends inside an unclosed code block (cut at the length limit?)",
-                          blocks=len(blocks))
-    if not blocks:
+    count = 0
+    python = plain = None
+    labels: dict[str, None] = {}
+    for b in _scan(answer):
+        if b is None:
+            return Extraction(None, "the response ends inside an unclosed code block (cut at the length limit?)",
+                              blocks=count)
+        count += 1
+        if b.label in PYTHON_LABELS:
+            python = b
+        elif b.label == "":
+            plain = b
+        elif len(labels) <= _MAX_LABELS_SHOWN:
+            labels[b.label] = None
+    if not count:
         where = " after the reasoning" if _THINK_CLOSE.search(solution_str) or _THINK_OPEN.search(solution_str) else ""
         return Extraction(None, f"no fenced code block{where}")
-    python = [b for b in blocks if b[0] in PYTHON_LABELS]
-    plain = [b for b in blocks if b[0] == ""]
-    chosen = python[-1] if python else plain[-1] if plain else None
+    chosen = python or plain
     if chosen is None:
-        labels = sorted({b[0] for b in blocks})
-        return Extraction(None, f"no Python code block (only {', '.join(labels)})", blocks=len(blocks))
-    label, code = chosen
+        shown = sorted(labels)[:_MAX_LABELS_SHOWN]
+        more = ", ..." if len(labels) > _MAX_LABELS_SHOWN else ""
+        return Extraction(None, f"no Python code block (only {', '.join(shown)}{more})", blocks=count)
+    code = chosen.code(answer)
     if not code.strip():
-        return Extraction(None, "the code block is empty", label=label, blocks=len(blocks))
-    return Extraction(code, label=label, blocks=len(blocks))
+        return Extraction(None, "the code block is empty", label=chosen.label, blocks=count)
+    return Extraction(code, label=chosen.label, blocks=count)
 
 
-__all__ = ["Extraction", "PYTHON_LABELS", "extract_code", "fenced_blocks", "strip_reasoning"]
+__all__ = ["Extraction", "MAX_RESPONSE_CHARS", "PYTHON_LABELS", "extract_code", "fenced_blocks", "strip_reasoning"]

@@ -32,7 +32,11 @@ What one call does, in order (each step's rule and its source):
    ``arbiter score`` (:func:`iter_scores` with ``raise_errors=False``) always records such rows
    as INVALID_TASK verdicts and goes on, whatever ``on_invalid`` says.
 3. ``solution_str`` -> program (:func:`arbiter.verl.extract.extract_code`): the last fenced
-   Python (or unlabelled) block after any ``<think>`` block; none is ``FORMAT_ERROR``, 0.0.
+   Python (or unlabelled) block after any ``<think>`` block; none is ``FORMAT_ERROR``, 0.0. A
+   response longer than ``max_response_chars`` (default
+   :data:`arbiter.verl.extract.MAX_RESPONSE_CHARS`, 4 Mi characters) is not parsed:
+   ``FORMAT_ERROR`` with a reason naming the cap (the parse is linear, but the trainer's process
+   should not spend seconds on a degenerate response).
 4. The judge runs the program on every case in one sandbox (DESIGN.md) and stops at the first
    failure: score 1.0 only if every case passes (the card's all-or-nothing reward).
    ``parity="prime_code"`` instead reproduces verl ``prime_code``'s published continuous score
@@ -104,7 +108,7 @@ from arbiter.judge.task import Task
 from arbiter.judge.testsuite import CallCase, InvalidTestSuite, TestSuite
 from arbiter.judge.verdict import Outcome, Verdict
 from arbiter.sandbox.limits import MAX_SECONDS
-from arbiter.verl.extract import extract_code
+from arbiter.verl.extract import MAX_RESPONSE_CHARS, extract_code
 from arbiter.verl.routing import Route, route, scrub_prelude
 
 log = logging.getLogger("arbiter.verl")
@@ -192,6 +196,7 @@ class RewardOptions:
     - ``time_limit``: CPU seconds per case; ``memory_limit_mb``: MiB per case.
     - ``run_all``: keep running cases after the first failure (exact ``passed`` counts; slower).
     - ``workers``: parallel submissions for the batch variant (default: one per core).
+    - ``max_response_chars``: longer responses are FORMAT_ERROR unparsed (module docstring, step 3).
     """
 
     parity: str | None = None
@@ -205,6 +210,7 @@ class RewardOptions:
     memory_limit_mb: int | None = None
     run_all: bool = False
     workers: int | None = None
+    max_response_chars: int = MAX_RESPONSE_CHARS
 
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any]) -> "RewardOptions":
@@ -234,6 +240,8 @@ class RewardOptions:
             value = getattr(opts, name)
             if value is not None and not (0 <= float(value) < math.inf):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        if type(opts.max_response_chars) is not int or opts.max_response_chars < 1:
+            raise ValueError(f"max_response_chars must be a positive int, got {opts.max_response_chars!r}")
         if opts.workers is not None and int(opts.workers) < 1:
             raise ValueError(f"workers must be >= 1, got {opts.workers!r}")
         return opts
@@ -315,7 +323,7 @@ def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: 
     if opts.parity == "prime_code":
         suite = TestSuite(suite.cases[:PRIME_CODE_CASES], origin=f"{suite.origin}[:{PRIME_CODE_CASES}]")
     warning = _row_warning(label, suite)
-    got = extract_code(solution_str)
+    got = extract_code(solution_str, opts.max_response_chars)
     if not got.ok:
         return Prepared(label, started, result=_result(0.0, Outcome.FORMAT_ERROR.value, 0, len(suite),
                                                        f"FORMAT_ERROR: {got.reason}", started, warning=warning),

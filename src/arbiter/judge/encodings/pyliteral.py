@@ -10,8 +10,12 @@ only:
 - the names ``inf`` (LeetCodeDataset's preamble defines ``inf = float('inf')``) and
   ``null``/``true``/``false`` (LeetCode's own notation, e.g. ``root = [1,null,2]``);
 - ``+``, ``-``, ``*`` on numbers, ``**`` with an integer exponent up to 4096 bits of result,
-  list/str concatenation with ``+`` and repetition with ``*`` by an integer, with results capped
-  at 10,000,000 items/characters.
+  list/str concatenation with ``+`` and repetition with ``*`` by an integer. The items and
+  characters these operations build, nested ones included, are capped at 10,000,000 **per
+  literal** (not per operation: ``[0] * 9999999 + [0] * 9999999 + ...`` or
+  ``[[[0] * 1000] * 1000] * ...`` would otherwise build gigabytes from a few hundred bytes of
+  text, and a chain of ``+`` would copy its growing list once per term), so evaluation is linear
+  in the text plus at most that many items.
 
 Anything else (calls, comprehensions, attribute access, other names, ``sets``) raises
 :class:`UnsafeLiteral` naming the construct.
@@ -42,17 +46,42 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _size_ok(value: Any) -> Any:
-    if isinstance(value, (list, str)) and len(value) > MAX_ITEMS:
-        raise UnsafeLiteral(f"result longer than {MAX_ITEMS} items")
-    return value
+class _Budget:
+    """The items and characters the operations of one literal may still build."""
+
+    def __init__(self) -> None:
+        self.left = MAX_ITEMS
+
+    def spend(self, n: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise UnsafeLiteral(f"the literal's operations build more than {MAX_ITEMS} items")
 
 
-def evaluate(node: ast.AST) -> Any:
+def _items(value: Any, limit: int) -> int:
+    """Items and characters in ``value``, nested ones included (counting stops past ``limit``)."""
+    total, stack = 0, [value]
+    while stack and total <= limit:
+        v = stack.pop()
+        if isinstance(v, str):
+            total += len(v)
+        elif isinstance(v, list):
+            total += len(v)
+            stack.extend(x for x in v if isinstance(x, (list, dict, str)))
+        elif isinstance(v, dict):
+            total += len(v)
+            stack.extend(x for x in v.values() if isinstance(x, (list, dict, str)))
+    return total
+
+
+def evaluate(node: ast.AST, budget: _Budget | None = None) -> Any:
     """Evaluate one expression node under the rules above (recursion depth is bounded by
-    Python's parser, which refuses deeper nesting)."""
+    Python's parser, which refuses deeper nesting). ``budget``: shared by the nodes of one
+    literal (a fresh one when omitted)."""
+    if budget is None:
+        budget = _Budget()
     if isinstance(node, ast.Expression):
-        return evaluate(node.body)
+        return evaluate(node.body, budget)
     if isinstance(node, ast.Constant):
         if isinstance(node.value, (str, int, float, bool)) or node.value is None:
             if isinstance(node.value, complex):  # pragma: no cover - complex is not int/float
@@ -60,34 +89,68 @@ def evaluate(node: ast.AST) -> Any:
             return node.value
         raise UnsafeLiteral(f"constant of type {type(node.value).__name__}")
     if isinstance(node, (ast.List, ast.Tuple)):
-        return [evaluate(e) for e in node.elts]
+        return [evaluate(e, budget) for e in node.elts]
     if isinstance(node, ast.Dict):
         out = {}
         for key, value in zip(node.keys, node.values):
             if key is None:
                 raise UnsafeLiteral("'**' in a dict")
-            k = evaluate(key)
+            k = evaluate(key, budget)
             if isinstance(k, (list, dict)):
                 raise UnsafeLiteral("unhashable dict key")
-            out[k] = evaluate(value)
+            out[k] = evaluate(value, budget)
         return out
     if isinstance(node, ast.Name):
         if node.id in _NAMES:
             return _NAMES[node.id]
         raise UnsafeLiteral(f"name {node.id!r}")
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        value = evaluate(node.operand)
+        value = evaluate(node.operand, budget)
         if not _number(value):
             raise UnsafeLiteral("unary sign on a non-number")
         return -value if isinstance(node.op, ast.USub) else +value
     if isinstance(node, ast.BinOp):
-        return _binop(node)
+        return _binop(node, budget)
     raise UnsafeLiteral(f"{type(node).__name__} expression")
 
 
-def _binop(node: ast.BinOp) -> Any:
-    left, right = evaluate(node.left), evaluate(node.right)
-    op = node.op
+def _binop(node: ast.BinOp, budget: _Budget) -> Any:
+    """A left-deep chain ``a + b - c * ...`` (as ``ast`` nests it), iteratively: no recursion
+    per term, and a run of list/str ``+`` is built once (linear, not a copy per term)."""
+    chain: list[tuple[ast.operator, ast.expr]] = []
+    while isinstance(node, ast.BinOp):
+        chain.append((node.op, node.right))
+        node = node.left
+    acc = evaluate(node, budget)
+    pending: list[Any] = []  # list/str operands still to be appended to acc
+    size = 0
+    for op, right_node in reversed(chain):
+        right = evaluate(right_node, budget)
+        if isinstance(op, ast.Add) and isinstance(acc, (list, str)) and type(right) is type(acc):
+            size = (size or len(acc)) + len(right)
+            if size > MAX_ITEMS:
+                raise UnsafeLiteral(f"result longer than {MAX_ITEMS} items")
+            pending.append(right)
+            continue
+        acc, pending, size = _concat(acc, pending, budget), [], 0
+        acc = _apply(op, acc, right, budget)
+    return _concat(acc, pending, budget)
+
+
+def _concat(acc: Any, pending: list[Any], budget: _Budget) -> Any:
+    if not pending:
+        return acc
+    if isinstance(acc, str):
+        out: Any = acc + "".join(pending)
+    else:
+        out = list(acc)
+        for part in pending:
+            out.extend(part)
+    budget.spend(len(out))
+    return out
+
+
+def _apply(op: ast.operator, left: Any, right: Any, budget: _Budget) -> Any:
     if _number(left) and _number(right):
         if isinstance(op, ast.Add):
             return left + right
@@ -103,16 +166,22 @@ def _binop(node: ast.BinOp) -> Any:
     if isinstance(op, ast.Add) and type(left) is type(right) and isinstance(left, (list, str)):
         if len(left) + len(right) > MAX_ITEMS:
             raise UnsafeLiteral(f"result longer than {MAX_ITEMS} items")
+        budget.spend(len(left) + len(right))
         return left + right
     if isinstance(op, ast.Mult):
         seq, times = (left, right) if isinstance(left, (list, str)) else (right, left)
         if isinstance(seq, (list, str)) and isinstance(times, int) and not isinstance(times, bool):
             if times > 0 and len(seq) * times > MAX_ITEMS:
                 raise UnsafeLiteral(f"result longer than {MAX_ITEMS} items")
+            times = max(times, 0)
             if isinstance(seq, list) and any(isinstance(x, (list, dict)) for x in seq):
                 # [[0]] * 3 would alias one inner list three times; copy to keep values plain.
-                return [copy.deepcopy(x) for _ in range(max(times, 0)) for x in seq]
-            return _size_ok(seq * times)
+                if times:
+                    budget.spend(len(seq) * times + times * _items(
+                        [x for x in seq if isinstance(x, (list, dict))], budget.left // times + 1))
+                return [copy.deepcopy(x) for _ in range(times) for x in seq]
+            budget.spend(len(seq) * times)
+            return seq * times
     raise UnsafeLiteral(f"operator {type(op).__name__} on {type(left).__name__} and {type(right).__name__}")
 
 
@@ -135,7 +204,7 @@ def parse_literal(text: str) -> Any:
         tree = ast.parse(_long_ints_as_hex(text.strip()), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise UnsafeLiteral(f"not a Python expression ({exc.__class__.__name__}: {exc})") from None
-    return evaluate(tree)
+    return evaluate(tree, _Budget())
 
 
 def parse_call_arguments(text: str) -> tuple[list[Any], dict[str, Any]]:
@@ -150,14 +219,15 @@ def parse_call_arguments(text: str) -> tuple[list[Any], dict[str, Any]]:
     call = tree.body
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name) or call.func.id != "f":
         raise UnsafeLiteral("not a plain argument list")
+    budget = _Budget()
     args = []
     for arg in call.args:
         if isinstance(arg, ast.Starred):
             raise UnsafeLiteral("'*' argument")
-        args.append(evaluate(arg))
+        args.append(evaluate(arg, budget))
     kwargs: dict[str, Any] = {}
     for keyword in call.keywords:
         if keyword.arg is None:
             raise UnsafeLiteral("'**' argument")
-        kwargs[keyword.arg] = evaluate(keyword.value)
+        kwargs[keyword.arg] = evaluate(keyword.value, budget)
     return args, kwargs

@@ -34,7 +34,6 @@ TEMPLATE_MIN_SHARE = 0.02
 # ------------------------------------------------------------------ English filter
 
 
-_FENCE = re.compile(r"```[^\n]*\n.*?```", re.S)
 _LETTER = re.compile(r"[^\W\d_]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -102,8 +101,28 @@ def statement_text(prompt: Iterable[Any]) -> str:
     return text
 
 
+def _without_fences(text: str) -> str:
+    """``text`` with each fenced block (```` ``` ````, the rest of its line, a newline, anything,
+    then the next ```` ``` ````) replaced by a newline: what ``re.sub(r"```[^\n]*\n.*?```", "\n",
+    text, flags=re.S)`` gives, in one pass (that regex retries its line scan at every backtick of
+    a long run without a newline: quadratic)."""
+    parts, pos = [], 0
+    while True:
+        start = text.find("```", pos)
+        if start < 0:
+            break
+        nl = text.find("\n", start + 3)
+        end = text.find("```", nl + 1) if nl >= 0 else -1
+        if end < 0:  # no later start can match either: it would need this newline and a later ```
+            break
+        parts += (text[pos:start], "\n")
+        pos = end + 3
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
 def _outside_code_and_wrappers(statement: str) -> str:
-    return _WRAPPERS.sub(" ", _FENCE.sub("\n", statement))
+    return _WRAPPERS.sub(" ", _without_fences(statement))
 
 
 def statement_lines(statement: str) -> set[str]:
