@@ -170,7 +170,7 @@ def test_routes_for_the_card_and_verl_names():
         spec = route(name).checker  # testlib rcmp6 / doubleCompare: 1e-6 absolute or relative
         assert (spec.name, spec.abs_tol, spec.rel_tol) == ("tokens_float", 1e-6, 1e-6), name
     assert route("code_taco").checker.name == "tokens_float" and route("code_taco").checker.abs_tol == 1e-6
-    assert route("code_lcbv5").checker.rel_tol == 1e-9 and route("code_lcbv5").limits.cpu_seconds == 6
+    assert route("code_lcbv5").checker.rel_tol == 1e-6 and route("code_lcbv5").limits.cpu_seconds == 6
     assert not route("code_contests_o").checker.case_insensitive  # stricter than the validator
     assert route("my_code_set").family == "code" and route("my_code_set").checker.name == "tokens"
 
@@ -544,3 +544,40 @@ def test_vacuous_suite_is_judged_but_carries_a_warning(caplog):
     batch = compute_score_batch(["code_taco", "code_taco"], [nothing, md(SUM_OK)], [vacuous, SUM_DICT])
     assert [b["warning"] != "" for b in batch] == [True, False]
     assert all(tuple(b) == RESULT_KEYS for b in batch) and RESULT_KEYS[-1] == "warning"
+
+
+def test_livecodebench_rows_accept_the_tolerance_their_problems_state():
+    """LiveCodeBench's exact Decimal comparison fails correct real-valued answers (NeMo-Gym PR
+    2956: 0.333333 for 0.333333333333; LCB issue 129: AtCoder abc315_f, which allows 1e-5,
+    5.8284271 for 5.828427124746190): the route uses the statements' 1e-6 absolute or relative,
+    a row may state its own tolerance in extra_info, and a wrong number still fails."""
+    third = {"inputs": ["1 3\n"], "outputs": ["0.333333333333\n"]}
+    abc315f = {"inputs": ["2\n"], "outputs": ["5.828427124746190\n"]}
+    cases = [
+        ("print('0.333333')", third, None, "AC"),
+        ("a, b = map(int, input().split())\nprint(f'{a / b:.6f}')", third, None, "AC"),
+        ("print('5.8284271')", abc315f, None, "AC"),
+        ("print('0.3334')", third, None, "WA"),
+        ("print('5.8284')", abc315f, None, "WA"),
+        ("print('0.333333')", third, {"abs_tol": 1e-9, "rel_tol": 1e-9}, "WA"),  # the row asks for 1e-9
+        ("print('5.8284')", abc315f, {"abs_tol": 1e-4, "rel_tol": 0}, "AC"),  # the row grants 1e-4
+    ]
+    extra = [{"index": f"lcb{i}", **(tol or {})} for i, (_, _, tol, _) in enumerate(cases)]
+    results = compute_score_batch(["code_lcbv5"] * len(cases), [md(code) for code, *_ in cases],
+                                  [json.dumps(gt) for _, gt, _, _ in cases], extra, workers=2)
+    assert [r["verdict"] for r in results] == [want for *_, want in cases]
+    # an explicit reward_kwargs tolerance wins over the row's
+    strict = compute_score("code_lcbv5", md("print('5.8284')"), json.dumps(abc315f),
+                           {"index": "lcb-k", "abs_tol": 1e-4}, abs_tol=1e-9, rel_tol=1e-9)
+    assert strict["verdict"] == "WA"
+
+
+@pytest.mark.parametrize("value", ["1e-6", -1.0, float("inf"), True])
+def test_a_bad_row_tolerance_is_invalid_task_naming_row_and_field(value):
+    third = {"inputs": ["1 3\n"], "outputs": ["0.333333333333\n"]}
+    with pytest.raises(InvalidTask, match=r"extra_info\.abs_tol") as info:
+        compute_score("code_lcbv5", md("print('0.333333')"), json.dumps(third), {"index": "bad-tol", "abs_tol": value})
+    assert "bad-tol" in str(info.value)
+    got = compute_score("code_lcbv5", md("print('0.333333')"), json.dumps(third),
+                        {"index": "bad-tol", "abs_tol": value}, on_invalid="zero")
+    assert (got["score"], got["verdict"]) == (0.0, "INVALID_TASK")

@@ -91,6 +91,7 @@ import asyncio
 import functools
 import logging
 import math
+import numbers
 import os
 import threading
 import time
@@ -297,6 +298,28 @@ class Prepared:
     warning: str = ""  # about the row, e.g. a vacuous suite (RESULT_KEYS "warning")
 
 
+#: ``extra_info`` fields a row may use to state its problem's own real-number tolerance.
+ROW_TOLERANCE_FIELDS = ("abs_tol", "rel_tol")
+
+
+def _with_row_tolerance(r: Route, extra_info: Any, label: str, opts: RewardOptions) -> Route:
+    """``r`` with the row's own ``extra_info.abs_tol``/``rel_tol`` (the statement's tolerance),
+    unless ``reward_kwargs`` set that one. Raises :class:`InvalidTestSuite` naming the row and
+    field for a value that is not a finite number >= 0."""
+    if not isinstance(extra_info, Mapping):
+        return r
+    found: dict[str, float] = {}
+    for name in ROW_TOLERANCE_FIELDS:
+        value = extra_info.get(name)
+        if value is None or getattr(opts, name) is not None:
+            continue
+        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 <= float(value) < math.inf
+        if not ok:
+            raise InvalidTestSuite(f"{label}: extra_info.{name} must be a finite number >= 0, got {value!r}")
+        found[name] = float(value)
+    return r.with_overrides(**found) if found else r
+
+
 def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any, opts: RewardOptions,
             *, suite: TestSuite | Exception | None = None, route_: Route | None = None) -> Prepared:
     """Steps 1-3 of the module docstring for one response: a :class:`Task`, or an immediate result.
@@ -314,6 +337,11 @@ def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: 
     if suite is None:
         try:
             suite = load_suite(ground_truth, label)
+        except InvalidTestSuite as exc:
+            suite = exc
+    if not isinstance(suite, Exception):
+        try:
+            r = _with_row_tolerance(r, extra_info, label, opts)
         except InvalidTestSuite as exc:
             suite = exc
     if isinstance(suite, Exception):
