@@ -56,7 +56,7 @@ a wrong value the problem's own judge would reject; the one spelling caveat is i
     ``<= 1e-6 * |want|``, the statements' usual "absolute or relative error does not exceed
     10^-6"). ``tokens_float`` with 1e-6 accepts exactly that; integer and string tokens as in (a),
     including the integer-spelling caveat. A problem that grants less (1e-9) or more (1e-4) needs
-    ``abs_tol``/``rel_tol``: the row does not record it.
+    ``abs_tol``/``rel_tol``, in ``reward_kwargs`` or in the row's ``extra_info``.
 (c) TACO/APPS ``testing_util`` and rllm compare through a chain of fallbacks (strip equality,
     ``np.isclose``/``np.allclose`` with rtol 1e-5, sets of lines and tokens, floats rounded to
     3 decimals) and accept a mismatched non-numeric token (reference finding A: ``NO`` for
