@@ -115,6 +115,7 @@ _SIGNAL = signal.signal
 _SIGMASK = signal.pthread_sigmask
 _SIGXFSZ, _SIG_DFL, _SIG_UNBLOCK = signal.SIGXFSZ, signal.SIG_DFL, signal.SIG_UNBLOCK
 _EFBIG = errno.EFBIG
+_ATEXIT = _THREADING = None  # the real atexit and threading modules (set in main)
 RESULT_FD = 3
 _CATCHABLE = ("SIGHUP SIGINT SIGQUIT SIGTERM SIGUSR1 SIGUSR2 SIGALRM SIGPIPE SIGXFSZ SIGXCPU SIGTSTP "
               "SIGTTIN SIGTTOU SIGCHLD").split()
@@ -1486,41 +1487,52 @@ def _fresh_stdio():
 
 
 def _exit_code_of(exc):
-    code = exc.code
+    """The exit status of an uncaught ``SystemExit``, as CPython's ``_Py_HandleSystemExit``
+    computes it: ``code`` None is 0; an ``int`` (by its real type, never ``isinstance``, which a
+    ``__class__`` property fools) is its C ``long`` value (``int.__and__``: a subclass's own
+    ``__and__`` is never called), -1 when it does not fit; anything else is printed, status 1."""
+    try:
+        code = exc.code
+    except BaseException:
+        code = exc
     if code is None:
         return 0
-    if isinstance(code, int):
-        return code & 0xFF
+    if issubclass(type(code), int):
+        if not -(1 << 63) <= int.__int__(code) < (1 << 63):
+            return 255
+        return int.__and__(code, 0xFF)
     try:
         sys.stderr.write(str(code) + "\n")
-    except Exception:
+    except BaseException:
         pass
     return 1
 
 
 def _finalize(status):
-    """What the interpreter does at exit: join non-daemon threads, run atexit, flush stdio."""
+    """What CPython's shutdown does after the program (``Py_FinalizeEx``): call
+    ``threading._shutdown`` (of whatever ``sys.modules["threading"]`` holds, as CPython looks it
+    up), run the exit functions of the real ``atexit`` module (captured at start-up: a program
+    may put anything in ``sys.modules``), flush stdio. An exception in any of them is ignored
+    (CPython prints it as unraisable): it never changes the status, but a failed flush makes it
+    120."""
     threading = sys.modules.get("threading")
-    if threading is not None and len(threading._active) > 1:
-        try:
-            threading._shutdown()
-        except BaseException:
-            pass
-    atexit = sys.modules.get("atexit")
-    if atexit is not None and atexit._ncallbacks():
-        try:
-            atexit._run_exitfuncs()
-        except SystemExit as exc:
-            status = _exit_code_of(exc)
-        except BaseException:
-            pass
+    try:
+        if threading is not _THREADING or len(_THREADING._active) > 1:
+            threading._shutdown()  # (the real module with no other thread: nothing to join)
+    except BaseException:
+        pass
+    try:
+        if _ATEXIT._ncallbacks():
+            _ATEXIT._run_exitfuncs()
+    except BaseException:
+        pass
     for stream in (sys.stdout, sys.__stdout__, sys.stderr, sys.__stderr__):
         if stream is None or _is_closed(stream):
             continue  # CPython's flush_std_files skips closed streams (print, then close)
         try:
             stream.flush()
         except BaseException:
-            status = status or 120  # CPython's exit status when flushing stdout fails
+            status = 120  # CPython's exit status when flushing stdio fails (Py_Exit)
     return status
 
 
@@ -1886,7 +1898,9 @@ def main():
         pass
     global _STDIO
     _STDIO = _make_stdio()
-    import atexit  # noqa: F401  (so a forked case can see whether callbacks were registered)
+    global _ATEXIT, _THREADING
+    import atexit  # the real modules, whatever a program later puts in sys.modules (_finalize)
+    _ATEXIT, _THREADING = atexit, sys.modules["threading"]
     for fd in (in_fd, out_fd):
         os.set_inheritable(fd, False)
     global _BASELINE
