@@ -238,3 +238,19 @@ def test_programs_are_the_oom_killers_first_choice():
         assert native.stdout.split() == [b"1000", b"0"], native
         assert sb.load_python("print(open('/proc/self/oom_score_adj').read().strip())") is None
         assert sb.run_python().stdout == b"1000\n"
+
+
+def test_a_deep_directory_chain_is_wiped_and_the_sandbox_serves_on():
+    """A 20,000-deep chain of directories (tests/hostile/python/deep_directory_chain.py) once
+    made the server's wipe raise RecursionError after its reply: a second reply for the same
+    request, then SANDBOX_ERROR for every later run. Each case gets its own honest status and
+    starts with empty scratch dirs."""
+    source = (HOSTILE / "python" / "deep_directory_chain.py").read_text()
+    source = "import os\nprint(os.listdir('/tmp'))\n" + source
+    with Sandbox(limits=Limits(cpu_seconds=5)) as sb:
+        assert sb.load_python(source) is None
+        runs = [sb.run_python() for _ in range(3)]
+        assert [ex.status for ex in runs] == [Status.OK] * 3, runs
+        assert [ex.stdout for ex in runs] == [b"[]\nbuilt 20000\n"] * 3, runs
+        native = sb.run(["/usr/bin/find", "/tmp", "/work", "/dev/shm"])
+        assert native.ok and native.stdout.split() == [b"/tmp", b"/work", b"/dev/shm"], native

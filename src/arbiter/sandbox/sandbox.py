@@ -175,6 +175,7 @@ class Sandbox:
         self._broken = ""
         self._memory_limit = 0
         self._server_pid = 0
+        self._request_id = 0
         self.hello: dict[str, Any] = {}
         self.python_loaded = False
         self.load_stage = ""
@@ -456,9 +457,14 @@ class Sandbox:
 
     def _request(self, header: dict[str, Any], blobs: Sequence[bytes], timeout: float,
                  watch: Callable[[], bool] | None = None) -> tuple[dict[str, Any], list[bytes]]:
-        self._send(header, blobs)
+        """Send one request and read its reply, which must carry the request's ``id`` (a reply
+        to another request means the two sides are out of step: the sandbox is given up)."""
+        self._request_id += 1
+        self._send(dict(header, id=self._request_id), blobs)
         try:
             reply, rblobs = self._read_frame(time.monotonic() + timeout, watch)
+            if reply.get("id") != self._request_id:
+                raise ValueError(f"reply {reply.get('id')!r} to request {self._request_id}")
         except (EOFError, TimeoutError, ValueError) as exc:
             self._broken = f"the sandbox server failed: {exc}"
             self._kill_now()

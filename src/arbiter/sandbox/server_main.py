@@ -144,15 +144,24 @@ class Server:
             except OSError:
                 pass
         self.staged_stdin = None  # "forker" or a memfd: the next case's stdin, written beforehand
+        self.request_id, self.replied = None, False  # the request being answered (see serve)
 
     # ---- plumbing -------------------------------------------------------------------------
     def reply(self, header, blobs=()):
-        _write_all(self.out_fd, encode_frame(header, blobs))
+        """Send the one reply of the current request (tagged with its ``id``)."""
+        self._start_reply()
+        _write_all(self.out_fd, encode_frame(dict(header, id=self.request_id), blobs))
+
+    def _start_reply(self):
+        if self.replied:
+            raise RuntimeError("a second reply to request %r" % (self.request_id,))
+        self.replied = True
 
     def reply_with_fds(self, header, fds_and_sizes):
         """Reply with blobs streamed from file descriptors (no copy through Python memory);
         an item may also be plain bytes."""
-        header = dict(header)
+        self._start_reply()
+        header = dict(header, id=self.request_id)
         header["blobs"] = [len(item) if isinstance(item, bytes) else item[1] for item in fds_and_sizes]
         raw = json.dumps(header, separators=(",", ":")).encode()
         _write_all(self.out_fd, _LEN.pack(len(raw)) + raw)
@@ -169,6 +178,10 @@ class Server:
                 offset += sent
 
     def serve(self):
+        """Answer requests until ``exit`` or the end of the pipe: exactly one reply each, tagged
+        with the request's ``id``. A failure after the reply was sent (cleaning up after a
+        run) sends nothing more: the server recovers (:meth:`recover`), and if it cannot, the
+        next run is refused."""
         self.reply({"op": "hello", "pid": os.getpid(), "python": sys.version.split()[0],
                     "init": self.is_init})
         while True:
@@ -177,6 +190,7 @@ class Server:
             except EOFError:
                 return
             op = header.get("op")
+            self.request_id, self.replied = header.get("id"), False
             try:
                 if op == "run":
                     self.op_run(header, blobs)
@@ -196,6 +210,9 @@ class Server:
                 else:
                     self.reply({"op": "error", "error": "unknown op %r" % (op,)})
             except Exception as exc:  # our own failure: report it, never guess a verdict
+                if self.replied:  # (cleaning up after the reply): never a second reply
+                    self.recover()
+                    continue
                 if op == "run":
                     tampered = _tampering()  # ... unless a program broke this server
                     if not tampered and isinstance(exc, OSError) and exc.errno == errno.EMFILE:
@@ -821,48 +838,84 @@ class Server:
                 time.sleep(0.0002)
 
     def wipe_scratch(self):
-        import shutil
-
-        def onerror(func, path, exc_info):
-            try:
-                os.chmod(os.path.dirname(path), 0o700)
-                os.chmod(path, 0o700)
-            except OSError:
-                pass
-            try:
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    os.unlink(path)
-            except OSError:
-                pass
-
+        """Empty every scratch directory but the kept files (:func:`_empty_dir`), and give the
+        directory itself back its mode, no extended attributes, and times set to now. Raises
+        OSError when something could not be removed (then nothing more may run here)."""
         for d in self.scratch_dirs:
-            # the directory itself: the mode a program may have changed (chmod 0 would hide its
-            # files from the scan), extended attributes it may have set, its times (set to now)
             mode = self.scratch_modes.get(d)
             try:
                 if mode is not None:
-                    os.chmod(d, mode)
+                    os.chmod(d, mode)  # chmod 0 would hide its files from the wipe
                 for name in os.listxattr(d):
                     os.removexattr(d, name)
                 os.utime(d)
             except OSError:
                 pass
             try:
-                entries = list(os.scandir(d))
-            except OSError:
+                fd = os.open(d, _DIR_FLAGS)
+            except FileNotFoundError:
                 continue
-            for e in entries:
-                if e.path in self.kept_files:
-                    continue
+            try:
+                _empty_dir(fd, {os.path.basename(p) for p in self.kept_files
+                                if os.path.dirname(p) == d})
+            finally:
+                os.close(fd)
+
+
+#: How the wipe opens a directory: never through a symbolic link.
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _empty_dir(top, keep=()):
+    """Remove everything in the directory open as ``top`` but the names in ``keep``, whatever
+    tree a program built there: depth-first without recursion and with two descriptors at a
+    time (a 20,000-deep chain of directories once overflowed ``shutil.rmtree``), going down by
+    ``openat(name, O_NOFOLLOW)`` and back up by ``".."`` (nothing else runs while it wipes: the
+    tree cannot change under it), each directory given mode 0700 first (a program may have
+    made it unreadable, unsearchable or unwritable). Each directory is listed once. Raises
+    OSError when an entry stays."""
+    fd = os.dup(top)
+    stack = [(None, _unlink_files(fd, keep))]  # (name of the directory we are in, its subdirs)
+    try:
+        while stack:
+            name, subdirs = stack[-1]
+            if subdirs:
+                child = subdirs.pop()
                 try:
-                    if e.is_dir(follow_symlinks=False):
-                        shutil.rmtree(e.path, onerror=onerror)
-                    else:
-                        os.unlink(e.path)
-                except OSError:
-                    onerror(None, e.path, None)
+                    cfd = os.open(child, _DIR_FLAGS, dir_fd=fd)
+                except PermissionError:  # not readable
+                    os.chmod(child, 0o700, dir_fd=fd)
+                    cfd = os.open(child, _DIR_FLAGS, dir_fd=fd)
+                os.fchmod(cfd, 0o700)  # searchable and writable: its entries can go, ".." opens
+                os.close(fd)
+                fd = cfd
+                stack.append((child, _unlink_files(fd, ())))
+                continue
+            stack.pop()
+            if name is None:
+                break
+            parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            os.rmdir(name, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _unlink_files(fd, keep):
+    """Unlink every entry but the directories (and the names in ``keep``) of the directory open
+    as ``fd``; returns the directories' names."""
+    subdirs = []
+    with os.scandir(fd) as entries:
+        names = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
+    for name, is_dir in names:
+        if name in keep:
+            continue
+        if is_dir:
+            subdirs.append(name)
+            continue
+        os.unlink(name, dir_fd=fd)
+    return subdirs
 
 
 class _Forker:
