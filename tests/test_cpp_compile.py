@@ -277,6 +277,33 @@ def test_compile_time_limit_is_reported_and_not_cached(cache):
     assert again.timed_out and not again.cached
 
 
+def test_an_executable_over_the_cap_is_a_compile_error_and_never_cached(cache):
+    """``.fill`` makes a huge executable in seconds (60,000,000 words: 240 MB, once a 240 MB cache
+    entry and 495 MiB in the judge process; here just over the cap). CE naming the cap, nothing
+    cached, nothing of it fetched."""
+    words = cpp_mod.MAX_EXECUTABLE_BYTES // 4 + (1 << 18)  # 1 MiB over the cap
+    src = unique(f'asm(".section .data\\n.fill {words}, 4, 0x01010101\\n.text");\nint main() {{ return 0; }}\n')
+    r = compile_cpp(src, CompileSpec(timeout_seconds=60), cache=cache, use_pch=False)
+    assert not r.ok and r.binary is None and not r.timed_out, r.message[:500]
+    assert r.message.startswith("the executable is ") and "than the 64 MiB cap on executables" in r.message
+    assert cache.entries() == []
+    again = compile_cpp(src, CompileSpec(timeout_seconds=60), cache=cache, use_pch=False)
+    assert not again.ok and not again.cached and again.message == r.message
+    assert cache.entries() == []
+    small = compile_cpp(unique('asm(".section .data\\n.fill 1000, 4, 1\\n.text");\nint main() { return 0; }\n'),
+                        CompileSpec(timeout_seconds=60), cache=cache, use_pch=False)
+    assert small.ok and len(cache.entries()) == 1
+
+
+def test_the_cache_never_stores_an_executable_over_its_entry_cap(tmp_path):
+    c = CompileCache(tmp_path / "c", max_entry_bytes=100_000)
+    big, fits = (compile_key(f"src{i}".encode(), "main.cpp", ("-O2",), "fp") for i in range(2))
+    c.put(big, ok=True, binary=b"x" * 100_001, message="", seconds=1.0)
+    c.put(fits, ok=True, binary=b"y" * 100_000, message="", seconds=1.0)
+    assert c.get(big) is None and c.get(fits).binary == b"y" * 100_000
+    assert [p.name for p, _, _ in c.entries()] == [f"{fits}.entry"]
+
+
 # ------------------------------------------------------------------------------------------
 # precompiled headers
 # ------------------------------------------------------------------------------------------

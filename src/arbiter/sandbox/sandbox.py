@@ -492,11 +492,20 @@ class Sandbox:
 
     def fetch(self, path: str, max_bytes: int = 256 * MiB) -> bytes | None:
         """Read a regular file from inside the sandbox (``None`` when missing or too large)."""
+        return self.fetch_or_size(path, max_bytes)[0]
+
+    def fetch_or_size(self, path: str, max_bytes: int) -> tuple[bytes | None, int | None]:
+        """``(data, None)`` for a regular file of at most ``max_bytes``; ``(None, size)`` when
+        it is larger (nothing of it leaves the sandbox); ``(None, None)`` when it is missing or
+        not a regular file."""
         if not path.startswith("/"):
             path = os.path.join(self.work_dir, path)
         reply, blobs = self._request({"op": "fetch", "path": path, "max_bytes": max_bytes}, [],
                                      timeout=60)
-        return blobs[0] if reply.get("ok") else None
+        if reply.get("ok"):
+            return blobs[0], None
+        size = reply.get("size")
+        return None, int(size) if isinstance(size, int) else None
 
     # ---- runs ---------------------------------------------------------------------------------
     def run(self, argv: Sequence[str], stdin: bytes = b"", limits: Limits | None = None, *,

@@ -282,7 +282,7 @@ class Server:
                 self.reply({"op": "fetch", "ok": False, "error": "not a regular file"})
                 return
             if st.st_size > max_bytes:
-                self.reply({"op": "fetch", "ok": False,
+                self.reply({"op": "fetch", "ok": False, "size": st.st_size,
                             "error": "file is %d bytes, more than %d" % (st.st_size, max_bytes)})
                 return
             self.reply_with_fds({"op": "fetch", "ok": True, "mode": st.st_mode & 0o7777},
