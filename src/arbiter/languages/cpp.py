@@ -12,9 +12,9 @@
 4. otherwise compiles in a fresh sandbox (no network, read-only ``/usr``, private ``/work``) under
    :func:`compile_limits`: CPU and wall time = the task's compile timeout, memory = 2 GiB by
    default, files up to 256 MiB, 32 tasks for g++'s ``cc1plus``/``as``/``collect2``/``ld``. A
-   precompiled header (:mod:`arbiter.languages.pch`) is offered read-only at ``/pch`` when the
-   program can use one; it never changes what the program means, and the executable is
-   byte-identical with or without it.
+   precompiled header (:mod:`arbiter.languages.pch`) is offered read-only at a random
+   ``/pch/<name>`` when the program can use one; it never changes what the program means, the
+   executable is byte-identical with or without it, and no path the program names reaches it.
 
 Compile bombs end as a compile error or a compile time limit, never on the host: ``#include
 "/etc/shadow"`` (not in the sandbox), ``#include "/dev/zero"`` (memory limit), recursive
@@ -39,7 +39,7 @@ from arbiter.languages.cpp_command import (
     command_line,
     parse_compile_command,
 )
-from arbiter.languages.pch import MOUNT_POINT, PchStore, gch_lines, plan_pch
+from arbiter.languages.pch import MOUNT_POINT, PchStore, gch_lines, new_mount_point, plan_pch
 from arbiter.languages.toolchain import (
     Toolchain,
     ToolchainMismatch,
@@ -289,8 +289,9 @@ def _run_compiler(src: bytes, cmd: CompileCommand, tc: Toolchain, limits: Limits
                   config: SandboxConfig | None) -> tuple[Execution, bytes | None, int | None]:
     """Run g++ in a fresh sandbox; returns its run, the executable (at most
     :data:`MAX_EXECUTABLE_BYTES`) and, when it is larger, its size instead."""
-    mounts = [(str(pch_dir), MOUNT_POINT)] if pch_dir is not None else []
-    pch_args = tuple(plan.compile_args()) if pch_dir is not None else ()
+    mount = new_mount_point()  # a name no program can guess (pch module docstring)
+    mounts = [(str(pch_dir), mount)] if pch_dir is not None else []
+    pch_args = tuple(plan.compile_args(mount)) if pch_dir is not None else ()
     with Sandbox(limits=limits, mounts=mounts, config=config) as sb:
         sb.put(cmd.source_name, src)
         argv = cmd.argv(tc.exec_path or tc.compiler_path, (*pch_args, *extra_args))
