@@ -401,3 +401,25 @@ def test_locks_and_owners_left_on_the_case_files_do_not_reach_the_next_case():
     runs, follow = run_cases(LOCK_CHANNEL, n=4)
     assert_ok_and_alike([*runs, follow])
     assert runs[0].stdout == b"[0, 0, 0]\n", runs[0]
+
+
+def test_the_two_counts_the_readme_says_reach_the_next_case():
+    """The README: of a case's doing, only two counts reach the next case, the PID counter and the
+    scratch tmpfs's inode numbers (both grow with what earlier cases created). Pinned here so the
+    statement stays exactly true."""
+    with Sandbox(limits=Limits(cpu_seconds=2)) as sb:
+        assert sb.load_python(
+            "import os\n"
+            "n = int(input())\n"
+            "fd = os.open('/tmp/probe', os.O_CREAT | os.O_WRONLY)\n"
+            "print(os.getpid(), os.fstat(fd).st_ino)\n"
+            "for i in range(n):\n"
+            "    pid = os.fork()\n"
+            "    if pid == 0:\n"
+            "        os._exit(0)\n"
+            "    os.waitpid(pid, 0)\n"
+            "    open('/tmp/f%d' % i, 'w').close()\n") is None
+        runs = [sb.run_python(f"{n}\n".encode()) for n in (0, 50, 0)]
+    assert all(ex.ok for ex in runs), runs
+    (pid0, ino0), (pid1, ino1), (pid2, ino2) = (map(int, ex.stdout.split()) for ex in runs)
+    assert pid2 - pid1 == 50 + (pid1 - pid0) and ino2 - ino1 == 50 + (ino1 - ino0), runs
