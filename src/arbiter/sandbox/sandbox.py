@@ -46,6 +46,10 @@ STAGE_STDIN_BYTES = 1 * MiB
 #: Extra seconds the judge waits for the server's answer beyond the case's wall limit.
 REPLY_GRACE = 5.0
 _EXTRA_TASKS = 2  # the server itself (+ one for exec)
+#: Seconds the wipe after a run may take per CPU second the run had (what a program creates in the
+#: scratch dirs costs it CPU; removing it costs the server one to two times as much): the reply,
+#: sent once the wipe is done, may be that much later.
+CLEANUP_PER_CPU_SECOND = 3.0
 #: Seconds between two looks at the sandbox's CPU use while a run is going on.
 WATCH_INTERVAL = 0.1
 #: A run is stopped once its processes used this many CPU seconds beyond its CPU limit. Above
@@ -581,7 +585,10 @@ class Sandbox:
         """One run, with the memory accounting of contest judges: the program is charged for its
         own memory, not for its input (a large stdin is written into the sandbox before the
         measurement starts) nor for its stdout (held in a memfd; subtracted). With cgroups, the
-        run is stopped once its processes' CPU passes the limit (:meth:`_cpu_watch`)."""
+        run is stopped once its processes' CPU passes the limit (:meth:`_cpu_watch`). The
+        server's own CPU (:meth:`_server_cpu_ns`: serving the request, wiping the scratch dirs
+        before it replies) is never counted as the program's, and the reply may come
+        :data:`CLEANUP_PER_CPU_SECOND` seconds per CPU second later while that wipe goes on."""
         lim = limits or self.limits
         req = dict(req, op="run", limits=_limits_payload(lim))
         cg = self._cg
@@ -607,17 +614,18 @@ class Sandbox:
                 cg.reset_memory_peak()
                 mem_before = cg.memory_usage()
                 oom_before = cg.oom_kills()
-                cpu_before = cg.cpu_ns()
+                cpu_before = cg.cpu_ns() - self._server_cpu_ns()
             blobs = [stdin] if call_payload is None else [stdin, call_payload]
             watch = self._cpu_watch(cg, cpu_before, lim) if cg is not None and self._server_pid else None
-            reply, rblobs = self._request(req, blobs, timeout=lim.wall + REPLY_GRACE, watch=watch)
+            timeout = lim.wall + REPLY_GRACE + CLEANUP_PER_CPU_SECOND * (lim.cpu_seconds + CPU_KILL_MARGIN)
+            reply, rblobs = self._request(req, blobs, timeout=timeout, watch=watch)
             mem_delta = oom = 0
             cg_cpu = 0.0
             if cg is not None:
                 out_pages = _pages(int(reply.get("stdout_size", 0)))
                 mem_delta = max(0, cg.memory_peak() - mem_before - out_pages)
                 oom = cg.oom_kills() - oom_before
-                cg_cpu = (cg.cpu_ns() - cpu_before) / 1e9
+                cg_cpu = (cg.cpu_ns() - self._server_cpu_ns() - cpu_before) / 1e9
         except cgroups.CgroupError as exc:
             return Execution(Status.SANDBOX_ERROR, detail=f"cgroup failure: {exc}")
         except SandboxError as exc:
@@ -627,6 +635,15 @@ class Sandbox:
                        parts.get("result"), mem_delta, oom, cg_cpu, have_memcg=cg is not None)
         ex.log = parts.get("log")
         return ex
+
+    def _server_cpu_ns(self) -> int:
+        """CPU nanoseconds the sandbox's server itself has used (its ``/proc/<pid>/schedstat``;
+        0 when unreadable)."""
+        try:
+            with open(f"/proc/{self._server_pid}/schedstat", "rb") as f:
+                return int(f.read().split(None, 1)[0])
+        except (OSError, ValueError, IndexError):
+            return 0
 
     def _cpu_watch(self, cg: cgroups.SandboxCgroups, cpu_before: int, lim: Limits) -> Callable[[], bool]:
         """A ``watch`` for :meth:`_read_exact` that stops a run as soon as the sandbox's
@@ -641,7 +658,7 @@ class Sandbox:
 
         def watch() -> bool:
             try:
-                if cg.cpu_ns() - cpu_before <= limit_ns:
+                if cg.cpu_ns() - self._server_cpu_ns() - cpu_before <= limit_ns:
                     return False
                 if select.select([fd], [], [], 0)[0]:
                     return True  # the run just ended: its reply is here, leave the forker alone

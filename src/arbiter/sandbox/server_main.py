@@ -362,12 +362,14 @@ class Server:
             self.drop_forker()
         fds = result.pop("_fds")
         try:
+            # before the reply: the next request finds the sandbox clean (a wipe still going on
+            # would count in its CPU and memory), and the judge waits for what this run left
+            self.wipe_scratch()
             self.reply_with_fds(dict(result, op="run"), fds)
         finally:
             for item in fds:
                 if not isinstance(item, bytes):
                     os.close(item[0])
-            self.wipe_scratch()
             if (self.code is not None and self.forker is None and not self.tampered
                     and header.get("mode") in ("python", "call")):
                 self.make_forker()  # while the judge reads the reply
@@ -932,18 +934,23 @@ def _empty_dir(top, keep=()):
 
 
 def _unlink_files(fd, keep):
-    """Unlink every entry but the directories (and the names in ``keep``) of the directory open
-    as ``fd``; returns the directories' names."""
+    """Remove every entry but the non-empty directories (and the names in ``keep``) of the
+    directory open as ``fd``; returns the names of those directories."""
     subdirs = []
-    with os.scandir(fd) as entries:
-        names = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
-    for name, is_dir in names:
-        if name in keep:
-            continue
-        if is_dir:
-            subdirs.append(name)
-            continue
-        os.unlink(name, dir_fd=fd)
+    with os.scandir(fd) as entries:  # (removing while listing: tmpfs's cursor allows it)
+        for e in entries:
+            name = e.name
+            if name in keep:
+                continue
+            if not e.is_dir(follow_symlinks=False):
+                os.unlink(name, dir_fd=fd)
+                continue
+            try:
+                os.rmdir(name, dir_fd=fd)  # an empty one goes at once, whatever its mode
+            except OSError as exc:
+                if exc.errno != errno.ENOTEMPTY:
+                    raise
+                subdirs.append(name)
     return subdirs
 
 
