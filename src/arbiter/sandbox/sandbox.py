@@ -180,6 +180,7 @@ class Sandbox:
         self._memory_limit = 0
         self._server_pid = 0
         self._request_id = 0
+        self._schedstat_fd = -1  # the server's /proc/<pid>/schedstat (see _server_cpu_ns)
         self.hello: dict[str, Any] = {}
         self.python_loaded = False
         self.load_stage = ""
@@ -349,6 +350,9 @@ class Sandbox:
 
     def close(self) -> None:
         """Stop the server, kill every process of the sandbox, remove its cgroups and files."""
+        if self._schedstat_fd >= 0:
+            os.close(self._schedstat_fd)
+            self._schedstat_fd = -1
         for fd in (self._to_server, self._from_server):
             if fd >= 0:
                 try:
@@ -637,11 +641,13 @@ class Sandbox:
         return ex
 
     def _server_cpu_ns(self) -> int:
-        """CPU nanoseconds the sandbox's server itself has used (its ``/proc/<pid>/schedstat``;
-        0 when unreadable)."""
+        """CPU nanoseconds the sandbox's server itself has used (its ``/proc/<pid>/schedstat``,
+        kept open; 0 when unreadable)."""
         try:
-            with open(f"/proc/{self._server_pid}/schedstat", "rb") as f:
-                return int(f.read().split(None, 1)[0])
+            if self._schedstat_fd < 0:
+                self._schedstat_fd = os.open(f"/proc/{self._server_pid}/schedstat",
+                                             os.O_RDONLY | os.O_CLOEXEC)
+            return int(os.pread(self._schedstat_fd, 128, 0).split(None, 1)[0])
         except (OSError, ValueError, IndexError):
             return 0
 

@@ -878,16 +878,23 @@ class Server:
         OSError when something could not be removed (then nothing more may run here)."""
         for d, (fd, mode) in self.scratch_fds.items():
             try:
-                os.fchmod(fd, mode)  # chmod 0 would hide its files from the wipe
+                st = os.fstat(fd)
+                if st.st_mode & 0o7777 != mode:
+                    os.fchmod(fd, mode)  # chmod 0 would hide its files from the wipe
                 for name in os.listxattr(fd):
                     os.removexattr(fd, name)
-                os.utime(fd)
+                os.utime(fd)  # (always: when it was last set would tell what an earlier case did)
             except OSError:
-                pass
+                st = None
+            if self.is_init and st is not None and st.st_size == _TMPFS_EMPTY_DIR_SIZE:
+                continue  # a tmpfs directory's size counts its entries: none
             _empty_dir(fd, {os.path.basename(p) for p in self.kept_files
                             if os.path.dirname(p) == d} if self.kept_files else ())
 
 
+#: The size of an empty tmpfs directory (its ``.`` and ``..``; each entry adds 20: the kernel's
+#: ``BOGO_DIRENT_SIZE``). In the sandbox the scratch dirs are tmpfs mounts (bwrap ``--tmpfs``).
+_TMPFS_EMPTY_DIR_SIZE = 40
 #: How the wipe opens a directory: never through a symbolic link.
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
