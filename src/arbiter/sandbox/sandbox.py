@@ -47,9 +47,9 @@ STAGE_STDIN_BYTES = 1 * MiB
 REPLY_GRACE = 5.0
 _EXTRA_TASKS = 2  # the server itself (+ one for exec)
 #: Seconds the wipe after a run may take per CPU second the run had (what a program creates in the
-#: scratch dirs costs it CPU; removing it costs the server one to two times as much): the reply,
-#: sent once the wipe is done, may be that much later.
-CLEANUP_PER_CPU_SECOND = 3.0
+#: scratch dirs costs it CPU; removing it costs the server up to ~3.5 times as much, for a chain
+#: of directories): the reply, sent once the wipe is done, may be that much later.
+CLEANUP_PER_CPU_SECOND = 5.0
 #: Seconds between two looks at the sandbox's CPU use while a run is going on.
 WATCH_INTERVAL = 0.1
 #: A run is stopped once its processes used this many CPU seconds beyond its CPU limit. Above

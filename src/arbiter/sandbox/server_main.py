@@ -901,49 +901,43 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 def _empty_dir(top, keep=()):
     """Remove everything in the directory open as ``top`` but the names in ``keep``, whatever
-    tree a program built there: depth-first without recursion and with two descriptors at a
-    time (a 20,000-deep chain of directories once overflowed ``shutil.rmtree``), going down by
-    ``openat(name, O_NOFOLLOW)`` and back up by ``".."`` (nothing else runs while it wipes: the
-    tree cannot change under it), each directory given mode 0700 first (a program may have
-    made it unreadable, unsearchable or unwritable). Each directory is listed once. Raises
-    OSError when an entry stays. ``top`` stays open."""
-    subdirs = _unlink_files(top, keep)
-    if not subdirs:
-        return
-    fd = top  # the directory we are in (ours to close unless it is top)
-    stack = [(None, subdirs)]  # (name of the directory we are in, its subdirs left)
+    tree a program built there, in constant memory and with two descriptors at a time (a
+    20,000-deep chain of directories once overflowed ``shutil.rmtree``): clear a directory of
+    files and empty directories; at its first non-empty one, go down (``openat(name,
+    O_NOFOLLOW)``, mode 0700 first: a program may have made it unreadable, unsearchable or
+    unwritable); once one is empty, go back up by ``".."`` and clear the parent again (which
+    removes the emptied one). Nothing else runs while it wipes: the tree cannot change under it.
+    Raises OSError when an entry stays. ``top`` stays open."""
+    fd, depth = top, 0  # the directory we are in (ours to close unless it is top)
     try:
-        while stack:
-            name, subdirs = stack[-1]
-            if subdirs:
-                child = subdirs.pop()
+        while True:
+            child = _clear_dir(fd, keep if depth == 0 else ())
+            if child is not None:
                 try:
                     cfd = os.open(child, _DIR_FLAGS, dir_fd=fd)
                 except PermissionError:  # not readable
                     os.chmod(child, 0o700, dir_fd=fd)
                     cfd = os.open(child, _DIR_FLAGS, dir_fd=fd)
                 os.fchmod(cfd, 0o700)  # searchable and writable: its entries can go, ".." opens
-                if fd != top:
-                    os.close(fd)
-                fd = cfd
-                stack.append((child, _unlink_files(fd, ())))
-                continue
-            stack.pop()
-            if name is None:
-                break
-            parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = parent
-            os.rmdir(name, dir_fd=fd)
+                depth += 1
+            elif depth:
+                cfd = os.open("..", _DIR_FLAGS, dir_fd=fd)
+                depth -= 1
+            else:
+                return
+            if fd != top:
+                os.close(fd)
+            fd = cfd if depth else top
+            if not depth:
+                os.close(cfd)
     finally:
         if fd != top:
             os.close(fd)
 
 
-def _unlink_files(fd, keep):
-    """Remove every entry but the non-empty directories (and the names in ``keep``) of the
-    directory open as ``fd``; returns the names of those directories."""
-    subdirs = []
+def _clear_dir(fd, keep):
+    """Remove the files and empty directories (but the names in ``keep``) of the directory open
+    as ``fd``, up to its first non-empty directory; returns that one's name, or None."""
     with os.scandir(fd) as entries:  # (removing while listing: tmpfs's cursor allows it)
         for e in entries:
             name = e.name
@@ -957,8 +951,8 @@ def _unlink_files(fd, keep):
             except OSError as exc:
                 if exc.errno != errno.ENOTEMPTY:
                     raise
-                subdirs.append(name)
-    return subdirs
+                return name
+    return None
 
 
 class _Forker:
