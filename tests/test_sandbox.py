@@ -319,6 +319,9 @@ EXIT_STATUS_PROGRAMS = {
     "fake_threading_module": (0, "import sys\nclass T:\n    _active = property(lambda s: 1 // 0)\n"
                                  "    def _shutdown(self): raise SystemExit(4)\n"
                                  "sys.modules['threading'] = T()\nsys.exit(0)\n"),
+    "thread_exits_3_after_active_cleared": (3, "import os, threading, time\n"
+                                               "threading.Thread(target=lambda: (time.sleep(0.2), os._exit(3))).start()\n"
+                                               "threading._active.clear()\n"),
     "stdout_flush_fails": (120, "import sys\nclass F:\n    def write(self, s): pass\n"
                                 "    def flush(self): raise SystemExit(0)\nsys.stdout = F()\nsys.exit(3)\n"),
 }

@@ -1618,8 +1618,10 @@ def _finalize(status):
     120."""
     threading = sys.modules.get("threading")
     try:
-        if threading is not _THREADING or len(_THREADING._active) > 1:
-            threading._shutdown()  # (the real module with no other thread: nothing to join)
+        # (the real module with no thread to join: nothing to do; its _shutdown joins exactly
+        # the threads in _shutdown_locks: a program that clears _active still has them joined)
+        if threading is not _THREADING or _THREADING._shutdown_locks:
+            threading._shutdown()
     except BaseException:
         pass
     try:
