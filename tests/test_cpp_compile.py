@@ -26,7 +26,7 @@ from arbiter.languages.cpp import (
     pch_used,
 )
 from arbiter.languages.cpp_command import parse_compile_command
-from arbiter.languages.pch import MOUNT_POINT, PchStore, gch_lines, leading_std_headers, plan_pch
+from arbiter.languages.pch import PchStore, gch_lines, leading_std_headers, new_mount_point, plan_pch
 from arbiter.languages.toolchain import ToolchainUnavailable, installed_compilers, probe_toolchain
 from arbiter.sandbox.limits import MiB, Limits
 from arbiter.sandbox.sandbox import Sandbox
@@ -277,6 +277,33 @@ def test_compile_time_limit_is_reported_and_not_cached(cache):
     assert again.timed_out and not again.cached
 
 
+def test_an_executable_over_the_cap_is_a_compile_error_and_never_cached(cache):
+    """``.fill`` makes a huge executable in seconds (60,000,000 words: 240 MB, once a 240 MB cache
+    entry and 495 MiB in the judge process; here just over the cap). CE naming the cap, nothing
+    cached, nothing of it fetched."""
+    words = cpp_mod.MAX_EXECUTABLE_BYTES // 4 + (1 << 18)  # 1 MiB over the cap
+    src = unique(f'asm(".section .data\\n.fill {words}, 4, 0x01010101\\n.text");\nint main() {{ return 0; }}\n')
+    r = compile_cpp(src, CompileSpec(timeout_seconds=60), cache=cache, use_pch=False)
+    assert not r.ok and r.binary is None and not r.timed_out, r.message[:500]
+    assert r.message.startswith("the executable is ") and "than the 64 MiB cap on executables" in r.message
+    assert cache.entries() == []
+    again = compile_cpp(src, CompileSpec(timeout_seconds=60), cache=cache, use_pch=False)
+    assert not again.ok and not again.cached and again.message == r.message
+    assert cache.entries() == []
+    small = compile_cpp(unique('asm(".section .data\\n.fill 1000, 4, 1\\n.text");\nint main() { return 0; }\n'),
+                        CompileSpec(timeout_seconds=60), cache=cache, use_pch=False)
+    assert small.ok and len(cache.entries()) == 1
+
+
+def test_the_cache_never_stores_an_executable_over_its_entry_cap(tmp_path):
+    c = CompileCache(tmp_path / "c", max_entry_bytes=100_000)
+    big, fits = (compile_key(f"src{i}".encode(), "main.cpp", ("-O2",), "fp") for i in range(2))
+    c.put(big, ok=True, binary=b"x" * 100_001, message="", seconds=1.0)
+    c.put(fits, ok=True, binary=b"y" * 100_000, message="", seconds=1.0)
+    assert c.get(big) is None and c.get(fits).binary == b"y" * 100_000
+    assert [p.name for p, _, _ in c.entries()] == [f"{fits}.entry"]
+
+
 # ------------------------------------------------------------------------------------------
 # precompiled headers
 # ------------------------------------------------------------------------------------------
@@ -334,13 +361,14 @@ def test_pch_for_other_flags_is_silently_ignored_so_each_flag_set_gets_its_own()
     d2 = store.ensure(plan2, tc2)
     assert d2 is not None
     c0 = parse_compile_command(o0.command)
-    with Sandbox(mounts=[(str(d2), MOUNT_POINT)], limits=cpp_mod.compile_limits(120)) as sb:
+    mount = new_mount_point()
+    with Sandbox(mounts=[(str(d2), mount)], limits=cpp_mod.compile_limits(120)) as sb:
         sb.put("main.cpp", BITS.encode())
-        ex = sb.run([tc2.exec_path, *c0.flags, f"-I{MOUNT_POINT}", "-H", "main.cpp", "-o", "main"],
+        ex = sb.run([tc2.exec_path, *c0.flags, *plan2.compile_args(mount), "-H", "main.cpp", "-o", "main"],
                     limits=cpp_mod.compile_limits(120))
     assert ex.ok, ex.stderr[-2000:]
     used, rejected = gch_lines(ex.stderr.decode())
-    assert used == [] and rejected == [f"{MOUNT_POINT}/bits/stdc++.h.gch"]
+    assert used == [] and len(rejected) == 1 and rejected[0].startswith(f"{mount}/bits/stdc++.h.gch/")
     r0 = compile_cpp(BITS, o0, use_cache=False, extra_args=("-H",))
     assert r0.ok and pch_used(r0.message)
     assert plan_pch(BITS, c0.flags, probe_toolchain(c0.compiler, c0.flags)).key != plan2.key
@@ -360,6 +388,56 @@ def test_pch_does_not_change_the_executable(source, command):
     without = compile_cpp(source, spec, use_cache=False, use_pch=False)
     assert with_pch.ok and without.ok and with_pch.pch and not without.pch
     assert with_pch.binary == without.binary
+
+
+#: True (prints 1) when the program's compile can name any file of the PCH store.
+SEES_THE_STORE = """\
+#if __has_include(</pch/prefix.h>) || __has_include(</pch/prefix.h.gch>) || __has_include(</pch/meta.json>) \\
+    || __has_include(</pch/bits/stdc++.h.gch>) || __has_include(<meta.json>) || __has_include(<prefix.h>) \\
+    || __has_include(<prefix.h.gch>) || __has_include(<bits/stdc++.h.gch>) || __has_include("meta.json")
+#define SEES 1
+#else
+#define SEES 0
+#endif
+int main() { std::cout << SEES << "\\n"; }
+"""
+
+
+@pytest.mark.parametrize("head", ["#include <bits/stdc++.h>\n", "#include <iostream>\n#include <vector>\n"],
+                         ids=["stdcxx", "prefix"])
+def test_programs_cannot_see_the_pch_store(head, tmp_path):
+    """``__has_include(</pch/prefix.h>)`` was false the first time a header list was compiled and
+    true after, and ``#include <meta.json>`` worked under ``-I/pch``: the store leaked whether
+    another submission used those headers. Now nothing of it can be named, with or without a
+    built PCH (each state checked: -H shows whether the PCH was used)."""
+    root = Path(tempfile.mkdtemp(prefix="arbiter-test-pch-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
+    os.chmod(root, 0o755)
+    try:
+        store = PchStore(root)
+        spec = CompileSpec("g++ -std=gnu++17 -O1 main.cpp -o main", 120)
+        used = []
+        for _ in range(3):  # a prefix PCH is built at the second sighting, a stdcxx one at the first
+            r = compile_cpp(head + SEES_THE_STORE, spec, use_cache=False, pch_store=store, extra_args=("-H",))
+            assert r.ok, r.message[-2000:]
+            used.append(pch_used(r.message))
+            assert run_binary(r.binary, b"") == b"0\n"
+            meta = compile_cpp(head + "#include <meta.json>\n" + SEES_THE_STORE, spec, use_cache=False,
+                               pch_store=store)
+            assert not meta.ok and "meta.json: No such file or directory" in meta.message, meta.message[-500:]
+        bare = compile_cpp(head + SEES_THE_STORE, spec, use_cache=False, use_pch=False)
+        assert bare.ok and run_binary(bare.binary, b"") == b"0\n"
+        assert used[-1] and store.lookup(plan_pch(head, spec_flags(spec), tc_of(spec))) is not None
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def spec_flags(spec: CompileSpec) -> tuple[str, ...]:
+    return parse_compile_command(spec.command).flags
+
+
+def tc_of(spec: CompileSpec):
+    cmd = parse_compile_command(spec.command)
+    return probe_toolchain(cmd.compiler, cmd.flags)
 
 
 def test_concurrent_pch_builders_build_once():

@@ -117,8 +117,8 @@ def test_every_case_gets_a_freshly_seeded_random():
 
 
 def test_the_forker_keeps_the_case_files_apart():
-    """stdin, stdout and the call result are reused from case to case: each case sees only its
-    own input, and a long output of one case leaves nothing in the next."""
+    """Each case sees only its own input, and a long output of one case leaves nothing in the
+    next (stdin, stdout and the call result are new files for every case)."""
     with Sandbox() as sb:
         assert sb.load_python(
             "import sys\n"
@@ -154,9 +154,9 @@ def test_a_program_that_kills_or_stops_its_forker_and_spins_is_a_time_limit():
 
 
 def test_file_flags_set_by_a_program_do_not_reach_the_next_case():
-    """stdin, stdout and stderr are shared from case to case: O_NONBLOCK left on the stderr pipe
-    would make a later case's large stderr fail with EAGAIN, a mode or extended attributes left
-    on stdin would reach the next case."""
+    """O_NONBLOCK left on a shared stderr pipe would make a later case's large stderr fail with
+    EAGAIN, a mode or extended attributes left on stdin would reach the next case (each case
+    gets new files)."""
     runs, _ = run_cases(
         "import fcntl, os, sys\n"
         "input()\n"
@@ -363,3 +363,63 @@ def test_times_set_by_a_case_do_not_reach_the_next_one():
         "for d in ('/work', '/tmp', '/dev/shm'):\n"
         "    os.utime(d, ns=(4102444800000424242, 4102444800000424242))\n")
     assert [ex.stdout for ex in runs] == [b"False\n"] * CASES, runs
+
+
+#: Reads what earlier cases left on its stdio (through a second open file description of each,
+#: as another process would see it: flock, OFD byte-range locks at offsets 1000..5000, the
+#: signal owner), then leaves its own input there: a lock at offset (input + 1) * 1000.
+LOCK_CHANNEL = """\
+import fcntl, os, struct
+i = int(input())
+seen = []
+for fd in (0, 1, 2):
+    seen.append(fcntl.fcntl(fd, fcntl.F_GETOWN))
+    probe = os.open("/proc/self/fd/%d" % fd, os.O_RDWR)
+    try:
+        fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        seen.append("flocked")
+    for start in range(1, 6):
+        got = fcntl.fcntl(probe, 36, struct.pack("hhqqi4x", fcntl.F_WRLCK, 0, start * 1000, 1, 0))
+        if struct.unpack("hhqqi4x", got)[0] != fcntl.F_UNLCK:  # 36: F_OFD_GETLK
+            seen.append(start)
+    os.close(probe)
+print(seen)
+for fd in (0, 1, 2):
+    fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
+    if fd < 2:  # 37: F_OFD_SETLK
+        fcntl.fcntl(fd, 37, struct.pack("hhqqi4x", fcntl.F_RDLCK if fd == 0 else fcntl.F_WRLCK, 0,
+                                        (i + 1) * 1000, 1, 0))
+    fcntl.flock(fd, fcntl.LOCK_SH if fd == 0 else fcntl.LOCK_EX)
+"""
+
+
+def test_locks_and_owners_left_on_the_case_files_do_not_reach_the_next_case():
+    """Locks (flock, OFD byte ranges) and the F_SETOWN owner belong to an open file or its
+    inode: on case files shared from case to case they once carried every earlier case's
+    input to the next one (case 3 printed inputs 0-2). Each case gets new files."""
+    runs, follow = run_cases(LOCK_CHANNEL, n=4)
+    assert_ok_and_alike([*runs, follow])
+    assert runs[0].stdout == b"[0, 0, 0]\n", runs[0]
+
+
+def test_the_two_counts_the_readme_says_reach_the_next_case():
+    """The README: of a case's doing, only two counts reach the next case, the PID counter and the
+    scratch tmpfs's inode numbers (both grow with what earlier cases created). Pinned here so the
+    statement stays exactly true."""
+    with Sandbox(limits=Limits(cpu_seconds=2)) as sb:
+        assert sb.load_python(
+            "import os\n"
+            "n = int(input())\n"
+            "fd = os.open('/tmp/probe', os.O_CREAT | os.O_WRONLY)\n"
+            "print(os.getpid(), os.fstat(fd).st_ino)\n"
+            "for i in range(n):\n"
+            "    pid = os.fork()\n"
+            "    if pid == 0:\n"
+            "        os._exit(0)\n"
+            "    os.waitpid(pid, 0)\n"
+            "    open('/tmp/f%d' % i, 'w').close()\n") is None
+        runs = [sb.run_python(f"{n}\n".encode()) for n in (0, 50, 0)]
+    assert all(ex.ok for ex in runs), runs
+    (pid0, ino0), (pid1, ino1), (pid2, ino2) = (map(int, ex.stdout.split()) for ex in runs)
+    assert pid2 - pid1 == 50 + (pid1 - pid0) and ino2 - ino1 == 50 + (ino1 - ino0), runs

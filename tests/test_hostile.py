@@ -238,3 +238,33 @@ def test_programs_are_the_oom_killers_first_choice():
         assert native.stdout.split() == [b"1000", b"0"], native
         assert sb.load_python("print(open('/proc/self/oom_score_adj').read().strip())") is None
         assert sb.run_python().stdout == b"1000\n"
+
+
+def test_a_deep_directory_chain_is_wiped_and_the_sandbox_serves_on():
+    """A 20,000-deep chain of directories (tests/hostile/python/deep_directory_chain.py) once
+    made the server's wipe raise RecursionError after its reply: a second reply for the same
+    request, then SANDBOX_ERROR for every later run. Each case gets its own honest status and
+    starts with empty scratch dirs."""
+    source = (HOSTILE / "python" / "deep_directory_chain.py").read_text()
+    source = "import os\nprint(os.listdir('/tmp'))\n" + source
+    with Sandbox(limits=Limits(cpu_seconds=5)) as sb:
+        assert sb.load_python(source) is None
+        runs = [sb.run_python() for _ in range(3)]
+        assert [ex.status for ex in runs] == [Status.OK] * 3, runs
+        assert [ex.stdout for ex in runs] == [b"[]\nbuilt 20000\n"] * 3, runs
+        native = sb.run(["/usr/bin/find", "/tmp", "/work", "/dev/shm"])
+        assert native.ok and native.stdout.split() == [b"/tmp", b"/work", b"/dev/shm"], native
+
+
+def test_what_a_run_leaves_in_the_scratch_dirs_costs_the_next_run_nothing():
+    """tests/hostile/cpp/scratch_entry_flood.cpp leaves ~300,000 entries in /tmp. Wiped after the
+    reply, their removal ran into the next run: its CPU (the server's) made a trivial run a time
+    limit. Now the wipe ends before the flood's own reply and is never a program's CPU."""
+    path = HOSTILE / "cpp" / "scratch_entry_flood.cpp"
+    with Sandbox(files={"main": compile_cpp(path)}, limits=limits_from(parse_header(path))) as sb:
+        flood = sb.run(["/prog/main"])
+        assert flood.status is Status.OK and flood.stdout == b"flooded\n", flood
+        after = [sb.run(["/bin/true"], limits=Limits(cpu_seconds=1)) for _ in range(2)]
+        assert [ex.status for ex in after] == [Status.OK] * 2, after
+        assert all(ex.cpu_seconds < 0.5 for ex in after), after
+        assert sb.run(["/usr/bin/find", "/tmp"]).stdout == b"/tmp\n"

@@ -298,3 +298,49 @@ def test_python_tracebacks_show_source_lines_like_python3_main_py():
         assert err.rstrip().endswith("ZeroDivisionError: integer division or modulo by zero")
         assert sb.load_python("import sys\nif True:\n    return\nprint('no')\n") is None
         assert sb.run_python().stdout == b""
+
+
+#: Programs whose exit status CPython's shutdown decides (Py_FinalizeEx, _Py_HandleSystemExit),
+#: each with what `python3 main.py` exits with (checked against that interpreter below).
+EXIT_STATUS_PROGRAMS = {
+    "fake_atexit_module": (3, "import sys\n"
+                              "class Fake:\n"
+                              "    def _ncallbacks(self): return 1\n"
+                              "    def _run_exitfuncs(self): raise SystemExit(0)\n"
+                              "sys.modules['atexit'] = Fake()\n"
+                              "sys.exit(3)\n"),
+    "atexit_callback_exits_0": (3, "import atexit, sys\natexit.register(lambda: sys.exit(0))\nsys.exit(3)\n"),
+    "int_subclass_with_its_own_and": (3, "import sys\nclass C(int):\n    def __and__(self, o): return 0\n"
+                                         "sys.exit(C(3))\n"),
+    "int_posing_by_class_property": (1, "import sys\nclass C:\n    __class__ = property(lambda s: int)\n"
+                                        "    def __and__(self, o): return 0\n    def __str__(self): return 'c'\n"
+                                        "sys.exit(C())\n"),
+    "exit_code_beyond_a_long": (255, "import sys\nsys.exit(2 ** 70 + 3)\n"),
+    "fake_threading_module": (0, "import sys\nclass T:\n    _active = property(lambda s: 1 // 0)\n"
+                                 "    def _shutdown(self): raise SystemExit(4)\n"
+                                 "sys.modules['threading'] = T()\nsys.exit(0)\n"),
+    "thread_exits_3_after_active_cleared": (3, "import os, threading, time\n"
+                                               "threading.Thread(target=lambda: (time.sleep(0.2), os._exit(3))).start()\n"
+                                               "threading._active.clear()\n"),
+    "stdout_flush_fails": (120, "import sys\nclass F:\n    def write(self, s): pass\n"
+                                "    def flush(self): raise SystemExit(0)\nsys.stdout = F()\nsys.exit(3)\n"),
+}
+
+
+def test_the_exit_status_is_cpythons_whatever_the_program_did_to_sys_modules():
+    """A program may replace ``sys.modules['atexit']`` (a fake ``_run_exitfuncs`` raising
+    ``SystemExit(0)`` once hid ``sys.exit(3)``: AC instead of RE), exit with an int subclass, a
+    fake int, a huge int, replace ``threading`` or break stdout's flush: each case exits as the
+    very interpreter the sandbox runs exits on the same file (run inside the sandbox too)."""
+    from arbiter.sandbox.config import SandboxConfig
+
+    python = SandboxConfig().python
+    with Sandbox(limits=Limits(cpu_seconds=2)) as sb:
+        for name, (code, source) in EXIT_STATUS_PROGRAMS.items():
+            sb.put("main.py", source.encode())
+            native = sb.run([python, "-I", "-S", "-X", "utf8", "main.py"])
+            assert native.exit_code == code, (name, native)
+            assert sb.load_python(source) is None
+            ex = sb.run_python()
+            assert ex.exit_code == code, (name, ex, ex.stderr[-500:])
+            assert ex.status is (Status.OK if code == 0 else Status.RUNTIME_ERROR), (name, ex)

@@ -20,7 +20,8 @@ Rules:
   :func:`arbiter.languages.cpp.compile_cpp`).
 - **Bounded**: least recently used entries (by mtime, refreshed on every hit) are evicted when the
   total exceeds ``max_bytes`` (``$ARBITER_COMPILE_CACHE_BYTES``, default 2 GiB), down to 90 % of
-  it.
+  it. An executable larger than ``max_entry_bytes`` (default :data:`MAX_ENTRY_BYTES`, 16 MiB) is
+  never stored: a few such programs would flush everyone's entries.
 - **Single flight**: :meth:`CompileCache.lock` serialises compiles of the same key across threads
   and processes (``flock`` on a striped lock file), so N concurrent requests compile once.
 """
@@ -45,6 +46,8 @@ GiB = 1024 ** 3
 CACHE_ENV = "ARBITER_CACHE_DIR"
 COMPILE_CACHE_BYTES_ENV = "ARBITER_COMPILE_CACHE_BYTES"
 DEFAULT_MAX_BYTES = 2 * GiB
+#: The largest executable stored, bytes (a static contest binary is ~2 MiB).
+MAX_ENTRY_BYTES = 16 * 1024 ** 2
 _MAGIC = b"ARBCC1\n"
 _HEADER = struct.Struct(">Q")  # JSON meta length
 _LOCK_STRIPES_HEX = 3  # 16**3 = 4096 lock files at most
@@ -153,12 +156,15 @@ class CacheEntry:
 
 class CompileCache:
     """The compile cache under ``root`` (default ``cache_root()/compile``), bounded by
-    ``max_bytes`` (default ``$ARBITER_COMPILE_CACHE_BYTES`` or 2 GiB). Thread- and process-safe;
-    see the module docstring for the rules."""
+    ``max_bytes`` (default ``$ARBITER_COMPILE_CACHE_BYTES`` or 2 GiB), each executable by
+    ``max_entry_bytes`` (larger ones are not stored). Thread- and process-safe; see the module
+    docstring for the rules."""
 
-    def __init__(self, root: str | Path | None = None, max_bytes: int | None = None):
+    def __init__(self, root: str | Path | None = None, max_bytes: int | None = None,
+                 max_entry_bytes: int = MAX_ENTRY_BYTES):
         self.root = Path(root) if root is not None else cache_root() / "compile"
         self.max_bytes = max_bytes if max_bytes is not None else env_bytes(COMPILE_CACHE_BYTES_ENV, DEFAULT_MAX_BYTES)
+        self.max_entry_bytes = max_entry_bytes
         self._evict_lock = threading.Lock()
 
     def path(self, key: str) -> Path:
@@ -217,8 +223,11 @@ class CompileCache:
     def put(self, key: str, *, ok: bool, binary: bytes | None, message: str, seconds: float,
             extra: dict | None = None) -> None:
         """Store a compile result atomically, then evict down to the size bound if needed.
-        An unwritable cache is not an error (the compile result is still returned)."""
+        An unwritable cache is not an error (the compile result is still returned); an
+        executable over ``max_entry_bytes`` is not stored."""
         payload = binary if (ok and binary is not None) else b""
+        if len(payload) > self.max_entry_bytes:
+            return
         meta = dict(extra or {})
         meta.update(key=key, ok=ok, message=message, seconds=seconds, created=time.time(),
                     payload_len=len(payload), payload_sha256=hashlib.sha256(payload).hexdigest())

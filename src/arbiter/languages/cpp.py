@@ -12,14 +12,14 @@
 4. otherwise compiles in a fresh sandbox (no network, read-only ``/usr``, private ``/work``) under
    :func:`compile_limits`: CPU and wall time = the task's compile timeout, memory = 2 GiB by
    default, files up to 256 MiB, 32 tasks for g++'s ``cc1plus``/``as``/``collect2``/``ld``. A
-   precompiled header (:mod:`arbiter.languages.pch`) is offered read-only at ``/pch`` when the
-   program can use one; it never changes what the program means, and the executable is
-   byte-identical with or without it.
+   precompiled header (:mod:`arbiter.languages.pch`) is offered read-only at a random
+   ``/pch/<name>`` when the program can use one; it never changes what the program means, the
+   executable is byte-identical with or without it, and no path the program names reaches it.
 
 Compile bombs end as a compile error or a compile time limit, never on the host: ``#include
 "/etc/shadow"`` (not in the sandbox), ``#include "/dev/zero"`` (memory limit), recursive
 self-includes and template recursion (g++'s own depth limits), huge objects (file-size limit),
-constexpr loops (time limit).
+constexpr loops (time limit), huge executables (:data:`MAX_EXECUTABLE_BYTES`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from arbiter.languages.cpp_command import (
     command_line,
     parse_compile_command,
 )
-from arbiter.languages.pch import MOUNT_POINT, PchStore, gch_lines, plan_pch
+from arbiter.languages.pch import MOUNT_POINT, PchStore, gch_lines, new_mount_point, plan_pch
 from arbiter.languages.toolchain import (
     Toolchain,
     ToolchainMismatch,
@@ -55,13 +55,19 @@ from arbiter.sandbox.sandbox import Sandbox, SandboxError
 __all__ = [
     "CompileCommandError", "CompileResult", "CompileSpec", "Toolchain", "ToolchainMismatch",
     "ToolchainUnavailable", "assert_comparable", "compile_cpp", "compile_limits", "default_cache",
-    "default_pch_store", "DEFAULT_FLAGS", "ONLINE_JUDGE_FLAG", "parse_compile_command", "pch_used",
+    "default_pch_store", "DEFAULT_FLAGS", "MAX_EXECUTABLE_BYTES", "ONLINE_JUDGE_FLAG",
+    "parse_compile_command", "pch_used",
 ]
 
 GiB = 1024 * MiB
 DEFAULT_MEMORY_BYTES = 2 * GiB
-#: The largest executable (and any file g++ writes), bytes: RLIMIT_FSIZE in the compile sandbox.
+#: The largest file g++ may write (objects, temporaries), bytes: RLIMIT_FSIZE in the compile
+#: sandbox.
 MAX_OUTPUT_BYTES = 256 * MiB
+#: The largest executable, bytes: a bigger one (``.fill`` or a huge initialised array make one
+#: in seconds) is a compile error naming this cap, never fetched into the judge process nor
+#: cached. Real contest programs are far smaller (the largest seen, static: ~2 MiB).
+MAX_EXECUTABLE_BYTES = 64 * MiB
 #: Compiler output kept from the sandbox, bytes (more is dropped, not an error).
 STDERR_KEEP_BYTES = 1 * MiB
 #: CE messages are cut to this many characters: the first and last halves are kept.
@@ -191,7 +197,7 @@ def compile_cpp(source: str, spec: CompileSpec | None = None, *, memory_bytes: i
 
     Returns a :class:`CompileResult`: ``ok`` with the executable, or a compile error / time limit
     with the compiler's message. Compile errors that are the program's own are cached; time, memory
-    and file-size limits are not.
+    and file-size limits and an executable over :data:`MAX_EXECUTABLE_BYTES` are not.
 
     Raises :class:`CompileCommandError` (``ValueError``) for a compile command outside the
     allowlist (a task error, naming the token); :class:`ToolchainUnavailable` when the named
@@ -257,9 +263,9 @@ def _compile_classified(source: str, src: bytes, cmd: CompileCommand, tc: Toolch
     while i < len(attempts):
         directory, p = attempts[i]
         try:
-            ex, binary = _run_compiler(src, cmd, tc, limits, directory, p, extra_args, config)
+            ex, binary, size = _run_compiler(src, cmd, tc, limits, directory, p, extra_args, config)
         except SandboxError as exc:
-            ex, binary = Execution(Status.SANDBOX_ERROR, detail=str(exc)), None
+            ex, binary, size = Execution(Status.SANDBOX_ERROR, detail=str(exc)), None, None
         if ex.status is Status.SANDBOX_ERROR:
             last_error = SandboxError(ex.detail)
             if directory is not None:  # maybe the PCH mount: go on without it
@@ -273,34 +279,42 @@ def _compile_classified(source: str, src: bytes, cmd: CompileCommand, tc: Toolch
         if directory is not None and not (ex.ok and binary) and MOUNT_POINT + "/" in stderr:
             i += 1  # the PCH was in the way (e.g. evicted mid-compile): compile without it
             continue
-        return _classify(ex, binary, stderr, cmd, tc, limits, "" if p is None else p.kind, t0)
+        return _classify(ex, binary, stderr, cmd, tc, limits, "" if p is None else p.kind, t0,
+                         too_large=size)
     raise last_error or SandboxError("the compile could not run")
 
 
 def _run_compiler(src: bytes, cmd: CompileCommand, tc: Toolchain, limits: Limits, pch_dir: Path | None,
                   plan, extra_args: tuple[str, ...],
-                  config: SandboxConfig | None) -> tuple[Execution, bytes | None]:
-    mounts = [(str(pch_dir), MOUNT_POINT)] if pch_dir is not None else []
-    pch_args = tuple(plan.compile_args()) if pch_dir is not None else ()
+                  config: SandboxConfig | None) -> tuple[Execution, bytes | None, int | None]:
+    """Run g++ in a fresh sandbox; returns its run, the executable (at most
+    :data:`MAX_EXECUTABLE_BYTES`) and, when it is larger, its size instead."""
+    mount = new_mount_point()  # a name no program can guess (pch module docstring)
+    mounts = [(str(pch_dir), mount)] if pch_dir is not None else []
+    pch_args = tuple(plan.compile_args(mount)) if pch_dir is not None else ()
     with Sandbox(limits=limits, mounts=mounts, config=config) as sb:
         sb.put(cmd.source_name, src)
         argv = cmd.argv(tc.exec_path or tc.compiler_path, (*pch_args, *extra_args))
         ex = sb.run(argv, limits=limits, keep=[cmd.output_name])
-        binary = None
+        binary = size = None
         if ex.ok:
-            binary = sb.fetch(cmd.output_name, max_bytes=MAX_OUTPUT_BYTES)
-    return ex, binary
+            binary, size = sb.fetch_or_size(cmd.output_name, max_bytes=MAX_EXECUTABLE_BYTES)
+    return ex, binary, size
 
 
 def _classify(ex: Execution, binary: bytes | None, stderr: str, cmd: CompileCommand, tc: Toolchain,
-              limits: Limits, pch: str, t0: float) -> tuple[CompileResult, bool]:
+              limits: Limits, pch: str, t0: float, too_large: int | None = None
+              ) -> tuple[CompileResult, bool]:
     timed_out = False
     cacheable = False
     note = ""
     if ex.ok and binary:
         ok, cacheable = True, True
+    elif ex.ok and too_large is not None:
+        ok, note = False, (f"the executable is {too_large} bytes, more than the "
+                           f"{MAX_EXECUTABLE_BYTES // MiB} MiB cap on executables")
     elif ex.ok:
-        ok, note = False, f"the compiler produced no executable {cmd.output_name!r} (or it is over {MAX_OUTPUT_BYTES} bytes)"
+        ok, note = False, f"the compiler produced no executable {cmd.output_name!r}"
     elif ex.status is Status.TIME_LIMIT:
         ok, timed_out = False, True
         note = f"compile time limit exceeded ({limits.wall:g} s)"

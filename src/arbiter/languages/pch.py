@@ -6,14 +6,14 @@ build skipped the -O2 PCH), so a PCH is keyed by the compile flags and the toolc
 
 Two kinds, both semantically invisible to the program:
 
-- ``stdcxx``: ``bits/stdc++.h.gch`` in a directory shown read-only at ``/pch`` and searched first
-  with ``-I/pch``. It only takes effect where the program itself writes
+- ``stdcxx``: ``bits/stdc++.h.gch`` in a directory shown read-only under ``/pch`` and searched
+  first with ``-I``. It only takes effect where the program itself writes
   ``#include <bits/stdc++.h>``; g++ checks validity (flags, macros defined before the include,
   first-token position) and falls back to the real header otherwise, so a program never compiles
   differently. Built the first time a program with those flags includes ``bits/stdc++.h``.
 - ``prefix``: the program's *leading run* of standard-header includes (e.g. the oracle seed's
   ``iostream vector string unordered_set unordered_map climits algorithm``), precompiled as
-  ``prefix.h`` and given with ``-include /pch/prefix.h``. Forcing an include is only equivalent to
+  ``prefix.h`` and given with ``-include``. Forcing an include is only equivalent to
   the program's own text when it is exactly the program's first tokens: the prefix stops at the
   first line that is not a blank line, a comment or ``#include <std-header>`` (no macros, pragmas,
   splices or unguarded headers such as ``<cassert>`` before it), so ``-include`` adds nothing the
@@ -22,6 +22,15 @@ Two kinds, both semantically invisible to the program:
   ``using namespace std`` becomes ambiguous.) Built the second time a prefix is seen with the same
   flags (a PCH costs more than one compile), and only when the prefix has a C++ library header
   (C headers alone compile in ~50 ms).
+
+Nor can a program see the store. Each compile shows the entry's files at a new random directory
+``/pch/<32 hex>`` (its name appears only in g++'s arguments: no path a program's ``#include``,
+``__has_include`` or ``.incbin`` can name reaches them), and the ``stdcxx`` PCH is the directory
+form ``bits/stdc++.h.gch/<random name>.gch``, so a relative ``__has_include(<bits/stdc++.h.gch>)``
+through ``-I`` finds a directory, which the preprocessor ignores. The entry's ``meta.json`` is
+outside what is shown. So whether another submission already used a header list (the PCH exists)
+never changes what a program's compile can read (once ``__has_include(</pch/prefix.h>)`` turned
+true after the first compile of a header list, and ``#include <meta.json>`` worked).
 
 PCHs are built inside the sandbox (the flags come from the task), checked with ``-H`` (the probe
 must show ``! /pch/....gch``), and installed with an atomic directory rename under a lock file
@@ -42,6 +51,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import stat
 import tempfile
@@ -59,7 +69,10 @@ from arbiter.sandbox.sandbox import Sandbox, SandboxError
 PCH_DIR_ENV = "ARBITER_PCH_DIR"
 PCH_CACHE_BYTES_ENV = "ARBITER_PCH_CACHE_BYTES"
 DEFAULT_MAX_BYTES = 2 * GiB
+#: The directory under which each compile shows its PCH, at ``MOUNT_POINT/<random>``.
 MOUNT_POINT = "/pch"
+#: The part of an entry shown to the compiler (``meta.json`` beside it is not).
+SHOWN = "pch"
 #: An entry used this recently is never evicted (a compile may be reading it through its mount).
 EVICT_GRACE_SECONDS = 600.0
 #: A build that failed (g++ rejected the header set, or did not use the result) is retried after
@@ -105,16 +118,17 @@ class PchPlan:
     flags: tuple[str, ...]
     key: str
 
-    def compile_args(self, mount: str = MOUNT_POINT) -> tuple[str, ...]:
+    def compile_args(self, mount: str) -> tuple[str, ...]:
         """The extra g++ arguments that offer this PCH when its directory is at ``mount``."""
         if self.kind == "stdcxx":
             return (f"-I{mount}",)
         return ("-include", f"{mount}/prefix.h")
 
-    @property
-    def gch_name(self) -> str:
-        """The ``.gch`` file's path inside the PCH directory."""
-        return "bits/stdc++.h.gch" if self.kind == "stdcxx" else "prefix.h.gch"
+    def gch_name(self, token: str) -> str:
+        """The ``.gch`` file's path inside the shown directory; ``token`` (random, from the
+        entry's ``meta.json``) names the ``stdcxx`` one inside its ``bits/stdc++.h.gch/``
+        directory (module docstring)."""
+        return f"bits/stdc++.h.gch/{token}.gch" if self.kind == "stdcxx" else "prefix.h.gch"
 
     def header_text(self) -> str:
         """The text of ``prefix.h`` (one ``#include <h>`` per header)."""
@@ -167,9 +181,14 @@ def plan_pch(source: str, flags: tuple[str, ...], toolchain: Toolchain) -> PchPl
     else:
         return None
     pf = pch_flags(tuple(flags))
-    raw = json.dumps(["pch-v1", kind, list(headers), list(pf), toolchain.base_fingerprint,
+    raw = json.dumps(["pch-v2", kind, list(headers), list(pf), toolchain.base_fingerprint,
                       toolchain.cpu], separators=(",", ":"))
     return PchPlan(kind, headers, pf, hashlib.sha256(raw.encode()).hexdigest()[:32])
+
+
+def new_mount_point() -> str:
+    """A fresh random directory under :data:`MOUNT_POINT` to show one compile its PCH at."""
+    return f"{MOUNT_POINT}/{secrets.token_hex(16)}"
 
 
 def gch_lines(stderr: str) -> tuple[list[str], list[str]]:
@@ -238,7 +257,8 @@ class PchStore:
         self.last_build_seconds = 0.0
 
     def entry_dir(self, plan: PchPlan) -> Path:
-        """Where ``plan``'s PCH lives once built."""
+        """Where ``plan``'s PCH lives once built: ``meta.json`` and the shown directory
+        (:data:`SHOWN`)."""
         return self.root / plan.key
 
     def _mkdirs(self) -> None:
@@ -247,19 +267,24 @@ class PchStore:
             os.chmod(d, 0o755)
 
     def lookup(self, plan: PchPlan) -> Path | None:
-        """The built directory of ``plan`` (refreshing its LRU time), or ``None``."""
+        """The directory to show the compiler for ``plan`` (refreshing the entry's LRU time), or
+        ``None`` when it is not built."""
         d = self.entry_dir(plan)
-        if (d / "meta.json").is_file() and (d / plan.gch_name).is_file():
-            try:
-                os.utime(d)
-            except OSError:
-                pass
-            return d
-        return None
+        try:
+            token = json.loads((d / "meta.json").read_text()).get("token")
+        except (OSError, ValueError, AttributeError):
+            return None
+        if not isinstance(token, str) or not (d / SHOWN / plan.gch_name(token)).is_file():
+            return None
+        try:
+            os.utime(d)
+        except OSError:
+            pass
+        return d / SHOWN
 
     def ensure(self, plan: PchPlan, toolchain: Toolchain, *, build: bool = True,
                config: SandboxConfig | None = None) -> Path | None:
-        """The directory to mount for ``plan``, building it when the policy allows (first sight
+        """The directory to show the compiler for ``plan`` (:meth:`lookup`), building it when the policy allows (first sight
         for ``stdcxx``, second for ``prefix``; not while another builder holds the lock; not
         within an hour of a failed build). Returns ``None`` when no PCH is available now; never
         raises for a build failure (the compile simply goes without a PCH)."""
@@ -324,23 +349,26 @@ class PchStore:
         if not gch:
             return False, "the built PCH could not be fetched"
         tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=self.root))
+        token = secrets.token_hex(16)
         try:
             os.chmod(tmp, 0o755)
-            target = tmp / plan.gch_name
+            shown = tmp / SHOWN
+            target = shown / plan.gch_name(token)
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.chmod(target.parent, 0o755)
+            for d in (shown, *[p for p in target.parents if shown in p.parents]):
+                os.chmod(d, 0o755)
             target.write_bytes(gch)
             os.chmod(target, 0o644)
             if plan.kind == "prefix":
-                (tmp / "prefix.h").write_text(plan.header_text())
-                os.chmod(tmp / "prefix.h", 0o644)
-            used, why = self._probe(tmp, plan, compiler, config)
+                (shown / "prefix.h").write_text(plan.header_text())
+                os.chmod(shown / "prefix.h", 0o644)
+            used, why = self._probe(shown, plan, compiler, config)
             if not used:
                 return False, f"the built PCH is not used by g++: {why}"
             (tmp / "meta.json").write_text(json.dumps({
                 "kind": plan.kind, "headers": list(plan.headers), "flags": list(plan.flags),
                 "toolchain": toolchain.with_flags(plan.flags).to_dict(), "bytes": len(gch),
-                "built": time.time()}, indent=1))
+                "built": time.time(), "token": token}, indent=1))
             os.chmod(tmp / "meta.json", 0o644)
             try:
                 os.rename(tmp, self.entry_dir(plan))
@@ -353,12 +381,13 @@ class PchStore:
 
     def _probe(self, directory: Path, plan: PchPlan, compiler: str,
                config: SandboxConfig | None) -> tuple[bool, str]:
-        """Compile a tiny program with ``-H`` through the real ``/pch`` mount; True when g++
-        reports the ``.gch`` as used."""
+        """Compile a tiny program with ``-H`` through a real mount as compiles get it; True when
+        g++ reports the ``.gch`` as used."""
         src = plan.header_text() + "int main() { return 0; }\n"
-        with Sandbox(limits=PROBE_LIMITS, mounts=[(str(directory), MOUNT_POINT)], config=config) as sb:
+        mount = new_mount_point()
+        with Sandbox(limits=PROBE_LIMITS, mounts=[(str(directory), mount)], config=config) as sb:
             sb.put("probe.cpp", src.encode())
-            ex = sb.run([compiler, *plan.flags, *plan.compile_args(), "-H", "-Winvalid-pch",
+            ex = sb.run([compiler, *plan.flags, *plan.compile_args(mount), "-H", "-Winvalid-pch",
                          "-fsyntax-only", "probe.cpp"], limits=PROBE_LIMITS)
         text = ex.stderr.decode("utf-8", "replace")
         used, _ = gch_lines(text)

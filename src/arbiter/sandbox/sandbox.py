@@ -46,6 +46,10 @@ STAGE_STDIN_BYTES = 1 * MiB
 #: Extra seconds the judge waits for the server's answer beyond the case's wall limit.
 REPLY_GRACE = 5.0
 _EXTRA_TASKS = 2  # the server itself (+ one for exec)
+#: Seconds the wipe after a run may take per CPU second the run had (what a program creates in the
+#: scratch dirs costs it CPU; removing it costs the server up to ~3.5 times as much, for a chain
+#: of directories): the reply, sent once the wipe is done, may be that much later.
+CLEANUP_PER_CPU_SECOND = 5.0
 #: Seconds between two looks at the sandbox's CPU use while a run is going on.
 WATCH_INTERVAL = 0.1
 #: A run is stopped once its processes used this many CPU seconds beyond its CPU limit. Above
@@ -175,6 +179,8 @@ class Sandbox:
         self._broken = ""
         self._memory_limit = 0
         self._server_pid = 0
+        self._request_id = 0
+        self._schedstat_fd = -1  # the server's /proc/<pid>/schedstat (see _server_cpu_ns)
         self.hello: dict[str, Any] = {}
         self.python_loaded = False
         self.load_stage = ""
@@ -344,6 +350,9 @@ class Sandbox:
 
     def close(self) -> None:
         """Stop the server, kill every process of the sandbox, remove its cgroups and files."""
+        if self._schedstat_fd >= 0:
+            os.close(self._schedstat_fd)
+            self._schedstat_fd = -1
         for fd in (self._to_server, self._from_server):
             if fd >= 0:
                 try:
@@ -456,9 +465,14 @@ class Sandbox:
 
     def _request(self, header: dict[str, Any], blobs: Sequence[bytes], timeout: float,
                  watch: Callable[[], bool] | None = None) -> tuple[dict[str, Any], list[bytes]]:
-        self._send(header, blobs)
+        """Send one request and read its reply, which must carry the request's ``id`` (a reply
+        to another request means the two sides are out of step: the sandbox is given up)."""
+        self._request_id += 1
+        self._send(dict(header, id=self._request_id), blobs)
         try:
             reply, rblobs = self._read_frame(time.monotonic() + timeout, watch)
+            if reply.get("id") != self._request_id:
+                raise ValueError(f"reply {reply.get('id')!r} to request {self._request_id}")
         except (EOFError, TimeoutError, ValueError) as exc:
             self._broken = f"the sandbox server failed: {exc}"
             self._kill_now()
@@ -486,11 +500,20 @@ class Sandbox:
 
     def fetch(self, path: str, max_bytes: int = 256 * MiB) -> bytes | None:
         """Read a regular file from inside the sandbox (``None`` when missing or too large)."""
+        return self.fetch_or_size(path, max_bytes)[0]
+
+    def fetch_or_size(self, path: str, max_bytes: int) -> tuple[bytes | None, int | None]:
+        """``(data, None)`` for a regular file of at most ``max_bytes``; ``(None, size)`` when
+        it is larger (nothing of it leaves the sandbox); ``(None, None)`` when it is missing or
+        not a regular file."""
         if not path.startswith("/"):
             path = os.path.join(self.work_dir, path)
         reply, blobs = self._request({"op": "fetch", "path": path, "max_bytes": max_bytes}, [],
                                      timeout=60)
-        return blobs[0] if reply.get("ok") else None
+        if reply.get("ok"):
+            return blobs[0], None
+        size = reply.get("size")
+        return None, int(size) if isinstance(size, int) else None
 
     # ---- runs ---------------------------------------------------------------------------------
     def run(self, argv: Sequence[str], stdin: bytes = b"", limits: Limits | None = None, *,
@@ -566,7 +589,10 @@ class Sandbox:
         """One run, with the memory accounting of contest judges: the program is charged for its
         own memory, not for its input (a large stdin is written into the sandbox before the
         measurement starts) nor for its stdout (held in a memfd; subtracted). With cgroups, the
-        run is stopped once its processes' CPU passes the limit (:meth:`_cpu_watch`)."""
+        run is stopped once its processes' CPU passes the limit (:meth:`_cpu_watch`). The
+        server's own CPU (:meth:`_server_cpu_ns`: serving the request, wiping the scratch dirs
+        before it replies) is never counted as the program's, and the reply may come
+        :data:`CLEANUP_PER_CPU_SECOND` seconds per CPU second later while that wipe goes on."""
         lim = limits or self.limits
         req = dict(req, op="run", limits=_limits_payload(lim))
         cg = self._cg
@@ -592,17 +618,18 @@ class Sandbox:
                 cg.reset_memory_peak()
                 mem_before = cg.memory_usage()
                 oom_before = cg.oom_kills()
-                cpu_before = cg.cpu_ns()
+                cpu_before = cg.cpu_ns() - self._server_cpu_ns()
             blobs = [stdin] if call_payload is None else [stdin, call_payload]
             watch = self._cpu_watch(cg, cpu_before, lim) if cg is not None and self._server_pid else None
-            reply, rblobs = self._request(req, blobs, timeout=lim.wall + REPLY_GRACE, watch=watch)
+            timeout = lim.wall + REPLY_GRACE + CLEANUP_PER_CPU_SECOND * (lim.cpu_seconds + CPU_KILL_MARGIN)
+            reply, rblobs = self._request(req, blobs, timeout=timeout, watch=watch)
             mem_delta = oom = 0
             cg_cpu = 0.0
             if cg is not None:
                 out_pages = _pages(int(reply.get("stdout_size", 0)))
                 mem_delta = max(0, cg.memory_peak() - mem_before - out_pages)
                 oom = cg.oom_kills() - oom_before
-                cg_cpu = (cg.cpu_ns() - cpu_before) / 1e9
+                cg_cpu = (cg.cpu_ns() - self._server_cpu_ns() - cpu_before) / 1e9
         except cgroups.CgroupError as exc:
             return Execution(Status.SANDBOX_ERROR, detail=f"cgroup failure: {exc}")
         except SandboxError as exc:
@@ -612,6 +639,17 @@ class Sandbox:
                        parts.get("result"), mem_delta, oom, cg_cpu, have_memcg=cg is not None)
         ex.log = parts.get("log")
         return ex
+
+    def _server_cpu_ns(self) -> int:
+        """CPU nanoseconds the sandbox's server itself has used (its ``/proc/<pid>/schedstat``,
+        kept open; 0 when unreadable)."""
+        try:
+            if self._schedstat_fd < 0:
+                self._schedstat_fd = os.open(f"/proc/{self._server_pid}/schedstat",
+                                             os.O_RDONLY | os.O_CLOEXEC)
+            return int(os.pread(self._schedstat_fd, 128, 0).split(None, 1)[0])
+        except (OSError, ValueError, IndexError):
+            return 0
 
     def _cpu_watch(self, cg: cgroups.SandboxCgroups, cpu_before: int, lim: Limits) -> Callable[[], bool]:
         """A ``watch`` for :meth:`_read_exact` that stops a run as soon as the sandbox's
@@ -626,7 +664,7 @@ class Sandbox:
 
         def watch() -> bool:
             try:
-                if cg.cpu_ns() - cpu_before <= limit_ns:
+                if cg.cpu_ns() - self._server_cpu_ns() - cpu_before <= limit_ns:
                     return False
                 if select.select([fd], [], [], 0)[0]:
                     return True  # the run just ended: its reply is here, leave the forker alone

@@ -19,8 +19,10 @@ down; and after each case the server SIGKILLs every process the case left behind
 the forker's. The server is made
 non-dumpable so a program (same uid) cannot ptrace it or open its ``/proc`` files.
 
-Each case gets stdin, stdout and stderr as real file descriptors backed by memfds (so
-``sys.stdin.buffer`` works and a read after EOF returns at once); ``RLIMIT_FSIZE`` caps the output.
+Each case gets stdin and stdout as real file descriptors backed by memfds (so
+``sys.stdin.buffer`` works and a read after EOF returns at once) and stderr as a pipe, all three
+new for every case (a lock or owner left on a shared file would reach the next case);
+``RLIMIT_FSIZE`` caps the output.
 For function calls the harness writes one JSON document to fd 3 after the call returns; the
 expected value never enters the sandbox, it is compared by the judge (DESIGN.md standing rules).
 A returned value whose JSON is larger than the output cap ends the child by ``SIGXFSZ`` (output
@@ -41,6 +43,8 @@ import sys
 # --------------------------------------------------------------------------------------------
 import json
 import struct
+
+import _socket  # (built in) the forker's request socket: each case's files travel with it
 
 _LEN = struct.Struct(">I")
 MAX_HEADER = 16 * 1024 * 1024
@@ -85,6 +89,14 @@ def _write_all(fd, data):
         view = view[n:]
 
 
+def _memfd(name, data):
+    """A new memfd holding ``data``, at offset 0."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    _write_all(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
 # --------------------------------------------------------------------------------------------
 # the server
 # --------------------------------------------------------------------------------------------
@@ -115,6 +127,7 @@ _SIGNAL = signal.signal
 _SIGMASK = signal.pthread_sigmask
 _SIGXFSZ, _SIG_DFL, _SIG_UNBLOCK = signal.SIGXFSZ, signal.SIG_DFL, signal.SIG_UNBLOCK
 _EFBIG = errno.EFBIG
+_ATEXIT = _THREADING = None  # the real atexit and threading modules (set in main)
 RESULT_FD = 3
 _CATCHABLE = ("SIGHUP SIGINT SIGQUIT SIGTERM SIGUSR1 SIGUSR2 SIGALRM SIGPIPE SIGXFSZ SIGXCPU SIGTSTP "
               "SIGTTIN SIGTTOU SIGCHLD").split()
@@ -136,22 +149,32 @@ class Server:
         self.broken = ""  # why runs are refused: a failed run could not be cleaned up after
         self.seq = 0  # runs sent to the forker (see _REPORT)
         import stat
-        self.scratch_modes = {}
+        self.scratch_fds = {}  # directory -> (its descriptor, its mode at start-up)
         for d in scratch_dirs:
             try:
-                self.scratch_modes[d] = stat.S_IMODE(os.stat(d).st_mode)
+                fd = os.open(d, _DIR_FLAGS)
             except OSError:
-                pass
-        self.staged_stdin = None  # "forker" or a memfd: the next case's stdin, written beforehand
+                continue
+            self.scratch_fds[d] = (fd, stat.S_IMODE(os.fstat(fd).st_mode))
+        self.staged_stdin = None  # a memfd: the next case's stdin, written beforehand
+        self.request_id, self.replied = None, False  # the request being answered (see serve)
 
     # ---- plumbing -------------------------------------------------------------------------
     def reply(self, header, blobs=()):
-        _write_all(self.out_fd, encode_frame(header, blobs))
+        """Send the one reply of the current request (tagged with its ``id``)."""
+        self._start_reply()
+        _write_all(self.out_fd, encode_frame(dict(header, id=self.request_id), blobs))
+
+    def _start_reply(self):
+        if self.replied:
+            raise RuntimeError("a second reply to request %r" % (self.request_id,))
+        self.replied = True
 
     def reply_with_fds(self, header, fds_and_sizes):
         """Reply with blobs streamed from file descriptors (no copy through Python memory);
         an item may also be plain bytes."""
-        header = dict(header)
+        self._start_reply()
+        header = dict(header, id=self.request_id)
         header["blobs"] = [len(item) if isinstance(item, bytes) else item[1] for item in fds_and_sizes]
         raw = json.dumps(header, separators=(",", ":")).encode()
         _write_all(self.out_fd, _LEN.pack(len(raw)) + raw)
@@ -168,6 +191,10 @@ class Server:
                 offset += sent
 
     def serve(self):
+        """Answer requests until ``exit`` or the end of the pipe: exactly one reply each, tagged
+        with the request's ``id``. A failure after the reply was sent (cleaning up after a
+        run) sends nothing more: the server recovers (:meth:`recover`), and if it cannot, the
+        next run is refused."""
         self.reply({"op": "hello", "pid": os.getpid(), "python": sys.version.split()[0],
                     "init": self.is_init})
         while True:
@@ -176,6 +203,7 @@ class Server:
             except EOFError:
                 return
             op = header.get("op")
+            self.request_id, self.replied = header.get("id"), False
             try:
                 if op == "run":
                     self.op_run(header, blobs)
@@ -195,6 +223,9 @@ class Server:
                 else:
                     self.reply({"op": "error", "error": "unknown op %r" % (op,)})
             except Exception as exc:  # our own failure: report it, never guess a verdict
+                if self.replied:  # (cleaning up after the reply): never a second reply
+                    self.recover()
+                    continue
                 if op == "run":
                     tampered = _tampering()  # ... unless a program broke this server
                     if not tampered and isinstance(exc, OSError) and exc.errno == errno.EMFILE:
@@ -251,7 +282,7 @@ class Server:
                 self.reply({"op": "fetch", "ok": False, "error": "not a regular file"})
                 return
             if st.st_size > max_bytes:
-                self.reply({"op": "fetch", "ok": False,
+                self.reply({"op": "fetch", "ok": False, "size": st.st_size,
                             "error": "file is %d bytes, more than %d" % (st.st_size, max_bytes)})
                 return
             self.reply_with_fds({"op": "fetch", "ok": True, "mode": st.st_mode & 0o7777},
@@ -264,19 +295,12 @@ class Server:
         memory with the input already in it, so the input is not charged to the program."""
         data = blobs[0] if blobs else b""
         blobs.clear()
-        if self.staged_stdin is not None and self.staged_stdin != "forker":
+        if self.staged_stdin is not None:
             os.close(self.staged_stdin)
-        python = header.get("mode") in ("python", "call")
-        if python and self.forker is None:
-            self.make_forker()  # (after a native run dropped it) the input goes to its stdin
-        if python and self.forker is not None:
-            fd, self.staged_stdin = self.forker.stdin_fd, "forker"
-            os.ftruncate(fd, 0)
-        else:
-            fd = self.staged_stdin = os.memfd_create("stdin", os.MFD_CLOEXEC)
-        os.lseek(fd, 0, os.SEEK_SET)
-        _write_all(fd, data)
-        os.lseek(fd, 0, os.SEEK_SET)
+            self.staged_stdin = None
+        if header.get("mode") in ("python", "call") and self.forker is None:
+            self.make_forker()  # (after a native run dropped it) before the judge measures
+        self.staged_stdin = _memfd("stdin", data)
         del data
         self.reply({"op": "stdin", "ok": True})
 
@@ -338,14 +362,14 @@ class Server:
             self.drop_forker()
         fds = result.pop("_fds")
         try:
+            # before the reply: the next request finds the sandbox clean (a wipe still going on
+            # would count in its CPU and memory), and the judge waits for what this run left
+            self.wipe_scratch()
             self.reply_with_fds(dict(result, op="run"), fds)
         finally:
             for item in fds:
                 if not isinstance(item, bytes):
                     os.close(item[0])
-            if self.forker is not None:
-                self.forker.clear_files()  # a large input or output must not stay charged
-            self.wipe_scratch()
             if (self.code is not None and self.forker is None and not self.tampered
                     and header.get("mode") in ("python", "call")):
                 self.make_forker()  # while the judge reads the reply
@@ -370,27 +394,30 @@ class Server:
         mode = req.get("mode", "exec")
         staged = self.staged_stdin if req.get("stdin_staged") else None
         self.staged_stdin = None
-        if mode in ("python", "call") and self.code is not None and not isinstance(staged, int):
+        if mode in ("python", "call") and self.code is not None:
             if self.forker is None:
                 self.make_forker()
             if self.forker is not None:
-                result = self.run_in_forker(req, stdin, call_args, staged == "forker")
+                case_stdin = staged if staged is not None else _memfd("stdin", stdin)
+                try:
+                    result = self.run_in_forker(req, case_stdin, call_args)
+                finally:
+                    if case_stdin != staged:
+                        os.close(case_stdin)
                 if result is not None:
+                    if staged is not None:
+                        os.close(staged)
                     return result
-        if staged == "forker":  # the forker died before its child started: its stdin is here
-            staged = os.dup(self.forker.stdin_fd) if self.forker is not None else None
-            if staged is None:
-                raise RuntimeError("the staged stdin was lost with the forker")
         self.drop_forker()  # a direct fork's cleanup (kill(-1)) would take it anyway
         stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
         out_fd = os.memfd_create("stdout", os.MFD_CLOEXEC)
         err_r, err_w = os.pipe()
         res_fd = os.memfd_create("result", os.MFD_CLOEXEC) if mode == "call" else -1
-        if isinstance(staged, int):
+        if staged is not None:
             os.close(stdin_fd)
             stdin_fd = staged
             os.lseek(stdin_fd, 0, os.SEEK_SET)
-        elif staged is None:
+        else:
             _write_all(stdin_fd, stdin)
             os.lseek(stdin_fd, 0, os.SEEK_SET)
         os.set_blocking(err_r, False)
@@ -557,8 +584,10 @@ class Server:
         :func:`_forker_main`). Forking from a process that does nothing else keeps the per-case
         copy-on-write faults down: this server's own work on a request (decoding it, waiting,
         replying) writes to pages a forked case would share, each write a page copy, ~250 a
-        case; the forker's loop writes to a few dozen. It also holds the case's files (stdin,
-        stdout, the call result: memfds; stderr: a pipe), reused from case to case.
+        case; the forker's loop writes to a few dozen. Each case's files (stdin, stdout, the
+        call result: memfds; stderr: a pipe) are new, made by this server and passed to the
+        forker with the request (``SCM_RIGHTS``): nothing a program leaves on an open file or its
+        inode (locks, leases, owner, flags, mode, times, extended attributes) reaches a later case.
 
         A program shares the sandbox with its forker (same uid; it cannot ptrace it or open its
         ``/proc`` files, the forker being non-dumpable): it may kill or stop it, or lower its
@@ -598,22 +627,23 @@ class Server:
 
     def check_forker(self):
         """Drop the forker unless it is exactly as forked: alive, neither stopped nor continued,
-        no signal pending, this server's rlimits, nice value and CPU affinity, the case files'
-        flags unchanged. Called once every other process of the sandbox is dead, so none of it
-        can change any more."""
+        no signal pending, this server's rlimits, nice value and CPU affinity. Called once every
+        other process of the sandbox is dead, so none of it can change any more."""
         fk = self.forker
         try:
             healthy = os.waitpid(fk.pid, os.WNOHANG | os.WUNTRACED | os.WCONTINUED) == (0, 0)
-            healthy = healthy and _untouched(fk.pid) and not fk.flags_changed()
+            healthy = healthy and _untouched(fk.pid)
         except (ChildProcessError, OSError, ValueError, KeyError):
             healthy = False
         if not healthy:
             self.drop_forker()
 
-    def run_in_forker(self, req, stdin, call_args, stdin_staged):
-        """Run one Python case through the forker; returns what :meth:`fork_case` returns, or
-        None when the forker died before it reported its child's pid (the child, if any, is
-        killed and the scratch directories wiped: the caller forks the case itself).
+    def run_in_forker(self, req, stdin_fd, call_args):
+        """Run one Python case through the forker, with ``stdin_fd`` (a memfd holding the input;
+        the caller closes it) and new stdout, stderr and result files; returns what
+        :meth:`fork_case` returns, or None when the forker died before it reported its child's
+        pid (the child, if any, is killed and the scratch directories wiped: the caller forks
+        the case itself).
 
         The forker reports its child's pid right after the fork; this server then watches the
         child as it watches a child of its own (``pidfd``, wall deadline, stderr drained). The
@@ -630,22 +660,42 @@ class Server:
         limits = req.get("limits", {})
         out_cap = int(limits.get("output_bytes", 64 << 20))
         err_cap = int(limits.get("stderr_bytes", 64 << 10))
-        if not stdin_staged:
-            os.ftruncate(fk.stdin_fd, 0)
-            os.lseek(fk.stdin_fd, 0, os.SEEK_SET)
-            _write_all(fk.stdin_fd, stdin)
-            os.lseek(fk.stdin_fd, 0, os.SEEK_SET)
+        mode = req.get("mode")
+        out_fd = os.memfd_create("stdout", os.MFD_CLOEXEC)
+        res_fd = os.memfd_create("result", os.MFD_CLOEXEC) if mode == "call" else -1
+        err_r, err_w = os.pipe()
+        os.set_blocking(err_r, False)
+        os.lseek(stdin_fd, 0, os.SEEK_SET)
+        fds = [stdin_fd, out_fd, err_w] + ([res_fd] if res_fd >= 0 else [])
         err = _Capture(err_cap, head=err_cap // 2)
         self.seq += 1
         req = dict(req, seq=self.seq)
         t0 = time.monotonic()
         try:
-            _write_all(fk.go_w, encode_frame(req, [call_args or b""]))
+            try:
+                fk.send(encode_frame(req, [call_args or b""]), fds)
+            finally:
+                os.close(err_w)  # the forker and the case hold it: end of file once they are gone
         except OSError:
+            for fd in (out_fd, res_fd, err_r):
+                if fd >= 0:
+                    os.close(fd)
             return None
+        try:
+            return self._watch_forked_case(fk, req, t0, err, err_r, out_fd, res_fd, out_cap)
+        finally:
+            os.close(err_r)
+
+    def _watch_forked_case(self, fk, req, t0, err, err_r, out_fd, res_fd, out_cap):
+        """The rest of :meth:`run_in_forker`, once the request is sent: takes ``out_fd`` and
+        ``res_fd`` (handed to :meth:`finish_case`, or closed)."""
+        import select
+        import time
+
+        limits = req.get("limits", {})
         deadline = t0 + float(limits.get("wall_seconds", 10.0))
         poller = select.poll()
-        for fd in (fk.report_r, fk.pidfd, fk.err_r):
+        for fd in (fk.report_r, fk.pidfd, err_r):
             poller.register(fd, select.POLLIN)
         pid = case_pidfd = None
         done = None  # the forker's report: {"pid", "status", "utime", "stime", "maxrss"}
@@ -675,8 +725,9 @@ class Server:
                         self.kill_all(0, fk.pid if not forker_dead else None)
                         continue
                 for fd, _ in events:
-                    if fd == fk.err_r:
-                        _drain(fd, err)
+                    if fd == err_r:
+                        if not _drain(fd, err):
+                            poller.unregister(fd)  # every writer is gone
                     elif fd == fk.report_r:
                         frame = _read_report(fd)
                         if frame is None:  # the forker is gone: its pidfd says so too
@@ -710,8 +761,11 @@ class Server:
                         self.kill_all(0)
                         self.reap_all()
                         self.wipe_scratch()
+                        for fd in (out_fd, res_fd):
+                            if fd >= 0:
+                                os.close(fd)
                         return None
-                    done = self._collect_orphan(pid, case_pidfd, exited, deadline, err)
+                    done = self._collect_orphan(pid, case_pidfd, exited, deadline, err, err_r)
                     if done.get("timed_out"):
                         timed_out = True
         finally:
@@ -724,12 +778,11 @@ class Server:
             forker_dead = True
             os.kill(fk.pid, signal.SIGKILL)
             self.reap_all()
-        _drain(fk.err_r, err)  # everything that could write is gone now
+        _drain(err_r, err)  # everything that could write is gone now
         status = done.get("status")
         rusage = _Rusage(done.get("utime", 0.0), done.get("stime", 0.0), done.get("maxrss", 0))
-        mode = req.get("mode")
-        result = self.finish_case(status, rusage, end - t0, timed_out, os.dup(fk.out_fd), err,
-                                  os.dup(fk.res_fd) if mode == "call" else -1, out_cap, mode)
+        result = self.finish_case(status, rusage, end - t0, timed_out, out_fd, err, res_fd,
+                                  out_cap, req.get("mode"))
         if forker_dead:
             self.forker = None
             fk.close()
@@ -737,7 +790,7 @@ class Server:
             self.check_forker()
         return result
 
-    def _collect_orphan(self, pid, pidfd, exited, deadline, err):
+    def _collect_orphan(self, pid, pidfd, exited, deadline, err, err_r):
         """The forker died while its child ``pid`` ran: the child is now this server's; wait for
         it (its wall deadline still holds) and return a report like the forker's, with
         ``status`` None when the forker had reaped it already. The child is told by its
@@ -745,7 +798,7 @@ class Server:
         that could have been reused."""
         timed_out = False
         if not exited and pidfd is not None:
-            timed_out = _wait_for_exit(pidfd, {self.forker.err_r: err}, deadline)
+            timed_out = _wait_for_exit(pidfd, {err_r: err}, deadline)
             if timed_out:
                 self.kill_all(0)
         lost = {"status": None, "timed_out": timed_out}
@@ -820,115 +873,167 @@ class Server:
                 time.sleep(0.0002)
 
     def wipe_scratch(self):
-        import shutil
+        """Empty every scratch directory but the kept files (:func:`_empty_dir`), and give the
+        directory itself back its mode, no extended attributes, and times set to now. Raises
+        OSError when something could not be removed (then nothing more may run here)."""
+        for d, (fd, mode) in self.scratch_fds.items():
+            try:
+                st = os.fstat(fd)
+                if st.st_mode & 0o7777 != mode:
+                    os.fchmod(fd, mode)  # chmod 0 would hide its files from the wipe
+                for name in os.listxattr(fd):
+                    os.removexattr(fd, name)
+                os.utime(fd)  # (always: when it was last set would tell what an earlier case did)
+            except OSError:
+                st = None
+            if self.is_init and st is not None and st.st_size == _TMPFS_EMPTY_DIR_SIZE:
+                continue  # a tmpfs directory's size counts its entries: none
+            _empty_dir(fd, {os.path.basename(p) for p in self.kept_files
+                            if os.path.dirname(p) == d} if self.kept_files else ())
 
-        def onerror(func, path, exc_info):
-            try:
-                os.chmod(os.path.dirname(path), 0o700)
-                os.chmod(path, 0o700)
-            except OSError:
-                pass
-            try:
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    os.unlink(path)
-            except OSError:
-                pass
 
-        for d in self.scratch_dirs:
-            # the directory itself: the mode a program may have changed (chmod 0 would hide its
-            # files from the scan), extended attributes it may have set, its times (set to now)
-            mode = self.scratch_modes.get(d)
-            try:
-                if mode is not None:
-                    os.chmod(d, mode)
-                for name in os.listxattr(d):
-                    os.removexattr(d, name)
-                os.utime(d)
-            except OSError:
-                pass
-            try:
-                entries = list(os.scandir(d))
-            except OSError:
-                continue
-            for e in entries:
-                if e.path in self.kept_files:
-                    continue
+#: The size of an empty tmpfs directory (its ``.`` and ``..``; each entry adds 20: the kernel's
+#: ``BOGO_DIRENT_SIZE``). In the sandbox the scratch dirs are tmpfs mounts (bwrap ``--tmpfs``).
+_TMPFS_EMPTY_DIR_SIZE = 40
+#: How the wipe opens a directory: never through a symbolic link.
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _empty_dir(top, keep=()):
+    """Remove everything in the directory open as ``top`` but the names in ``keep``, whatever
+    tree a program built there, in constant memory and with two descriptors at a time (a
+    20,000-deep chain of directories once overflowed ``shutil.rmtree``): clear a directory of
+    files and empty directories; at its first non-empty one, go down (``openat(name,
+    O_NOFOLLOW)``, mode 0700 first: a program may have made it unreadable, unsearchable or
+    unwritable); once one is empty, go back up by ``".."`` and clear the parent again (which
+    removes the emptied one). Nothing else runs while it wipes: the tree cannot change under it.
+    Raises OSError when an entry stays. ``top`` stays open."""
+    fd, depth = top, 0  # the directory we are in (ours to close unless it is top)
+    try:
+        while True:
+            child = _clear_dir(fd, keep if depth == 0 else ())
+            if child is not None:
                 try:
-                    if e.is_dir(follow_symlinks=False):
-                        shutil.rmtree(e.path, onerror=onerror)
-                    else:
-                        os.unlink(e.path)
-                except OSError:
-                    onerror(None, e.path, None)
+                    cfd = os.open(child, _DIR_FLAGS, dir_fd=fd)
+                except PermissionError:  # not readable
+                    os.chmod(child, 0o700, dir_fd=fd)
+                    cfd = os.open(child, _DIR_FLAGS, dir_fd=fd)
+                os.fchmod(cfd, 0o700)  # searchable and writable: its entries can go, ".." opens
+                depth += 1
+            elif depth:
+                cfd = os.open("..", _DIR_FLAGS, dir_fd=fd)
+                depth -= 1
+            else:
+                return
+            if fd != top:
+                os.close(fd)
+            fd = cfd if depth else top
+            if not depth:
+                os.close(cfd)
+    finally:
+        if fd != top:
+            os.close(fd)
+
+
+def _clear_dir(fd, keep):
+    """Remove the files and empty directories (but the names in ``keep``) of the directory open
+    as ``fd``, up to its first non-empty directory; returns that one's name, or None."""
+    with os.scandir(fd) as entries:  # (removing while listing: tmpfs's cursor allows it)
+        for e in entries:
+            name = e.name
+            if name in keep:
+                continue
+            if not e.is_dir(follow_symlinks=False):
+                os.unlink(name, dir_fd=fd)
+                continue
+            try:
+                os.rmdir(name, dir_fd=fd)  # an empty one goes at once, whatever its mode
+            except OSError as exc:
+                if exc.errno != errno.ENOTEMPTY:
+                    raise
+                return name
+    return None
 
 
 class _Forker:
-    """The forker's pipes and the case files it passes to each child (see Server.make_forker).
+    """The forker's channels (see Server.make_forker).
 
-    - ``go``: the server writes one request frame per case; the forker reads it;
+    - ``go``: a Unix socket; the server sends one request frame per case, with the case's files
+      attached (``SCM_RIGHTS``: stdin, stdout, the stderr pipe's write end, the call result);
     - ``report``: the forker writes a "started" record (the child's pid) after each fork and a
-      "done" record (wait status, rusage) once it has reaped it (:data:`_REPORT`); the child
-      closes it before the program runs;
-    - ``stdin_fd``, ``out_fd``, ``res_fd``: memfds (stdin, stdout, the call result), truncated
-      between cases; ``err``: the stderr pipe, drained by the server."""
+      "done" record (wait status, rusage) once it has exited (:data:`_REPORT`); the child
+      closes both before the program runs."""
 
     def __init__(self):
-        self.go_r, self.go_w = os.pipe()
+        go_r, go_w = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        self.go_r = go_r.detach()
+        self.go = go_w  # the server's end (a socket object: sendmsg)
         self.report_r, self.report_w = os.pipe()
-        self.err_r, self.err_w = os.pipe()
-        self.stdin_fd, self.out_fd, self.res_fd = (
-            os.memfd_create(name, os.MFD_CLOEXEC) for name in ("stdin", "stdout", "result"))
         self.pid = None
         self.pidfd = -1
-        self.flags = []
 
     def forker_fds(self):
-        return (self.go_r, self.report_w, self.err_w, self.stdin_fd, self.out_fd, self.res_fd)
+        return (self.go_r, self.report_w)
 
     def started(self, pid):
-        """In the server, once the forker runs: keep only the server's ends (and ``err_w``, to
-        see its flags)."""
+        """In the server, once the forker runs: keep only the server's ends."""
         self.pid = pid
         for fd in (self.go_r, self.report_w):
             os.close(fd)
         self.go_r = self.report_w = -1
-        os.set_blocking(self.err_r, False)
         self.pidfd = os.pidfd_open(pid)
-        self.flags = self._flags()
 
-    def case_fds(self):
-        return (self.stdin_fd, self.out_fd, self.err_w, self.res_fd)
-
-    def flags_changed(self):
-        """True when a program changed the status flags (``O_NONBLOCK``, ``O_APPEND``,
-        ``O_ASYNC``...), the I/O signal, the mode or the extended attributes of a case file, or
-        the stderr pipe's size: they belong to the open file, its inode or the pipe, shared by
-        every case."""
-        return self._flags() != self.flags
-
-    def _flags(self):
-        import fcntl
-        return ([(fcntl.fcntl(fd, fcntl.F_GETFL), fcntl.fcntl(fd, 11), os.fstat(fd).st_mode,
-                  _xattrs(fd)) for fd in self.case_fds()]  # 11: F_GETSIG
-                + [fcntl.fcntl(self.err_w, fcntl.F_GETPIPE_SZ)])
-
-    def clear_files(self):
-        """Empty stdin, stdout and the result (their pages are charged to the memory cgroup)
-        and set every case file's times to now (a program may set them to any value)."""
-        for fd in (self.stdin_fd, self.out_fd, self.res_fd):
-            os.ftruncate(fd, 0)
-            os.lseek(fd, 0, os.SEEK_SET)
-        for fd in self.case_fds():
-            os.utime(fd)
+    def send(self, frame, fds):
+        """Send one request ``frame`` with the case's files ``fds`` (they stay open here)."""
+        sent = self.go.sendmsg([frame], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
+                                          struct.pack("%di" % len(fds), *fds))])
+        _write_all(self.go.fileno(), memoryview(frame)[sent:])
 
     def close(self):
-        for fd in (self.go_r, self.go_w, self.report_r, self.report_w, self.err_r, self.err_w,
-                   self.stdin_fd, self.out_fd, self.res_fd, self.pidfd):
+        self.go.close()
+        for fd in (self.go_r, self.report_r, self.report_w, self.pidfd):
             if fd >= 0:
                 os.close(fd)
-        self.pidfd = -1
+        self.go_r = self.report_r = self.report_w = self.pidfd = -1
+
+
+#: The descriptors a case's files are on, in the order they are sent: stdin, stdout, stderr,
+#: the call result (only for calls).
+CASE_FDS = (0, 1, 2, 3)
+
+
+def _recv_case(sock):
+    """In the forker: read one request frame from the go socket and put the files sent with it
+    on :data:`CASE_FDS` (free: the forker closes them after each fork). Returns ``(header,
+    blobs, number of files)``. Raises EOFError when the server is gone, ValueError for a
+    malformed frame."""
+    data, anc, flags, _ = sock.recvmsg(_LEN.size, _socket.CMSG_SPACE(4 * len(CASE_FDS)))
+    fds = []
+    for level, kind, blob in anc:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds += struct.unpack("%di" % (len(blob) // 4), blob[:len(blob) // 4 * 4])
+    if not data:
+        raise EOFError("control socket closed")
+    if flags & _socket.MSG_CTRUNC or len(fds) > len(CASE_FDS):
+        raise ValueError("too many files with a request")
+    wanted = list(CASE_FDS[:len(fds)])
+    if fds != wanted:  # (the kernel gives the lowest free numbers: these, unless one was taken)
+        import fcntl
+        moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fds]
+        for fd in fds:
+            os.close(fd)
+        for src, dst in zip(moved, wanted):
+            os.dup2(src, dst)
+            os.close(src)
+    fd = sock.fileno()
+    if len(data) < _LEN.size:
+        data = bytes(data) + bytes(_read_exact(fd, _LEN.size - len(data)))
+    (n,) = _LEN.unpack(data)
+    if n > MAX_HEADER:
+        raise ValueError("frame header too large")
+    header = json.loads(_read_exact(fd, n))
+    blobs = [_read_exact(fd, int(size)) for size in header.get("blobs", [])]
+    return header, blobs, len(fds)
 
 
 def _forker_main(server, fk):
@@ -937,21 +1042,19 @@ def _forker_main(server, fk):
 
     The forker blocks every signal but SIGKILL, SIGSTOP and SIGCHLD. What every case's process
     needs is set up here, once or before each fork, and inherited:
-    the case files on fds 0-3 (stdin, stdout, stderr, the call result), ``oom_score_adj``
+    the case's own files on fds 0-3 (stdin, stdout, stderr, the call result: received with the
+    request, closed here right after the fork), ``oom_score_adj``
     1000 (the OOM killer's first choice, never the server), no int/str digit limit, CPython-like
     stdio objects, the pristine ``__main__``, the SIGINT handler, the case's rlimits (computed),
-    a freshly seeded ``random``. The child then only closes the forker's pipes (and fd 3 unless a
-    call), unblocks signals, sets its rlimits and runs the program: each page it writes costs a
+    a freshly seeded ``random``. The child then only closes the forker's channels, unblocks
+    signals, sets its rlimits and runs the program: each page it writes costs a
     copy. Like a case the server forks, it stays in the server's process group and session, so
     ``os.setsid()`` and ``os.setpgrp()`` work as under a judge's ``subprocess``."""
     import fcntl
     moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fk.forker_fds()]
-    _close_all_but(moved)
-    go, report, err, stdin, out, res = moved
-    for src, dst in ((stdin, 0), (out, 1), (err, 2), (res, RESULT_FD)):
-        os.dup2(src, dst)
-    for fd in (err, stdin, out, res):
-        os.close(fd)
+    _close_all_but(moved)  # CASE_FDS too: each request brings its own
+    go, report = moved
+    sock = _socket.socket(fileno=go)
     _set_own_oom_adj(b"1000")
     if hasattr(sys, "set_int_max_str_digits"):
         sys.set_int_max_str_digits(0)
@@ -967,7 +1070,7 @@ def _forker_main(server, fk):
     peek = _exit_peeker()
     while True:
         try:
-            req, blobs = read_frame_blocking(go)
+            req, blobs, _ = _recv_case(sock)
         except (EOFError, OSError, ValueError):
             return 0
         call_args = blobs[0] if blobs and blobs[0] else None
@@ -984,8 +1087,6 @@ def _forker_main(server, fk):
             try:
                 os.close(report)  # a program must not be able to forge the reports
                 os.close(go)
-                if not call:
-                    os.close(RESULT_FD)
                 if _LIBC is not None:  # its own /proc files (environ, io...), as python3 main.py
                     _LIBC.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE; the forker itself stays closed
                 _signal.pthread_sigmask(signal.SIG_SETMASK, ())
@@ -993,6 +1094,7 @@ def _forker_main(server, fk):
                 status = run_prepared_python(server, req, call_args, main)
             finally:
                 _EXIT(status)
+        os.closerange(0, len(CASE_FDS))  # the case's files are the case's (and the server's) only
         seq = int(req.get("seq", 0))
         os.write(report, pack(b"S", pid, 0, 0.0, 0.0, 0, seq))
         del req, call_args
@@ -1486,41 +1588,54 @@ def _fresh_stdio():
 
 
 def _exit_code_of(exc):
-    code = exc.code
+    """The exit status of an uncaught ``SystemExit``, as CPython's ``_Py_HandleSystemExit``
+    computes it: ``code`` None is 0; an ``int`` (by its real type, never ``isinstance``, which a
+    ``__class__`` property fools) is its C ``long`` value (``int.__and__``: a subclass's own
+    ``__and__`` is never called), -1 when it does not fit; anything else is printed, status 1."""
+    try:
+        code = exc.code
+    except BaseException:
+        code = exc
     if code is None:
         return 0
-    if isinstance(code, int):
-        return code & 0xFF
+    if issubclass(type(code), int):
+        if not -(1 << 63) <= int.__int__(code) < (1 << 63):
+            return 255
+        return int.__and__(code, 0xFF)
     try:
         sys.stderr.write(str(code) + "\n")
-    except Exception:
+    except BaseException:
         pass
     return 1
 
 
 def _finalize(status):
-    """What the interpreter does at exit: join non-daemon threads, run atexit, flush stdio."""
+    """What CPython's shutdown does after the program (``Py_FinalizeEx``): call
+    ``threading._shutdown`` (of whatever ``sys.modules["threading"]`` holds, as CPython looks it
+    up), run the exit functions of the real ``atexit`` module (captured at start-up: a program
+    may put anything in ``sys.modules``), flush stdio. An exception in any of them is ignored
+    (CPython prints it as unraisable): it never changes the status, but a failed flush makes it
+    120."""
     threading = sys.modules.get("threading")
-    if threading is not None and len(threading._active) > 1:
-        try:
+    try:
+        # (the real module with no thread to join: nothing to do; its _shutdown joins exactly
+        # the threads in _shutdown_locks: a program that clears _active still has them joined)
+        if threading is not _THREADING or _THREADING._shutdown_locks:
             threading._shutdown()
-        except BaseException:
-            pass
-    atexit = sys.modules.get("atexit")
-    if atexit is not None and atexit._ncallbacks():
-        try:
-            atexit._run_exitfuncs()
-        except SystemExit as exc:
-            status = _exit_code_of(exc)
-        except BaseException:
-            pass
+    except BaseException:
+        pass
+    try:
+        if _ATEXIT._ncallbacks():
+            _ATEXIT._run_exitfuncs()
+    except BaseException:
+        pass
     for stream in (sys.stdout, sys.__stdout__, sys.stderr, sys.__stderr__):
         if stream is None or _is_closed(stream):
             continue  # CPython's flush_std_files skips closed streams (print, then close)
         try:
             stream.flush()
         except BaseException:
-            status = status or 120  # CPython's exit status when flushing stdout fails
+            status = 120  # CPython's exit status when flushing stdio fails (Py_Exit)
     return status
 
 
@@ -1886,7 +2001,9 @@ def main():
         pass
     global _STDIO
     _STDIO = _make_stdio()
-    import atexit  # noqa: F401  (so a forked case can see whether callbacks were registered)
+    global _ATEXIT, _THREADING
+    import atexit  # the real modules, whatever a program later puts in sys.modules (_finalize)
+    _ATEXIT, _THREADING = atexit, sys.modules["threading"]
     for fd in (in_fd, out_fd):
         os.set_inheritable(fd, False)
     global _BASELINE
