@@ -29,3 +29,45 @@ def default_int_limit():
     sys.set_int_max_str_digits(4300)
     yield
     sys.set_int_max_str_digits(old)
+
+
+def _slow_machine() -> None:
+    """The knobs of tests/slow_machine/sitecustomize.py (``ARBITER_TEST_LIMIT_SCALE``, ``ARBITER_TEST_LIMIT_LOG``),
+    here and in the ``arbiter`` commands the tests start."""
+    if not (os.environ.get("ARBITER_TEST_LIMIT_SCALE") or os.environ.get("ARBITER_TEST_LIMIT_LOG")):
+        return
+    import importlib.util
+
+    if os.environ.get("ARBITER_TEST_LIMIT_LOG"):
+        Path(os.environ["ARBITER_TEST_LIMIT_LOG"]).write_text("")  # this session's runs only
+    knob = REPO / "tests" / "slow_machine"
+    spec = importlib.util.spec_from_file_location("arbiter_slow_machine", knob / "sitecustomize.py")
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))  # installs itself
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(knob), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
+_slow_machine()
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """With ``ARBITER_TEST_LIMIT_LOG``: the tests whose runs ended in time but closest to a limit."""
+    log = os.environ.get("ARBITER_TEST_LIMIT_LOG")
+    if not log or not Path(log).is_file():
+        return
+    import json
+
+    worst: dict[str, tuple[float, dict]] = {}
+    for line in Path(log).read_text().splitlines():
+        r = json.loads(line)
+        if r["status"] == "time_limit":
+            continue  # meant to spin past it (a test expecting it in time fails on its own)
+        frac = max(r["cpu"] / r["cpu_limit"], r["wall"] / r["wall_limit"])
+        if frac > worst.get(r["test"], (0.0, r))[0]:
+            worst[r["test"]] = (frac, r)
+    tr = terminalreporter
+    tr.section("runs closest to their limits (ARBITER_TEST_LIMIT_LOG)")
+    if not worst:
+        tr.write_line("no run that ended in time used more than a fifth of a limit")
+    for frac, r in sorted(worst.values(), key=lambda x: -x[0])[:30]:
+        tr.write_line(f"{frac:5.0%}  cpu {r['cpu']:.2f}/{r['cpu_limit']:g} s  wall {r['wall']:.2f}/{r['wall_limit']:g} s  "
+                      f"{r['status']}  {r['test']}  [{r['run'][:60]}]")
