@@ -12,7 +12,7 @@ arbiter routes every code source to the sandbox judge, with a default per source
 | ``codeforces``, ``code_codeforces`` | ``tokens_float`` 1e-6 | 5 | (b) |
 | ``code_taco``, ``taco``, ``apps``, ``code_apps`` | ``tokens_float`` 1e-6; call results: ``True == 1`` | 5 | (c) |
 | ``code_primeintellect``, ``primeintellect`` | ``tokens_float`` 1e-6; call results: ``True == 1`` | 5 | (c) |
-| ``code_lcbv5``, ``livecodebench``, ``lcb`` | ``tokens_float`` 1e-9; call results: ``bool`` only ``bool`` | 6 | (d) |
+| ``code_lcbv5``, ``livecodebench``, ``lcb`` | ``tokens_float`` 1e-6; call results: ``bool`` only ``bool`` | 6 | (d) |
 | ``leetcode``, ``code_leetcode`` | ``tokens`` (call-based: JSON values, floats 1e-6, ``bool`` only ``bool``) | 5 | (e) |
 | any other name containing ``code`` | ``tokens`` | 5 | (f) |
 | anything else (``gsm8k``, ``math``, ...) | refused: ``ValueError`` | | (g) |
@@ -74,14 +74,21 @@ a wrong value the problem's own judge would reject; the one spelling caveat is i
     accept exactly that (``True``/``False`` as ``1``/``0``; nothing else, e.g. ``"1"`` or ``2``).
 (d) LiveCodeBench strips lines, requires equal line counts, and compares each line exactly or
     token-wise by exact ``Decimal`` equality (so ``1.0`` equals ``1``; no epsilon, a known source
-    of false negatives: LCB issues 129 and 133). arbiter: tokens with numbers within 1e-9,
-    **looser** than LCB only by that 1e-9, which is tighter than any tolerance an AtCoder or
-    LeetCode statement grants, and **looser** about line breaks, which AtCoder's judge ignores
-    too. 6 s: LCB's default per-test timeout. Call-based (LeetCode) cases compare JSON values
-    (no untrusted ``__eq__``), floats within the same 1e-9; a ``bool`` equals only a ``bool``
-    (``strict_bool``): LCB's call-based problems are LeetCode's, whose judge tells ``true`` from
-    ``1`` (LCB's own harness compares with ``==`` and would accept ``True`` for ``1``: **stricter**
-    than LCB there, never stricter than the problem's own judge).
+    of false negatives: LCB issue 129, AtCoder abc315_f, whose statement allows 1e-5, judged WA
+    for ``5.8284271``; issue 133; NeMo-Gym PR 2956, ``0.333333`` for ``0.333333333333``).
+    The problems are AtCoder's and LeetCode's, and their statements grant real answers an
+    absolute or relative error of 1e-6 (AtCoder's usual "absolute or relative error at most
+    10^{-6}"; some allow more, e.g. 1e-5) and LeetCode's judge 1e-5; so arbiter compares tokens
+    with numbers within 1e-6 absolute or relative, as (a)-(c) do: **looser** than LCB's exact
+    ``Decimal`` only by what the problems' own judges accept, never accepting a value they
+    reject (a problem that grants less needs ``abs_tol``/``rel_tol``: the row does not record
+    it). Integer and string tokens as in (a) (an expected integer takes only that exact value).
+    **Looser** about line breaks, which AtCoder's judge ignores too. 6 s: LCB's default per-test
+    timeout. Call-based (LeetCode) cases compare JSON values (no untrusted ``__eq__``), floats
+    within the same 1e-6; a ``bool`` equals only a ``bool`` (``strict_bool``): LCB's call-based
+    problems are LeetCode's, whose judge tells ``true`` from ``1`` (LCB's own harness compares
+    with ``==`` and would accept ``True`` for ``1``: **stricter** than LCB there, never stricter
+    than the problem's own judge).
 (e) LeetCodeDataset's ``check`` compares with ``==``; LeetCode's own judge accepts floats within
     1e-5, so values within 1e-6 are never an answer LeetCode rejects. LeetCode's judge serialises
     ``true`` and ``1`` differently and rejects one for the other, so a ``bool`` equals only a
@@ -173,8 +180,11 @@ _TACO = Route("taco", CheckerSpec("tokens_float", abs_tol=1e-6, rel_tol=1e-6, st
               why="(c) TACO/APPS testing_util, rllm, prime_code (all looser)")
 _PRIME = Route("primeintellect", CheckerSpec("tokens_float", abs_tol=1e-6, rel_tol=1e-6, strict_bool=False),
                _limits(5), why="(c) rllm primeintellect -> TACO path, prime_code")
-_LCB = Route("livecodebench", CheckerSpec("tokens_float", abs_tol=1e-9, rel_tol=1e-9), _limits(6),
-             why="(d) LiveCodeBench exact Decimal tokens, 6 s")
+#: The real-number tolerance AtCoder and LeetCode statements grant (LiveCodeBench's problems), docstring (d).
+LCB_TOL = 1e-6
+
+_LCB = Route("livecodebench", CheckerSpec("tokens_float", abs_tol=LCB_TOL, rel_tol=LCB_TOL), _limits(6),
+             why="(d) LiveCodeBench -> AtCoder / LeetCode judges: tokens, 1e-6 abs or rel, 6 s")
 _LEETCODE = Route("leetcode", CheckerSpec("tokens", abs_tol=1e-6, rel_tol=1e-6), _limits(5),
                   why="(e) LeetCodeDataset check() / LeetCode judge 1e-5")
 _CODE = Route("code", CheckerSpec("tokens"), _limits(5), why="(f) unknown code source: strict defaults")
@@ -223,4 +233,4 @@ def route(data_source: Any) -> Route:
     )
 
 
-__all__ = ["CODEFORCES_TOL", "DEFAULT_MEMORY_MIB", "PYTHON_PRELUDE", "ROUTES", "Route", "route", "scrub_prelude"]
+__all__ = ["CODEFORCES_TOL", "DEFAULT_MEMORY_MIB", "LCB_TOL", "PYTHON_PRELUDE", "ROUTES", "Route", "route", "scrub_prelude"]
