@@ -608,3 +608,25 @@ def test_vacuous_suite_is_judged_but_carries_a_warning(caplog):
     batch = compute_score_batch(["code_taco", "code_taco"], [nothing, md(SUM_OK)], [vacuous, SUM_DICT])
     assert [b["warning"] != "" for b in batch] == [True, False]
     assert all(tuple(b) == RESULT_KEYS for b in batch) and RESULT_KEYS[-1] == "warning"
+
+
+# ------------------------------------------------------------------ per-row time limit (issue 19 item 16)
+
+
+def test_the_rows_own_time_limit_replaces_the_routes():
+    """``extra_info.time_limit`` (written by ``arbiter convert`` from the row's reference) is the CPU limit per
+    case; the ``time_limit`` option replaces it; an unusable value is INVALID_TASK naming the field."""
+    gt = json.dumps({"inputs": ["\n"], "outputs": ["1\n"]})
+    spin = md("while True:\n    pass")
+    r = compute_score("code_taco", spin, gt, {"index": "a", "time_limit": 0.5})
+    assert r["verdict"] == "TLE" and "(0.5 s)" in r["reason"], r
+    r = compute_score("code_taco", spin, gt, {"index": "a", "time_limit": 0.5}, time_limit=0.3)
+    assert r["verdict"] == "TLE" and "(0.3 s)" in r["reason"], r
+    assert compute_score("code_taco", md("print(1)"), gt, {"index": "a", "time_limit": None})["verdict"] == "AC"
+    for bad in ("5", True, 0, -1.0, float("nan"), 1e9):
+        r = compute_score("code_taco", md("print(1)"), gt, {"index": "b", "time_limit": bad}, on_invalid="zero")
+        assert r["verdict"] == "INVALID_TASK" and "extra_info.time_limit" in r["reason"], (bad, r)
+        with pytest.raises(InvalidTask, match="extra_info.time_limit"):
+            compute_score("code_taco", md("print(1)"), gt, {"index": "b", "time_limit": bad})
+        with pytest.raises(InvalidTask, match="extra_info.time_limit"):
+            compute_score_batch(["code_taco"], [md("print(1)")], [gt], [{"index": "b", "time_limit": bad}])
