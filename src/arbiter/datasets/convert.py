@@ -17,7 +17,9 @@ Parquet or JSONL:
   ``reference_solutions`` (the source's known-correct programs, when it has them), ``prelude``
   (Python run before the program, when the source defines one: LeetCodeDataset's import block
   with ``ListNode``/``TreeNode``), ``tests`` (number of cases), ``notes`` (e.g. test pairs left
-  out and why).
+  out and why), ``time_limit`` / ``reference_cpu_seconds`` (CPU seconds per case measured from
+  the first reference solution by ``arbiter convert``, :mod:`arbiter.verl.references`; null when
+  not measured).
 
 Convert-or-fail (the card's 2026-08 rule): every ground truth written is read back through
 :func:`arbiter.judge.encodings.verl_ground_truth_to_suite` and must give as many cases as the
