@@ -408,3 +408,137 @@ def test_integers_beyond_4300_digits_survive_conversion_and_scoring(tmp_path, de
     wrong = "```python\ndef big(n):\n    return 10 ** n + 1\n```"
     assert compute_score(r.data_source, right, r.ground_truth, r.extra_info)["score"] == 1.0
     assert compute_score(r.data_source, wrong, r.ground_truth, r.extra_info)["score"] == 0.0
+
+
+# ------------------------------------------------------------------ per-row time limits (issue 19 item 16)
+
+# LeetCode 3336 "find-the-number-of-subsequences-with-equal-gcd": LeetCodeDataset's kind of reference, a
+# dense DP over (gcd of seq1, gcd of seq2), O(n * max(nums)^2). It is correct but slow: issue 19 saw it take
+# 5-8 CPU s on three cases. The heavy case below (n = max = 280, a little past the problem's 200) makes it
+# need more than the leetcode route's fixed 5 s here too.
+EQUAL_GCD_REFERENCE = """\
+class Solution:
+    def subsequencePairCount(self, nums: List[int]) -> int:
+        mx = max(nums)
+        mod = 10**9 + 7
+        f = [[0] * (mx + 1) for _ in range(mx + 1)]
+        f[0][0] = 1
+        for x in nums:
+            g = [[0] * (mx + 1) for _ in range(mx + 1)]
+            for j in range(mx + 1):
+                for k in range(mx + 1):
+                    g[j][k] = (g[j][k] + f[j][k]) % mod
+                    g[gcd(j, x)][k] = (g[gcd(j, x)][k] + f[j][k]) % mod
+                    g[j][gcd(k, x)] = (g[j][gcd(k, x)] + f[j][k]) % mod
+            f = g
+        return sum(f[i][i] for i in range(1, mx + 1)) % mod
+"""
+
+
+def equal_gcd_pairs(nums: list[int], mod: int = 10**9 + 7) -> int:
+    """An independent count (Moebius inversion over both gcds) for the expected outputs: ordered pairs of
+    disjoint non-empty subsequences (A, B) with gcd(A) == gcd(B)."""
+    from math import gcd
+
+    m = max(nums)
+    c = [0] + [sum(1 for x in nums if x % d == 0) for d in range(1, m + 1)]
+    mu = [1] * (m + 1)
+    for p in range(2, m + 1):
+        if all(p % q for q in range(2, int(p ** 0.5) + 1)):
+            for q in range(p, m + 1, p):
+                mu[q] = -mu[q]
+            for q in range(p * p, m + 1, p * p):
+                mu[q] = 0
+
+    def both(a: int, b: int) -> int:  # pairs with every element of A divisible by a, of B by b
+        lcm = a * b // gcd(a, b)
+        cl = c[lcm] if lcm <= m else 0
+        return (pow(3, cl, mod) * pow(2, c[a] + c[b] - 2 * cl, mod) - pow(2, c[a], mod) - pow(2, c[b], mod) + 1)
+
+    return sum(mu[a // g] * mu[b // g] * both(a, b) for g in range(1, m + 1) for a in range(g, m + 1, g)
+               for b in range(g, m + 1, g) if mu[a // g] and mu[b // g]) % mod
+
+
+def leetcode_row(task_id: str, completion: str, entry: str, signature: str, pairs: list[tuple[str, str]],
+                 prompt: str) -> dict:
+    return {"task_id": task_id, "question_id": 1, "difficulty": "Hard", "tags": [], "estimated_date": "2024-10-27",
+            "problem_description": f"Solve {task_id}.", "starter_code": f"class Solution:\n    def {signature}:\n        ",
+            "prompt": prompt, "completion": completion, "entry_point": f"Solution().{entry}", "test": "",
+            "input_output": [{"input": i, "output": o} for i, o in pairs], "query": f"Solve {task_id}.",
+            "response": ""}
+
+
+def real_leetcode_prompt(shared: Path) -> str:
+    with gzip.open(shared / "realdata" / "leetcodedataset" / "LeetCodeDataset-v0.3.1-test.jsonl.gz", "rt") as f:
+        return json.loads(f.readline())["prompt"]
+
+
+def test_convert_measures_a_heavy_reference_and_the_reward_uses_its_limit(shared, tmp_path):
+    import random
+
+    from arbiter.verl.references import DEFAULT_FACTOR, time_limit_for
+    from arbiter.verl.routing import route
+
+    rng = random.Random(3336)
+    heavy = [rng.randint(1, 280) for _ in range(279)] + [280]
+    pairs = [(f"nums = {json.dumps(n)}", str(equal_gcd_pairs(n))) for n in ([1, 2, 3, 4], [10, 20, 30], [1, 1, 1, 1])]
+    assert [p[1] for p in pairs] == ["10", "2", "50"]  # the problem's own examples
+    pairs.append((f"nums = {json.dumps(heavy)}", str(equal_gcd_pairs(heavy))))
+    row = leetcode_row("find-the-number-of-subsequences-with-equal-gcd", EQUAL_GCD_REFERENCE, "subsequencePairCount",
+                       "subsequencePairCount(self, nums: List[int]) -> int", pairs, real_leetcode_prompt(shared))
+    src = tmp_path / "lc.jsonl"
+    src.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "rows.parquet"
+    text = " ".join(run_cli("--from", "leetcode", src, "--out", out, "--quiet").split())
+    assert "1 rows given a measured time_limit (1 above the route's default)" in text, text
+    (r,) = list(iter_rows(out))
+    floor = route("leetcode").limits.cpu_seconds
+    slowest = r.extra_info["reference_cpu_seconds"]
+    assert r.extra_info["time_limit"] == time_limit_for(slowest, floor) >= DEFAULT_FACTOR * slowest
+    assert r.extra_info["time_limit"] > floor  # the heavy case needs more than the route's 5 s
+    # the reward judges the reference under the row's own limit: AC (it was TLE under the fixed 5 s)
+    got = compute_score(r.data_source, f"```python\n{EQUAL_GCD_REFERENCE}\n```", r.ground_truth, r.extra_info)
+    assert (got["verdict"], got["score"]) == ("AC", 1.0), got
+    # a wrong program is still wrong under the raised limit
+    wrong = EQUAL_GCD_REFERENCE.replace("for i in range(1, mx + 1)", "for i in range(2, mx + 1)")
+    assert compute_score(r.data_source, f"```python\n{wrong}\n```", r.ground_truth, r.extra_info)["verdict"] == "WA"
+    # the limit is a documented multiple, never below the route's default, at most the ceiling
+    assert time_limit_for(0.01, floor) == floor and time_limit_for(3.01, floor) == 6.1
+    assert time_limit_for(100.0, floor, ceiling=30.0) == 30.0 and time_limit_for(1.0, 6.0, ceiling=5.0) == 6.0
+
+
+def test_convert_reports_a_reference_that_fails_its_own_row(shared, tmp_path):
+    """A real LeetCodeDataset row whose tests disagree with its reference (one expected value flipped): the row
+    is reported by name, written without a time limit and flagged (default), or dropped on request."""
+    from arbiter.verl.references import REFERENCE_FAILS, measure_references
+
+    lc = shared / "realdata" / "leetcodedataset" / "LeetCodeDataset-v0.3.1-test.jsonl.gz"
+    bad, good = jsonl(lc)[:2]  # bad: hasIncreasingSubarrays, whose outputs are True / False
+    first = bad["input_output"][0]
+    assert first["output"] in ("True", "False")
+    bad["input_output"][0] = {**first, "output": "False" if first["output"] == "True" else "True"}
+    src = tmp_path / "lc.jsonl"
+    src.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")  # the bad row second
+    out, errors = tmp_path / "rows.jsonl", tmp_path / "errors.jsonl"
+    result = runner.invoke(app, ["convert", "--from", "leetcode", str(src), "--out", str(out), "--errors", str(errors),
+                                 "--quiet"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert f"reference fails {bad['task_id']}: {REFERENCE_FAILS}: WA" in text, text
+    rows = list(iter_rows(out))
+    assert [r.extra_info["index"] for r in rows] == [f"leetcode_{good['task_id']}", f"leetcode_{bad['task_id']}"]
+    assert rows[0].extra_info["time_limit"] is not None and rows[1].extra_info["time_limit"] is None
+    assert rows[1].extra_info["notes"][-1].startswith(f"{REFERENCE_FAILS}: WA")
+    assert [(e["row"], e["kind"]) for e in jsonl(errors)] == [(bad["task_id"], "reference_failed")]
+    strict = runner.invoke(app, ["convert", "--from", "leetcode", str(src), "--out", str(out), "--fail-on-bad",
+                                 "--quiet"])
+    assert strict.exit_code == 1, strict.output
+    # drop: the row is a bad row, the other one is written
+    report = convert("leetcode", src, tmp_path / "kept.jsonl",
+                     transform=lambda items: measure_references(items, on_failure="drop", workers=2))
+    assert report.written == 1 and report.measured == 1 and report.reference_failures == []
+    assert [label for label, _ in report.bad] == [bad["task_id"]] and REFERENCE_FAILS in report.bad[0][1]
+    # without measurement nothing is judged and no row has a limit
+    report = convert("leetcode", src, tmp_path / "plain.jsonl")
+    assert report.written == 2 and report.measured == 0
+    assert [r.extra_info["time_limit"] for r in iter_rows(tmp_path / "plain.jsonl")] == [None, None]

@@ -483,3 +483,29 @@ def test_reward_and_eval_refuse_an_unaccepted_compile_command_before_running(dat
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert json.loads((out / "config.json").read_text())["options"]["compile_command"] == \
         "g++ -std=gnu++17 -O2 main.cpp"
+
+
+def test_reward_counts_dataset_defects_apart_from_candidate_failures(data, shared):
+    """Issue 19 item 17: the row's own target (p02753, the ``char S[3]`` program) failing the row's tests is a
+    DATASET_DEFECT in the records and the summary, never a candidate's failure."""
+    from test_pie_retime import P02753_OK, P02753_UB, p02753_row
+
+    root = data["root"] / "defects"
+    root.mkdir()
+    rows = jl(root / "rows.jsonl", [p02753_row(P02753_OK, P02753_UB)])
+    model_bug = P02753_UB.replace("return 0;", "return 0; // mine")
+    cands = jl(root / "cands.jsonl", [{"src_id": "s000000001", "candidates": [P02753_UB, model_bug, P02753_OK]}])
+    out = root / "out"
+    tests = shared / "realdata" / "pie_public_tests" / "public_test_cases.tar.gz"
+    r = cli("reward", "--rows", str(rows), "--tests", str(tests), "--candidates", str(cands), "--out", str(out),
+            "--no-progress")
+    assert r.returncode == 0, r.stdout + r.stderr
+    recs = list(read_jsonl(out / "rewards.jsonl"))
+    assert [x["outcome"] for x in recs] == ["DATASET_DEFECT", "WA", "AC"]
+    assert recs[0]["reward"] is None and recs[0]["defect"]["program"] == "tgt"
+    assert recs[0]["defect"]["failed"][0]["case"] == "input.3" and recs[1]["reward"] == 0.0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n_dataset_defect"] == 1 and summary["dataset_defects"] == {"tgt": 1}
+    assert summary["by_outcome"] == {"AC": 1, "DATASET_DEFECT": 1, "WA": 1}
+    assert summary["n_scored"] == 2 and summary["pct_correct"] == 50.0  # the defect is not charged to anyone
+    assert "dataset defect:" in r.stdout and "s065571920" in r.stdout

@@ -253,10 +253,11 @@ def test_source_wrong_cases_dropped_until_the_bad_apple_bound(tests_root):
     assert one.src_dropped[0]["outcome"] == "WA" and "input.1" not in one.cases
     # WRONG prints n: right only for n = 1, wrong on 7 of 8 > max(5, 5%) -> the row is unusable, no reward
     bad = pie_reward(src(WRONG, problem="p09003"), FAST, tests_root)
-    assert bad.outcome == "INVALID_TASK" and bad.reward is None and "bad-apple" in bad.reason
-    assert len(bad.src_dropped) == 7
+    assert bad.outcome == "DATASET_DEFECT" and bad.reward is None and "bad-apple" in bad.reason
+    assert len(bad.src_dropped) == 7 and bad.defect["program"] == "src" and len(bad.defect["failed"]) == 7
     nocompile = pie_reward(src(NOT_CPP), FAST, tests_root)
-    assert nocompile.outcome == "INVALID_TASK" and nocompile.reward is None and "compile" in nocompile.reason
+    assert nocompile.outcome == "DATASET_DEFECT" and nocompile.reward is None and "compile" in nocompile.reason
+    assert one.defect == {"program": "src", "id": "s1", "failed": one.src_dropped}  # reported, still scored
 
 
 @needs_valgrind
@@ -438,3 +439,73 @@ def test_avx512_candidate_is_measured_with_wall_time_not_failed(tests_root):
     assert s["speedups_by_unit"]["seconds"]["mean"] == pytest.approx(r.speedup) and s["n_other_unit"] == 1
     assert s["speedups_by_unit"]["instructions"]["n"] == 1 and s["n_correct"] == 2
     assert s["n_method_fallbacks"] == 1 and s["methods"] == ["instructions", "wall"]
+
+
+# ------------------------------------------------------------------ dataset defects (issue 19 item 17)
+
+# AtCoder p02753 "Station and Bus": S is 3 letters of A/B; print Yes when both letters occur. PIE's "fast" program
+# s065571920 reads S into `char S[3]` with %s (undefined behaviour: the terminator lands outside the array) and is
+# WA on the row's own tests. This program has the same defect: g++ -O2 knows a char[3] cannot hold a 3-letter
+# string, folds strcmp(S, "BBB") == 0 to false, and prints Yes for BBB (case input.3).
+P02753_UB = r"""
+#include <cstdio>
+#include <cstring>
+int main() {
+    char S[3];
+    scanf("%s", S);
+    if (strcmp(S, "AAA") == 0 || strcmp(S, "BBB") == 0) puts("No");
+    else puts("Yes");
+    return 0;
+}
+"""
+P02753_OK = r"""
+#include <iostream>
+#include <string>
+int main() {
+    std::string s; std::cin >> s;
+    bool a = false, b = false;
+    for (char c : s) { a = a || c == 'A'; b = b || c == 'B'; }
+    std::cout << (a && b ? "Yes" : "No") << "\n";
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def p02753_tests(shared) -> Path:
+    """p02753's real public tests (CodeNet, via PIE): ABA, ABA, BBA -> Yes; BBB -> No."""
+    return shared / "realdata" / "pie_public_tests" / "public_test_cases.tar.gz"
+
+
+def p02753_row(src_code: str, tgt_code: str) -> dict:
+    return {"problem_id": "p02753", "src_id": "s000000001", "tgt_id": "s065571920", "src_code": src_code,
+            "tgt_code": tgt_code, "speedup": "1.2"}
+
+
+@needs_valgrind
+def test_the_rows_own_target_failing_its_tests_is_a_dataset_defect(p02753_tests):
+    row = as_source(p02753_row(P02753_OK, P02753_UB))
+    r = pie_reward(row, P02753_UB, p02753_tests, transform="log")
+    assert (r.outcome, r.reward, r.speedup) == ("DATASET_DEFECT", None, None)
+    assert r.defect["program"] == "tgt" and r.defect["id"] == "s065571920"
+    assert [(f["case"], f["outcome"]) for f in r.defect["failed"]] == [("input.3", "WA")]
+    assert "s065571920" in r.reason and "dataset defect" in r.reason
+    # the same text with other line endings is still the target; a model's program with the same bug is its own
+    assert pie_reward(row, P02753_UB.replace("\n", "\r\n"), p02753_tests).outcome == "DATASET_DEFECT"
+    model = pie_reward(row, P02753_UB.replace("return 0;", "return 0; // faster"), p02753_tests, transform="log")
+    assert (model.outcome, model.reward, model.defect) == ("WA", DEFAULT_LOG_FAILURE_PENALTY, None)
+    # a correct candidate for the same row is scored as usual
+    assert pie_reward(row, P02753_OK, p02753_tests).outcome == "AC"
+
+
+@needs_valgrind
+def test_a_source_failing_its_own_tests_is_reported_as_a_dataset_defect(p02753_tests):
+    # the defective program as the row's source: its failed case is dropped (1 of 4, within the card's bad-apple
+    # bound) and reported as the source's defect; the candidate is judged on the other cases
+    r = pie_reward(as_source(p02753_row(P02753_UB, P02753_OK)), P02753_OK, p02753_tests)
+    assert r.outcome == "AC" and r.cases == ["input.0", "input.1", "input.2"]
+    assert r.defect["program"] == "src" and [(f["case"], f["outcome"]) for f in r.defect["failed"]] == [("input.3", "WA")]
+    # a source wrong on every case is a dataset defect, not a row the candidate is charged for
+    wrong = P02753_OK.replace('"Yes" : "No"', '"No" : "Yes"')
+    d = pie_reward(as_source(p02753_row(wrong, P02753_OK)), P02753_OK, p02753_tests)
+    assert (d.outcome, d.reward) == ("DATASET_DEFECT", None) and d.defect["program"] == "src"
+    assert len(d.defect["failed"]) == 4

@@ -203,6 +203,70 @@ def test_codeforces_style_routes_accept_real_answers_within_1e6(source):
     assert got == [(code, want, "AC" if want == 1.0 else "WA") for code, _, want in cases]
 
 
+# AtCoder abc315_f "Shortcuts" (LiveCodeBench issue 129): the statement allows an absolute or relative
+# error of 1e-5; sample 1 with its published expected output. A correct DP that prints 7 decimals.
+ABC315F_SAMPLE = "6\n0 0\n1 1\n2 0\n0 1\n1 0\n2 1\n"
+ABC315F_EXPECTED = "5.82842712474619009753\n"
+ABC315F_DP = """\
+import sys, math
+def main():
+    data = sys.stdin.buffer.read().split()
+    n = int(data[0])
+    pts = [(int(data[1 + 2 * i]), int(data[2 + 2 * i])) for i in range(n)]
+    K = 30  # skipping more than 30 checkpoints costs more than any path (2**29 > 1e4 * sqrt(2) * n)
+    INF = float("inf")
+    dp = [[INF] * (K + 1) for _ in range(n)]
+    dp[0][0] = 0.0
+    for i in range(1, n):
+        xi, yi = pts[i]
+        for j in range(max(0, i - 1 - K), i):
+            xj, yj = pts[j]
+            d = math.hypot(xi - xj, yi - yj)
+            skipped = i - j - 1
+            row = dp[j]
+            for c in range(K + 1 - skipped):
+                v = row[c] + d
+                if v < dp[i][c + skipped]:
+                    dp[i][c + skipped] = v
+    best = min(dp[n - 1][c] + (2.0 ** (c - 1) if c > 0 else 0.0) for c in range(K + 1))
+    print(FORMAT % best)
+main()
+"""
+
+
+@pytest.mark.parametrize("source", ["code_lcbv5", "livecodebench", "lcb"])
+def test_livecodebench_route_accepts_what_atcoder_accepts(source):
+    """Issue 19 item 15: LiveCodeBench's problems are AtCoder's and LeetCode's, whose judges accept real
+    answers within 1e-6 absolute or relative (abc315_f even 1e-5). ``5.8284271`` for abc315_f (LCB issue 129)
+    and ``0.333333`` for ``0.333333333333`` (NeMo-Gym PR 2956) are correct; a value 1e-5 off and an
+    inexact integer are not."""
+    abc = {"inputs": [ABC315F_SAMPLE], "outputs": [ABC315F_EXPECTED]}
+    third = {"inputs": ["1 3\n"], "outputs": ["0.333333333333\n"]}
+    cases = [
+        (ABC315F_DP.replace("FORMAT", "'%.7f'"), abc, 1.0),       # 5.8284271 (LCB issue 129)
+        (ABC315F_DP.replace("FORMAT", "'%.20f'"), abc, 1.0),
+        (ABC315F_DP.replace("FORMAT", "'%.4f'"), abc, 0.0),       # 5.8284: 2.7e-5 off, outside 1e-6
+        ("a, b = map(int, input().split())\nprint('%.6f' % (a / b))", third, 1.0),  # NeMo-Gym PR 2956
+        ("print('0.333330')", third, 0.0),                        # 3.3e-6 off
+        ("print('3.0000001')", {"inputs": [""], "outputs": ["3\n"]}, 0.0),  # an integer takes its exact value
+        ("print('Yes')", {"inputs": [""], "outputs": ["No\n"]}, 0.0),
+    ]
+    results = compute_score_batch([source] * len(cases), [md(code) for code, _, _ in cases],
+                                  [json.dumps(gt) for _, gt, _ in cases],
+                                  [{"index": f"c{i}"} for i in range(len(cases))], workers=2)
+    got = [(code[-60:], r["score"], r["verdict"]) for (code, _, _), r in zip(cases, results)]
+    assert got == [(code[-60:], want, "AC" if want == 1.0 else "WA") for code, _, want in cases]
+    spec = route(source).checker
+    assert (spec.name, spec.abs_tol, spec.rel_tol) == ("tokens_float", 1e-6, 1e-6)
+
+
+def test_livecodebench_call_results_within_1e6():
+    """Call-based LCB rows (LeetCode's problems): LeetCode accepts floats within 1e-5."""
+    gt = json.dumps([{"type": "function_call", "fn_name": "f", "input": [1, 3], "output": [0.333333333333]}])
+    assert compute_score("code_lcbv5", md("def f(a, b):\n    return round(a / b, 6)"), gt)["verdict"] == "AC"
+    assert compute_score("code_lcbv5", md("def f(a, b):\n    return round(a / b, 4)"), gt)["verdict"] == "WA"
+
+
 def test_bool_int_equivalence_per_route():
     # APPS/TACO testing_util, rllm and prime_code compare call results with Python ==, so True == 1
     for name in ("code_taco", "taco", "apps", "code_apps", "code_primeintellect", "primeintellect"):
@@ -581,3 +645,25 @@ def test_a_bad_row_tolerance_is_invalid_task_naming_row_and_field(value):
     got = compute_score("code_lcbv5", md("print('0.333333')"), json.dumps(third),
                         {"index": "bad-tol", "abs_tol": value}, on_invalid="zero")
     assert (got["score"], got["verdict"]) == (0.0, "INVALID_TASK")
+
+
+# ------------------------------------------------------------------ per-row time limit (issue 19 item 16)
+
+
+def test_the_rows_own_time_limit_replaces_the_routes():
+    """``extra_info.time_limit`` (written by ``arbiter convert`` from the row's reference) is the CPU limit per
+    case; the ``time_limit`` option replaces it; an unusable value is INVALID_TASK naming the field."""
+    gt = json.dumps({"inputs": ["\n"], "outputs": ["1\n"]})
+    spin = md("while True:\n    pass")
+    r = compute_score("code_taco", spin, gt, {"index": "a", "time_limit": 0.5})
+    assert r["verdict"] == "TLE" and "(0.5 s)" in r["reason"], r
+    r = compute_score("code_taco", spin, gt, {"index": "a", "time_limit": 0.5}, time_limit=0.3)
+    assert r["verdict"] == "TLE" and "(0.3 s)" in r["reason"], r
+    assert compute_score("code_taco", md("print(1)"), gt, {"index": "a", "time_limit": None})["verdict"] == "AC"
+    for bad in ("5", True, 0, -1.0, float("nan"), 1e9):
+        r = compute_score("code_taco", md("print(1)"), gt, {"index": "b", "time_limit": bad}, on_invalid="zero")
+        assert r["verdict"] == "INVALID_TASK" and "extra_info.time_limit" in r["reason"], (bad, r)
+        with pytest.raises(InvalidTask, match="extra_info.time_limit"):
+            compute_score("code_taco", md("print(1)"), gt, {"index": "b", "time_limit": bad})
+        with pytest.raises(InvalidTask, match="extra_info.time_limit"):
+            compute_score_batch(["code_taco"], [md("print(1)")], [gt], [{"index": "b", "time_limit": bad}])

@@ -17,7 +17,9 @@ Parquet or JSONL:
   ``reference_solutions`` (the source's known-correct programs, when it has them), ``prelude``
   (Python run before the program, when the source defines one: LeetCodeDataset's import block
   with ``ListNode``/``TreeNode``), ``tests`` (number of cases), ``notes`` (e.g. test pairs left
-  out and why).
+  out and why), ``time_limit`` / ``reference_cpu_seconds`` (CPU seconds per case measured from
+  the first reference solution by ``arbiter convert``, :mod:`arbiter.verl.references`; null when
+  not measured).
 
 Convert-or-fail (the card's 2026-08 rule): every ground truth written is read back through
 :func:`arbiter.judge.encodings.verl_ground_truth_to_suite` and must give as many cases as the
@@ -43,7 +45,8 @@ from arbiter.judge.encodings.verl import verl_ground_truth_to_suite
 from arbiter.judge.testsuite import CallCase, InvalidTestSuite, StdioCase, TestSuite
 
 #: Fields of ``extra_info`` written by the converters (Parquet schema order).
-EXTRA_INFO_FIELDS = ("index", "id", "source", "difficulty", "url", "reference_solutions", "prelude", "tests", "notes")
+EXTRA_INFO_FIELDS = ("index", "id", "source", "difficulty", "url", "reference_solutions", "prelude", "tests", "notes",
+                     "time_limit", "reference_cpu_seconds")
 
 
 class ConvertError(ValueError):
@@ -58,18 +61,30 @@ class Converted:
     - ``row``: the verl row, or ``None``.
     - ``error``: why the row was not converted (bad row), or ``""``.
     - ``skipped``: a row deliberately left out (e.g. a CodeScope row in C++), not an error.
+    - ``reference_failure``: the row was written, but its reference solution fails it
+      (:mod:`arbiter.verl.references`); ``reference_unmeasured``: the reference could not be
+      measured (SANDBOX_ERROR); ``""`` otherwise. ``limit_raised``: the measured
+      ``extra_info.time_limit`` is above the route's default.
     """
 
     label: str
     row: dict[str, Any] | None = None
     error: str = ""
     skipped: str = ""
+    reference_failure: str = ""
+    reference_unmeasured: str = ""
+    limit_raised: bool = False
 
 
 @dataclass
 class ConvertReport:
     """What a conversion did: rows read, written, skipped (with reasons), bad (with errors), and
-    written rows with a warning (``warnings``: ``(label, warning)``, e.g. a vacuous suite)."""
+    written rows with a warning (``warnings``: ``(label, warning)``, e.g. a vacuous suite).
+
+    With reference measurement (:mod:`arbiter.verl.references`): ``measured`` (rows given an
+    ``extra_info.time_limit``), ``raised`` (of those, rows whose limit is above the route's
+    default), ``reference_failures`` (``(label, reason)``: written rows whose reference fails
+    them; dropped ones are in ``bad``), ``unmeasured`` (``(label, reason)``: SANDBOX_ERROR)."""
 
     source: str
     read: int = 0
@@ -79,6 +94,10 @@ class ConvertReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     bad: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    measured: int = 0
+    raised: int = 0
+    reference_failures: list[tuple[str, str]] = field(default_factory=list)
+    unmeasured: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _text(value: bytes) -> str:
@@ -163,6 +182,8 @@ def make_row(*, data_source: str, prompt: list[Mapping[str, str]], ground_truth:
             "prelude": prelude or None,
             "tests": len(suite),
             "notes": notes,
+            "time_limit": None,
+            "reference_cpu_seconds": None,
         },
     }
 
@@ -201,6 +222,7 @@ def parquet_schema():
             ("index", pa.string()), ("id", pa.string()), ("source", pa.string()), ("difficulty", pa.string()),
             ("url", pa.string()), ("reference_solutions", pa.list_(pa.large_string())), ("prelude", pa.string()),
             ("tests", pa.int64()), ("notes", pa.list_(pa.string())),
+            ("time_limit", pa.float64()), ("reference_cpu_seconds", pa.float64()),
         ])),
     ])
 
@@ -344,12 +366,16 @@ def check_output_path(out: str | os.PathLike) -> Path:
 
 
 def convert(source: str, path: str | os.PathLike, out: str | os.PathLike, *, data_source: str | None = None,
-            index_prefix: str | None = None, on_row: Callable[[Converted], None] | None = None) -> ConvertReport:
+            index_prefix: str | None = None, on_row: Callable[[Converted], None] | None = None,
+            transform: Callable[[Iterator[Converted]], Iterator[Converted]] | None = None) -> ConvertReport:
     """Convert ``path`` (a ``source`` dataset) to verl rows in ``out`` (``.parquet`` or ``.jsonl``).
 
     Streams (memory is one row group). Bad rows are recorded in the report and skipped; the
     batch goes on. Written rows whose suite is vacuous (every expected output empty) are kept and
-    listed in ``report.warnings``. ``on_row`` sees every :class:`Converted` (progress). Returns
+    listed in ``report.warnings``. ``transform`` maps the stream of converted rows before they are
+    written (``arbiter convert`` passes :func:`arbiter.verl.references.measure_references`, which
+    sets per-row time limits; this layer does not judge). ``on_row`` sees every
+    :class:`Converted` (progress). Returns
     the :class:`ConvertReport`. Raises ``ValueError`` for an unknown source, a missing input, an
     unusable ``out`` (:func:`check_output_path`), an input that cannot be read or parsed (the
     message names the file, and the line for JSON Lines) or holds no rows; ``out`` is left as it
@@ -358,7 +384,10 @@ def convert(source: str, path: str | os.PathLike, out: str | os.PathLike, *, dat
     check_output_path(out)
     report = ConvertReport(source=source)
     with RowWriter(out) as writer:
-        for item in iter_converted(source, path, data_source=data_source, index_prefix=index_prefix):
+        items: Iterator[Converted] = iter_converted(source, path, data_source=data_source, index_prefix=index_prefix)
+        if transform is not None:
+            items = transform(items)
+        for item in items:
             report.read += 1
             if item.row is not None:
                 try:
@@ -366,11 +395,19 @@ def convert(source: str, path: str | os.PathLike, out: str | os.PathLike, *, dat
                 except ConvertError as exc:
                     item = Converted(item.label, error=str(exc))
                 else:
+                    extra = item.row["extra_info"]
                     report.written += 1
-                    report.tests += item.row["extra_info"]["tests"]
-                    report.reference_solutions += len(item.row["extra_info"]["reference_solutions"])
-                    report.warnings += [(item.label, note) for note in item.row["extra_info"]["notes"]
+                    report.tests += extra["tests"]
+                    report.reference_solutions += len(extra["reference_solutions"])
+                    report.warnings += [(item.label, note) for note in extra["notes"]
                                         if note.startswith(VACUOUS_SUITE)]
+                    if extra.get("time_limit") is not None:
+                        report.measured += 1
+                        report.raised += item.limit_raised
+                    if item.reference_failure:
+                        report.reference_failures.append((item.label, item.reference_failure))
+                    if item.reference_unmeasured:
+                        report.unmeasured.append((item.label, item.reference_unmeasured))
             if item.error:
                 report.bad.append((item.label, item.error))
             elif item.skipped:

@@ -8,7 +8,7 @@ Schema (``spec/codegen_iquest_card.txt``, "Schema"; verl ``docs/preparation/prep
 | ``prompt`` | list of ``{role, content}`` | chat messages |
 | ``ability`` | str | ``code`` |
 | ``reward_model`` | ``{style: "rule", ground_truth, method?}`` | ``ground_truth``: the test suite as JSON text (or decoded data) |
-| ``extra_info`` | dict | ``index`` (the row id), anything else (``id``, goldilocks annotations, ``reference_solutions``, ``prelude``) |
+| ``extra_info`` | dict | ``index`` (the row id), anything else (``id``, goldilocks annotations, ``reference_solutions``, ``prelude``, ``time_limit``) |
 
 Files: Parquet (``.parquet``), JSON Lines (``.jsonl``, ``.jsonl.gz``, ``.json`` holding one
 object per line; a ``.json`` holding one JSON array is read whole), or a directory written by HF

@@ -15,6 +15,7 @@ Glue around :mod:`arbiter.pipelines.pie_metrics` (the rules: reference/pie.md §
   ``None`` and given to :func:`~arbiter.pipelines.pie_metrics.pie_eval_metrics` as 1.0: every floored speedup of such
   a program is 1.0 whatever the source's runtime (PIE: "failures count as 1.0").
 - A program with a generation that could not be scored (``INVALID_TASK``: row or tests unusable;
+  ``DATASET_DEFECT``: the row's own source, or target given as a generation, fails the row's tests;
   ``SANDBOX_ERROR``: ours, retried by a rerun) is **excluded** from the metrics and listed in ``excluded``, never
   counted as a failure.
 - **Units**: each generation's speedup is in the unit of its measurement (``unit`` in ``generations.jsonl``):

@@ -28,10 +28,11 @@ One call, step by step (every rule names its source):
    - ``TLE``/``MLE`` ("correct but too slow": realdata/SOURCES.md §4 shows PIE's p02587 src exceeding 4 s on 8 of
      105 tests) are dropped like the card drops cases over its 2-minute wall ("Strict 2-min wall: cases above
      1.4e10 ticks dropped from usable");
-   - ``WA``/``RE``/``OLE`` are dropped too, but when they exceed ``max(5, 5 %)`` of the pool the row is
-     ``INVALID_TASK``: the card's bad-apple rule ("a submission failing > max(5, 5% of cases) is treated as
-     wrong/mislabeled");
-   - no case left, or a source that does not compile, is ``INVALID_TASK``.
+   - ``WA``/``RE``/``OLE`` are dropped too and recorded as the source's ``defect``; when they exceed
+     ``max(5, 5 %)`` of the pool the outcome is :data:`DATASET_DEFECT`: the card's bad-apple rule ("a submission
+     failing > max(5, 5% of cases) is treated as wrong/mislabeled");
+   - a source that does not compile, or that passes no case because of wrong answers, is ``DATASET_DEFECT``; no
+     case left because every one was ``TLE``/``MLE`` is ``INVALID_TASK``.
 
    For card rows this should drop nothing (usable is already correctness-filtered); a drop there means this
    machine or toolchain disagrees with the dataset's screen, and is reported.
@@ -39,7 +40,9 @@ One call, step by step (every rule names its source):
    every used case with the PIE comparator (checker ``pie``: line-wise, floats within 1e-3; extra or missing
    lines fail, unlike PIE's ``zip``), all-or-nothing. Anything but ``AC`` (``WA``/``TLE``/``MLE``/``RE``/``OLE``/
    ``CE``) gets the transform's failure reward (:data:`arbiter.pipelines.pie_speedup.TRANSFORMS`), speedup
-   ``None``.
+   ``None`` -- unless the candidate is the row's own target program (its ``tgt_code``, same text): then the row's
+   "fast" program fails the row's own tests (PIE p02753 s065571920: ``char S[3]`` read with ``%s``), which is
+   :data:`DATASET_DEFECT` with ``defect`` naming the program and the failed case, ``reward`` None.
 6. **Measurement** with :mod:`arbiter.timing` on the used cases, one exclusive core per measurement:
 
    - ``method="instructions"`` (default; DESIGN.md "Speed"): exact valgrind instruction counts,
@@ -81,7 +84,8 @@ One call, step by step (every rule names its source):
    floor, the card's ``ceiling_speedup`` ("Mean per-case src ticks / startup floor (192M ticks)") in instruction
    units; ``low_headroom`` = ceiling < 1.5 (card, ``flag_low_headroom``).
 
-Rewards are never silently 0: ``INVALID_TASK`` (the row/tests are unusable) and ``SANDBOX_ERROR`` (our fault,
+Rewards are never silently 0: ``DATASET_DEFECT`` (the row's own program fails its tests), ``INVALID_TASK`` (the
+row/tests are unusable) and ``SANDBOX_ERROR`` (our fault,
 after the judge's and the timing module's retries) return ``reward=None`` (DESIGN.md: "SANDBOX_ERROR is never
 turned into reward 0 silently"; "zero tests is INVALID_TASK, never a pass"). An RL loop skips those samples.
 
@@ -133,6 +137,7 @@ __all__ = [
     "DEFAULT_LIMITS",
     "CandidatesInputError",
     "ConfigMismatch",
+    "DATASET_DEFECT",
     "OutputDirError",
     "PieRewardResult",
     "PieSource",
@@ -196,7 +201,9 @@ class PieSource:
 
     ``problem_id``/``src_id`` name the row; ``src_code`` is the C++ source program; ``usable_case_ids`` the card's
     usable case indices (``None`` for rows without a case manifest: every test of the problem is a candidate case);
-    ``tgt_id``/``dataset_speedup`` are carried for reports only (never used in the reward).
+    ``tgt_id``/``dataset_speedup`` are carried for reports only (never used in the reward); ``tgt_code`` (the row's
+    own target program) only to tell a candidate that *is* the target from a model's rewrite (step 5,
+    :data:`DATASET_DEFECT`).
     """
 
     problem_id: str
@@ -205,6 +212,12 @@ class PieSource:
     usable_case_ids: tuple[int, ...] | None = None
     tgt_id: str | None = None
     dataset_speedup: float | None = None
+    tgt_code: str | None = None
+
+    def is_target(self, candidate: str) -> bool:
+        """True when ``candidate`` is the row's own target program (same text up to line endings and trailing
+        whitespace)."""
+        return self.tgt_code is not None and _same_program(self.tgt_code, candidate)
 
     def label(self) -> str:
         """``problem_id/src_id`` (``/tgt_id`` when known), for messages and keys."""
@@ -226,10 +239,10 @@ def as_source(row: Any) -> PieSource:
         return row
     if isinstance(row, PiePair):
         ids = tuple(row.usable_case_ids) if row.usable_case_ids is not None else None
-        return PieSource(row.problem_id, row.src_id, row.src_code, ids, row.tgt_id, row.speedup)
+        return PieSource(row.problem_id, row.src_id, row.src_code, ids, row.tgt_id, row.speedup, row.tgt_code)
     if isinstance(row, PieRow):
         return PieSource(row.problem_id, row.src_id, row.src_code, tuple(row.usable_case_ids), row.tgt_id,
-                         row.our_speedup_usable)
+                         row.our_speedup_usable, row.tgt_code)
     if isinstance(row, PieBysrcRow):
         return PieSource(row.problem_id, row.src_id, row.src_code, tuple(row.usable_case_ids))
     if isinstance(row, Mapping):
@@ -262,8 +275,17 @@ def _minimal_source(row: Mapping[str, Any]) -> PieSource:
         pid, sid = row.get("problem_id"), row.get("src_id")
         raise PieRowError(RowError(None, None if pid is None else str(pid), None if sid is None else str(sid),
                                    tuple(issues)))
+    tgt_code = row.get("tgt_code")
     return PieSource(vals["problem_id"], vals["src_id"], vals["src_code"], usable,
-                     str(row["tgt_id"]) if row.get("tgt_id") is not None else None)
+                     str(row["tgt_id"]) if row.get("tgt_id") is not None else None,
+                     tgt_code=tgt_code if isinstance(tgt_code, str) and tgt_code.strip() else None)
+
+
+def _same_program(a: str, b: str) -> bool:
+    def norm(text: str) -> list[str]:
+        return [line.rstrip() for line in text.replace("\r\n", "\n").strip().split("\n")]
+
+    return norm(a) == norm(b)
 
 
 # ------------------------------------------------------------------------------------------------------- result
@@ -277,7 +299,9 @@ class PieRewardResult:
       ``OLE``/``CE``) when it failed (then ``reward`` is the transform's failure reward, ``speedup`` None);
       ``"UNMEASURABLE"`` when it was correct but creates processes or threads, so its cost cannot be measured
       (failure reward, speedup None; module docstring step 6);
-      ``"INVALID_TASK"`` (row/tests unusable) or ``"SANDBOX_ERROR"`` (ours) with ``reward`` None.
+      ``"DATASET_DEFECT"`` (:data:`DATASET_DEFECT`: the row's own source or target program fails the row's own
+      tests; never charged to a candidate), ``"INVALID_TASK"`` (row/tests unusable) or ``"SANDBOX_ERROR"`` (ours),
+      each with ``reward`` None.
     - ``reward``: the transform of ``speedup``; ``speedup``: ``src_total / candidate_total`` (dimensionless, > 1 =
       candidate faster). ``transform`` / ``transform_params``: which transform.
     - ``method``: the method that produced the figures (``instructions`` | ``wall``; the requested one when nothing
@@ -289,6 +313,10 @@ class PieRewardResult:
       the ratio over the source's costliest 20 % of cases (:mod:`arbiter.timing.compare`).
     - ``src_dropped``: ``[{case, outcome, detail}]`` cases dropped because the source failed them (step 4);
       ``n_pool``: how many cases the source was checked on.
+    - ``defect``: ``{program: "src" | "tgt", id, failed: [{case, outcome, detail}]}`` when the row's own source
+      (wrong answers, crashes or output-limit failures on its own tests, or no compile) or target (the candidate
+      is the row's ``tgt_code`` and fails) is defective, else None. Set with outcome ``DATASET_DEFECT``, and also
+      on scored records whose source fails a few cases (dropped, within the card's bad-apple bound).
     - ``fingerprint`` / ``toolchain``: the toolchain both programs were built with; ``meter``: what else the
       figures depend on (valgrind version and CPU, or the wall schedule).
     - ``startup_floor`` (instructions of an empty program, same toolchain), ``ceiling_speedup`` (mean per-case src
@@ -320,6 +348,7 @@ class PieRewardResult:
     largest_speedup: float | None = None
     n_pool: int = 0
     src_dropped: list[dict[str, str]] = field(default_factory=list)
+    defect: dict[str, Any] | None = None
     fingerprint: str | None = None
     toolchain: dict[str, Any] | None = None
     meter: dict[str, Any] = field(default_factory=dict)
@@ -450,6 +479,15 @@ UNMEASURABLE = "UNMEASURABLE"
 #: Measurement statuses of a correct candidate that give :data:`UNMEASURABLE`: it creates processes or threads,
 #: or it makes valgrind client requests (which would run its code outside the count; the meter refuses them).
 UNMEASURABLE_STATUSES = frozenset({"creates_processes", "client_request"})
+
+#: Outcome of a candidate that could not be judged fairly because the row's own program fails the row's own tests
+#: (issue 19: PIE's "fast" p02753 s065571920 reads a 3-letter string into ``char S[3]``, undefined behaviour that
+#: g++ -O2 turns into a wrong answer). The card drops such "bad apples" ("a submission failing > max(5, 5% of
+#: cases) is treated as wrong/mislabeled"); here they are reported, with which program failed which test
+#: (``defect``), ``reward`` None (an RL loop skips the sample), never a candidate's failure: the source does not
+#: compile, fails more cases than the bad-apple bound, or passes none because of wrong answers; or the candidate
+#: is the row's own target (``tgt_code``) and fails a case.
+DATASET_DEFECT = "DATASET_DEFECT"
 
 _MEASURE_OUTCOME = {
     "time_limit": Outcome.TLE,
@@ -619,7 +657,10 @@ def pie_reward(
     res.fingerprint = src_comp.toolchain.fingerprint
     res.toolchain = src_comp.toolchain.to_dict()
     if not src_comp.ok:
-        return done(Outcome.INVALID_TASK, f"row {label}: src_code does not compile: {src_comp.message[:300]}")
+        res.defect = {"program": "src", "id": src.src_id, "failed": [],
+                      "detail": f"does not compile: {src_comp.message[:300]}"}
+        return done(DATASET_DEFECT, f"row {label}: dataset defect: the source {src.src_id} does not compile: "
+                                    f"{src_comp.message[:300]}")
     src_task = Task(language="cpp", source=src.src_code, suite=TestSuite(tuple(pool), origin="pie"), limits=lim,
                     checker=chk, scoring="fraction", run_all=True, compile=spec, task_id=f"{label}:src")
     src_sha = _sha(src.src_code)
@@ -639,11 +680,19 @@ def pie_reward(
         res.src_dropped.append({"case": c.name, "outcome": oc, "detail": detail})
         if Outcome(oc) not in RESOURCE_OUTCOMES:
             wrong += 1
+    if wrong:
+        res.defect = {"program": "src", "id": src.src_id,
+                      "failed": [d for d in res.src_dropped if Outcome(d["outcome"]) not in RESOURCE_OUTCOMES]}
+    failed_cases = ", ".join(f"{d['case']} {d['outcome']}" for d in (res.defect or {}).get("failed", [])[:5])
     if wrong > bad_apple_limit(len(pool)):
-        return done(Outcome.INVALID_TASK,
-                    f"row {label}: the source fails {wrong} of {len(pool)} cases (WA/RE/OLE), more than the card's "
-                    f"bad-apple bound max(5, 5%): treated as wrong/mislabeled")
+        return done(DATASET_DEFECT,
+                    f"row {label}: dataset defect: the source {src.src_id} fails {wrong} of {len(pool)} cases "
+                    f"(WA/RE/OLE: {failed_cases}), more than the card's bad-apple bound max(5, 5%): treated as "
+                    f"wrong/mislabeled")
     if not kept:
+        if wrong:
+            return done(DATASET_DEFECT, f"row {label}: dataset defect: the source {src.src_id} passes none of the "
+                                        f"{len(pool)} cases ({failed_cases})")
         return done(Outcome.INVALID_TASK, f"row {label}: the source passes none of the {len(pool)} cases "
                                           f"({', '.join(sorted({d['outcome'] for d in res.src_dropped}))})")
     used = select_cases(kept, k, rng, row=label) if src.usable_case_ids is None else kept
@@ -659,6 +708,14 @@ def pie_reward(
     if verdict.outcome is Outcome.INVALID_TASK:
         return done(Outcome.INVALID_TASK, f"judging the candidate: {verdict.reason}")
     if verdict.outcome is not Outcome.AC:
+        if src.is_target(candidate):  # the row's own target fails the row's own tests: not a candidate's failure
+            failed = [{"case": c.name, "outcome": c.outcome.value, "detail": (c.diff or c.detail)[:200]}
+                      for c in verdict.cases if c.outcome not in (Outcome.AC, Outcome.SKIPPED)]
+            if not failed:  # CE: no case ran
+                failed = [{"case": "", "outcome": verdict.outcome.value, "detail": verdict.reason[:200]}]
+            res.defect = {"program": "tgt", "id": src.tgt_id, "failed": failed}
+            return done(DATASET_DEFECT, f"row {label}: dataset defect: the row's own target {src.tgt_id} fails its "
+                                        f"tests: {verdict.outcome.value}: {verdict.reason}")
         return done(verdict.outcome, f"candidate {verdict.outcome.value}: {verdict.reason}", None, scored=True)
 
     # 6. measure
@@ -1038,7 +1095,10 @@ def speedup_stats(speedups: Sequence[float]) -> dict[str, Any]:
 def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Counts and figures over reward records (:meth:`PieRewardResult.to_dict` shape).
 
-    ``n``; ``by_outcome`` (outcome -> count); ``n_scored`` (reward is a number); ``n_correct`` (AC);
+    ``n``; ``by_outcome`` (outcome -> count); ``n_scored`` (reward is a number); ``n_dataset_defect``
+    (records with outcome ``DATASET_DEFECT``: the row's own program fails its tests; not scored, not a candidate's
+    failure) and ``dataset_defects`` (``{"src" | "tgt": records with a ``defect``}``, including scored records whose
+    source fails a few cases within the bad-apple bound); ``n_correct`` (AC);
     ``pct_correct`` (% of scored that are AC); ``mean_reward`` (over scored); ``pct_opt``: % of scored whose
     speedup >= 1.10 (PIE %Opt; failures count as not optimized; each record judged on its own speedup, whatever
     its unit); ``fingerprints`` / ``methods`` (the methods that produced figures, or were requested for records
@@ -1057,8 +1117,12 @@ def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     from arbiter.pipelines.pie_speedup import OPT_THRESHOLD
 
     by: dict[str, int] = {}
+    defects: dict[str, int] = {}
     for r in records:
         by[str(r.get("outcome"))] = by.get(str(r.get("outcome")), 0) + 1
+        if isinstance(r.get("defect"), Mapping):
+            program = str(r["defect"].get("program"))
+            defects[program] = defects.get(program, 0) + 1
     scored = [r for r in records if r.get("reward") is not None]
     correct = [r for r in scored if r.get("outcome") == "AC" and r.get("speedup")]
     ok = [float(r["speedup"]) for r in correct]
@@ -1073,6 +1137,8 @@ def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "n": len(records),
         "by_outcome": dict(sorted(by.items())),
         "n_scored": len(scored),
+        "n_dataset_defect": by.get(DATASET_DEFECT, 0),
+        "dataset_defects": dict(sorted(defects.items())),
         "n_correct": len(ok),
         "pct_correct": 100.0 * len(ok) / len(scored) if scored else None,
         "mean_reward": statistics.fmean(float(r["reward"]) for r in scored) if scored else None,

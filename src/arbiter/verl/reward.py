@@ -11,7 +11,11 @@ Use it from a verl config (``reference/verl_reward.md`` section 1)::
 What one call does, in order (each step's rule and its source):
 
 1. ``data_source`` -> :func:`arbiter.verl.routing.route`: checker, limits, prelude. A non-code
-   source raises ``ValueError`` (verl's own router raises ``NotImplementedError`` there).
+   source raises ``ValueError`` (verl's own router raises ``NotImplementedError`` there). A row's
+   own ``extra_info.time_limit`` (CPU seconds per case; ``arbiter convert`` measures it from the
+   row's reference solution, :mod:`arbiter.verl.references`) replaces the route's CPU limit
+   (:func:`row_time_limit`; an unusable value is ``INVALID_TASK`` naming the field); the
+   ``time_limit`` option replaces both.
 2. ``ground_truth`` -> test suite (:func:`arbiter.judge.encodings.verl_ground_truth_to_suite`;
    the card's three encodings, as a JSON string or decoded numpy/pyarrow data). A row that does
    not convert (unknown encoding, zero tests) is ``INVALID_TASK``:
@@ -270,6 +274,34 @@ def row_label(data_source: Any, extra_info: Any) -> str:
     return f"{data_source}:{'?' if index is None else index}"
 
 
+def row_time_limit(extra_info: Any) -> float | None:
+    """The row's own CPU limit per case, ``extra_info.time_limit`` (seconds), or ``None`` when the
+    row has none (missing or null: the route's default applies).
+
+    ``arbiter convert`` writes it for rows whose reference solution it measured
+    (:mod:`arbiter.verl.references`: a documented multiple of the reference's slowest case, never
+    below the route's default). verl hands ``extra_info`` to the reward function unchanged, so the
+    limit travels with the row. The ``time_limit`` option (``reward_kwargs``) replaces it. Raises
+    ``ValueError`` naming the field for a value that is not a number of seconds in
+    ``(0, MAX_SECONDS]`` (a bool, text, NaN, 0, negative, over a day)."""
+    if not isinstance(extra_info, Mapping):
+        return None
+    value = extra_info.get("time_limit")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+        raise ValueError(f"extra_info.time_limit: expected CPU seconds per case (a number), got "
+                         f"{type(value).__name__} {str(value)[:40]!r}")
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"extra_info.time_limit: expected CPU seconds per case, got {str(value)[:40]!r}") from None
+    if not 0 < seconds <= MAX_SECONDS:  # NaN fails too
+        raise ValueError(f"extra_info.time_limit: {seconds!r} is not a number of CPU seconds per case in "
+                         f"(0, {MAX_SECONDS}]")
+    return seconds
+
+
 @functools.lru_cache(maxsize=16)
 def _suite_from_text(text: str, label: str) -> TestSuite:
     return verl_ground_truth_to_suite(text, row=label)
@@ -321,19 +353,30 @@ def _with_row_tolerance(r: Route, extra_info: Any, label: str, opts: RewardOptio
 
 
 def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any, opts: RewardOptions,
-            *, suite: TestSuite | Exception | None = None, route_: Route | None = None) -> Prepared:
+            *, suite: TestSuite | Exception | None = None, route_: Route | None = None,
+            code: str | None = None) -> Prepared:
     """Steps 1-3 of the module docstring for one response: a :class:`Task`, or an immediate result.
 
     ``suite``/``route_`` may be passed in when the caller already built them (the batch variant
     and the scoring pipeline build a row's suite once for its n responses); an ``Exception``
-    passed as ``suite`` is the row's conversion error. Raises ``ValueError`` for a non-code
-    ``data_source`` or a bad override.
+    passed as ``suite`` is the row's conversion error. ``code``: a program to judge as is instead
+    of the one extracted from ``solution_str`` (a row's reference solution,
+    :mod:`arbiter.verl.references`). Raises ``ValueError`` for a non-code ``data_source`` or a
+    bad override.
     """
     started = time.monotonic()
     label = row_label(data_source, extra_info)
     r = route_ or route(data_source)
+    time_limit = opts.time_limit
+    if time_limit is None:
+        try:
+            time_limit = row_time_limit(extra_info)
+        except ValueError as exc:
+            reason = f"row {label!r}: {exc}"
+            return Prepared(label, started, result=_result(0.0, Outcome.INVALID_TASK.value, 0, 0, reason, started),
+                            invalid_error=exc)
     r = r.with_overrides(checker=opts.checker, case_insensitive=opts.case_insensitive, abs_tol=opts.abs_tol,
-                         rel_tol=opts.rel_tol, time_limit=opts.time_limit, memory_limit_mb=opts.memory_limit_mb)
+                         rel_tol=opts.rel_tol, time_limit=time_limit, memory_limit_mb=opts.memory_limit_mb)
     if suite is None:
         try:
             suite = load_suite(ground_truth, label)
@@ -351,11 +394,13 @@ def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: 
     if opts.parity == "prime_code":
         suite = TestSuite(suite.cases[:PRIME_CODE_CASES], origin=f"{suite.origin}[:{PRIME_CODE_CASES}]")
     warning = _row_warning(label, suite)
-    got = extract_code(solution_str, opts.max_response_chars)
-    if not got.ok:
-        return Prepared(label, started, result=_result(0.0, Outcome.FORMAT_ERROR.value, 0, len(suite),
-                                                       f"FORMAT_ERROR: {got.reason}", started, warning=warning),
-                        warning=warning)
+    if code is None:
+        got = extract_code(solution_str, opts.max_response_chars)
+        if not got.ok:
+            return Prepared(label, started, result=_result(0.0, Outcome.FORMAT_ERROR.value, 0, len(suite),
+                                                           f"FORMAT_ERROR: {got.reason}", started, warning=warning),
+                            warning=warning)
+        code = got.code or ""
     prelude = r.prelude
     if isinstance(extra_info, Mapping) and isinstance(extra_info.get("prelude"), str) and extra_info["prelude"]:
         prelude = extra_info["prelude"]
@@ -363,10 +408,10 @@ def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: 
     # harness calls the method, and the method may still use a prelude function of that name)
     fn_names = {c.fn_name for c in suite.cases if isinstance(c, CallCase)} if suite.is_call_based else set()
     if fn_names:
-        fn_names -= _solution_methods(got.code or "")
+        fn_names -= _solution_methods(code)
     task = Task(
         language="python",
-        source=got.code or "",
+        source=code,
         suite=suite,
         limits=r.limits,
         checker=r.checker,
@@ -488,7 +533,8 @@ def compute_score(data_source: Any, solution_str: Any, ground_truth: Any, extra_
     - ``solution_str``: the decoded response (markdown; the program is its last Python block).
     - ``ground_truth``: ``reward_model.ground_truth``: JSON text or decoded dict/list/numpy data.
     - ``extra_info``: the row's ``extra_info`` dict or ``None``; ``index`` labels the row,
-      ``prelude`` (optional) replaces the route's Python prelude.
+      ``prelude`` (optional) replaces the route's Python prelude, ``time_limit`` (optional, CPU
+      seconds per case) the route's CPU limit (:func:`row_time_limit`).
     - ``**kwargs``: :class:`RewardOptions` (verl ``reward_kwargs``).
 
     Accepts verl's call shapes: positional ``(data_source, solution_str, ground_truth,
@@ -624,8 +670,12 @@ def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[Any
             label = row_label(ds, ei)
             try:
                 load_suite(gt, label)
+                if opts.time_limit is None:
+                    row_time_limit(ei)
             except InvalidTestSuite as exc:
                 raise InvalidTask(str(exc), row=label) from exc
+            except ValueError as exc:  # extra_info.time_limit
+                raise InvalidTask(f"row {label!r}: {exc}", row=label) from exc
     results = list(iter_scores(zip(sources, solutions, truths, extras), opts, raise_errors=False))
     if opts.on_sandbox_error == "raise":
         failed = [(i, r) for i, r in enumerate(results) if r["verdict"] == Outcome.SANDBOX_ERROR.value]
@@ -686,5 +736,7 @@ __all__ = [
     "compute_score_batch_async",
     "compute_score_float",
     "iter_scores",
+    "prepare",
     "row_label",
+    "row_time_limit",
 ]

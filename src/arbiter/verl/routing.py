@@ -17,6 +17,10 @@ arbiter routes every code source to the sandbox judge, with a default per source
 | any other name containing ``code`` | ``tokens`` | 5 | (f) |
 | anything else (``gsm8k``, ``math``, ...) | refused: ``ValueError`` | | (g) |
 
+A row's own ``extra_info.time_limit`` (written by ``arbiter convert`` from the row's reference
+solution, :mod:`arbiter.verl.references`: twice its slowest case, never below the route's CPU
+limit) replaces the route's CPU limit (:func:`arbiter.verl.reward.row_time_limit`).
+
 Every route: 1024 MiB memory per case (verl ``sandbox_fusion``'s ``memory_limit_mb`` default;
 ``prime_code`` has no memory limit at all), wall limit ``2 * CPU + 1`` s (the judge's default),
 the program runs on Debian's ``python3`` (3.11) inside the sandbox: the standard library plus
