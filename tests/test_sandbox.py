@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from arbiter.sandbox import cgroups
 from arbiter.sandbox.execution import Status
 from arbiter.sandbox.limits import Limits
@@ -347,3 +349,11 @@ def test_the_exit_status_is_cpythons_whatever_the_program_did_to_sys_modules():
             ex = sb.run_python()
             assert ex.exit_code == code, (name, ex, ex.stderr[-500:])
             assert ex.status is (Status.OK if code == 0 else Status.RUNTIME_ERROR), (name, ex)
+
+
+@pytest.mark.parametrize("inside", ["/tmp/tool", "/work", "/dev/shm/x/y"])
+def test_a_mount_inside_a_scratch_dir_is_refused(tmp_path, inside):
+    """The wipe after each run empties the scratch dirs; a read-only mount inside one could never be
+    removed (a counting tool once built under the host's /tmp and mounted at the same path hung it)."""
+    with pytest.raises(ValueError, match="scratch dir"):
+        Sandbox(mounts=[(str(tmp_path), inside)])

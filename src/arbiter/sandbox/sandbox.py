@@ -69,6 +69,10 @@ _cgroups_ok: tuple[bool, str] | None = None
 _cgroups_lock = threading.Lock()
 
 
+#: The sandbox's writable tmpfs dirs, wiped after every run: no mount may sit inside them.
+SCRATCH_DIRS = ("/tmp", "/dev/shm", "/work")
+
+
 class SandboxError(RuntimeError):
     """The sandbox failed for a reason that is ours (bwrap missing, cgroup write failed, the server
     died). Never a program verdict: callers retry, then report ``SANDBOX_ERROR``."""
@@ -172,6 +176,10 @@ class Sandbox:
         self.config = config or SandboxConfig()
         self._files = dict(files or {})
         self._mounts = list(mounts)
+        for _, inside in self._mounts:
+            if any(inside == d or inside.startswith(d + "/") for d in SCRATCH_DIRS):
+                raise ValueError(f"mount {inside!r} is inside a scratch dir {SCRATCH_DIRS}: the wipe after each run "
+                                 f"would try to remove it; mount it elsewhere")
         self._proc: subprocess.Popen | None = None
         self._cg: cgroups.SandboxCgroups | None = None
         self._tmp: str | None = None

@@ -386,6 +386,14 @@ class Valgrind:
         return {**DEFAULT_ENV, "VALGRIND_LIB": self.lib_dir, "VALGRIND_LAUNCHER": EXEC_REFUSED_LAUNCHER}
 
     @property
+    def sandbox_tool(self) -> str:
+        """The counting tool's path inside a measuring sandbox: a host build (in a temporary directory, which
+        would sit inside the sandbox's scratch ``/tmp``) is mounted at :data:`SANDBOX_TOOL_DIR`."""
+        if os.path.dirname(self.tool).startswith("/usr/"):
+            return self.tool
+        return os.path.join(SANDBOX_TOOL_DIR, os.path.basename(self.tool))
+
+    @property
     def mounts(self) -> list[tuple[str, str]]:
         """Read-only mounts for a measuring sandbox: valgrind's directory when it is not under ``/usr``, and an
         empty directory over ``/usr/lib/debug``. Valgrind otherwise reads the detached debug symbols of glibc
@@ -394,8 +402,8 @@ class Valgrind:
         cachegrind's report; they never change what the program executes)."""
         mounts = [] if self.lib_dir.startswith("/usr/") else [(self.lib_dir, self.lib_dir)]
         tool_dir = os.path.dirname(self.tool)
-        if not tool_dir.startswith("/usr/"):
-            mounts.append((tool_dir, tool_dir))  # the counting tool, built into arbiter's cache
+        if self.sandbox_tool != self.tool:  # the counting tool, built on the host: outside the scratch dirs
+            mounts.append((tool_dir, SANDBOX_TOOL_DIR))
         if self.hide_debuginfo and os.path.isdir(DEBUGINFO_DIR):
             mounts.append((_empty_dir(), DEBUGINFO_DIR))
         return mounts
@@ -497,6 +505,9 @@ def build_counter_tool(arch: str, version: str, out_dir: str | None = None) -> s
     os.chmod(out_dir, 0o755)
     return tool
 
+
+#: Where a measuring sandbox shows the counting tool's directory (read-only; never under a scratch dir).
+SANDBOX_TOOL_DIR = "/arbiter-count"
 
 _private: str | None = None
 
@@ -730,7 +741,7 @@ def count_instructions(sandbox: Sandbox, argv: Sequence[str] = ("/prog/main",), 
     """
     vg = valgrind or find_valgrind()
     nofile = max(int(limits.open_files), LOG_FD + 1)  # what the sandbox server sets (see module docstring)
-    full = [vg.prlimit, f"--nofile={nofile}:{nofile}", "--nproc=1:1", "--", vg.tool, *vg.options,
+    full = [vg.prlimit, f"--nofile={nofile}:{nofile}", "--nproc=1:1", "--", vg.sandbox_tool, *vg.options,
             f"--main-stacksize={limits.stack}", f"--log-fd={LOG_FD}", *argv]
     ex = sandbox.run(full, stdin, limits, env=vg.env, log_fd=LOG_FD)
     common = dict(case=case, exit_code=ex.exit_code, signal=ex.signal, cpu_seconds=ex.cpu_seconds,
