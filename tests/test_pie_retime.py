@@ -163,12 +163,15 @@ def test_as_source_accepts_rows_of_every_kind():
     pair = PiePair(problem_id="p1", src_id="s1", tgt_id="t1", src_code="a", tgt_code="b", speedup=2.0)
     s = as_source(pair)
     assert (s.problem_id, s.src_id, s.tgt_id, s.usable_case_ids, s.dataset_speedup) == ("p1", "s1", "t1", None, 2.0)
+    assert s.tgt_code == "b"  # the target is checked for correctness (a dataset defect), never timed
     row = parse_row(make_pairs_raw())
     s = as_source(row)
     assert s.usable_case_ids == (0, 1, 2, 4) and s.dataset_speedup == pytest.approx(2200 / 600)
+    assert s.tgt_code == row.tgt_code
     assert as_source(make_pairs_raw()).usable_case_ids == (0, 1, 2, 4)  # raw gem5 mapping
     s = as_source({"problem_id": "p9", "src_id": "s9", "src_code": "x", "usable_case_ids": "[3, 1]"})
-    assert s.usable_case_ids == (3, 1)
+    assert s.usable_case_ids == (3, 1) and s.tgt_code is None
+    assert as_source({"problem_id": "p9", "src_id": "s9", "src_code": "x", "tgt_code": "y"}).tgt_code == "y"
     with pytest.raises(PieRowError) as e:
         as_source({"problem_id": "p9", "src_code": ""})
     assert "src_id" in str(e.value) and "src_code" in str(e.value)
@@ -246,17 +249,86 @@ def test_source_tle_cases_are_dropped_and_reported(tests_root):
     assert r.cases == [f"input.{i}" for i in range(1, len(NS))] and r.n_pool == len(NS)
 
 
-@needs_valgrind
-def test_source_wrong_cases_dropped_until_the_bad_apple_bound(tests_root):
-    one = pie_reward(src(SLOW_WRONG_ON_10), FAST, tests_root)  # wrong on 1 of 6: dropped, reported
-    assert one.outcome == "AC" and [d["case"] for d in one.src_dropped] == ["input.1"]
-    assert one.src_dropped[0]["outcome"] == "WA" and "input.1" not in one.cases
-    # WRONG prints n: right only for n = 1, wrong on 7 of 8 > max(5, 5%) -> the row is unusable, no reward
+def test_source_wrong_results_are_dataset_defects_never_dropped(tests_root):
+    # a row whose source is wrong on 1 of 6 cases: the row is broken, not the candidate, and no speedup is made
+    one = pie_reward(src(SLOW_WRONG_ON_10), FAST, tests_root)
+    assert one.outcome == "DATASET_DEFECT" and one.reward is None and one.speedup is None and one.verdict is None
+    assert [(d["program"], d["id"], d["case"], d["outcome"]) for d in one.dataset_defects] == [
+        ("source", "s1", "input.1", "WA")]
+    assert one.src_dropped == [] and "the source (s1) fails 1 of the row's cases: input.1 WA" in one.reason
+    # WRONG prints n: right only for n = 1, wrong on 7 of 8 (the card's bad apple)
     bad = pie_reward(src(WRONG, problem="p09003"), FAST, tests_root)
-    assert bad.outcome == "INVALID_TASK" and bad.reward is None and "bad-apple" in bad.reason
-    assert len(bad.src_dropped) == 7
+    assert bad.outcome == "DATASET_DEFECT" and bad.reward is None and len(bad.dataset_defects) == 7
+    assert {d["outcome"] for d in bad.dataset_defects} == {"WA"} and "fails 7 of" in bad.reason
     nocompile = pie_reward(src(NOT_CPP), FAST, tests_root)
-    assert nocompile.outcome == "INVALID_TASK" and nocompile.reward is None and "compile" in nocompile.reason
+    assert nocompile.outcome == "DATASET_DEFECT" and nocompile.reward is None and "compile" in nocompile.reason
+    assert [(d["program"], d["case"], d["outcome"]) for d in nocompile.dataset_defects] == [("source", None, "CE")]
+
+
+# PIE p02753 (AtCoder abc158_a "Station and Bus": S of 3 letters A/B; "Yes" unless all three are equal), its real
+# public tests (realdata/pie_public_tests). PIE's fast program s065571920 is WA from undefined behaviour: it reads S
+# into `char S[3]` with %s, so the terminating NUL lands past the array. S_UB has that bug with a fixed layout (the
+# byte after S is the first byte of "No"), so it is WA on the "No" case (BBB) on every build.
+P02753_OK = r"""
+#include <cstdio>
+int main() { char S[8]; if (scanf("%7s", S) != 1) return 1; puts(S[0] != S[1] || S[1] != S[2] ? "Yes" : "No"); }
+"""
+P02753_UB = r"""
+#include <cstdio>
+static struct { char S[3]; char no[3]; } st = {"", "No"};
+int main() {
+    scanf("%s", st.S);  // undefined behaviour: "BBB" and its NUL are 4 bytes, S holds 3
+    puts(st.S[0] != st.S[1] || st.S[1] != st.S[2] ? "Yes" : st.no);
+}
+"""
+P02753_ALWAYS_YES = '#include <cstdio>\nint main() { puts("Yes"); }\n'
+
+
+@pytest.fixture(scope="module")
+def pie_public_tests(shared) -> Path:
+    tar = shared / "realdata" / "pie_public_tests" / "public_test_cases.tar.gz"
+    if not tar.is_file():
+        pytest.skip(f"{tar} not found")
+    return tar
+
+
+def p02753_row(src_code: str, tgt_code: str, src_id: str = "s100", tgt_id: str = "s065571920") -> PiePair:
+    """A PIE release row (val.jsonl shape): both programs Accepted per PIE, no case manifest."""
+    return PiePair(problem_id="p02753", src_id=src_id, tgt_id=tgt_id, src_code=src_code, tgt_code=tgt_code,
+                   speedup=1.5)
+
+
+def test_row_whose_target_has_undefined_behaviour_is_a_dataset_defect_naming_the_target(pie_public_tests):
+    r = pie_reward(p02753_row(P02753_OK, P02753_UB), P02753_OK, pie_public_tests)
+    assert r.outcome == "DATASET_DEFECT" and r.reward is None and r.speedup is None
+    assert r.verdict is None  # the candidate is not judged against a broken row, so never charged with a failure
+    assert [(d["program"], d["id"], d["case"], d["outcome"]) for d in r.dataset_defects] == [
+        ("target", "s065571920", "input.3", "WA")]
+    assert "dataset defect: the target (s065571920) fails 1 of the row's cases: input.3 WA" in r.reason
+    assert r.n_pool == 4 and r.src_dropped == []
+
+
+def test_row_whose_source_fails_its_tests_is_a_dataset_defect_naming_the_source(pie_public_tests):
+    r = pie_reward(p02753_row(P02753_UB, P02753_OK, src_id="s065571920", tgt_id="s200"), P02753_OK,
+                   pie_public_tests)
+    assert r.outcome == "DATASET_DEFECT" and r.reward is None and r.speedup is None and r.verdict is None
+    assert [(d["program"], d["id"], d["case"], d["outcome"]) for d in r.dataset_defects] == [
+        ("source", "s065571920", "input.3", "WA")]
+    assert "the source (s065571920) fails 1 of the row's cases: input.3 WA" in r.reason
+    both = pie_reward(p02753_row(P02753_UB, "int main( {"), P02753_OK, pie_public_tests)
+    assert both.outcome == "DATASET_DEFECT"
+    assert [(d["program"], d["case"], d["outcome"]) for d in both.dataset_defects] == [
+        ("source", "input.3", "WA"), ("target", None, "CE")]
+    assert "the target (s065571920) does not compile" in both.reason
+
+
+def test_failing_candidate_on_a_healthy_row_is_still_the_candidates_failure(pie_public_tests):
+    r = pie_reward(p02753_row(P02753_OK, P02753_OK), P02753_ALWAYS_YES, pie_public_tests, transform="log")
+    assert r.outcome == "WA" and r.reward == DEFAULT_LOG_FAILURE_PENALTY and r.dataset_defects == []
+    assert r.verdict is not None and r.verdict["outcome"] == "WA"
+    # the candidate with the target's undefined behaviour is the candidate's failure too
+    ub = pie_reward(p02753_row(P02753_OK, P02753_OK), P02753_UB, pie_public_tests)
+    assert ub.outcome == "WA" and ub.reward == 0.0 and ub.dataset_defects == []
 
 
 @needs_valgrind
@@ -273,8 +345,8 @@ def test_usable_case_ids_restrict_and_k_samples_exactly_as_the_card(tests_root):
     # K larger than usable is clamped, never padded
     assert pie_reward(row, FAST, tests_root, k=50, rng=random.Random(1)).n_pool == 4
     # rows without usable ids sample among the cases the source passes
-    r3 = pie_reward(src(SLOW_WRONG_ON_10), FAST, tests_root, k=3, rng=random.Random(3))
-    assert len(r3.cases) == 3 and "input.1" not in r3.cases
+    r3 = pie_reward(src(SLOW_TLE_BIG), FAST, tests_root, k=3, rng=random.Random(3), limits=Limits(cpu_seconds=1.0))
+    assert len(r3.cases) == 3 and "input.0" not in r3.cases
     with pytest.raises(ValueError):
         pie_reward(row, FAST, tests_root, k=0)
     with pytest.raises(ValueError):
