@@ -187,10 +187,14 @@ def print_reward_summary(summary: dict[str, Any], console: Console) -> None:
     t.add_row("candidates", str(summary.get("candidates", summary["n"])))
     t.add_row("  scored now / already done (resumed)", f"{summary.get('new', 0)} / {summary.get('resumed', 0)}")
     for oc, n in summary["by_outcome"].items():
-        colour = {"AC": "green", "SANDBOX_ERROR": "yellow", "INVALID_TASK": "yellow"}.get(oc, "red")
+        colour = {"AC": "green", "SANDBOX_ERROR": "yellow", "INVALID_TASK": "yellow",
+                  "DATASET_DEFECT": "magenta"}.get(oc, "red")
         t.add_row(f"  [{colour}]{oc}[/]", str(n))
     if summary.get("sandbox_errors"):
         t.add_row("[yellow]our errors this run (errors.jsonl; rerun)[/]", str(summary["sandbox_errors"]))
+    if summary.get("n_dataset_defect_rows"):
+        t.add_row("[magenta]dataset defects: rows whose source/target fails its tests (reward None)[/]",
+                  str(summary["n_dataset_defect_rows"]))
     t.add_row("scored (reward is a number)", str(summary["n_scored"]))
     t.add_row("%Correct (of scored)", _fmt(summary["pct_correct"], ".2f"))
     t.add_row("%Opt (speedup >= 1.10, of scored)", _fmt(summary["pct_opt"], ".2f"))
@@ -221,6 +225,19 @@ def print_reward_summary(summary: dict[str, Any], console: Console) -> None:
     if summary.get("row_errors"):
         t.add_row("[yellow]unreadable rows in --rows[/]", str(summary["row_errors"]))
     console.print(t)
+
+
+def _print_defects(defects: list[dict[str, Any]], console: Console) -> None:
+    """The rows whose own source or target fails their tests (``DATASET_DEFECT``): first five, then a count."""
+    if not defects:
+        return
+    console.print(f"[magenta]{len(defects)} dataset defect(s)[/] (the row's source or target fails its own tests; "
+                  "reward None, not the candidate's failure):", highlight=False)
+    for d in defects[:5]:
+        console.print(f"  [magenta]dataset defect[/] {escape(str(d.get('row') or d.get('id')))}: "
+                      f"{escape(str(d.get('reason')))}", highlight=False)
+    if len(defects) > 5:
+        console.print(f"  ... and {len(defects) - 5} more (dataset_defects in the summary)", highlight=False)
 
 
 @pie_app.command("reward")
@@ -282,6 +299,7 @@ def reward(
         raise typer.Exit(2)
     for e in run.row_errors[:5]:
         console.print(f"[yellow]bad row in --rows:[/] {escape(e)}", highlight=False)
+    _print_defects(run.summary.get("dataset_defects") or [], console)
     bad = [r for r in run.records if str(r.get("key", "")).endswith("error")]
     for r in bad[:5]:
         console.print(f"[yellow]bad record in --candidates:[/] {escape(str(r.get('reason')))}", highlight=False)
@@ -344,9 +362,11 @@ def evaluate(
         raise typer.Exit(2)
     rep = run.report
     console.print(f"PIE metrics over {rep['n_programs']} programs ({rep['method']}, unit {rep['unit']}); "
-                  f"{rep['n_excluded']} excluded (unscorable: INVALID_TASK / SANDBOX_ERROR)", highlight=False)
+                  f"{rep['n_excluded']} excluded (unscorable: INVALID_TASK / SANDBOX_ERROR); "
+                  f"{rep.get('n_dataset_defects', 0)} dataset defect(s) (DATASET_DEFECT, left out)", highlight=False)
     for e in rep["excluded"][:5]:
         console.print(f"  [yellow]excluded[/] {escape(str(e['id']))}: {escape(str(e['reason']))}", highlight=False)
+    _print_defects(rep.get("dataset_defects") or [], console)
     console.print(run.table, highlight=False)
     other = rep.get("programs_in_other_unit") or []
     if other:

@@ -517,7 +517,8 @@ def _defect_summary(defects: Sequence[Mapping[str, Any]], shown: int = 3) -> str
         if mine[0]["case"] is None:
             parts.append(f"{who} does not compile")
             continue
-        cases = ", ".join(f"{d['case']} {d['outcome']}" for d in mine[:shown]) + (" ..." if len(mine) > shown else "")
+        cases = ", ".join(f"{d['case']} {d['outcome']}" for d in mine[:shown])
+        cases += " ..." if len(mine) > shown else ""
         parts.append(f"{who} fails {len(mine)} of the row's cases: {cases}")
     return "; ".join(parts)
 
@@ -695,7 +696,8 @@ def pie_reward(
             tgt_out, bad_verdict = _src_check(src, _sha(src.tgt_code), res.fingerprint, pool, tgt_task)
             if tgt_out is None:
                 assert bad_verdict is not None
-                kind = Outcome.SANDBOX_ERROR if bad_verdict.outcome is Outcome.SANDBOX_ERROR else Outcome.INVALID_TASK
+                ours = bad_verdict.outcome is Outcome.SANDBOX_ERROR
+                kind = Outcome.SANDBOX_ERROR if ours else Outcome.INVALID_TASK
                 return done(kind, f"row {label}: judging the target: {bad_verdict.outcome.value}: "
                                   f"{bad_verdict.reason}")
             for c in pool:
@@ -1118,8 +1120,9 @@ def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     Dataset defects (the row's own source or target fails its tests; :data:`DATASET_DEFECT`, reward None) are never
     counted as a candidate's failure: they are outside ``n_scored`` and every figure, counted in ``by_outcome``
     and listed once per row in ``dataset_defects`` (``[{row, program, cases, reason}]``; ``row`` is
-    ``problem_id/src_id[/tgt_id]``, ``program`` ``source`` / ``target`` / ``source+target``, ``cases`` the failures as
-    ``"<program> <case> <verdict>"``, ``compile`` for the case of a compile error), with ``n_dataset_defect_rows`` rows and ``n_dataset_defects`` records."""
+    ``problem_id/src_id[/tgt_id]``, ``program`` ``source`` / ``target`` / ``source+target``, ``cases`` the
+    failures as ``"<program> <case> <verdict>"``, ``compile`` for the case of a compile error), with
+    ``n_dataset_defect_rows`` rows and ``n_dataset_defects`` records."""
     import statistics
 
     from arbiter.pipelines.pie_speedup import OPT_THRESHOLD
