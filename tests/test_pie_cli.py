@@ -485,27 +485,52 @@ def test_reward_and_eval_refuse_an_unaccepted_compile_command_before_running(dat
         "g++ -std=gnu++17 -O2 main.cpp"
 
 
-def test_reward_counts_dataset_defects_apart_from_candidate_failures(data, shared):
-    """Issue 19 item 17: the row's own target (p02753, the ``char S[3]`` program) failing the row's tests is a
-    DATASET_DEFECT in the records and the summary, never a candidate's failure."""
-    from test_pie_retime import P02753_OK, P02753_UB, p02753_row
+def test_reward_and_eval_count_dataset_defects_apart_from_candidate_failures(data, shared):
+    """Real PIE p02753 public tests; one healthy row, one whose target has s065571920's undefined behaviour, one
+    whose source has it. The broken rows are DATASET_DEFECT (reward None, outside every figure) and listed by row
+    in the summary / metrics.json; a wrong candidate on the healthy row is still its own WA."""
+    from test_pie_retime import P02753_ALWAYS_YES, P02753_OK, P02753_UB
 
-    root = data["root"] / "defects"
-    root.mkdir()
-    rows = jl(root / "rows.jsonl", [p02753_row(P02753_OK, P02753_UB)])
-    model_bug = P02753_UB.replace("return 0;", "return 0; // mine")
-    cands = jl(root / "cands.jsonl", [{"src_id": "s000000001", "candidates": [P02753_UB, model_bug, P02753_OK]}])
-    out = root / "out"
-    tests = shared / "realdata" / "pie_public_tests" / "public_test_cases.tar.gz"
-    r = cli("reward", "--rows", str(rows), "--tests", str(tests), "--candidates", str(cands), "--out", str(out),
+    tar = shared / "realdata" / "pie_public_tests" / "public_test_cases.tar.gz"
+    if not tar.is_file():
+        pytest.skip(f"{tar} not found")
+    base = {"problem_id": "p02753", "speedup": "1.5"}
+    rows = jl(data["root"] / "p02753_rows.jsonl", [
+        dict(base, src_id="s1", tgt_id="t1", src_code=P02753_OK, tgt_code=P02753_OK),
+        dict(base, src_id="s2", tgt_id="s065571920", src_code=P02753_OK, tgt_code=P02753_UB),
+        dict(base, src_id="s065571920", tgt_id="t3", src_code=P02753_UB, tgt_code=P02753_OK)])
+    cands = jl(data["root"] / "p02753_cands.jsonl", [
+        {"src_id": "s1", "candidates": [P02753_OK, P02753_ALWAYS_YES]},
+        {"src_id": "s2", "candidates": [P02753_OK, P02753_ALWAYS_YES]},
+        {"src_id": "s065571920", "code": P02753_OK}])
+    out = data["root"] / "p02753_out"
+    r = cli("reward", "--rows", str(rows), "--tests", str(tar), "--candidates", str(cands), "--out", str(out),
             "--no-progress")
     assert r.returncode == 0, r.stdout + r.stderr
     recs = list(read_jsonl(out / "rewards.jsonl"))
-    assert [x["outcome"] for x in recs] == ["DATASET_DEFECT", "WA", "AC"]
-    assert recs[0]["reward"] is None and recs[0]["defect"]["program"] == "tgt"
-    assert recs[0]["defect"]["failed"][0]["case"] == "input.3" and recs[1]["reward"] == 0.0
+    assert [(x["src_id"], x["outcome"], x["reward"]) for x in recs] == [
+        ("s1", "AC", recs[0]["speedup"]), ("s1", "WA", 0.0), ("s2", "DATASET_DEFECT", None),
+        ("s2", "DATASET_DEFECT", None), ("s065571920", "DATASET_DEFECT", None)]
+    assert recs[2]["dataset_defects"][0]["program"] == "target"
+    assert recs[4]["dataset_defects"][0]["program"] == "source"
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["n_dataset_defect"] == 1 and summary["dataset_defects"] == {"tgt": 1}
-    assert summary["by_outcome"] == {"AC": 1, "DATASET_DEFECT": 1, "WA": 1}
-    assert summary["n_scored"] == 2 and summary["pct_correct"] == 50.0  # the defect is not charged to anyone
-    assert "dataset defect:" in r.stdout and "s065571920" in r.stdout
+    assert summary["by_outcome"] == {"AC": 1, "DATASET_DEFECT": 3, "WA": 1}
+    assert (summary["n_scored"], summary["n_correct"], summary["pct_correct"]) == (2, 1, 50.0)
+    assert (summary["n_dataset_defects"], summary["n_dataset_defect_rows"]) == (3, 2)
+    assert [(d["row"], d["program"], d["cases"]) for d in summary["dataset_defects"]] == [
+        ("p02753/s065571920/t3", "source", ["source input.3 WA"]),
+        ("p02753/s2/s065571920", "target", ["target input.3 WA"])]
+    assert "2 dataset defect(s)" in r.stdout and "p02753/s2/s065571920" in r.stdout
+
+    gens = jl(data["root"] / "p02753_gens.jsonl", [{"src_id": "s1", "generations": [P02753_ALWAYS_YES, P02753_OK]},
+                                                   {"src_id": "s2", "generations": [P02753_OK, P02753_OK]}])
+    ev = data["root"] / "p02753_eval"
+    e = cli("eval", "--rows", str(rows), "--tests", str(tar), "--generations", str(gens), "--out", str(ev),
+            "--no-progress")
+    assert e.returncode == 0, e.stdout + e.stderr
+    rep = json.loads((ev / "metrics.json").read_text())
+    assert (rep["n_programs"], rep["n_excluded"], rep["n_dataset_defects"]) == (1, 0, 1)
+    assert [(d["row"], "the target (s065571920) fails 1" in d["reason"]) for d in rep["dataset_defects"]] == [
+        ("p02753/s2/s065571920", True)]
+    assert [m["pct_correct"] for m in rep["metrics"]] == [0.0, 100.0]  # the healthy program only
+    assert "1 dataset defect(s)" in e.stdout

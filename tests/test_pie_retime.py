@@ -163,12 +163,15 @@ def test_as_source_accepts_rows_of_every_kind():
     pair = PiePair(problem_id="p1", src_id="s1", tgt_id="t1", src_code="a", tgt_code="b", speedup=2.0)
     s = as_source(pair)
     assert (s.problem_id, s.src_id, s.tgt_id, s.usable_case_ids, s.dataset_speedup) == ("p1", "s1", "t1", None, 2.0)
+    assert s.tgt_code == "b"  # the target is checked for correctness (a dataset defect), never timed
     row = parse_row(make_pairs_raw())
     s = as_source(row)
     assert s.usable_case_ids == (0, 1, 2, 4) and s.dataset_speedup == pytest.approx(2200 / 600)
+    assert s.tgt_code == row.tgt_code
     assert as_source(make_pairs_raw()).usable_case_ids == (0, 1, 2, 4)  # raw gem5 mapping
     s = as_source({"problem_id": "p9", "src_id": "s9", "src_code": "x", "usable_case_ids": "[3, 1]"})
-    assert s.usable_case_ids == (3, 1)
+    assert s.usable_case_ids == (3, 1) and s.tgt_code is None
+    assert as_source({"problem_id": "p9", "src_id": "s9", "src_code": "x", "tgt_code": "y"}).tgt_code == "y"
     with pytest.raises(PieRowError) as e:
         as_source({"problem_id": "p9", "src_code": ""})
     assert "src_id" in str(e.value) and "src_code" in str(e.value)
@@ -246,18 +249,86 @@ def test_source_tle_cases_are_dropped_and_reported(tests_root):
     assert r.cases == [f"input.{i}" for i in range(1, len(NS))] and r.n_pool == len(NS)
 
 
-@needs_valgrind
-def test_source_wrong_cases_dropped_until_the_bad_apple_bound(tests_root):
-    one = pie_reward(src(SLOW_WRONG_ON_10), FAST, tests_root)  # wrong on 1 of 6: dropped, reported
-    assert one.outcome == "AC" and [d["case"] for d in one.src_dropped] == ["input.1"]
-    assert one.src_dropped[0]["outcome"] == "WA" and "input.1" not in one.cases
-    # WRONG prints n: right only for n = 1, wrong on 7 of 8 > max(5, 5%) -> the row is unusable, no reward
+def test_source_wrong_results_are_dataset_defects_never_dropped(tests_root):
+    # a row whose source is wrong on 1 of 6 cases: the row is broken, not the candidate, and no speedup is made
+    one = pie_reward(src(SLOW_WRONG_ON_10), FAST, tests_root)
+    assert one.outcome == "DATASET_DEFECT" and one.reward is None and one.speedup is None and one.verdict is None
+    assert [(d["program"], d["id"], d["case"], d["outcome"]) for d in one.dataset_defects] == [
+        ("source", "s1", "input.1", "WA")]
+    assert one.src_dropped == [] and "the source (s1) fails 1 of the row's cases: input.1 WA" in one.reason
+    # WRONG prints n: right only for n = 1, wrong on 7 of 8 (the card's bad apple)
     bad = pie_reward(src(WRONG, problem="p09003"), FAST, tests_root)
-    assert bad.outcome == "DATASET_DEFECT" and bad.reward is None and "bad-apple" in bad.reason
-    assert len(bad.src_dropped) == 7 and bad.defect["program"] == "src" and len(bad.defect["failed"]) == 7
+    assert bad.outcome == "DATASET_DEFECT" and bad.reward is None and len(bad.dataset_defects) == 7
+    assert {d["outcome"] for d in bad.dataset_defects} == {"WA"} and "fails 7 of" in bad.reason
     nocompile = pie_reward(src(NOT_CPP), FAST, tests_root)
     assert nocompile.outcome == "DATASET_DEFECT" and nocompile.reward is None and "compile" in nocompile.reason
-    assert one.defect == {"program": "src", "id": "s1", "failed": one.src_dropped}  # reported, still scored
+    assert [(d["program"], d["case"], d["outcome"]) for d in nocompile.dataset_defects] == [("source", None, "CE")]
+
+
+# PIE p02753 (AtCoder abc158_a "Station and Bus": S of 3 letters A/B; "Yes" unless all three are equal), its real
+# public tests (realdata/pie_public_tests). PIE's fast program s065571920 is WA from undefined behaviour: it reads S
+# into `char S[3]` with %s, so the terminating NUL lands past the array. S_UB has that bug with a fixed layout (the
+# byte after S is the first byte of "No"), so it is WA on the "No" case (BBB) on every build.
+P02753_OK = r"""
+#include <cstdio>
+int main() { char S[8]; if (scanf("%7s", S) != 1) return 1; puts(S[0] != S[1] || S[1] != S[2] ? "Yes" : "No"); }
+"""
+P02753_UB = r"""
+#include <cstdio>
+static struct { char S[3]; char no[3]; } st = {"", "No"};
+int main() {
+    scanf("%s", st.S);  // undefined behaviour: "BBB" and its NUL are 4 bytes, S holds 3
+    puts(st.S[0] != st.S[1] || st.S[1] != st.S[2] ? "Yes" : st.no);
+}
+"""
+P02753_ALWAYS_YES = '#include <cstdio>\nint main() { puts("Yes"); }\n'
+
+
+@pytest.fixture(scope="module")
+def pie_public_tests(shared) -> Path:
+    tar = shared / "realdata" / "pie_public_tests" / "public_test_cases.tar.gz"
+    if not tar.is_file():
+        pytest.skip(f"{tar} not found")
+    return tar
+
+
+def p02753_row(src_code: str, tgt_code: str, src_id: str = "s100", tgt_id: str = "s065571920") -> PiePair:
+    """A PIE release row (val.jsonl shape): both programs Accepted per PIE, no case manifest."""
+    return PiePair(problem_id="p02753", src_id=src_id, tgt_id=tgt_id, src_code=src_code, tgt_code=tgt_code,
+                   speedup=1.5)
+
+
+def test_row_whose_target_has_undefined_behaviour_is_a_dataset_defect_naming_the_target(pie_public_tests):
+    r = pie_reward(p02753_row(P02753_OK, P02753_UB), P02753_OK, pie_public_tests)
+    assert r.outcome == "DATASET_DEFECT" and r.reward is None and r.speedup is None
+    assert r.verdict is None  # the candidate is not judged against a broken row, so never charged with a failure
+    assert [(d["program"], d["id"], d["case"], d["outcome"]) for d in r.dataset_defects] == [
+        ("target", "s065571920", "input.3", "WA")]
+    assert "dataset defect: the target (s065571920) fails 1 of the row's cases: input.3 WA" in r.reason
+    assert r.n_pool == 4 and r.src_dropped == []
+
+
+def test_row_whose_source_fails_its_tests_is_a_dataset_defect_naming_the_source(pie_public_tests):
+    r = pie_reward(p02753_row(P02753_UB, P02753_OK, src_id="s065571920", tgt_id="s200"), P02753_OK,
+                   pie_public_tests)
+    assert r.outcome == "DATASET_DEFECT" and r.reward is None and r.speedup is None and r.verdict is None
+    assert [(d["program"], d["id"], d["case"], d["outcome"]) for d in r.dataset_defects] == [
+        ("source", "s065571920", "input.3", "WA")]
+    assert "the source (s065571920) fails 1 of the row's cases: input.3 WA" in r.reason
+    both = pie_reward(p02753_row(P02753_UB, "int main( {"), P02753_OK, pie_public_tests)
+    assert both.outcome == "DATASET_DEFECT"
+    assert [(d["program"], d["case"], d["outcome"]) for d in both.dataset_defects] == [
+        ("source", "input.3", "WA"), ("target", None, "CE")]
+    assert "the target (s065571920) does not compile" in both.reason
+
+
+def test_failing_candidate_on_a_healthy_row_is_still_the_candidates_failure(pie_public_tests):
+    r = pie_reward(p02753_row(P02753_OK, P02753_OK), P02753_ALWAYS_YES, pie_public_tests, transform="log")
+    assert r.outcome == "WA" and r.reward == DEFAULT_LOG_FAILURE_PENALTY and r.dataset_defects == []
+    assert r.verdict is not None and r.verdict["outcome"] == "WA"
+    # the candidate with the target's undefined behaviour is the candidate's failure too
+    ub = pie_reward(p02753_row(P02753_OK, P02753_OK), P02753_UB, pie_public_tests)
+    assert ub.outcome == "WA" and ub.reward == 0.0 and ub.dataset_defects == []
 
 
 @needs_valgrind
@@ -274,8 +345,8 @@ def test_usable_case_ids_restrict_and_k_samples_exactly_as_the_card(tests_root):
     # K larger than usable is clamped, never padded
     assert pie_reward(row, FAST, tests_root, k=50, rng=random.Random(1)).n_pool == 4
     # rows without usable ids sample among the cases the source passes
-    r3 = pie_reward(src(SLOW_WRONG_ON_10), FAST, tests_root, k=3, rng=random.Random(3))
-    assert len(r3.cases) == 3 and "input.1" not in r3.cases
+    r3 = pie_reward(src(SLOW_TLE_BIG), FAST, tests_root, k=3, rng=random.Random(3), limits=Limits(cpu_seconds=1.0))
+    assert len(r3.cases) == 3 and "input.0" not in r3.cases
     with pytest.raises(ValueError):
         pie_reward(row, FAST, tests_root, k=0)
     with pytest.raises(ValueError):
@@ -439,73 +510,3 @@ def test_avx512_candidate_is_measured_with_wall_time_not_failed(tests_root):
     assert s["speedups_by_unit"]["seconds"]["mean"] == pytest.approx(r.speedup) and s["n_other_unit"] == 1
     assert s["speedups_by_unit"]["instructions"]["n"] == 1 and s["n_correct"] == 2
     assert s["n_method_fallbacks"] == 1 and s["methods"] == ["instructions", "wall"]
-
-
-# ------------------------------------------------------------------ dataset defects (issue 19 item 17)
-
-# AtCoder p02753 "Station and Bus": S is 3 letters of A/B; print Yes when both letters occur. PIE's "fast" program
-# s065571920 reads S into `char S[3]` with %s (undefined behaviour: the terminator lands outside the array) and is
-# WA on the row's own tests. This program has the same defect: g++ -O2 knows a char[3] cannot hold a 3-letter
-# string, folds strcmp(S, "BBB") == 0 to false, and prints Yes for BBB (case input.3).
-P02753_UB = r"""
-#include <cstdio>
-#include <cstring>
-int main() {
-    char S[3];
-    scanf("%s", S);
-    if (strcmp(S, "AAA") == 0 || strcmp(S, "BBB") == 0) puts("No");
-    else puts("Yes");
-    return 0;
-}
-"""
-P02753_OK = r"""
-#include <iostream>
-#include <string>
-int main() {
-    std::string s; std::cin >> s;
-    bool a = false, b = false;
-    for (char c : s) { a = a || c == 'A'; b = b || c == 'B'; }
-    std::cout << (a && b ? "Yes" : "No") << "\n";
-}
-"""
-
-
-@pytest.fixture(scope="module")
-def p02753_tests(shared) -> Path:
-    """p02753's real public tests (CodeNet, via PIE): ABA, ABA, BBA -> Yes; BBB -> No."""
-    return shared / "realdata" / "pie_public_tests" / "public_test_cases.tar.gz"
-
-
-def p02753_row(src_code: str, tgt_code: str) -> dict:
-    return {"problem_id": "p02753", "src_id": "s000000001", "tgt_id": "s065571920", "src_code": src_code,
-            "tgt_code": tgt_code, "speedup": "1.2"}
-
-
-@needs_valgrind
-def test_the_rows_own_target_failing_its_tests_is_a_dataset_defect(p02753_tests):
-    row = as_source(p02753_row(P02753_OK, P02753_UB))
-    r = pie_reward(row, P02753_UB, p02753_tests, transform="log")
-    assert (r.outcome, r.reward, r.speedup) == ("DATASET_DEFECT", None, None)
-    assert r.defect["program"] == "tgt" and r.defect["id"] == "s065571920"
-    assert [(f["case"], f["outcome"]) for f in r.defect["failed"]] == [("input.3", "WA")]
-    assert "s065571920" in r.reason and "dataset defect" in r.reason
-    # the same text with other line endings is still the target; a model's program with the same bug is its own
-    assert pie_reward(row, P02753_UB.replace("\n", "\r\n"), p02753_tests).outcome == "DATASET_DEFECT"
-    model = pie_reward(row, P02753_UB.replace("return 0;", "return 0; // faster"), p02753_tests, transform="log")
-    assert (model.outcome, model.reward, model.defect) == ("WA", DEFAULT_LOG_FAILURE_PENALTY, None)
-    # a correct candidate for the same row is scored as usual
-    assert pie_reward(row, P02753_OK, p02753_tests).outcome == "AC"
-
-
-@needs_valgrind
-def test_a_source_failing_its_own_tests_is_reported_as_a_dataset_defect(p02753_tests):
-    # the defective program as the row's source: its failed case is dropped (1 of 4, within the card's bad-apple
-    # bound) and reported as the source's defect; the candidate is judged on the other cases
-    r = pie_reward(as_source(p02753_row(P02753_UB, P02753_OK)), P02753_OK, p02753_tests)
-    assert r.outcome == "AC" and r.cases == ["input.0", "input.1", "input.2"]
-    assert r.defect["program"] == "src" and [(f["case"], f["outcome"]) for f in r.defect["failed"]] == [("input.3", "WA")]
-    # a source wrong on every case is a dataset defect, not a row the candidate is charged for
-    wrong = P02753_OK.replace('"Yes" : "No"', '"No" : "Yes"')
-    d = pie_reward(as_source(p02753_row(wrong, P02753_OK)), P02753_OK, p02753_tests)
-    assert (d.outcome, d.reward) == ("DATASET_DEFECT", None) and d.defect["program"] == "src"
-    assert len(d.defect["failed"]) == 4

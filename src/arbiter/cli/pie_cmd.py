@@ -40,12 +40,7 @@ without precomputed lines) that is empty, not JSON Lines (binary, a JSON list, t
 names a row of ``--rows``. A line of a candidates/generations/rows file that is not UTF-8 or not JSON, next to
 usable ones, is reported with its file and line (an ``INVALID_TASK`` record, a "bad row"); the batch goes on.
 
-Dataset defects: a row whose own source (or, when a candidate is the row's ``tgt_code``, its own target) fails the
-row's tests is outcome ``DATASET_DEFECT`` (reward null, ``defect`` names the program and the failed cases), never a
-candidate's failure; the summary counts such records apart (``n_dataset_defect``, ``dataset_defects`` by program)
-and lists the first ones.
-
-Exit status: 0 when every candidate got a reward (or a final INVALID_TASK / DATASET_DEFECT), 3 when some hit our own errors
+Exit status: 0 when every candidate got a reward (or a final INVALID_TASK), 3 when some hit our own errors
 (SANDBOX_ERROR: see ``errors.jsonl``; rerun to retry), 2 for bad arguments, missing files, an ``--out`` that is
 not a folder, or an ``--out`` folder of another configuration.
 """
@@ -197,9 +192,9 @@ def print_reward_summary(summary: dict[str, Any], console: Console) -> None:
         t.add_row(f"  [{colour}]{oc}[/]", str(n))
     if summary.get("sandbox_errors"):
         t.add_row("[yellow]our errors this run (errors.jsonl; rerun)[/]", str(summary["sandbox_errors"]))
-    for program, n in (summary.get("dataset_defects") or {}).items():
-        t.add_row(f"[magenta]dataset defects: the row's own {'source' if program == 'src' else 'target'} fails "
-                  f"its tests (not charged to candidates)[/]", str(n))
+    if summary.get("n_dataset_defect_rows"):
+        t.add_row("[magenta]dataset defects: rows whose source/target fails its tests (reward None)[/]",
+                  str(summary["n_dataset_defect_rows"]))
     t.add_row("scored (reward is a number)", str(summary["n_scored"]))
     t.add_row("%Correct (of scored)", _fmt(summary["pct_correct"], ".2f"))
     t.add_row("%Opt (speedup >= 1.10, of scored)", _fmt(summary["pct_opt"], ".2f"))
@@ -230,6 +225,19 @@ def print_reward_summary(summary: dict[str, Any], console: Console) -> None:
     if summary.get("row_errors"):
         t.add_row("[yellow]unreadable rows in --rows[/]", str(summary["row_errors"]))
     console.print(t)
+
+
+def _print_defects(defects: list[dict[str, Any]], console: Console) -> None:
+    """The rows whose own source or target fails their tests (``DATASET_DEFECT``): first five, then a count."""
+    if not defects:
+        return
+    console.print(f"[magenta]{len(defects)} dataset defect(s)[/] (the row's source or target fails its own tests; "
+                  "reward None, not the candidate's failure):", highlight=False)
+    for d in defects[:5]:
+        console.print(f"  [magenta]dataset defect[/] {escape(str(d.get('row') or d.get('id')))}: "
+                      f"{escape(str(d.get('reason')))}", highlight=False)
+    if len(defects) > 5:
+        console.print(f"  ... and {len(defects) - 5} more (dataset_defects in the summary)", highlight=False)
 
 
 @pie_app.command("reward")
@@ -291,16 +299,12 @@ def reward(
         raise typer.Exit(2)
     for e in run.row_errors[:5]:
         console.print(f"[yellow]bad row in --rows:[/] {escape(e)}", highlight=False)
+    _print_defects(run.summary.get("dataset_defects") or [], console)
     bad = [r for r in run.records if str(r.get("key", "")).endswith("error")]
     for r in bad[:5]:
         console.print(f"[yellow]bad record in --candidates:[/] {escape(str(r.get('reason')))}", highlight=False)
     if len(bad) > 5:
         console.print(f"[yellow]... and {len(bad) - 5} more (INVALID_TASK records in rewards.jsonl)[/]")
-    defects = [r for r in run.records if r.get("outcome") == "DATASET_DEFECT"]
-    for r in defects[:5]:
-        console.print(f"[magenta]dataset defect:[/] {escape(str(r.get('reason'))[:300])}", highlight=False)
-    if len(defects) > 5:
-        console.print(f"[magenta]... and {len(defects) - 5} more (DATASET_DEFECT records in rewards.jsonl)[/]")
     print_reward_summary(run.summary, console)
     console.print("outputs: " + ", ".join(run.outputs.values()), highlight=False)
     raise typer.Exit(3 if run.sandbox_errors else 0)
@@ -358,9 +362,11 @@ def evaluate(
         raise typer.Exit(2)
     rep = run.report
     console.print(f"PIE metrics over {rep['n_programs']} programs ({rep['method']}, unit {rep['unit']}); "
-                  f"{rep['n_excluded']} excluded (unscorable: INVALID_TASK / DATASET_DEFECT / SANDBOX_ERROR)", highlight=False)
+                  f"{rep['n_excluded']} excluded (unscorable: INVALID_TASK / SANDBOX_ERROR); "
+                  f"{rep.get('n_dataset_defects', 0)} dataset defect(s) (DATASET_DEFECT, left out)", highlight=False)
     for e in rep["excluded"][:5]:
         console.print(f"  [yellow]excluded[/] {escape(str(e['id']))}: {escape(str(e['reason']))}", highlight=False)
+    _print_defects(rep.get("dataset_defects") or [], console)
     console.print(run.table, highlight=False)
     other = rep.get("programs_in_other_unit") or []
     if other:

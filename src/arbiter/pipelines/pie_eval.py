@@ -15,9 +15,10 @@ Glue around :mod:`arbiter.pipelines.pie_metrics` (the rules: reference/pie.md §
   ``None`` and given to :func:`~arbiter.pipelines.pie_metrics.pie_eval_metrics` as 1.0: every floored speedup of such
   a program is 1.0 whatever the source's runtime (PIE: "failures count as 1.0").
 - A program with a generation that could not be scored (``INVALID_TASK``: row or tests unusable;
-  ``DATASET_DEFECT``: the row's own source, or target given as a generation, fails the row's tests;
   ``SANDBOX_ERROR``: ours, retried by a rerun) is **excluded** from the metrics and listed in ``excluded``, never
-  counted as a failure.
+  counted as a failure. A program whose row's own source or target fails the row's tests (``DATASET_DEFECT``,
+  :func:`~arbiter.pipelines.pie_retime.pie_reward` step 4) is left out of the metrics too, but listed apart in
+  ``dataset_defects`` (``{id, row, reason}``): the dataset is at fault, not the generations.
 - **Units**: each generation's speedup is in the unit of its measurement (``unit`` in ``generations.jsonl``):
   instructions, or seconds after a meter fallback (:func:`~arbiter.pipelines.pie_retime.pie_reward` step 6).
   ``metrics.json`` says ``unit`` (the requested method's), ``speedup_units`` (correct generations per unit),
@@ -130,7 +131,8 @@ class EvalRun:
     outputs: dict[str, str] = field(default_factory=dict)
 
 
-def programs_from_records(groups: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]
+def programs_from_records(groups: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
+                          defects: list[dict[str, Any]] | None = None,
                           ) -> tuple[list[ProgramGenerations], list[dict[str, Any]], list[dict[str, Any]]]:
     """Turn per-generation reward records into PIE programs (module docstring: runtimes, exclusions).
 
@@ -138,12 +140,19 @@ def programs_from_records(groups: Sequence[tuple[str, Sequence[Mapping[str, Any]
     ``per_program`` holds ``{id, src_runtime, runtimes, outcomes, units, unit}`` (runtimes None for failures;
     src_runtime None when no generation was correct; ``units``: the unit of each generation's speedup, None for
     failures; ``unit``: the unit of ``src_runtime``) and ``excluded`` ``{id, reason}`` for programs with an
-    unscorable generation."""
+    unscorable generation. When ``defects`` (a list) is given, programs with a ``DATASET_DEFECT`` generation are
+    appended to it as ``{id, row, reason}`` instead of ``excluded``."""
     programs: list[ProgramGenerations] = []
     per: list[dict[str, Any]] = []
     excluded: list[dict[str, Any]] = []
     for pid, recs in groups:
         bad = [r for r in recs if r.get("reward") is None]
+        defect = next((r for r in bad if r.get("outcome") == "DATASET_DEFECT"), None)
+        if defect is not None and defects is not None:
+            row = "/".join(str(x) for x in (defect.get("problem_id"), defect.get("src_id"), defect.get("tgt_id"))
+                           if x)
+            defects.append({"id": pid, "row": row, "reason": str(defect.get("reason"))[:300]})
+            continue
         if bad or not recs:
             why = f"{bad[0].get('outcome')}: {str(bad[0].get('reason'))[:200]}" if bad else "no generations"
             excluded.append({"id": pid, "reason": why})
@@ -254,7 +263,8 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
             names.setdefault(it.line, it.record_id or (f"{it.source.label()}@{it.line}" if it.source else
                                                        f"line {it.line}"))
         groups = [(names[n], by_line[n]) for n in sorted(by_line)]
-    programs, per, excluded = programs_from_records(groups)
+    defects: list[dict[str, Any]] = []
+    programs, per, excluded = programs_from_records(groups, defects)
     if not needs_run:  # (otherwise iter_candidates reported the bad lines as unscorable records, excluded above)
         excluded.extend(bad_lines)
     for n, r in pre:
@@ -268,8 +278,9 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
         per.append({"id": pid, "src_runtime": prog.src_runtime,
                     "runtimes": [None if x == math.inf else x for x in prog.runtimes], "outcomes": None})
     if not programs:
-        raise ValueError(f"no program left to evaluate ({len(excluded)} excluded: "
-                         f"{'; '.join(e['id'] + ': ' + e['reason'] for e in excluded[:3])})")
+        left = excluded + defects
+        raise ValueError(f"no program left to evaluate ({len(excluded)} excluded, {len(defects)} dataset defects: "
+                         f"{'; '.join(e['id'] + ': ' + e['reason'] for e in left[:3])})")
     metrics = pie_eval_metrics(programs, ks)
     table = format_metrics_table(metrics)
     records = run.records if run is not None else []
@@ -290,6 +301,8 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
         "n_programs": len(programs),
         "n_excluded": len(excluded),
         "excluded": excluded,
+        "n_dataset_defects": len(defects),
+        "dataset_defects": defects,
         "fingerprints": sorted({str(r["fingerprint"]) for r in records if r.get("fingerprint")}),
         "method_fallbacks": [{"key": r.get("key"), "method": r.get("method"), "reason": r.get("fallback_reason")}
                              for r in records if r.get("fallback_reason")],

@@ -8,8 +8,9 @@ with the same toolchain, and reports the toolchain fingerprint with the figures.
 One call, step by step (every rule names its source):
 
 1. **Row** (:func:`as_source`): a :class:`~arbiter.datasets.pie_rows.PiePair`, a pie-gem5 pairs/bysrc row, a
-   mapping of either, or a :class:`PieSource`. Only ``problem_id``, ``src_id``, ``src_code`` and
-   ``usable_case_ids`` (gem5 rows) are used; the target program and the dataset's ticks are not.
+   mapping of either, or a :class:`PieSource`. Only ``problem_id``, ``src_id``, ``src_code``, ``tgt_code`` (checked
+   for correctness in step 4, never timed) and ``usable_case_ids`` (gem5 rows) are used; the dataset's ticks are
+   not.
 2. **Tests**: a PIE/CodeNet folder or tar archive (``<problem_id>/input.N.txt``/``output.N.txt``, read by
    :func:`arbiter.judge.encodings.load_pie_tests`) or a ready :class:`~arbiter.judge.testsuite.TestSuite`. Card
    case index ``N`` is the case named ``input.N`` (or ``N``). A row with ``usable_case_ids`` is restricted to them
@@ -20,29 +21,27 @@ One call, step by step (every rule names its source):
    reward"). Rows with ``usable_case_ids`` sample from that list in its stored order, exactly as the card's snippet
    (the same seeded ``random.Random`` picks the same cases as the dataset's reward). Rows without it (PIE release
    rows such as ``realdata/pie_purdue/val.jsonl``) sample from the cases the source passes (step 4).
-4. **The source must be correct on the cases it is timed on.** The source is judged natively on the candidate
-   pool (every case of the problem, or the card's sample) with the same checker and limits; the verdicts are cached
-   per (problem, src, toolchain fingerprint, checker, limits, cases). Cases the source fails are **dropped and
-   reported** (``src_dropped``), never scored against the candidate:
+4. **The row's own programs must be correct on its tests.** The source, then the target (``tgt_code``, when the
+   row has one), are judged natively on the candidate pool (every case of the problem, or the card's sample) with
+   the same checker and limits; the verdicts are cached per (problem, program, toolchain fingerprint, checker,
+   limits, cases). The row claims both are correct there (card rows: "usable_case_ids is already the correct,
+   fully-filtered set"; PIE release rows: ``src_status``/``tgt_status`` Accepted), so:
 
-   - ``TLE``/``MLE`` ("correct but too slow": realdata/SOURCES.md §4 shows PIE's p02587 src exceeding 4 s on 8 of
-     105 tests) are dropped like the card drops cases over its 2-minute wall ("Strict 2-min wall: cases above
-     1.4e10 ticks dropped from usable");
-   - ``WA``/``RE``/``OLE`` are dropped too and recorded as the source's ``defect``; when they exceed
-     ``max(5, 5 %)`` of the pool the outcome is :data:`DATASET_DEFECT`: the card's bad-apple rule ("a submission
-     failing > max(5, 5% of cases) is treated as wrong/mislabeled");
-   - a source that does not compile, or that passes no case because of wrong answers, is ``DATASET_DEFECT``; no
-     case left because every one was ``TLE``/``MLE`` is ``INVALID_TASK``.
-
-   For card rows this should drop nothing (usable is already correctness-filtered); a drop there means this
-   machine or toolchain disagrees with the dataset's screen, and is reported.
+   - a wrong result (``WA``/``RE``/``OLE``) of either program on any pool case, or a program that does not
+     compile, is :data:`DATASET_DEFECT` (``reward`` None, the candidate is not judged): ``dataset_defects`` names
+     the program (``source``/``target``), its id, the case, the verdict and the detail. The card drops such "bad
+     apples" from its release; a row that still has one (PIE's p02753 fast program s065571920 reads a 3-letter
+     string into ``char S[3]`` with ``%s``, undefined behaviour that gives WA) cannot say what a correct rewrite
+     is, and never becomes a candidate's failure or a speedup;
+   - a source ``TLE``/``MLE`` ("correct but too slow": realdata/SOURCES.md §4 shows PIE's p02587 src exceeding
+     4 s on 8 of 105 tests) is **dropped and reported** (``src_dropped``) like the card drops cases over its
+     2-minute wall ("Strict 2-min wall: cases above 1.4e10 ticks dropped from usable"); a source with no case left
+     is ``INVALID_TASK``. A target ``TLE``/``MLE`` is not a defect (the target is never timed here).
 5. **Correctness first** (issue 7; PIE's harness runs the native binary before gem5): the candidate is judged on
    every used case with the PIE comparator (checker ``pie``: line-wise, floats within 1e-3; extra or missing
    lines fail, unlike PIE's ``zip``), all-or-nothing. Anything but ``AC`` (``WA``/``TLE``/``MLE``/``RE``/``OLE``/
    ``CE``) gets the transform's failure reward (:data:`arbiter.pipelines.pie_speedup.TRANSFORMS`), speedup
-   ``None`` -- unless the candidate is the row's own target program (its ``tgt_code``, same text): then the row's
-   "fast" program fails the row's own tests (PIE p02753 s065571920: ``char S[3]`` read with ``%s``), which is
-   :data:`DATASET_DEFECT` with ``defect`` naming the program and the failed case, ``reward`` None.
+   ``None``.
 6. **Measurement** with :mod:`arbiter.timing` on the used cases, one exclusive core per measurement:
 
    - ``method="instructions"`` (default; DESIGN.md "Speed"): exact valgrind instruction counts,
@@ -84,8 +83,8 @@ One call, step by step (every rule names its source):
    floor, the card's ``ceiling_speedup`` ("Mean per-case src ticks / startup floor (192M ticks)") in instruction
    units; ``low_headroom`` = ceiling < 1.5 (card, ``flag_low_headroom``).
 
-Rewards are never silently 0: ``DATASET_DEFECT`` (the row's own program fails its tests), ``INVALID_TASK`` (the
-row/tests are unusable) and ``SANDBOX_ERROR`` (our fault,
+Rewards are never silently 0: ``DATASET_DEFECT`` (the row's source or target fails its tests), ``INVALID_TASK``
+(the row/tests are otherwise unusable) and ``SANDBOX_ERROR`` (our fault,
 after the judge's and the timing module's retries) return ``reward=None`` (DESIGN.md: "SANDBOX_ERROR is never
 turned into reward 0 silently"; "zero tests is INVALID_TASK, never a pass"). An RL loop skips those samples.
 
@@ -134,10 +133,10 @@ from arbiter.timing.count_cache import CountCache
 from arbiter.timing.count_cache import sha256_hex as _sha
 
 __all__ = [
+    "DATASET_DEFECT",
     "DEFAULT_LIMITS",
     "CandidatesInputError",
     "ConfigMismatch",
-    "DATASET_DEFECT",
     "OutputDirError",
     "PieRewardResult",
     "PieSource",
@@ -171,7 +170,7 @@ DEFAULT_LIMITS = Limits(cpu_seconds=10.0)
 #: The most timed (or warm-up) rounds a batch accepts per case and program for the wall method: PIE's harness
 #: uses 25 (reference/pie.md); beyond a thousand a run is a typo, not a measurement plan.
 MAX_REPEATS = 1000
-#: Source verdicts that mean "correct but too slow/too big": dropped like the card's wall filter, not bad apples.
+#: Source verdicts that mean "correct but too slow/too big": dropped like the card's wall filter, not defects.
 RESOURCE_OUTCOMES = frozenset({Outcome.TLE, Outcome.MLE})
 #: The directory of the on-disk source-count cache under the cache root (key versions:
 #: :data:`arbiter.timing.count_cache.COUNT_KEY_VERSION`).
@@ -182,7 +181,9 @@ Method = Literal["instructions", "wall"]
 
 def bad_apple_limit(n_cases: int) -> float:
     """The card's bad-apple bound for ``n_cases`` cases: ``max(5, 5 % of n_cases)``; a program failing MORE cases
-    than this is "treated as wrong/mislabeled" (card, "Filtering")."""
+    than this is "treated as wrong/mislabeled" (card, "Filtering"). That is the card's screen before release;
+    :func:`pie_reward` checks rows that already passed it, so any wrong result of a row's program there is a
+    :data:`DATASET_DEFECT`."""
     return max(5.0, 0.05 * n_cases)
 
 
@@ -201,9 +202,8 @@ class PieSource:
 
     ``problem_id``/``src_id`` name the row; ``src_code`` is the C++ source program; ``usable_case_ids`` the card's
     usable case indices (``None`` for rows without a case manifest: every test of the problem is a candidate case);
-    ``tgt_id``/``dataset_speedup`` are carried for reports only (never used in the reward); ``tgt_code`` (the row's
-    own target program) only to tell a candidate that *is* the target from a model's rewrite (step 5,
-    :data:`DATASET_DEFECT`).
+    ``tgt_id``/``dataset_speedup`` are carried for reports only (never used in the reward); ``tgt_code`` (the
+    row's fast program, ``None`` when the row has none) is only checked for correctness (:func:`pie_reward` step 4).
     """
 
     problem_id: str
@@ -213,11 +213,6 @@ class PieSource:
     tgt_id: str | None = None
     dataset_speedup: float | None = None
     tgt_code: str | None = None
-
-    def is_target(self, candidate: str) -> bool:
-        """True when ``candidate`` is the row's own target program (same text up to line endings and trailing
-        whitespace)."""
-        return self.tgt_code is not None and _same_program(self.tgt_code, candidate)
 
     def label(self) -> str:
         """``problem_id/src_id`` (``/tgt_id`` when known), for messages and keys."""
@@ -281,13 +276,6 @@ def _minimal_source(row: Mapping[str, Any]) -> PieSource:
                      tgt_code=tgt_code if isinstance(tgt_code, str) and tgt_code.strip() else None)
 
 
-def _same_program(a: str, b: str) -> bool:
-    def norm(text: str) -> list[str]:
-        return [line.rstrip() for line in text.replace("\r\n", "\n").strip().split("\n")]
-
-    return norm(a) == norm(b)
-
-
 # ------------------------------------------------------------------------------------------------------- result
 
 
@@ -299,9 +287,9 @@ class PieRewardResult:
       ``OLE``/``CE``) when it failed (then ``reward`` is the transform's failure reward, ``speedup`` None);
       ``"UNMEASURABLE"`` when it was correct but creates processes or threads, so its cost cannot be measured
       (failure reward, speedup None; module docstring step 6);
-      ``"DATASET_DEFECT"`` (:data:`DATASET_DEFECT`: the row's own source or target program fails the row's own
-      tests; never charged to a candidate), ``"INVALID_TASK"`` (row/tests unusable) or ``"SANDBOX_ERROR"`` (ours),
-      each with ``reward`` None.
+      ``"DATASET_DEFECT"`` when the row's source or target fails the row's own tests (``dataset_defects`` says
+      which; module docstring step 4), ``"INVALID_TASK"`` (row/tests otherwise unusable) or ``"SANDBOX_ERROR"``
+      (ours), all three with ``reward`` None.
     - ``reward``: the transform of ``speedup``; ``speedup``: ``src_total / candidate_total`` (dimensionless, > 1 =
       candidate faster). ``transform`` / ``transform_params``: which transform.
     - ``method``: the method that produced the figures (``instructions`` | ``wall``; the requested one when nothing
@@ -311,12 +299,10 @@ class PieRewardResult:
     - ``cases``: the case names the speedup is over (after K sampling and drops); ``per_case``:
       ``[{case, src, candidate, speedup}]`` in ``unit``; ``src_total`` / ``candidate_total``; ``largest_speedup``:
       the ratio over the source's costliest 20 % of cases (:mod:`arbiter.timing.compare`).
-    - ``src_dropped``: ``[{case, outcome, detail}]`` cases dropped because the source failed them (step 4);
-      ``n_pool``: how many cases the source was checked on.
-    - ``defect``: ``{program: "src" | "tgt", id, failed: [{case, outcome, detail}]}`` when the row's own source
-      (wrong answers, crashes or output-limit failures on its own tests, or no compile) or target (the candidate
-      is the row's ``tgt_code`` and fails) is defective, else None. Set with outcome ``DATASET_DEFECT``, and also
-      on scored records whose source fails a few cases (dropped, within the card's bad-apple bound).
+    - ``src_dropped``: ``[{case, outcome, detail}]`` cases dropped because the source was too slow on them (step
+      4); ``n_pool``: how many cases the row's programs were checked on; ``dataset_defects``: ``[{program, id,
+      case, outcome, detail}]``, the failures of the row's own programs (``program`` is ``source`` or ``target``;
+      ``case`` None for a compile error) when ``outcome`` is ``DATASET_DEFECT``, else empty.
     - ``fingerprint`` / ``toolchain``: the toolchain both programs were built with; ``meter``: what else the
       figures depend on (valgrind version and CPU, or the wall schedule).
     - ``startup_floor`` (instructions of an empty program, same toolchain), ``ceiling_speedup`` (mean per-case src
@@ -348,7 +334,7 @@ class PieRewardResult:
     largest_speedup: float | None = None
     n_pool: int = 0
     src_dropped: list[dict[str, str]] = field(default_factory=list)
-    defect: dict[str, Any] | None = None
+    dataset_defects: list[dict[str, Any]] = field(default_factory=list)
     fingerprint: str | None = None
     toolchain: dict[str, Any] | None = None
     meter: dict[str, Any] = field(default_factory=dict)
@@ -367,7 +353,7 @@ class PieRewardResult:
 
     @property
     def scored(self) -> bool:
-        """True when ``reward`` is a number (not INVALID_TASK / SANDBOX_ERROR)."""
+        """True when ``reward`` is a number (not DATASET_DEFECT / INVALID_TASK / SANDBOX_ERROR)."""
         return self.reward is not None
 
     def to_dict(self) -> dict[str, Any]:
@@ -403,7 +389,8 @@ class SrcCountCache(CountCache):
         return cls.shared(subdir=SRC_CACHE_SUBDIR)  # type: ignore[return-value]
 
 
-# Native source verdicts per (problem, src, fingerprint, checker, limits, cases): {case name: (outcome, detail)}.
+# Native verdicts of a row's programs per (problem, program, fingerprint, checker, limits, cases):
+# {case name: (outcome, detail)}.
 _SRC_CHECKS: dict[str, dict[str, tuple[str, str]]] = {}
 _SRC_CHECKS_LOCK = threading.Lock()
 _SRC_CHECKS_MAX = 4096
@@ -479,14 +466,8 @@ UNMEASURABLE = "UNMEASURABLE"
 #: Measurement statuses of a correct candidate that give :data:`UNMEASURABLE`: it creates processes or threads,
 #: or it makes valgrind client requests (which would run its code outside the count; the meter refuses them).
 UNMEASURABLE_STATUSES = frozenset({"creates_processes", "client_request"})
-
-#: Outcome of a candidate that could not be judged fairly because the row's own program fails the row's own tests
-#: (issue 19: PIE's "fast" p02753 s065571920 reads a 3-letter string into ``char S[3]``, undefined behaviour that
-#: g++ -O2 turns into a wrong answer). The card drops such "bad apples" ("a submission failing > max(5, 5% of
-#: cases) is treated as wrong/mislabeled"); here they are reported, with which program failed which test
-#: (``defect``), ``reward`` None (an RL loop skips the sample), never a candidate's failure: the source does not
-#: compile, fails more cases than the bad-apple bound, or passes none because of wrong answers; or the candidate
-#: is the row's own target (``tgt_code``) and fails a case.
+#: Outcome of a row whose own source or target program fails the row's tests (wrong result or no compile): the
+#: dataset is at fault, not the candidate (module docstring step 4). Not a verdict of the judge; ``reward`` None.
 DATASET_DEFECT = "DATASET_DEFECT"
 
 _MEASURE_OUTCOME = {
@@ -504,7 +485,8 @@ _MEASURE_OUTCOME = {
 
 def _src_check(src: PieSource, src_code_sha: str, fingerprint: str, pool: list[StdioCase], task: Task
                ) -> tuple[dict[str, tuple[str, str]] | None, Verdict | None]:
-    """The source's native outcome on each pool case (cached), or ``(None, verdict)`` on CE/SANDBOX_ERROR."""
+    """A row program's native outcome on each pool case (cached), or ``(None, verdict)`` on CE/SANDBOX_ERROR.
+    ``src_code_sha``: the sha256 of the program judged (the source's or the target's code)."""
     key = _sha(json.dumps([src.problem_id, src_code_sha, fingerprint, _checker_key(task.checker),
                            _limits_key(task.limits), [_case_key(c) for c in pool], task.compile.command or ""],
                           separators=(",", ":")))
@@ -521,6 +503,24 @@ def _src_check(src: PieSource, src_code_sha: str, fingerprint: str, pool: list[S
             _SRC_CHECKS.pop(next(iter(_SRC_CHECKS)))
         _SRC_CHECKS[key] = out
     return out, None
+
+
+def _defect_summary(defects: Sequence[Mapping[str, Any]], shown: int = 3) -> str:
+    """One line naming which row program failed which cases with which verdict, e.g. ``the target (s065571920)
+    fails 1 of the row's cases: input.3 WA``."""
+    parts = []
+    for program in ("source", "target"):
+        mine = [d for d in defects if d["program"] == program]
+        if not mine:
+            continue
+        who = f"the {program} ({mine[0]['id']})" if mine[0].get("id") else f"the {program}"
+        if mine[0]["case"] is None:
+            parts.append(f"{who} does not compile")
+            continue
+        cases = ", ".join(f"{d['case']} {d['outcome']}" for d in mine[:shown])
+        cases += " ..." if len(mine) > shown else ""
+        parts.append(f"{who} fails {len(mine)} of the row's cases: {cases}")
+    return "; ".join(parts)
 
 
 def costliest_cases(src_cases: Sequence[CaseResult], n_largest: int, n_smallest: int = 0) -> list[str]:
@@ -657,42 +657,57 @@ def pie_reward(
     res.fingerprint = src_comp.toolchain.fingerprint
     res.toolchain = src_comp.toolchain.to_dict()
     if not src_comp.ok:
-        res.defect = {"program": "src", "id": src.src_id, "failed": [],
-                      "detail": f"does not compile: {src_comp.message[:300]}"}
-        return done(DATASET_DEFECT, f"row {label}: dataset defect: the source {src.src_id} does not compile: "
+        res.dataset_defects = [{"program": "source", "id": src.src_id, "case": None, "outcome": Outcome.CE.value,
+                                "detail": src_comp.message[:300]}]
+        return done(DATASET_DEFECT, f"row {label}: dataset defect: the source ({src.src_id}) does not compile: "
                                     f"{src_comp.message[:300]}")
+    res.n_pool = len(pool)
     src_task = Task(language="cpp", source=src.src_code, suite=TestSuite(tuple(pool), origin="pie"), limits=lim,
                     checker=chk, scoring="fraction", run_all=True, compile=spec, task_id=f"{label}:src")
     src_sha = _sha(src.src_code)
     outcomes, bad_verdict = _src_check(src, src_sha, res.fingerprint, pool, src_task)
-    res.n_pool = len(pool)
     if outcomes is None:
         assert bad_verdict is not None
         kind = Outcome.SANDBOX_ERROR if bad_verdict.outcome is Outcome.SANDBOX_ERROR else Outcome.INVALID_TASK
         return done(kind, f"row {label}: judging the source: {bad_verdict.outcome.value}: {bad_verdict.reason}")
     kept: list[StdioCase] = []
-    wrong = 0
     for c in pool:
         oc, detail = outcomes[c.name]
         if oc == Outcome.AC.value:
             kept.append(c)
-            continue
-        res.src_dropped.append({"case": c.name, "outcome": oc, "detail": detail})
-        if Outcome(oc) not in RESOURCE_OUTCOMES:
-            wrong += 1
-    if wrong:
-        res.defect = {"program": "src", "id": src.src_id,
-                      "failed": [d for d in res.src_dropped if Outcome(d["outcome"]) not in RESOURCE_OUTCOMES]}
-    failed_cases = ", ".join(f"{d['case']} {d['outcome']}" for d in (res.defect or {}).get("failed", [])[:5])
-    if wrong > bad_apple_limit(len(pool)):
-        return done(DATASET_DEFECT,
-                    f"row {label}: dataset defect: the source {src.src_id} fails {wrong} of {len(pool)} cases "
-                    f"(WA/RE/OLE: {failed_cases}), more than the card's bad-apple bound max(5, 5%): treated as "
-                    f"wrong/mislabeled")
+        elif Outcome(oc) in RESOURCE_OUTCOMES:
+            res.src_dropped.append({"case": c.name, "outcome": oc, "detail": detail})
+        else:
+            res.dataset_defects.append({"program": "source", "id": src.src_id, "case": c.name, "outcome": oc,
+                                        "detail": detail})
+    # the target: never timed, but a row whose fast program fails its own tests is as broken as a wrong source
+    if src.tgt_code is not None:
+        try:
+            tgt_comp = compile_cpp(src.tgt_code, spec)
+        except (SandboxError, ToolchainUnavailable) as e:
+            return done(Outcome.SANDBOX_ERROR, f"compiling the target: {e}")
+        if not tgt_comp.ok:
+            res.dataset_defects.append({"program": "target", "id": src.tgt_id, "case": None,
+                                        "outcome": Outcome.CE.value, "detail": tgt_comp.message[:300]})
+        else:
+            tgt_task = Task(language="cpp", source=src.tgt_code, suite=TestSuite(tuple(pool), origin="pie"),
+                            limits=lim, checker=chk, scoring="fraction", run_all=True, compile=spec,
+                            task_id=f"{label}:tgt")
+            tgt_out, bad_verdict = _src_check(src, _sha(src.tgt_code), res.fingerprint, pool, tgt_task)
+            if tgt_out is None:
+                assert bad_verdict is not None
+                ours = bad_verdict.outcome is Outcome.SANDBOX_ERROR
+                kind = Outcome.SANDBOX_ERROR if ours else Outcome.INVALID_TASK
+                return done(kind, f"row {label}: judging the target: {bad_verdict.outcome.value}: "
+                                  f"{bad_verdict.reason}")
+            for c in pool:
+                oc, detail = tgt_out[c.name]
+                if oc != Outcome.AC.value and Outcome(oc) not in RESOURCE_OUTCOMES:
+                    res.dataset_defects.append({"program": "target", "id": src.tgt_id, "case": c.name,
+                                                "outcome": oc, "detail": detail})
+    if res.dataset_defects:
+        return done(DATASET_DEFECT, f"row {label}: dataset defect: {_defect_summary(res.dataset_defects)}")
     if not kept:
-        if wrong:
-            return done(DATASET_DEFECT, f"row {label}: dataset defect: the source {src.src_id} passes none of the "
-                                        f"{len(pool)} cases ({failed_cases})")
         return done(Outcome.INVALID_TASK, f"row {label}: the source passes none of the {len(pool)} cases "
                                           f"({', '.join(sorted({d['outcome'] for d in res.src_dropped}))})")
     used = select_cases(kept, k, rng, row=label) if src.usable_case_ids is None else kept
@@ -708,14 +723,6 @@ def pie_reward(
     if verdict.outcome is Outcome.INVALID_TASK:
         return done(Outcome.INVALID_TASK, f"judging the candidate: {verdict.reason}")
     if verdict.outcome is not Outcome.AC:
-        if src.is_target(candidate):  # the row's own target fails the row's own tests: not a candidate's failure
-            failed = [{"case": c.name, "outcome": c.outcome.value, "detail": (c.diff or c.detail)[:200]}
-                      for c in verdict.cases if c.outcome not in (Outcome.AC, Outcome.SKIPPED)]
-            if not failed:  # CE: no case ran
-                failed = [{"case": "", "outcome": verdict.outcome.value, "detail": verdict.reason[:200]}]
-            res.defect = {"program": "tgt", "id": src.tgt_id, "failed": failed}
-            return done(DATASET_DEFECT, f"row {label}: dataset defect: the row's own target {src.tgt_id} fails its "
-                                        f"tests: {verdict.outcome.value}: {verdict.reason}")
         return done(verdict.outcome, f"candidate {verdict.outcome.value}: {verdict.reason}", None, scored=True)
 
     # 6. measure
@@ -1095,10 +1102,7 @@ def speedup_stats(speedups: Sequence[float]) -> dict[str, Any]:
 def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Counts and figures over reward records (:meth:`PieRewardResult.to_dict` shape).
 
-    ``n``; ``by_outcome`` (outcome -> count); ``n_scored`` (reward is a number); ``n_dataset_defect``
-    (records with outcome ``DATASET_DEFECT``: the row's own program fails its tests; not scored, not a candidate's
-    failure) and ``dataset_defects`` (``{"src" | "tgt": records with a ``defect``}``, including scored records whose
-    source fails a few cases within the bad-apple bound); ``n_correct`` (AC);
+    ``n``; ``by_outcome`` (outcome -> count); ``n_scored`` (reward is a number); ``n_correct`` (AC);
     ``pct_correct`` (% of scored that are AC); ``mean_reward`` (over scored); ``pct_opt``: % of scored whose
     speedup >= 1.10 (PIE %Opt; failures count as not optimized; each record judged on its own speedup, whatever
     its unit); ``fingerprints`` / ``methods`` (the methods that produced figures, or were requested for records
@@ -1111,18 +1115,21 @@ def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     ``median_speedup``, ``min_speedup``, ``max_speedup`` are over the AC records measured in that unit only;
     ``speedup_units`` counts AC records per unit; ``speedups_by_unit`` holds :func:`speedup_stats` per unit;
     ``n_other_unit`` counts AC records left out of the headline figures (measured in another unit after a meter
-    fallback). Percentages are 0-100; None when undefined."""
+    fallback). Percentages are 0-100; None when undefined.
+
+    Dataset defects (the row's own source or target fails its tests; :data:`DATASET_DEFECT`, reward None) are never
+    counted as a candidate's failure: they are outside ``n_scored`` and every figure, counted in ``by_outcome``
+    and listed once per row in ``dataset_defects`` (``[{row, program, cases, reason}]``; ``row`` is
+    ``problem_id/src_id[/tgt_id]``, ``program`` ``source`` / ``target`` / ``source+target``, ``cases`` the
+    failures as ``"<program> <case> <verdict>"``, ``compile`` for the case of a compile error), with
+    ``n_dataset_defect_rows`` rows and ``n_dataset_defects`` records."""
     import statistics
 
     from arbiter.pipelines.pie_speedup import OPT_THRESHOLD
 
     by: dict[str, int] = {}
-    defects: dict[str, int] = {}
     for r in records:
         by[str(r.get("outcome"))] = by.get(str(r.get("outcome")), 0) + 1
-        if isinstance(r.get("defect"), Mapping):
-            program = str(r["defect"].get("program"))
-            defects[program] = defects.get(program, 0) + 1
     scored = [r for r in records if r.get("reward") is not None]
     correct = [r for r in scored if r.get("outcome") == "AC" and r.get("speedup")]
     ok = [float(r["speedup"]) for r in correct]
@@ -1133,12 +1140,26 @@ def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for r in correct:
         per_unit.setdefault(str(r.get("unit") or _unit_of(r.get("method"))), []).append(float(r["speedup"]))
     head = speedup_stats(per_unit.get(unit, []))
+    defects: dict[str, dict[str, Any]] = {}
+    n_defects = 0
+    for r in records:
+        if r.get("outcome") != DATASET_DEFECT:
+            continue
+        n_defects += 1
+        row = "/".join(str(x) for x in (r.get("problem_id"), r.get("src_id"), r.get("tgt_id")) if x)
+        fails = r.get("dataset_defects") or []
+        programs = sorted({str(d.get("program")) for d in fails})  # "source" < "target"
+        defects.setdefault(row, {"row": row, "program": "+".join(programs),
+                                 "cases": [f"{d.get('program')} {d.get('case') or 'compile'} {d.get('outcome')}"
+                                           for d in fails[:10]],
+                                 "reason": r.get("reason")})
     return {
         "n": len(records),
         "by_outcome": dict(sorted(by.items())),
         "n_scored": len(scored),
-        "n_dataset_defect": by.get(DATASET_DEFECT, 0),
-        "dataset_defects": dict(sorted(defects.items())),
+        "n_dataset_defects": n_defects,
+        "n_dataset_defect_rows": len(defects),
+        "dataset_defects": [defects[k] for k in sorted(defects)],
         "n_correct": len(ok),
         "pct_correct": 100.0 * len(ok) / len(scored) if scored else None,
         "mean_reward": statistics.fmean(float(r["reward"]) for r in scored) if scored else None,
