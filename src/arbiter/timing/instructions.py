@@ -417,17 +417,22 @@ class Valgrind:
                 "cpu_flags_sha256": self.cpu_flags_sha256}
 
 
-_empty: str | None = None
+_process_dirs: dict[str, str] = {}
+
+
+def _process_dir(prefix: str, mode: int) -> str:
+    """A directory of this process on the host, named ``prefix...``, with ``mode``, removed at exit."""
+    path = _process_dirs.get(prefix)
+    if path is None or not os.path.isdir(path):
+        path = _process_dirs[prefix] = tempfile.mkdtemp(prefix=prefix)
+        os.chmod(path, mode)
+        atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def _empty_dir() -> str:
-    """A private, empty, read-only directory on the host (removed at exit), to hide a directory in sandboxes."""
-    global _empty
-    if _empty is None or not os.path.isdir(_empty):
-        _empty = tempfile.mkdtemp(prefix="arbiter-empty-")
-        os.chmod(_empty, 0o555)
-        atexit.register(shutil.rmtree, _empty, True)
-    return _empty
+    """A private, empty, read-only directory on the host, to hide a directory in sandboxes."""
+    return _process_dir("arbiter-empty-", 0o555)
 
 
 def cpu_identity() -> tuple[str, str]:
@@ -509,17 +514,9 @@ def build_counter_tool(arch: str, version: str, out_dir: str | None = None) -> s
 #: Where a measuring sandbox shows the counting tool's directory (read-only; never under a scratch dir).
 SANDBOX_TOOL_DIR = "/arbiter-count"
 
-_private: str | None = None
-
-
 def _private_dir() -> str:
-    """A directory of this process on the host (mode 755, removed at exit) for the counting tool."""
-    global _private
-    if _private is None or not os.path.isdir(_private):
-        _private = tempfile.mkdtemp(prefix="arbiter-valgrind-tool-")
-        os.chmod(_private, 0o755)
-        atexit.register(shutil.rmtree, _private, True)
-    return _private
+    """A directory of this process on the host for the counting tool."""
+    return _process_dir("arbiter-valgrind-tool-", 0o755)
 
 
 @functools.lru_cache(maxsize=None)
