@@ -14,9 +14,13 @@ SHOW_CHARS = 80
 def show(piece: bytes | str, limit: int = SHOW_CHARS) -> str:
     """Render a line or token for a diff: quoted, escapes visible, cut to ``limit`` characters.
 
-    Bytes are decoded as UTF-8 with invalid bytes shown as ``\\xNN`` (never raises).
+    Bytes are decoded as UTF-8 with invalid bytes shown as ``\\xNN`` (never raises). Of a long
+    piece only a prefix is decoded (at most 4 bytes make one shown character), with the quote
+    characters the whole piece holds appended, so that ``repr`` quotes it the same way.
     """
     if isinstance(piece, bytes):
+        if len(piece) > 4 * limit + 8:
+            piece = piece[: 4 * limit + 8] + b"'" * (b"'" in piece) + b'"' * (b'"' in piece)
         piece = piece.decode("utf-8", "backslashreplace")
     text = repr(piece)
     if len(text) > limit:

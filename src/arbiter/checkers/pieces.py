@@ -22,7 +22,7 @@ T = TypeVar("T")
 
 #: Bytes of text split at a time (a block's pieces take up to about 20 times as much, briefly).
 #: Read at each call, so a test can make it small to put block boundaries everywhere.
-BLOCK_BYTES = 1 << 18
+BLOCK_BYTES = 1 << 16
 
 #: ASCII whitespace: what ``bytes.split()`` splits on and ``bytes.strip()`` removes.
 _WHITESPACE = tuple(bytes([c]) for c in b" \t\n\r\x0b\x0c")
@@ -44,22 +44,27 @@ def count(blocks: Iterable[list[bytes]]) -> int:
     return sum(map(len, blocks))
 
 
-def token_blocks(data: bytes, block: int | None = None) -> Iterator[list[bytes]]:
-    """``data.split()`` (tokens: maximal runs of non-whitespace bytes), in consecutive blocks."""
+def token_spans(data: bytes, block: int | None = None) -> Iterator[tuple[int, int]]:
+    """Consecutive ``(start, end)`` spans of ``data`` that never cut a token, each about
+    ``block`` bytes long or one long token: ``data.split()`` is the items of
+    ``data[start:end].split()`` over the spans, in order."""
     block = block or BLOCK_BYTES
     start, n = 0, len(data)
     while n - start > block:
         limit = start + block
-        cut = max(data.rfind(c, start, limit) for c in _WHITESPACE)
-        if cut < 0:  # [start, limit) lies inside one long token: a block of its own
+        cut = max(data.rfind(c, start, limit) for c in _WHITESPACE) + 1  # after the last whitespace
+        if cut == 0:  # [start, limit) lies inside one long token: a span of its own
             space = _NEXT_WHITESPACE.search(data, limit)
             cut = space.start() if space else n
-            yield [data[start:cut]]
-            start = cut
-        else:
-            yield data[start:cut].split()
-            start = cut + 1
-    yield data[start:].split()
+        yield start, cut
+        start = cut
+    yield start, n
+
+
+def token_blocks(data: bytes, block: int | None = None) -> Iterator[list[bytes]]:
+    """``data.split()`` (tokens: maximal runs of non-whitespace bytes), in consecutive blocks
+    (a long token is copied once: ``split`` of a slice without whitespace returns the slice)."""
+    return (data[start:end].split() for start, end in token_spans(data, block))
 
 
 def tokens(data: bytes, block: int | None = None) -> Iterator[bytes]:

@@ -15,7 +15,7 @@ import re
 
 from arbiter.checkers.diff import length_message, show
 from arbiter.checkers.numbers import tokens_match_numeric
-from arbiter.checkers.pieces import count, differences, token_blocks, tokens
+from arbiter.checkers.pieces import count, differences, token_blocks, token_spans, tokens
 from arbiter.checkers.result import ACCEPTED, CheckResult
 
 _TOKEN = re.compile(rb"\S+")
@@ -23,10 +23,13 @@ _TOKEN = re.compile(rb"\S+")
 
 def _line_of_token(data: bytes, index: int) -> int | None:
     """1-based line number of the ``index``-th token of ``data`` (diff messages only)."""
-    match = next(itertools.islice(_TOKEN.finditer(data), index, None), None)
-    if match is None:
-        return None
-    return data.count(b"\n", 0, match.start()) + 1
+    for start, end in token_spans(data):
+        here = len(data[start:end].split())
+        if index < here:
+            match = next(itertools.islice(_TOKEN.finditer(data, start, end), index, None))
+            return data.count(b"\n", 0, match.start()) + 1
+        index -= here
+    return None
 
 
 def _token_diff(output: bytes, expected: bytes, i: int, got: bytes | None, want: bytes | None) -> CheckResult:
