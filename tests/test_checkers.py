@@ -651,3 +651,33 @@ def test_show_decodes_only_a_prefix_of_a_long_piece_and_shows_the_same(piece, li
 
     text = repr(piece.decode("utf-8", "backslashreplace"))
     assert show(piece, limit) == (text[: limit - 4] + "...'" if len(text) > limit else text)
+
+
+_FOLD_PIECES = [b"A", b"a", b" ", b"\n", b"\t", "Σ".encode(), "Α".encode(), b"'", b".", b"\xff", b"\xce",
+                b"\xe2\x82", "😀".encode(), "İ".encode(), "ß".encode(), b"1"]
+
+
+@FUZZ
+@given(data=st.lists(st.sampled_from(_FOLD_PIECES), max_size=16).map(b"".join), size=st.integers(1, 9))
+def test_fold_case_a_block_at_a_time_is_fold_case_of_the_whole(data, size):
+    """``case_insensitive`` lower-cases a block of whole tokens at a time; the result is the whole
+    text's (final sigma, invalid and cut UTF-8 included)."""
+    from arbiter.checkers.normalize import fold_case
+
+    with _blocks_of(size):
+        assert fold_case(data) == checkers_reference.fold_case(data)
+
+
+@pytest.mark.parametrize("name", TEXT)
+def test_case_insensitive_memory_on_non_ascii_output(name):
+    """One emoji makes a ``str`` of 4 bytes per character: the whole 4 MiB output decoded and
+    lower-cased took 20 times its size; a block at a time, the folded copy is the bulk."""
+    output = "😀".encode() + b"Ab\n" * (4 * _MIB // 3)
+    tracemalloc.start()
+    try:
+        result = check(name, output, "😀AB\nab\n".encode(), case_insensitive=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not result.ok and result.diff.startswith("extra output: expected 2 "), result
+    assert peak < 3 * len(output), (name, peak)
