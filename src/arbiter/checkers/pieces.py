@@ -1,7 +1,7 @@
 """The tokens and lines of a program's output, a block at a time, and where two sequences differ.
 
 A checker compares an output of up to the output cap (64 MiB) in the judge process. A list of all
-its tokens or lines costs about 50 bytes per piece (``bytes.split()`` of ``b"1\\n" * 21_000_000``
+its tokens or lines costs about 50 bytes per piece (``bytes.split()`` of 63 MiB of ``b"ab\\n"``
 takes 1.2 GB), so the checkers never build one. The generators here cut the text at a piece
 boundary about every :data:`BLOCK_BYTES` bytes (found backwards from the block's end with
 ``rfind``, in C) and split each block in C (``bytes.split``, ``bytes.splitlines``); a piece longer
