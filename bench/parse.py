@@ -13,15 +13,18 @@
 2. The judge process's peak RSS above its start (VmHWM after ``clear_refs``) and wall time for
    - item 3: a function returning ``[[]] * 15_000_000`` (60 MB of JSON, under the 64 MiB cap);
    - item 4: ``compute_score`` on a 50 MB response of 2.6 M small fences;
-   - for comparison, not fixed here: a 63 MiB stdout of 2-byte tokens through the ``tokens``
-     and ``pie`` checkers (``bytes.split`` expands it about 20x too).
+   - item 3, stdout: a 63 MiB stdout of 2-byte tokens through every text checker, against a
+     2-byte answer (the first token differs) and against a 63 MiB answer whose last line differs
+     (the whole output is compared); a list of all its tokens or lines took 0.9-1.3 GB.
+3. The time of every text checker on a typical 1 MB output (71k lines ``"i i.5"``): accepted
+   with a trailing space on every line, and wrong in its last number (the best of 5 runs).
 
 Every measurement runs in a forked child with a wall limit (``--timeout``, default 60 s), so a
 quadratic parser shows as ``>60s`` instead of stopping the bench. To compare with another
 checkout, run the same file with its sources first on the path:
 ``PYTHONPATH=/path/to/other/src .venv/bin/python bench/parse.py``.
 
-Usage: .venv/bin/python bench/parse.py [--timeout 60] [--skip-judge]
+Usage: .venv/bin/python bench/parse.py [--timeout 60] [--skip-judge] [--checkers-only]
 """
 
 from __future__ import annotations
@@ -195,18 +198,43 @@ def score_item4() -> dict:
             "reason": r["reason"][:150], "chars": len(response)}
 
 
-def checker_stdout(name: str) -> dict:
-    """Not fixed by issue 19 items 2-5 (reported): a 63 MiB stdout of 2-byte tokens checked by
-    the ``name`` checker against a 2-byte answer, in the judge process."""
+TEXT_CHECKERS = ("exact", "trailing_whitespace", "pie", "tokens", "tokens_float")
+
+
+def checker_stdout(name: str, shape: str) -> dict:
+    """A 63 MiB stdout of 2-byte tokens checked by the ``name`` checker in the judge process:
+    against a 2-byte answer (``first``) or a 63 MiB one whose last line differs (``last``)."""
     from arbiter.checkers.compare import check_output
     from arbiter.checkers.spec import CheckerSpec
 
     out = b"ab\n" * (21 * 1024 * 1024)
+    want = b"b\n" if shape == "first" else out + b"y\n"
+    if shape == "last":
+        out += b"x\n"
     base = _reset_peak()
     t = time.perf_counter()
-    r = check_output(CheckerSpec(name), out, (b"b\n",))
+    r = check_output(CheckerSpec(name), out, (want,))
     return {"seconds": time.perf_counter() - t, "peak": _status("VmHWM") - base,
             "verdict": "AC" if r.ok else "WA", "reason": r.diff[:100]}
+
+
+def checker_typical(name: str) -> dict:
+    """Best-of-5 times of the ``name`` checker on a typical 1 MB output: accepted with a trailing
+    space on every line (``exact``: wrong at line 1), and wrong in its last number."""
+    from arbiter.checkers.compare import check_output
+    from arbiter.checkers.spec import CheckerSpec
+
+    want = b"".join(b"%d %d.5\n" % (i, i) for i in range(1_000_000 // 14))
+    shapes = {"trailing spaces": want.replace(b"\n", b" \n"), "last number wrong": want[:-3] + b"6\n"}
+    out = {}
+    for shape, got in shapes.items():
+        best = float("inf")
+        for _ in range(5):
+            t = time.perf_counter()
+            r = check_output(CheckerSpec(name), got, (want,))
+            best = min(best, time.perf_counter() - t)
+        out[shape] = (best, "AC" if r.ok else "WA")
+    return out
 
 
 def _fmt(r: dict) -> str:
@@ -217,37 +245,55 @@ def _fmt(r: dict) -> str:
     return f"{r['seconds']:9.4f}s"
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--timeout", type=float, default=60.0, help="wall seconds per measurement")
-    ap.add_argument("--skip-judge", action="store_true", help="only the parse times")
-    a = ap.parse_args()
-    import arbiter
+def _print_judge(name: str, r: dict) -> None:
+    if "seconds" in r:
+        print(f"  {name:48} {r['seconds']:7.2f}s  peak {r['peak'] / 2**20:8.1f} MB  {r['verdict']}: "
+              f"{r['reason']}", flush=True)
+    else:
+        print(f"  {name:48} {r}", flush=True)
 
-    print(f"arbiter from {os.path.dirname(arbiter.__file__)}; python {sys.version.split()[0]}")
+
+def parse_times(timeout: float) -> None:
     print(f"\n{'parser':9} {'shape':34} {'64 KB':>10} {'1 MB':>10} {'ratio':>6} {'1 MB peak':>10}")
     for kind, shapes in (("response", response_shapes(16)), ("oracle", oracle_shapes(16)),
                          ("truth", ground_truth_shapes(16)), ("statement", statement_shapes(16))):
         for shape in shapes:
-            small = in_child("parse_one", kind, shape, KB64, timeout=a.timeout)
-            big = in_child("parse_one", kind, shape, MB1, timeout=a.timeout)
+            small = in_child("parse_one", kind, shape, KB64, timeout=timeout)
+            big = in_child("parse_one", kind, shape, MB1, timeout=timeout)
             ratio = (f"{big['seconds'] / small['seconds']:6.1f}" if "seconds" in small and "seconds" in big
                      and small["seconds"] > 0 else "     -")
             peak = f"{big['peak'] / 2**20:8.1f}MB" if "peak" in big else "         -"
             note = f"  ({big.get('error') or small.get('error')})" if big.get("error") or small.get("error") else ""
             print(f"{kind:9} {shape:34} {_fmt(small)} {_fmt(big)} {ratio} {peak}{note}", flush=True)
-    if not a.skip_judge:
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--timeout", type=float, default=60.0, help="wall seconds per measurement")
+    ap.add_argument("--skip-judge", action="store_true", help="only the parse times")
+    ap.add_argument("--checkers-only", action="store_true", help="only the stdout checkers")
+    a = ap.parse_args()
+    import arbiter
+
+    print(f"arbiter from {os.path.dirname(arbiter.__file__)}; python {sys.version.split()[0]}")
+    if not a.checkers_only:
+        parse_times(a.timeout)
+    if not a.skip_judge and not a.checkers_only:
         print("\njudge process (peak RSS above its start, VmHWM):")
-        for name, fn, args in (("item 3: return [[]] * 15_000_000 (60 MB JSON)", "judge_item3", ()),
-                               ("item 4: compute_score, 50 MB of 2.6 M fences", "score_item4", ()),
-                               ("63 MiB stdout, tokens checker (open)", "checker_stdout", ("tokens",)),
-                               ("63 MiB stdout, pie checker (open)", "checker_stdout", ("pie",))):
-            r = in_child(fn, *args, timeout=max(a.timeout, 300))
-            if "seconds" in r:
-                print(f"  {name:48} {r['seconds']:7.2f}s  peak {r['peak'] / 2**20:8.1f} MB  {r['verdict']}: "
-                      f"{r['reason']}", flush=True)
-            else:
-                print(f"  {name:48} {r}", flush=True)
+        for name, fn in (("item 3: return [[]] * 15_000_000 (60 MB JSON)", "judge_item3"),
+                         ("item 4: compute_score, 50 MB of 2.6 M fences", "score_item4")):
+            _print_judge(name, in_child(fn, timeout=max(a.timeout, 300)))
+    if not a.skip_judge:
+        print("\nitem 3, stdout checkers on 63 MiB of 2-byte tokens (peak RSS above the start, VmHWM):")
+        for shape, what in (("first", "vs 2-byte answer"), ("last", "vs 63 MiB, last line differs")):
+            for name in TEXT_CHECKERS:
+                _print_judge(f"{name} {what}", in_child("checker_stdout", name, shape, timeout=max(a.timeout, 300)))
+    print("\nstdout checkers on a typical 1 MB output (best of 5):")
+    for name in TEXT_CHECKERS:
+        r = in_child("checker_typical", name, timeout=a.timeout)
+        cells = "  ".join(f"{shape} {sec * 1000:6.1f} ms ({v})" for shape, (sec, v) in r.items()) if "error" not in r \
+            and "timeout" not in r else str(r)
+        print(f"  {name:20} {cells}", flush=True)
     return 0
 
 

@@ -7,12 +7,19 @@ token-for-token correct (shared/realdata/SOURCES.md section 6).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
+import tracemalloc
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+import checkers_reference
+from arbiter.checkers import pieces
 from arbiter.checkers.compare import CheckResult, check_output, compare_values
 from arbiter.checkers.spec import CheckerSpec
 
@@ -535,3 +542,142 @@ def test_text_checkers_compare_huge_integer_tokens_as_digits(default_int_limit):
     assert check("pie", b"-0" + big, b"-" + big).ok and not check("pie", big, b"-" + big).ok
     ten = b"1" + b"0" * 27958  # 10**27958 written out: an exponent spelling is compared in decimal
     assert check("tokens_float", b"1e27958", ten).ok and not check("tokens_float", b"1e27957", ten).ok
+
+
+# --- judge-side memory: the checkers never hold a list of all tokens or lines (issue 19, item 3) --
+
+FUZZ = settings(max_examples=int(os.environ.get("ARBITER_FUZZ_EXAMPLES", "1500")), deadline=None,
+                suppress_health_check=[HealthCheck.too_slow])
+
+#: Pieces that make the checkers' rules bite: every ASCII whitespace byte, CR LF, blank lines,
+#: numbers in several spellings (plain, leading zeros, decimals, exponents, within 1e-3 and
+#: within 1e-6), not-numbers (nan, 0x10, 1_000), a byte bytes.split() keeps (0x1c), invalid UTF-8.
+_PIECES = [b" ", b"\t", b"\n", b"\r", b"\r\n", b"\x0b", b"\x0c", b"\n\n", b"  ", b"\x1c", b"\xff",
+           b"a", b"A", b"x", b"1", b"6", b"06", b"6.0", b"6e0", b"-0", b"0", b"1.5", b"1.5000001",
+           b"1.5004", b"2.0", b"1e3", b"1000", b"1000.0000001", b"nan", b"0x10", b"1_000", b"-", b"."]
+_texts = st.lists(st.sampled_from(_PIECES), max_size=16).map(b"".join)
+
+
+@st.composite
+def _pairs(draw):
+    """(output, expected): unrelated texts, or an expected text and a few edits of it."""
+    want = draw(_texts)
+    if draw(st.booleans()):
+        return draw(_texts), want
+    got = bytearray(want)
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(got)))
+        got[at:at + draw(st.integers(0, 2))] = draw(st.sampled_from(_PIECES + [b""]))
+    return (bytes(got), want) if draw(st.booleans()) else (want, bytes(got))
+
+
+@contextlib.contextmanager
+def _blocks_of(size: int):
+    """Split texts ``size`` bytes at a time, so that short texts have block boundaries everywhere."""
+    saved, pieces.BLOCK_BYTES = pieces.BLOCK_BYTES, size
+    try:
+        yield
+    finally:
+        pieces.BLOCK_BYTES = saved
+
+
+@pytest.mark.parametrize("name", TEXT)
+@FUZZ
+@given(pair=_pairs(), size=st.integers(1, 9))
+def test_streaming_checkers_give_the_reference_verdict_and_diff(name, pair, size):
+    """Each checker gives exactly the verdict and diff of the simple list-based implementation
+    it had before (``tests/checkers_reference.py``), whatever the block boundaries."""
+    got, want = pair
+    with _blocks_of(size):
+        assert check(name, got, want) == checkers_reference.TEXT_CHECKERS[name](got, want), (got, want)
+
+
+@pytest.mark.parametrize("name", TEXT)
+@FUZZ
+@given(pair=_pairs(), size=st.integers(1, 9))
+def test_streaming_checkers_match_the_reference_on_long_pieces(name, pair, size):
+    """The same with tokens and lines longer than a block (each is then a block of its own)."""
+    got, want = (text.replace(b"x", b"x" * 40).replace(b"  ", b" " * 30) for text in pair)
+    with _blocks_of(size):
+        assert check(name, got, want) == checkers_reference.TEXT_CHECKERS[name](got, want), (got, want)
+
+
+_MIB = 1024 * 1024
+
+
+def _many_pieces() -> list[tuple[str, str, bytes, bytes, bool]]:
+    """(checker, shape, output, expected, accepted) on 4 MiB of 2-digit tokens or lines, each
+    compared to its end (a list of all pieces takes about 15 times the text)."""
+    n = 4 * _MIB // 3
+    ones, spaced, trailing = b"12\n" * n, b"12 " * n, b"12 \n" * n
+    shapes = []
+    for name in TEXT:
+        if name in ("tokens", "tokens_float"):
+            shapes += [(name, "same tokens, other layout", spaced, ones, True),
+                       (name, "one token extra", ones + b"1\n", ones, False),
+                       (name, "one token missing", ones, ones + b"1\n", False)]
+        elif name == "exact":
+            shapes += [(name, "last line differs", ones + b"2\n", ones + b"3\n", False),
+                       (name, "one line extra", ones + b"1\n", ones, False)]
+        else:
+            shapes += [(name, "trailing spaces", trailing, ones, True),
+                       (name, "one line missing", ones, ones + b"1\n", False)]
+        shapes.append((name, "one long token", b"x" * (4 * _MIB), b"x" * (4 * _MIB) + b"y", False))
+    return shapes
+
+
+@pytest.mark.parametrize("name,shape,output,expected,ok", _many_pieces(),
+                         ids=[f"{s[0]}-{s[1]}" for s in _many_pieces()])
+def test_checker_memory_is_bounded_by_the_output_not_its_pieces(name, shape, output, expected, ok):
+    """Issue 19 item 3: a checker's allocations (``tracemalloc`` peak, deterministic) on 4 MiB of
+    2-digit pieces stay under the output's own size, where the lists of all pieces took 8-30 times it."""
+    tracemalloc.start()
+    try:
+        result = check(name, output, expected)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.ok is ok, result
+    assert peak < len(output), (name, shape, peak)
+
+
+@FUZZ
+@given(piece=st.lists(st.sampled_from([b"a", b"'", b'"', b"\\", b"\n", b"\xff", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80",
+                                       b"\xe2\x82", b"\x00"]), max_size=200).map(b"".join),
+       limit=st.integers(10, 40))
+def test_show_decodes_only_a_prefix_of_a_long_piece_and_shows_the_same(piece, limit):
+    """``show`` of a long line or token (a diff of a 64 MiB line) decodes only its start."""
+    from arbiter.checkers.diff import show
+
+    text = repr(piece.decode("utf-8", "backslashreplace"))
+    assert show(piece, limit) == (text[: limit - 4] + "...'" if len(text) > limit else text)
+
+
+_FOLD_PIECES = [b"A", b"a", b" ", b"\n", b"\t", "Σ".encode(), "Α".encode(), b"'", b".", b"\xff", b"\xce",
+                b"\xe2\x82", "😀".encode(), "İ".encode(), "ß".encode(), b"1"]
+
+
+@FUZZ
+@given(data=st.lists(st.sampled_from(_FOLD_PIECES), max_size=16).map(b"".join), size=st.integers(1, 9))
+def test_fold_case_a_block_at_a_time_is_fold_case_of_the_whole(data, size):
+    """``case_insensitive`` lower-cases a block of whole tokens at a time; the result is the whole
+    text's (final sigma, invalid and cut UTF-8 included)."""
+    from arbiter.checkers.normalize import fold_case
+
+    with _blocks_of(size):
+        assert fold_case(data) == checkers_reference.fold_case(data)
+
+
+@pytest.mark.parametrize("name", TEXT)
+def test_case_insensitive_memory_on_non_ascii_output(name):
+    """One emoji makes a ``str`` of 4 bytes per character: the whole 4 MiB output decoded and
+    lower-cased took 20 times its size; a block at a time, the folded copy is the bulk."""
+    output = "😀".encode() + b"Ab\n" * (4 * _MIB // 3)
+    tracemalloc.start()
+    try:
+        result = check(name, output, "😀AB\nab\n".encode(), case_insensitive=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not result.ok and result.diff.startswith("extra output: expected 2 "), result
+    assert peak < 3 * len(output), (name, peak)

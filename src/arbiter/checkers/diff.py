@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import reprlib
-from typing import Any, Sequence
+from typing import Any
 
 from arbiter.checkers.bigint import show_int
 
@@ -14,9 +14,13 @@ SHOW_CHARS = 80
 def show(piece: bytes | str, limit: int = SHOW_CHARS) -> str:
     """Render a line or token for a diff: quoted, escapes visible, cut to ``limit`` characters.
 
-    Bytes are decoded as UTF-8 with invalid bytes shown as ``\\xNN`` (never raises).
+    Bytes are decoded as UTF-8 with invalid bytes shown as ``\\xNN`` (never raises). Of a long
+    piece only a prefix is decoded (at most 4 bytes make one shown character), with the quote
+    characters the whole piece holds appended, so that ``repr`` quotes it the same way.
     """
     if isinstance(piece, bytes):
+        if len(piece) > 4 * limit + 8:
+            piece = piece[: 4 * limit + 8] + b"'" * (b"'" in piece) + b'"' * (b'"' in piece)
         piece = piece.decode("utf-8", "backslashreplace")
     text = repr(piece)
     if len(text) > limit:
@@ -58,31 +62,22 @@ _SHORT_REPR.maxlevel = 4
 _SHORT_REPR.maxlong = 40
 
 
-def first_difference(got: Sequence[Any], want: Sequence[Any]) -> int:
-    """Index of the first position where two sequences differ (``min(len)`` when one is a prefix).
-
-    Compares in order; the caller has already established that the sequences are not equal.
-    """
-    for i, (g, w) in enumerate(zip(got, want)):
-        if g != w:
-            return i
-    return min(len(got), len(want))
-
-
-def length_message(unit: str, got_n: int, want_n: int, index: int, got: Sequence[bytes], want: Sequence[bytes]) -> str:
+def length_message(unit: str, got_n: int, want_n: int, index: int, piece: bytes) -> str:
     """Message for outputs that agree on a common prefix but differ in length.
 
-    ``unit`` is ``"line"`` or ``"token"``; numbers in the message are 1-based.
+    ``unit`` is ``"line"`` or ``"token"``; ``index`` (0-based) is the first piece one output lacks
+    and ``piece`` that piece of the other (the first missing or the first extra one); numbers in
+    the message are 1-based.
     """
     if got_n < want_n:
         what = "empty output" if got_n == 0 else f"output ended after {unit} {got_n}"
         return (
             f"missing {unit}s: expected {plural(want_n, unit)}, got {got_n} ({what}); "
-            f"first missing {unit} {index + 1}: expected {show(want[index])}"
+            f"first missing {unit} {index + 1}: expected {show(piece)}"
         )
     return (
         f"extra output: expected {plural(want_n, unit)}, got {got_n}; "
-        f"first extra {unit} {index + 1}: got {show(got[index])}"
+        f"first extra {unit} {index + 1}: got {show(piece)}"
     )
 
 

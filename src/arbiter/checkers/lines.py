@@ -3,29 +3,38 @@
 Each takes the program's stdout and one accepted answer as bytes (already case-folded when the
 checker spec asks for it) and returns a :class:`~arbiter.checkers.result.CheckResult`. Lines are
 compared in order with multiplicity: a missing, extra or swapped line always fails (unlike
-PIE's and open-r1's ``zip``, which ignore extra lines, reference finding F).
+PIE's and open-r1's ``zip``, which ignore extra lines, reference finding F). Both texts are split
+a block at a time and compared pair by pair in C (:mod:`arbiter.checkers.pieces`), so the judge
+never holds a list of all lines.
 """
 
 from __future__ import annotations
 
-from arbiter.checkers.diff import first_difference, length_message, show
-from arbiter.checkers.normalize import strip_trailing_whitespace
+import itertools
+from typing import Callable, Iterator
+
+from arbiter.checkers.diff import length_message, show
 from arbiter.checkers.numbers import pie_lines_match
+from arbiter.checkers.pieces import count, differences, line_blocks, rstrip_end, strip_bounds, stripped_line_blocks
 from arbiter.checkers.result import ACCEPTED, CheckResult
 
-
-def _split_lines(data: bytes) -> list[bytes]:
-    """Lines of a normalised text; the empty text has no lines."""
-    return data.split(b"\n") if data else []
+Blocks = Callable[[bytes], Iterator[list[bytes]]]
 
 
-def _line_diff(got: list[bytes], want: list[bytes], note: str = "") -> CheckResult:
-    """The first differing line of two line lists that are not equal (1-based numbers)."""
-    i = first_difference(got, want)
-    if i < len(got) and i < len(want):
-        msg = f"line {i + 1}: expected {show(want[i])}, got {show(got[i])}"
+def _lines(blocks: Blocks, data: bytes) -> Iterator[bytes]:
+    return itertools.chain.from_iterable(blocks(data))
+
+
+def _line_diff(blocks: Blocks, output: bytes, expected: bytes, i: int, got: bytes | None, want: bytes | None,
+               note: str = "") -> CheckResult:
+    """The diff at the first line ``i`` that fails (``None``: that output has ended); ``blocks``
+    splits a text into the lines compared (to count them for a length diff)."""
+    if got is not None and want is not None:
+        msg = f"line {i + 1}: expected {show(want)}, got {show(got)}"
+    elif got is None:
+        msg = length_message("line", i, count(blocks(expected)), i, want)
     else:
-        msg = length_message("line", len(got), len(want), i, got, want)
+        msg = length_message("line", count(blocks(output)), i, i, got)
     return CheckResult(False, msg + note)
 
 
@@ -37,25 +46,25 @@ def check_exact(output: bytes, expected: bytes) -> CheckResult:
     """
     if output == expected:
         return ACCEPTED
-    if output.replace(b"\r\n", b"\n") == expected.replace(b"\r\n", b"\n"):
+    if (b"\r\n" in output or b"\r\n" in expected) and (
+            output.replace(b"\r\n", b"\n") == expected.replace(b"\r\n", b"\n")):
         return CheckResult(False, "line endings differ (CRLF vs LF); otherwise identical")
-    if output + b"\n" == expected:
+    if len(output) + 1 == len(expected) and expected.startswith(output) and expected.endswith(b"\n"):
         return CheckResult(False, "missing lines: the output lacks the final newline; otherwise identical")
-    if output == expected + b"\n":
+    if len(output) == len(expected) + 1 and output.startswith(expected) and output.endswith(b"\n"):
         return CheckResult(False, "extra output: a final newline the expected output does not have")
-    got, want = _exact_lines(output), _exact_lines(expected)
-    if got == want:  # pragma: no cover - only the final newline can differ, handled above
+    first = next(differences(_lines(_exact_lines, output), _lines(_exact_lines, expected)), None)
+    if first is None:  # pragma: no cover - only the final newline can differ, handled above
         return CheckResult(False, "outputs differ only in the final newline")
-    return _line_diff(got, want)
+    i, (got, want) = first
+    return _line_diff(_exact_lines, output, expected, i, got, want)
 
 
-def _exact_lines(data: bytes) -> list[bytes]:
+def _exact_lines(data: bytes) -> Iterator[list[bytes]]:
     """Lines split on LF, the empty piece after a final newline dropped (the text is not
-    normalised: CR and trailing spaces stay part of the line)."""
-    lines = data.split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()
-    return lines
+    normalised: CR and trailing spaces stay part of the line); the empty text has none."""
+    if data:
+        yield from line_blocks(data, 0, len(data) - data.endswith(b"\n"))
 
 
 def check_trailing_whitespace(output: bytes, expected: bytes) -> CheckResult:
@@ -63,23 +72,35 @@ def check_trailing_whitespace(output: bytes, expected: bytes) -> CheckResult:
     ``{"type": "exact_stdout", "strip_trailing_whitespace": true}``.
 
     The seed card's prompt words it as "exact stdout after trimming trailing whitespace". We
-    trim trailing whitespace of every line *and* of the whole output
-    (:func:`~arbiter.checkers.normalize.strip_trailing_whitespace`): ``"1 \\n2\\n"`` equals
-    ``"1\\n2"`` and CRLF equals LF, but leading whitespace and blank lines in the middle must
-    match. An empty expected output accepts only whitespace-only output.
+    trim trailing whitespace of every line *and* of the whole output (:func:`_trimmed_lines`):
+    ``"1 \\n2\\n"`` equals ``"1\\n2"`` and CRLF equals LF, but leading whitespace and blank
+    lines in the middle must match. An empty expected output accepts only whitespace-only output.
     """
     if output == expected:
         return ACCEPTED
-    got = strip_trailing_whitespace(output)
-    want = strip_trailing_whitespace(expected)
-    if got == want:
+    lines = _lines(_trimmed_lines, output), _lines(_trimmed_lines, expected)
+    first = next(differences(*lines), None)
+    if first is None:
         return ACCEPTED
-    return _line_diff(_split_lines(got), _split_lines(want), " (after trimming trailing whitespace)")
+    i, (got, want) = first
+    return _line_diff(_trimmed_lines, output, expected, i, got, want, " (after trimming trailing whitespace)")
 
 
-def _pie_lines(data: bytes) -> list[bytes]:
+def _trimmed_lines(data: bytes) -> Iterator[list[bytes]]:
+    """The lines of the ``trailing_whitespace`` normal form: the whole text without trailing
+    whitespace (so without trailing blank lines and final newline), split on LF, each line without
+    its trailing spaces / tabs / CR / VT / FF; leading whitespace and blank lines *between* lines
+    are kept. So ``b"1 \\n2\\n\\n"`` and ``b"1\\n2"`` have the same lines, ``b"1\\n\\n2"`` does
+    not; a whitespace-only text has none."""
+    end = rstrip_end(data, 0, len(data))
+    if end:
+        yield from line_blocks(data, 0, end, rstrip=True)
+
+
+def _pie_lines(data: bytes) -> Iterator[list[bytes]]:
     """PIE's line list: the whole text stripped, split into lines (LF, CRLF or CR), each stripped."""
-    return [line.strip() for line in data.strip().splitlines()]
+    start, end = strip_bounds(data, 0, len(data))
+    return stripped_line_blocks(data, start, end)
 
 
 def check_pie(output: bytes, expected: bytes) -> CheckResult:
@@ -95,14 +116,9 @@ def check_pie(output: bytes, expected: bytes) -> CheckResult:
     """
     if output == expected:
         return ACCEPTED
-    got = _pie_lines(output)
-    want = _pie_lines(expected)
-    if got == want:
-        return ACCEPTED
-    for i, (g, w) in enumerate(zip(got, want)):
-        if g != w and not pie_lines_match(g, w):
-            return CheckResult(False, f"line {i + 1}: expected {show(w)}, got {show(g)} (after stripping)")
-    if len(got) == len(want):
-        return ACCEPTED
-    n = min(len(got), len(want))
-    return CheckResult(False, length_message("line", len(got), len(want), n, got, want))
+    for i, (got, want) in differences(_lines(_pie_lines, output), _lines(_pie_lines, expected)):
+        if got is None or want is None:
+            return _line_diff(_pie_lines, output, expected, i, got, want)
+        if not pie_lines_match(got, want):
+            return CheckResult(False, f"line {i + 1}: expected {show(want)}, got {show(got)} (after stripping)")
+    return ACCEPTED

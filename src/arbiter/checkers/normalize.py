@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-# Whitespace that can end a line (bytes.rstrip strips exactly these plus LF).
-_LINE_END_WHITESPACE = (b" \n", b"\t\n", b"\r\n", b"\x0b\n", b"\x0c\n")
+from arbiter.checkers.pieces import token_spans
 
 
 def fold_case(data: bytes) -> bytes:
@@ -11,24 +10,18 @@ def fold_case(data: bytes) -> bytes:
 
     ASCII data (the usual case) uses ``bytes.lower``. Other data is decoded as UTF-8 with
     ``surrogateescape`` (invalid bytes survive unchanged), lower-cased with ``str.lower`` (not
-    ``casefold``: ``ß`` must not become ``ss`` and change the token count) and re-encoded.
+    ``casefold``: ``ß`` must not become ``ss`` and change the token count) and re-encoded, a
+    block of whole tokens at a time (:func:`~arbiter.checkers.pieces.token_spans`): a ``str``
+    takes up to 4 bytes per character, and the result is the same as for the whole text, since
+    an ASCII whitespace byte never lies inside a UTF-8 sequence and ends the context of the one
+    context-dependent rule of ``str.lower`` (final sigma).
     """
     if data.isascii():
         return data.lower()
-    return data.decode("utf-8", "surrogateescape").lower().encode("utf-8", "surrogateescape")
+    return b"".join(_fold(data[start:end]) for start, end in token_spans(data))
 
 
-def strip_trailing_whitespace(data: bytes) -> bytes:
-    """The ``trailing_whitespace`` normal form: trailing whitespace removed from every line and
-    from the whole output.
-
-    - each line loses its trailing spaces / tabs / CR / VT / FF (so CRLF becomes LF);
-    - the whole output loses trailing whitespace, i.e. trailing blank lines and the final newline;
-    - leading whitespace and blank lines *between* lines are kept: they must match.
-
-    So ``b"1 \\n2\\n\\n"`` and ``b"1\\n2"`` have the same normal form, ``b"1\\n\\n2"`` does not.
-    """
-    data = data.rstrip()
-    if any(marker in data for marker in _LINE_END_WHITESPACE):
-        data = b"\n".join(map(bytes.rstrip, data.split(b"\n")))
-    return data
+def _fold(block: bytes) -> bytes:
+    if block.isascii():
+        return block.lower()
+    return block.decode("utf-8", "surrogateescape").lower().encode("utf-8", "surrogateescape")

@@ -1,10 +1,11 @@
 """Token checkers: ``tokens`` (the Codeforces default) and ``tokens_float``.
 
 Tokens are maximal runs of non-whitespace bytes (ASCII whitespace: space, tab, LF, CR, VT, FF),
-split by ``bytes.split()`` in C, so tens of MB take milliseconds. Tokens are compared in order
-with multiplicity and the counts must be equal: printing nothing, only the first answers, extra
-answers or answers in another order all fail. Line structure is ignored, as in testlib's
-``wcmp``: ``"1 2\\n3"`` equals ``"1\\n2 3"``.
+the items of ``bytes.split()``. They are compared in order with multiplicity and the counts must
+be equal: printing nothing, only the first answers, extra answers or answers in another order all
+fail. Line structure is ignored, as in testlib's ``wcmp``: ``"1 2\\n3"`` equals ``"1\\n2 3"``.
+Both outputs are split a block at a time and compared pair by pair in C
+(:mod:`arbiter.checkers.pieces`), so the judge never holds a list of all tokens.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 import itertools
 import re
 
-from arbiter.checkers.diff import first_difference, length_message, show
+from arbiter.checkers.diff import length_message, show
 from arbiter.checkers.numbers import tokens_match_numeric
+from arbiter.checkers.pieces import count, differences, token_blocks, token_spans, tokens
 from arbiter.checkers.result import ACCEPTED, CheckResult
 
 _TOKEN = re.compile(rb"\S+")
@@ -21,16 +23,24 @@ _TOKEN = re.compile(rb"\S+")
 
 def _line_of_token(data: bytes, index: int) -> int | None:
     """1-based line number of the ``index``-th token of ``data`` (diff messages only)."""
-    match = next(itertools.islice(_TOKEN.finditer(data), index, None), None)
-    if match is None:
-        return None
-    return data.count(b"\n", 0, match.start()) + 1
+    for start, end in token_spans(data):
+        here = len(data[start:end].split())
+        if index < here:
+            match = next(itertools.islice(_TOKEN.finditer(data, start, end), index, None))
+            return data.count(b"\n", 0, match.start()) + 1
+        index -= here
+    return None
 
 
-def _token_diff(output: bytes, got: list[bytes], want: list[bytes], i: int) -> CheckResult:
-    line = _line_of_token(output, i)
-    where = f" (output line {line})" if line is not None else ""
-    return CheckResult(False, f"token {i + 1}{where}: expected {show(want[i])}, got {show(got[i])}")
+def _token_diff(output: bytes, expected: bytes, i: int, got: bytes | None, want: bytes | None) -> CheckResult:
+    """The diff at the first token ``i`` that fails (``None``: that output has ended)."""
+    if got is not None and want is not None:
+        line = _line_of_token(output, i)
+        where = f" (output line {line})" if line is not None else ""
+        return CheckResult(False, f"token {i + 1}{where}: expected {show(want)}, got {show(got)}")
+    if got is None:
+        return CheckResult(False, length_message("token", i, count(token_blocks(expected)), i, want))
+    return CheckResult(False, length_message("token", count(token_blocks(output)), i, i, got))
 
 
 def check_tokens(output: bytes, expected: bytes) -> CheckResult:
@@ -43,14 +53,11 @@ def check_tokens(output: bytes, expected: bytes) -> CheckResult:
     """
     if output == expected:
         return ACCEPTED
-    got = output.split()
-    want = expected.split()
-    if got == want:
+    first = next(differences(tokens(output), tokens(expected)), None)
+    if first is None:
         return ACCEPTED
-    i = first_difference(got, want)
-    if i < len(got) and i < len(want):
-        return _token_diff(output, got, want, i)
-    return CheckResult(False, length_message("token", len(got), len(want), i, got, want))
+    i, (got, want) = first
+    return _token_diff(output, expected, i, got, want)
 
 
 def check_tokens_float(output: bytes, expected: bytes, abs_tol: float = 1e-6, rel_tol: float = 1e-6) -> CheckResult:
@@ -66,14 +73,7 @@ def check_tokens_float(output: bytes, expected: bytes, abs_tol: float = 1e-6, re
     """
     if output == expected:
         return ACCEPTED
-    got = output.split()
-    want = expected.split()
-    if got == want:
-        return ACCEPTED
-    for i, (g, w) in enumerate(zip(got, want)):
-        if g != w and not tokens_match_numeric(g, w, abs_tol, rel_tol):
-            return _token_diff(output, got, want, i)
-    if len(got) == len(want):
-        return ACCEPTED
-    n = min(len(got), len(want))
-    return CheckResult(False, length_message("token", len(got), len(want), n, got, want))
+    for i, (got, want) in differences(tokens(output), tokens(expected)):
+        if got is None or want is None or not tokens_match_numeric(got, want, abs_tol, rel_tol):
+            return _token_diff(output, expected, i, got, want)
+    return ACCEPTED
