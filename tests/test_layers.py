@@ -1,0 +1,110 @@
+"""The house rules of docs/DESIGN.md, checked on the source: import direction, where languages are named,
+where processes start, and module/function sizes."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "arbiter"
+
+# Layer rank of each top-level part of the package; a module may import only parts of a lower rank (or its own).
+RANKS = {
+    "strenum": 0, "sandbox": 1, "languages": 2, "checkers": 3, "timing": 3, "judge": 4,
+    "datasets": 5, "rewards": 6, "pipelines": 7, "cli": 8, "verl": 8, "server": 8, "client": 8,
+}
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+# Parts allowed to start processes; everything above reaches programs through the judge.
+PROCESS_PARTS = {"sandbox", "languages", "timing", "judge"}
+PROCESS_CALLS = re.compile(r"\b(subprocess|os\.fork|os\.exec\w*|os\.spawn\w*|Popen|Sandbox\()")
+LANGUAGE_BRANCH = re.compile(r"""(language|lang)\s*(==|!=)|==\s*["'](python|cpp|c)["']|["'](python|cpp)["']\s*==""")
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in SRC.rglob("*.py") if "data" not in p.relative_to(SRC).parts[:1])
+
+
+def _part(path: Path) -> str:
+    rel = path.relative_to(SRC)
+    return rel.parts[0].removesuffix(".py") if len(rel.parts) > 1 or rel.name != "__init__.py" else ""
+
+
+def _imported_parts(path: Path) -> set[str]:
+    """Top-level arbiter parts imported anywhere in ``path`` (function-level imports included)."""
+    parts: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.ImportFrom) and node.level > 0:
+            base = path.relative_to(SRC).parts[: -node.level]
+            names = ["arbiter." + ".".join(base + ((node.module,) if node.module else ()))]
+        for name in names:
+            bits = name.split(".")
+            if bits[0] == "arbiter" and len(bits) > 1:
+                parts.add(bits[1])
+    return parts
+
+
+def test_every_part_has_a_rank():
+    unknown = {_part(p) for p in _modules()} - set(RANKS) - {""}
+    assert unknown == set(), f"add these packages to RANKS and docs/DESIGN.md: {sorted(unknown)}"
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_imports_point_down_the_layers(path):
+    own = _part(path)
+    if not own:
+        return
+    upward = {p for p in _imported_parts(path) if p != own and p in RANKS and RANKS[p] >= RANKS[own]}
+    assert upward == set(), f"{path.relative_to(SRC)} ({own}) imports {sorted(upward)}"
+
+
+def test_only_languages_branch_on_a_language():
+    offenders = [
+        f"{p.relative_to(SRC)}:{i}: {line.strip()}"
+        for p in _modules() if _part(p) not in {"languages", "sandbox"}
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if LANGUAGE_BRANCH.search(line) and not line.lstrip().startswith("#")
+    ]
+    assert offenders == []
+
+
+def test_no_process_is_started_above_the_judge():
+    offenders = [
+        f"{p.relative_to(SRC)}:{i}: {line.strip()}"
+        for p in _modules() if _part(p) not in PROCESS_PARTS
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if PROCESS_CALLS.search(line) and not line.lstrip().startswith(("#", '"', "'"))
+    ]
+    assert offenders == []
+
+
+def test_modules_and_functions_are_small():
+    too_big = []
+    for p in _modules():
+        text = p.read_text()
+        if text.count("\n") > MAX_MODULE_LINES:
+            too_big.append(f"module {p.relative_to(SRC)}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    too_big.append(f"function {p.relative_to(SRC)}:{node.name}: {length} lines")
+    assert too_big == []
+
+
+def test_the_product_stands_on_its_own():
+    roots = [SRC, SRC.parents[1] / "docs", SRC.parents[1] / "README.md"]
+    files = [f for r in roots for f in ([r] if r.is_file() else r.rglob("*")) if f.suffix in {".py", ".md"}]
+    offenders = [
+        f"{f}:{i}" for f in files for i, line in enumerate(f.read_text().splitlines(), 1)
+        if "../shared" in line or re.search(r"\bissue #?\d+\b", line, re.IGNORECASE)
+    ]
+    assert offenders == []
