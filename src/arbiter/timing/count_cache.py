@@ -1,33 +1,12 @@
 """A memo of a baseline program's instruction counts, so a program measured once per test case is not re-measured
 for every candidate compared with it.
 
-Why it is sound: an instruction count is a pure function of the executable, its stdin, the environment the meter
-gives it (valgrind version, options, environment names, CPU model and flags: :meth:`Valgrind.fingerprint
-<arbiter.timing.instructions.Valgrind.fingerprint>`), the shared libraries it runs with (the toolchain fingerprint:
-compiler, libc, link mode) and the limits of the run (:mod:`arbiter.timing.instructions`, "Determinism": "same
-binary + same stdin + same environment give the same count", checked by ``tests/test_timing.py``). Whether a run
-*counts* also depends on the output check (a wrong answer is a failed measurement, never a number), so the check's
-identity and the expected output are part of the key as well. :func:`count_key` hashes all of these.
-
-Users: :func:`arbiter.timing.compare.compare` with ``baseline_cache=`` (the baseline ``a`` is looked up, measured
-only on a miss, and stored); the oracle verifier (one seed ``source_code`` against many answers,
-:mod:`arbiter.pipelines.oracle_measure`) and the PIE re-timing reward (one ``src_code`` against many candidates,
-:mod:`arbiter.pipelines.pie_retime`) go through it.
-
-:class:`CountCache`:
-
-- **memory**: ``{key: instructions}`` for the life of the instance; :meth:`CountCache.shared` gives one instance
-  per directory per process, so every caller in a process shares it.
-- **disk** (when ``directory`` is given): one small JSON file per key, ``<directory>/<key>.json`` =
-  ``{"key", "instructions", "case"}``, written atomically (temporary file + ``os.replace``). A file that cannot be
-  read, is not JSON, names another key or holds anything but a positive int is a miss, never an error; a cache that
-  cannot be written only costs time. Default directories live under the cache root
-  (:func:`arbiter.languages.compile_cache.cache_root`: ``$ARBITER_CACHE_DIR``, default ``~/.cache/arbiter``).
-- **failures** (``remember_failures=True``; memory only): ``(status, detail)`` of a failed run, so a baseline that
-  times out is not re-run for every candidate in one process. Off by default: only successful counts are reused.
-- **single flight**: :meth:`CountCache.flight` gives one lock per executable, so concurrent threads measuring the
-  same baseline wait for the first one's measurement instead of repeating it.
-- **versioned keys**: :data:`COUNT_KEY_VERSION` is part of every key; bumping it makes every stored entry a miss.
+An instruction count is a pure function of what :func:`count_key` hashes: the executable, its stdin and expected
+output, the output check's identity, the toolchain fingerprint, the meter's fingerprint and the run's limits.
+:class:`CountCache` keeps counts in memory and optionally on disk (one JSON file per key, written atomically; an
+unreadable file is a miss), remembers failures on request, and gives one single-flight lock per executable.
+Used by :func:`arbiter.timing.measure.compare` (``baseline_cache=``). Details: ``docs/measurement.md``, "The
+baseline cache".
 """
 
 from __future__ import annotations
@@ -68,7 +47,7 @@ def count_key(executable_sha: str, stdin: bytes, expected: bytes | None, *, tool
     - ``executable_sha``: :func:`sha256_hex` of the executable's bytes.
     - ``stdin`` / ``expected``: the case input and the expected stdout (``None``: output not checked), hashed.
     - ``toolchain``: the toolchain fingerprint (the executable's shared libraries, libc and link mode are not in
-      its bytes: :func:`arbiter.timing.compare.fingerprint_of`).
+      its bytes: :func:`arbiter.timing.comparison.fingerprint_of`).
     - ``meter``: :meth:`Valgrind.fingerprint <arbiter.timing.instructions.Valgrind.fingerprint>` (canonical JSON).
     - ``limits``: the limits of the valgrind run itself (:func:`~arbiter.timing.instructions.valgrind_limits` of
       the native limits), every field: a limit decides whether a run counts.
@@ -83,13 +62,13 @@ def count_key(executable_sha: str, stdin: bytes, expected: bytes | None, *, tool
 
 
 class CountCache:
-    """Instruction counts by :func:`count_key`, in memory and optionally on disk (see the module docstring).
+    """Instruction counts by :func:`count_key`, in memory and optionally on disk (``docs/measurement.md``, "The baseline cache").
 
     - ``directory``: where entries are stored (created on first write); ``None``: memory only.
     - ``remember_failures``: also remember failed runs, in memory (:meth:`put_failure`); off: only successful
       counts are ever reused.
     - ``enabled``: ``False`` makes a cache that never returns nor keeps anything (every lookup a miss) but still
-      gives single flight; what "no cache" means to :func:`arbiter.timing.compare.compare`.
+      gives single flight; what "no cache" means to :func:`arbiter.timing.measure.compare`.
 
     Thread-safe.
     """

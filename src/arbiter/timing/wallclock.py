@@ -1,42 +1,10 @@
 """Wall-clock (and CPU-time) measurement of two programs with interleaved repeats, one core per measurement.
 
-The optional method for speedups (DESIGN.md "Speed": "wall-clock with interleaved repeats as an option"); the
-default is instruction counts (:mod:`arbiter.timing.instructions`), because wall time is noisy: PIE's own
-harness counts "anomalies" where its wall-clock measurement contradicts CodeNet's (``reference/pie.md`` §1), and
-tak-cli reports 4-20 % coefficient of variation for wall clock (§3).
-
-- **Repeats, warm-up**: like PIE's wall-clock harness (madaan/pie-perf ``num_trials`` repeats, the first
-  ``ignore_first_k`` dropped; sample config 25 and 1), every case runs ``warmup + repeats`` times per program and
-  the first ``warmup`` rounds are dropped. The figure of a case is the median of the kept samples (robust to the
-  occasional preemption); a program's total is the sum of its case medians (PIE: "program runtime = the sum over
-  its tests").
-- **Interleaving** (:func:`interleave_order`): rounds are the outer loop, cases the inner loop, and the two programs
-  alternate inside each case: ``ABBA`` (default: the order flips every round and every case, so slow drift of the
-  machine hits both programs alike) or ``AB``. The full run order is recorded (:attr:`WallRun.order`).
-- **One core, never shared** (DESIGN.md "timing measurements never share a core"): :func:`core_lease` takes an
-  exclusive lock on one allowed core (``flock`` on a per-core file, so every arbiter process on the machine agrees)
-  and pins the calling thread to it; sandboxes created inside the lease inherit the affinity (bwrap, the
-  fork-server and every program it starts), and runs are sequential. PIE pinned with ``taskset`` likewise.
-- **Clocks and resolution**: ``wall`` is the sandbox's ``Execution.wall_seconds`` (``time.monotonic`` in the
-  fork-server around spawn-to-exit: nanosecond clock, but it includes about 0.3-1 ms of spawn and reaping and any
-  time the core was taken by other load); ``cpu`` is ``Execution.cpu_seconds`` (``getrusage`` user + system,
-  microsecond resolution, excludes time the program waited for the core). Both are always recorded; ``clock``
-  chooses the headline figure. On this project's shared 2-core machine the per-case coefficient of variation
-  over 5 repeats was 52 % (median) for wall time and 5.4 % for CPU time (``bench/pie.py``), so
-  :func:`arbiter.timing.compare.compare` defaults to ``cpu``.
-- **Spread** (:class:`Spread`): median, MAD, IQR and coefficient of variation of the kept samples per case, and
-  the per-round speedups (:meth:`WallRun.round_speedups`).
-- **One process, one thread** (``single_process``, default): a program that forks and lets a child do the work
-  (the parent waits without reaping it, so ``getrusage`` never charges the child's CPU to it), or spreads it over
-  threads, would get a figure that misses that work. Every timed run is therefore started under
-  ``RLIMIT_NPROC = 1`` (:func:`arbiter.timing.instructions.single_process_argv`, ``prlimit --nproc=1:1``), as
-  valgrind runs are: ``fork``/``clone`` fail. A run that then fails, but succeeds when allowed to create
-  processes (one more native run in the same sandbox, :func:`arbiter.timing.instructions.process_probe`), is a
-  ``creates_processes`` failure ("program creates processes; its cost cannot be measured"), never a time and never
-  a wrong answer. Cost: ``prlimit``'s own exec, about 0.7 ms CPU per run (0.8 -> 1.6 ms for ``int main() {}``
-  here), the same for both programs; it is part of every figure, like the spawn time above. The sandboxes need
-  room for the probe's processes (the native ``Limits.processes``; the sandbox's own ``pids.max`` with
-  ``processes = 1`` still leaves a program one extra task, so it cannot do this job alone).
+The optional method for speedups (instruction counts are the default, :mod:`arbiter.timing.instructions`).
+:func:`core_lease` holds one exclusive core (a ``flock`` per core, shared by every arbiter process);
+:func:`measure_wall` runs ``warmup + repeats`` rounds in :func:`interleave_order` (``ABBA`` or ``AB``), drops the
+warm-up, keeps the median per case and a :class:`Spread`; every timed run refuses new processes and threads.
+The rules and their reasons: ``docs/measurement.md``, "Wall time".
 """
 
 from __future__ import annotations
@@ -54,13 +22,8 @@ from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
 
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import Sandbox
-from arbiter.timing.instructions import (
-    PROBED_STATUSES,
-    MeasureStatus,
-    process_probe,
-    run_status,
-    single_process_argv,
-)
+from arbiter.timing.processes import PROBED_STATUSES, process_probe, single_process_argv
+from arbiter.timing.status import MeasureStatus, run_status
 
 __all__ = [
     "CaseTimes",
@@ -283,7 +246,7 @@ def measure_wall(sandboxes: Mapping[str, Sandbox], cases: Sequence[tuple[str, by
     rounds (PIE's ``num_trials`` / ``ignore_first_k``). Every run's output is checked against ``expected``
     (``same_output``, default :func:`~arbiter.timing.instructions.default_same_output`); a crash, a limit or a
     wrong answer is a failure, never a time. ``single_process`` (default): every timed run refuses new processes
-    and threads (module docstring, "One process, one thread"); a run that fails only because of that is a
+    and threads (``docs/measurement.md``, "One process, one thread"); a run that fails only because of that is a
     ``creates_processes`` failure. ``False`` times ``argv`` as is (for callers that enforce it themselves).
     Raises ValueError for bad arguments; :class:`~arbiter.sandbox.sandbox.SandboxError` when ``prlimit`` is missing.
     """

@@ -1,42 +1,11 @@
-"""Goldilocks difficulty filtering of a verl code dataset (``arbiter curate``).
+"""Goldilocks difficulty filtering of a verl code dataset (``arbiter curate``), the card's way: score a weak and a
+strong model's completions with ``arbiter score``, then :func:`curate_goldilocks` keeps the rows whose recomputed
+flag holds (:func:`is_goldilocks`) and whose statement is English (:class:`EnglishFilter`);
+:func:`audit_annotations` checks an annotation a dataset already carries.
 
-Follows ``spec/codegen_iquest_card.txt``, "Difficulty (goldilocks) filtering" and "Creation
-pipeline" steps 2-4. Users curate their own RL prompt sets the card's way:
-
-1. sample k completions per prompt (the card: 8) from a weak and a strong model;
-2. score both with ``arbiter score`` (one ``--out`` folder each; the card's step 2 "executes every
-   completion against the problem's test suite ... reusing the production checker so scoring
-   matches training exactly": ``arbiter score`` scores as the verl reward does);
-3. :func:`curate_goldilocks`: annotate every row from the two folders, keep the rows whose
-   recomputed flag holds (:func:`is_goldilocks`, the card's step 3), then drop rows whose problem
-   statement is not English with lingua confidence >= 0.999 (:class:`EnglishFilter`, step 4).
-
-:func:`audit_annotations` checks a dataset that already carries the annotation in
-``extra_info`` (the card's dataset does): stored pass rates against their scores, the score
-counts, and the flag recomputed ("Consolidation recomputes the goldilocks flag").
-
-The package, one concept a module; data flows one way (a module imports only those above it):
-
-- :mod:`~arbiter.pipelines.goldilocks.errors`: :class:`CurationInputError`;
-- :mod:`~arbiter.pipelines.goldilocks.flag`: the card's thresholds, :func:`is_goldilocks`,
-  :func:`drop_reason`, :func:`pass_rate`, :class:`Annotation` (the annotation's fields), the names
-  of the annotation problems and of the decisions;
-- :mod:`~arbiter.pipelines.goldilocks.score_folders`: :class:`ScoreFolder` (the ``arbiter score``
-  verdicts of one model), :func:`annotate` (the join on data_source-qualified row keys, the
-  reasons a row gets no annotation), the ``--parity`` rule;
-- :mod:`~arbiter.pipelines.goldilocks.english`: the English filter (:class:`EnglishFilter`,
-  :func:`statement_text`, :func:`detection_text`, :data:`WRAPPER_SENTENCES`,
-  :func:`template_lines`);
-- :mod:`~arbiter.pipelines.goldilocks.writer`: :class:`CuratedWriter` (Parquet / JSONL, lone
-  surrogates), :func:`annotated_schema`, :func:`json_line`, :func:`write_json_atomic`,
-  :func:`check_output_paths` (no output overwrites an input);
-- :mod:`~arbiter.pipelines.goldilocks.prescan`: the first pass over the dataset (row count,
-  template lines, the Parquet output schema);
-- :mod:`~arbiter.pipelines.goldilocks.curate`: :func:`curate_goldilocks` (its outputs and counts,
-  :class:`Tally`, :class:`CurationRun`);
-- :mod:`~arbiter.pipelines.goldilocks.audit`: :func:`audit_annotations`, :class:`AuditRun`.
-
-Every public name of these modules is importable from ``arbiter.pipelines.goldilocks``.
+One concept a module, data flowing one way: ``errors`` -> ``flag`` -> ``score_folders`` -> ``english`` ->
+``writer`` -> ``prescan`` -> ``rows`` -> ``tally`` -> ``curate`` -> ``audit``. Every public name of these modules
+is importable from here. The pipeline, its outputs and counts: ``docs/goldilocks.md``.
 """
 
 from __future__ import annotations

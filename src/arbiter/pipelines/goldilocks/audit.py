@@ -122,88 +122,114 @@ def audit_annotations(dataset: str | os.PathLike, *, lower_max: float = LOWER_MA
                             "english_min": english.min_confidence if english is not None else None,
                             "english_detector": _english_detector_description(english, template),
                             "tolerance": tolerance, "split": split}, template_lines=template)
-    seen: set[str] = set()
+    rules = _AuditRules(lower_max, upper_min, english, template, tolerance)
     per_row: list[dict[str, Any]] = []   # every row: key, data_source, position, findings, detail, lengths
-
-    def add(rec: dict[str, Any], kind: str, detail: str) -> None:
-        if kind not in rec["findings"]:
-            rec["findings"].append(kind)
-        rec["detail"][kind] = f"{rec['detail'][kind]}; {detail}" if kind in rec["detail"] else detail
-
-    def stage1() -> Iterator[dict[str, Any]]:
-        for position, raw in enumerate(iter_raw_rows(dpath, split=split, batch_size=64)):
-            rec: dict[str, Any] = {"row_key": "", "data_source": None, "position": position, "findings": [],
-                                   "detail": {}, "_n": {}, "_text": None}
-            try:
-                row = parse_row(raw, position)
-            except RowError as exc:
-                ds = raw.get("data_source") if isinstance(raw, Mapping) else None
-                ei = raw.get("extra_info") if isinstance(raw, Mapping) else None
-                rec["row_key"] = row_key(ds, ei.get("index") if isinstance(ei, Mapping) else None, position)
-                rec["data_source"] = ds if isinstance(ds, str) else None
-                add(rec, BAD_ROW, str(exc))
-                yield rec
-                continue
-            rec["row_key"], rec["data_source"] = row.key, row.data_source
-            if row.key in seen:
-                add(rec, DUPLICATE, f"row key {row.key!r} repeats at position {position}")
-                yield rec
-                continue
-            seen.add(row.key)
-            ei = row.extra_info
-            absent = [f for f in ANNOTATION_FIELDS if ei.get(f) is None]
-            if absent:
-                add(rec, MISSING_FIELDS, f"extra_info lacks {', '.join(absent)}")
-            rates: dict[str, float] = {}
-            stored: dict[str, Any] = {}
-            for side in ("lower", "upper"):
-                raw_scores, raw_rate = ei.get(f"{side}_scores"), ei.get(f"{side}_pass_rate")
-                stored[f"{side}_pass_rate"] = raw_rate
-                if raw_scores is None:
-                    try:  # no scores to check it against: the flag comes from the stored rate
-                        rates[side] = _check_rate(f"{side}_pass_rate", raw_rate)
-                    except ValueError:
-                        pass
-                    continue
-                scores = _scores_of(raw_scores)
-                if scores is None:
-                    add(rec, BAD_SCORES, f"{side}_scores is not a non-empty list of numbers in [0, 1]")
-                    continue
-                rec["_n"][side] = len(scores)
-                odd = sorted({s for s in scores if s not in (0.0, 1.0)})
-                if odd:
-                    add(rec, NON_BINARY, f"{side}_scores holds values other than 0 and 1 ({odd[:4]}); "
-                                          f"only 1.0 counts as a pass")
-                rate = pass_rate(scores)
-                rates[side] = rate
-                rec[f"recomputed_{side}_pass_rate"] = rate
-                if raw_rate is not None and (isinstance(raw_rate, bool) or not isinstance(raw_rate, (int, float))
-                                             or not abs(float(raw_rate) - rate) <= tolerance):
-                    add(rec, RATE_MISMATCH, f"{side}_pass_rate is {raw_rate!r} but {sum(1 for s in scores if s == 1.0)} "
-                                            f"of {len(scores)} {side}_scores pass ({rate})")
-            rec["stored"] = stored
-            if "lower" in rates and "upper" in rates:
-                why = drop_reason(rates["lower"], rates["upper"], lower_max, upper_min)
-                for kind in filter(None, why.split("+")):
-                    add(rec, kind, f"lower_pass_rate {rates['lower']} (max {lower_max}), upper_pass_rate "
-                                   f"{rates['upper']} (min {upper_min})")
-                if not why and english is not None:
-                    statement = statement_text(row.prompt)
-                    if statement.strip():
-                        rec["_text"] = detection_text(statement, template)
-                    else:
-                        add(rec, NO_STATEMENT, "no user message: no problem statement to read the language of")
-            yield rec
-
-    for rec, conf in _with_confidence(stage1(), lambda r: r["_text"], english):
+    records = rules.first_pass(dpath, split)
+    for rec, conf in _with_confidence(records, lambda r: r["_text"], english):
         if conf is not None:
             rec["english_confidence"] = conf
             if conf < english.min_confidence:  # type: ignore[union-attr]
-                add(rec, NON_ENGLISH, f"lingua English confidence {conf:.6f} < {english.min_confidence}")  # type: ignore[union-attr]
+                _add(rec, NON_ENGLISH, f"lingua English confidence {conf:.6f} < {english.min_confidence}")  # type: ignore[union-attr]
         rec.pop("_text", None)
         per_row.append(rec)
         run.rows += 1
+    _count_findings(run, per_row, k)
+    return run
 
+
+def _add(rec: dict[str, Any], kind: str, detail: str) -> None:
+    """Record a finding of ``kind`` on ``rec`` (details of the same kind are joined)."""
+    if kind not in rec["findings"]:
+        rec["findings"].append(kind)
+    rec["detail"][kind] = f"{rec['detail'][kind]}; {detail}" if kind in rec["detail"] else detail
+
+
+@dataclass
+class _AuditRules:
+    """The checks of one audit, applied one row at a time."""
+
+    lower_max: float
+    upper_min: float
+    english: EnglishFilter | None
+    template: dict
+    tolerance: float
+    seen: set[str] = field(default_factory=set)
+
+    def first_pass(self, dataset: Path, split: str | None) -> Iterator[dict[str, Any]]:
+        """One record per row with every finding but the English filter's and the count's."""
+        for position, raw in enumerate(iter_raw_rows(dataset, split=split, batch_size=64)):
+            yield self._check_row(position, raw)
+
+    def _check_row(self, position: int, raw: Any) -> dict[str, Any]:
+        rec: dict[str, Any] = {"row_key": "", "data_source": None, "position": position, "findings": [],
+                               "detail": {}, "_n": {}, "_text": None}
+        try:
+            row = parse_row(raw, position)
+        except RowError as exc:
+            ds = raw.get("data_source") if isinstance(raw, Mapping) else None
+            ei = raw.get("extra_info") if isinstance(raw, Mapping) else None
+            rec["row_key"] = row_key(ds, ei.get("index") if isinstance(ei, Mapping) else None, position)
+            rec["data_source"] = ds if isinstance(ds, str) else None
+            _add(rec, BAD_ROW, str(exc))
+            return rec
+        rec["row_key"], rec["data_source"] = row.key, row.data_source
+        if row.key in self.seen:
+            _add(rec, DUPLICATE, f"row key {row.key!r} repeats at position {position}")
+            return rec
+        self.seen.add(row.key)
+        ei = row.extra_info
+        absent = [f for f in ANNOTATION_FIELDS if ei.get(f) is None]
+        if absent:
+            _add(rec, MISSING_FIELDS, f"extra_info lacks {', '.join(absent)}")
+        rates: dict[str, float] = {}
+        for side in ("lower", "upper"):
+            rate = self._check_side(rec, side, ei.get(f"{side}_scores"), ei.get(f"{side}_pass_rate"))
+            if rate is not None:
+                rates[side] = rate
+        rec["stored"] = {f"{side}_pass_rate": ei.get(f"{side}_pass_rate") for side in ("lower", "upper")}
+        if "lower" in rates and "upper" in rates:
+            self._check_flag(rec, rates, row.prompt)
+        return rec
+
+    def _check_side(self, rec: dict[str, Any], side: str, raw_scores: Any, raw_rate: Any) -> float | None:
+        """Check one side's scores against its stored pass rate; the rate the flag is recomputed from."""
+        if raw_scores is None:
+            try:  # no scores to check it against: the flag comes from the stored rate
+                return _check_rate(f"{side}_pass_rate", raw_rate)
+            except ValueError:
+                return None
+        scores = _scores_of(raw_scores)
+        if scores is None:
+            _add(rec, BAD_SCORES, f"{side}_scores is not a non-empty list of numbers in [0, 1]")
+            return None
+        rec["_n"][side] = len(scores)
+        odd = sorted({s for s in scores if s not in (0.0, 1.0)})
+        if odd:
+            _add(rec, NON_BINARY, f"{side}_scores holds values other than 0 and 1 ({odd[:4]}); "
+                                  f"only 1.0 counts as a pass")
+        rate = pass_rate(scores)
+        rec[f"recomputed_{side}_pass_rate"] = rate
+        if raw_rate is not None and (isinstance(raw_rate, bool) or not isinstance(raw_rate, (int, float))
+                                     or not abs(float(raw_rate) - rate) <= self.tolerance):
+            _add(rec, RATE_MISMATCH, f"{side}_pass_rate is {raw_rate!r} but {sum(1 for s in scores if s == 1.0)} "
+                                     f"of {len(scores)} {side}_scores pass ({rate})")
+        return rate
+
+    def _check_flag(self, rec: dict[str, Any], rates: dict[str, float], prompt: Any) -> None:
+        why = drop_reason(rates["lower"], rates["upper"], self.lower_max, self.upper_min)
+        for kind in filter(None, why.split("+")):
+            _add(rec, kind, f"lower_pass_rate {rates['lower']} (max {self.lower_max}), upper_pass_rate "
+                            f"{rates['upper']} (min {self.upper_min})")
+        if not why and self.english is not None:
+            statement = statement_text(prompt)
+            if statement.strip():
+                rec["_text"] = detection_text(statement, self.template)
+            else:
+                _add(rec, NO_STATEMENT, "no user message: no problem statement to read the language of")
+
+
+def _count_findings(run: AuditRun, per_row: list[dict[str, Any]], k: int | None) -> None:
+    """The completion-count check (needs every row's counts), then the counts and the findings of ``run``."""
     for side in ("lower", "upper"):
         c = Counter(r["_n"][side] for r in per_row if side in r["_n"])
         run.k[side] = k if k is not None else (max(c, key=lambda n: (c[n], n)) if c else None)
@@ -213,7 +239,7 @@ def audit_annotations(dataset: str | os.PathLike, *, lower_max: float = LOWER_MA
         for side in ("lower", "upper"):
             n = rec["_n"].get(side)
             if n is not None and run.k[side] is not None and n != run.k[side]:
-                add(rec, COUNT, f"{n} {side}_scores, expected {run.k[side]}")
+                _add(rec, COUNT, f"{n} {side}_scores, expected {run.k[side]}")
         rec.pop("_n")
         ds = str(rec["data_source"])
         for counter in (by_ds[ds], overall):
@@ -228,4 +254,3 @@ def audit_annotations(dataset: str | os.PathLike, *, lower_max: float = LOWER_MA
         else:
             run.clean += 1
     run.counts = {"overall": dict(overall), "by_data_source": {ds: dict(c) for ds, c in sorted(by_ds.items())}}
-    return run

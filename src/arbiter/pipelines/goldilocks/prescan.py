@@ -112,7 +112,7 @@ class _SchemaBuilder:
 
 
 @dataclass
-class _Prescan:
+class Prescan:
     rows: int = 0
     positional: int = 0
     template: dict = field(default_factory=dict)
@@ -122,13 +122,13 @@ class _Prescan:
 
 
 def _prescan(dataset: Path, split: str | None, *, statements: bool, infer_schema: bool,
-             template_min_rows: int = TEMPLATE_MIN_ROWS, template_min_share: float = TEMPLATE_MIN_SHARE) -> _Prescan:
+             template_min_rows: int = TEMPLATE_MIN_ROWS, template_min_share: float = TEMPLATE_MIN_SHARE) -> Prescan:
     """The first pass over the dataset, streamed, before anything is written: counts the rows and
     the rows keyed by position (no ``extra_info.index``), finds the template lines when
     ``statements`` (:class:`TemplateCounter`), and infers the Parquet output schema when
     ``infer_schema`` (:class:`_SchemaBuilder`). A Parquet dataset is read by the columns needed
     only. Raises :class:`CurationInputError` for an unreadable or empty dataset."""
-    result = _Prescan()
+    result = Prescan()
     counter = TemplateCounter(min_rows=template_min_rows, min_share=template_min_share) if statements else None
     builder = _SchemaBuilder() if infer_schema else None
     try:

@@ -1,40 +1,10 @@
 """The ``arbiter score --out`` folders a dataset is annotated from (:class:`ScoreFolder`), and the
 annotation of one row from the weak and the strong folder (:func:`annotate`).
 
-Score folders made with ``arbiter score --parity prime_code`` are refused unless
-``allow_parity``: there a ``SKIPPED`` verdict scores 1.0 when only the first 10 cases passed (the
-rest never ran) and other verdicts get partial credit, while the card says a completion passes
-"only if it clears every case". With ``allow_parity`` their verdicts are used as ``arbiter
-score`` counts them (1.0 passes, a partial score does not) and the report records it.
-
-Join (the card's 2026-08 fix: "the annotation cache was joined on an index that collides across
-DeepCoder's subsets, mis-attributing scores. The fixed pipeline uses collision-proof
-data_source-qualified join keys"): a dataset row and a score record meet on the row key
-``"<data_source>:<extra_info.index>"`` (:func:`arbiter.datasets.verl_rows.row_key`, the key
-``arbiter score`` writes as ``row_key``), never on a bare index. Each ``arbiter score`` verdict
-also carries the sha256 of the ground truth it was judged against; a row whose ground truth
-differs from the scored one is not annotated (``ground_truth_changed``). A row without
-``extra_info.index`` is keyed by its position (``"<data_source>:#<position>"``); position N of
-another file may be another row with the same tests (a reordered copy), so such a row is
-annotated from a folder only when the folder's ``config.json`` records this very dataset (same
-content sha256 and split), else it is not annotated (``positional_key``).
-
-A row is never given a pass rate it was not scored for. It is reported (``annotation_problems``
-in the report, ``missing_annotation`` in the counts) and left out of the output when, on either
-side:
-
-- ``missing``: the folder holds no verdict for its row key;
-- ``invalid_task``: its verdicts are ``INVALID_TASK`` (unusable suite: the card's "list-encoded
-  ground truths were silently unscored" defect is exactly a 0 that was not a verdict);
-- ``sandbox_error``: some of its responses hit ``SANDBOX_ERROR`` in the folder's last run (not
-  recorded by ``arbiter score``; rerun it to retry them);
-- ``bad_score``: a verdict's ``score`` is NaN or outside [0, 1] (not a reward);
-- ``incomplete``: its response indexes are not ``0..n-1`` (a verdict is missing in between);
-- ``count_mismatch``: it has n completions where that folder's rows have k (``k``: given, else the
-  most common count among the folder's complete rows; the card: 8);
-- ``ground_truth_changed``: the folder judged another ground truth for this row key;
-- ``positional_key``: the row has no ``extra_info.index`` and the folder scored another dataset
-  file (or split), or records none.
+Rows meet their verdicts on data_source-qualified row keys (a row without an index only from a folder that scored
+this very dataset), each verdict's ground-truth sha256 checked; folders scored with ``--parity`` are refused unless
+allowed. A row is never given a pass rate it was not scored for: the reasons it gets none, and the join's rules,
+are in ``docs/goldilocks.md``, "Score folders and the join".
 """
 
 from __future__ import annotations
@@ -114,62 +84,9 @@ class ScoreFolder:
         vpath = p / VERDICTS_FILE
         if not vpath.is_file():
             raise CurationInputError(f"{label} {p}: no {VERDICTS_FILE}; not an `arbiter score` output folder")
-        rows: dict[str, _RowScores] = {}
-        skipped = partial = 0
-        with open(vpath, "rb") as f:
-            for number, raw in enumerate(f, 1):
-                if not raw.strip():
-                    continue
-                try:
-                    rec = json.loads(raw)
-                except ValueError as exc:
-                    raise CurationInputError(f"{label} {vpath} line {number}: not a JSON record ({exc}); a run killed "
-                                             f"mid-write? rerun the same `arbiter score` command to repair it") from None
-                if not isinstance(rec, dict):
-                    raise CurationInputError(f"{label} {vpath} line {number}: not a verdict record")
-                key, idx, score = rec.get("row_key"), rec.get("response_idx"), rec.get("score")
-                if (not isinstance(key, str) or isinstance(idx, bool) or not isinstance(idx, int) or idx < 0
-                        or isinstance(score, bool) or not isinstance(score, (int, float))):
-                    raise CurationInputError(f"{label} {vpath} line {number}: not a verdict record (needs row_key, "
-                                             f"an integer response_idx >= 0 and a numeric score)")
-                r = rows.get(key)
-                if r is None:
-                    r = rows[key] = _RowScores()
-                r.passed[idx] = score == 1.0
-                if _is_reward(score):
-                    r.bad.pop(idx, None)
-                    partial += 0.0 < score < 1.0
-                else:
-                    r.bad[idx] = score
-                if isinstance(rec.get("ground_truth_sha256"), str):
-                    r.truth.add(rec["ground_truth_sha256"])
-                verdict = rec.get("verdict")
-                if verdict == "INVALID_TASK":
-                    r.invalid = True
-                elif verdict == "SKIPPED":
-                    skipped += 1
-                warning = rec.get("warning")
-                if isinstance(warning, str) and warning.startswith(VACUOUS_SUITE):
-                    r.vacuous = True
-        sandbox: Counter = Counter()
-        epath = p / "errors.jsonl"
-        if epath.is_file():
-            with open(epath, encoding="utf-8", errors="replace") as f:
-                for line in f:
-                    try:
-                        rec = json.loads(line)
-                    except ValueError:
-                        continue
-                    if isinstance(rec, dict) and rec.get("kind") == "sandbox_error" and isinstance(rec.get("row"), str):
-                        sandbox[rec["row"]] += 1
-        config = None
-        cpath = p / CONFIG_FILE
-        if cpath.is_file():
-            try:
-                loaded = json.loads(cpath.read_text(encoding="utf-8"))
-                config = loaded if isinstance(loaded, dict) else None
-            except (OSError, ValueError):
-                config = None
+        rows, skipped, partial = _read_verdicts(vpath, label)
+        sandbox = _read_sandbox_errors(p / "errors.jsonl")
+        config = _read_config(p / CONFIG_FILE)
         return cls(p, label, rows, sandbox, config, skipped=skipped, partial=partial)
 
     @property
@@ -287,3 +204,72 @@ def annotate(row: Any, weak: ScoreFolder, strong: ScoreFolder, *, k_lower: int |
     if problems:
         return None, problems
     return Annotation(sides["lower"], sides["upper"], vacuous), []
+
+
+def _read_verdicts(vpath: Path, label: str) -> tuple[dict[str, _RowScores], int, int]:
+    """The 0/1 scores per row key of ``verdicts.jsonl``, and how many verdicts were SKIPPED / partial."""
+    rows: dict[str, _RowScores] = {}
+    skipped = partial = 0
+    with open(vpath, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                rec = json.loads(raw)
+            except ValueError as exc:
+                raise CurationInputError(f"{label} {vpath} line {number}: not a JSON record ({exc}); a run killed "
+                                         f"mid-write? rerun the same `arbiter score` command to repair it") from None
+            if not isinstance(rec, dict):
+                raise CurationInputError(f"{label} {vpath} line {number}: not a verdict record")
+            key, idx, score = rec.get("row_key"), rec.get("response_idx"), rec.get("score")
+            if (not isinstance(key, str) or isinstance(idx, bool) or not isinstance(idx, int) or idx < 0
+                    or isinstance(score, bool) or not isinstance(score, (int, float))):
+                raise CurationInputError(f"{label} {vpath} line {number}: not a verdict record (needs row_key, "
+                                         f"an integer response_idx >= 0 and a numeric score)")
+            r = rows.get(key)
+            if r is None:
+                r = rows[key] = _RowScores()
+            r.passed[idx] = score == 1.0
+            if _is_reward(score):
+                r.bad.pop(idx, None)
+                partial += 0.0 < score < 1.0
+            else:
+                r.bad[idx] = score
+            if isinstance(rec.get("ground_truth_sha256"), str):
+                r.truth.add(rec["ground_truth_sha256"])
+            verdict = rec.get("verdict")
+            if verdict == "INVALID_TASK":
+                r.invalid = True
+            elif verdict == "SKIPPED":
+                skipped += 1
+            warning = rec.get("warning")
+            if isinstance(warning, str) and warning.startswith(VACUOUS_SUITE):
+                r.vacuous = True
+    return rows, skipped, partial
+
+
+def _read_sandbox_errors(epath: Path) -> Counter:
+    """How many ``sandbox_error`` records ``errors.jsonl`` holds per row key."""
+    sandbox: Counter = Counter()
+    if epath.is_file():
+        with open(epath, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict) and rec.get("kind") == "sandbox_error" and isinstance(rec.get("row"), str):
+                    sandbox[rec["row"]] += 1
+    return sandbox
+
+
+def _read_config(cpath: Path) -> dict | None:
+    """The folder's ``config.json``, or ``None`` when it is missing or unreadable."""
+    config = None
+    if cpath.is_file():
+        try:
+            loaded = json.loads(cpath.read_text(encoding="utf-8"))
+            config = loaded if isinstance(loaded, dict) else None
+        except (OSError, ValueError):
+            config = None
+    return config

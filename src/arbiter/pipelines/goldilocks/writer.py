@@ -12,12 +12,12 @@ other, from the dataset (or lie inside it when it is a folder) and lie outside b
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from arbiter.datasets import io
 from arbiter.judge import jsonvalues
 from arbiter.pipelines.goldilocks.english import _SURROGATE, lenient_text
 from arbiter.pipelines.goldilocks.errors import CurationInputError
@@ -100,16 +100,12 @@ def json_line(value: Any, **kwargs: Any) -> bytes:
 
 
 def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
-    """Write ``data`` as indented JSON to ``path`` through ``<path>.partial`` and a rename; lone
-    surrogates become ``\\u`` escapes (:func:`json_line`)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".partial")
+    """Write ``data`` as indented JSON to ``path`` atomically (:func:`arbiter.datasets.io.write_json_atomic`);
+    lone surrogates become ``\\u`` escapes (:func:`json_line`)."""
     try:
-        raw = (json.dumps(data, indent=1, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        io.write_json_atomic(path, data, indent=1, ensure_ascii=False)
     except UnicodeEncodeError:
-        raw = (json.dumps(data, indent=1, ensure_ascii=True, default=str) + "\n").encode("ascii")
-    tmp.write_bytes(raw)
-    os.replace(tmp, path)
+        io.write_json_atomic(path, data, indent=1, ensure_ascii=True)
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:
