@@ -103,7 +103,7 @@ def _check_options(k: int, cpu_seconds: float, memory_mib: int, repeats: int,
                    compile_command: Optional[str] = None) -> None:
     """Options checked before any file is read or written; raises ValueError naming the option (exit 2)."""
     from arbiter.languages.cpp_command import CompileCommandError, parse_compile_command
-    from arbiter.pipelines.pie_retime import MAX_REPEATS
+    from arbiter.rewards.pie.options import MAX_REPEATS
     from arbiter.sandbox.limits import MAX_SECONDS
 
     if k == 0 or k < -1:
@@ -145,7 +145,7 @@ def _reward_kw(method: Method, k: int, checker: str, compile_command: Optional[s
                memory_mib: int, repeats: int, no_cache: bool, transform: str = "raw",
                params: Optional[list[str]] = None) -> dict[str, Any]:
     from arbiter.judge.task import CompileSpec
-    from arbiter.pipelines.pie_retime import DEFAULT_LIMITS, check_reward_options
+    from arbiter.rewards.pie.options import DEFAULT_LIMITS, check_reward_options
     from arbiter.sandbox.limits import MiB
 
     _check_options(k, cpu_seconds, memory_mib, repeats, compile_command)
@@ -268,7 +268,7 @@ def reward(
 
     Writes OUT/rewards.jsonl (one record per candidate), OUT/errors.jsonl and OUT/summary.json, and prints a
     summary table. Exit status: 0 done, 3 some SANDBOX_ERROR (rerun to retry), 2 bad arguments."""
-    from arbiter.pipelines.pie_retime import run_reward_batch
+    from arbiter.pipelines.pie.batch import run_reward_batch
     from arbiter.timing.instructions import ValgrindUnavailable
 
     console = _console()
@@ -335,7 +335,7 @@ def evaluate(
 
     %Opt = speedup >= 1.10; mean speedup floored at 1.0 (failures count as 1.0); %Correct = a fully correct
     generation among the first k. Prints the table; writes OUT/metrics.json and OUT/generations.jsonl."""
-    from arbiter.pipelines.pie_eval import run_eval
+    from arbiter.pipelines.pie.eval import run_eval
     from arbiter.timing.instructions import ValgrindUnavailable
 
     console = _console()

@@ -1,35 +1,5 @@
-"""``arbiter pie eval``: PIE's paper metrics for n generations per source program, re-timed here.
-
-Glue around :mod:`arbiter.pipelines.pie_metrics` (the rules: reference/pie.md §1 "Aggregation", LearningOpt/pie
-``gem5_eval.py``) and :mod:`arbiter.pipelines.pie_retime` (the measurement):
-
-- Every generation is scored by :func:`arbiter.pipelines.pie_retime.pie_reward` against its row's source on the
-  same cases (all generations of one source share the K sample, :func:`~arbiter.pipelines.pie_retime.sample_rng`),
-  with the same toolchain. A generation that is not fully correct (WA/TLE/MLE/RE/OLE/CE, or failing under
-  measurement) has runtime ``inf`` (PIE: "a generation that is not 100 % correct gets runtime inf").
-- Runtimes: ``src_runtime`` is the median of the source totals measured with the program's correct generations
-  (instruction counts are deterministic, so every total is the same; wall totals vary per interleaved run), and a
-  correct generation's runtime is ``src_runtime / speedup``, so each ratio is exactly the measured (interleaved)
-  speedup. Units: instructions (default) or CPU seconds; only ratios matter.
-- A program none of whose generations is correct has no measured source total; its ``src_runtime`` is reported as
-  ``None`` and given to :func:`~arbiter.pipelines.pie_metrics.pie_eval_metrics` as 1.0: every floored speedup of such
-  a program is 1.0 whatever the source's runtime (PIE: "failures count as 1.0").
-- A program with a generation that could not be scored (``INVALID_TASK``: row or tests unusable;
-  ``SANDBOX_ERROR``: ours, retried by a rerun) is **excluded** from the metrics and listed in ``excluded``, never
-  counted as a failure. A program whose row's own source or target fails the row's tests (``DATASET_DEFECT``,
-  :func:`~arbiter.pipelines.pie_retime.pie_reward` step 4) is left out of the metrics too, but listed apart in
-  ``dataset_defects`` (``{id, row, reason}``): the dataset is at fault, not the generations.
-- **Units**: each generation's speedup is in the unit of its measurement (``unit`` in ``generations.jsonl``):
-  instructions, or seconds after a meter fallback (:func:`~arbiter.pipelines.pie_retime.pie_reward` step 6).
-  ``metrics.json`` says ``unit`` (the requested method's), ``speedup_units`` (correct generations per unit),
-  ``programs_in_other_unit`` (programs with a generation measured in another unit: their speedups enter the
-  metrics as time ratios; ``arbiter pie eval`` flags them under the table) and each program's ``units``.
-- Lines may instead carry precomputed runtimes (``{"id": ..., "src_runtime": x, "runtimes": [x or null, ...]}``,
-  any unit shared within the line, e.g. gem5 seconds), which are used as given.
-
-Also here: :func:`rankdata` / :func:`spearman` (rank correlation with ties averaged; scipy is not a dependency) and
-:func:`reversals`, used by the real-data report (``bench/pie_report.py``) to set instruction speedups beside wall
-speedups.
+"""``arbiter pie eval``: PIE's paper metrics (%Opt, speedup, %Correct at best@k) for n generations per source
+program, re-timed here. Rules (runtimes, exclusions, units): ``docs/pie.md`` ("Evaluation").
 """
 
 from __future__ import annotations
@@ -43,78 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arbiter.pipelines.outputs import holds_out_dirs
-from arbiter.pipelines.pie_metrics import PieMetricsAtK, ProgramGenerations, format_metrics_table, pie_eval_metrics
+from arbiter.datasets.pie.read import iter_jsonl_lines
+from arbiter.datasets.pie.source import RowIndex
+from arbiter.pipelines.outputs import ensure_out_dir, holds_out_dirs
+from arbiter.pipelines.pie.batch import run_reward_batch
+from arbiter.pipelines.pie.candidates import iter_candidates
+from arbiter.pipelines.pie.metrics import PieMetricsAtK, ProgramGenerations, format_metrics_table, pie_eval_metrics
+from arbiter.rewards.pie.options import check_reward_options
 
-__all__ = [
-    "EvalRun",
-    "programs_from_records",
-    "rankdata",
-    "reversals",
-    "run_eval",
-    "spearman",
-]
 
 #: Fields holding the generations of a line (first match wins).
 GENERATION_FIELDS = ("generations", "candidates", "code")
-
-
-# ------------------------------------------------------------------------------------------------------ stats
-
-
-def rankdata(values: Sequence[float]) -> list[float]:
-    """1-based ranks of ``values``, ties given the mean of the ranks they span (scipy's ``rankdata`` "average").
-
-    ``[10, 20, 20, 5]`` -> ``[2.0, 3.5, 3.5, 1.0]``. Raises ``ValueError`` for NaN."""
-    xs = [float(v) for v in values]
-    if any(math.isnan(x) for x in xs):
-        raise ValueError("cannot rank NaN")
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
-    ranks = [0.0] * len(xs)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-            j += 1
-        for t in range(i, j + 1):
-            ranks[order[t]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
-def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """Spearman's rank correlation: the Pearson correlation of :func:`rankdata` ranks (ties averaged), in [-1, 1].
-
-    Returns ``None`` when undefined (fewer than 2 pairs, or either side constant). Raises ``ValueError`` when the
-    lengths differ or a value is NaN."""
-    if len(x) != len(y):
-        raise ValueError(f"spearman needs paired samples, got {len(x)} and {len(y)} values")
-    if len(x) < 2:
-        return None
-    rx, ry = rankdata(x), rankdata(y)
-    mx, my = statistics.fmean(rx), statistics.fmean(ry)
-    sxy = math.fsum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    sxx = math.fsum((a - mx) ** 2 for a in rx)
-    syy = math.fsum((b - my) ** 2 for b in ry)
-    if sxx == 0 or syy == 0:
-        return None
-    return sxy / math.sqrt(sxx * syy)
-
-
-def reversals(pairs: Sequence[tuple[str, float, float]], *, margin: float = 0.0) -> list[tuple[str, float, float]]:
-    """The pairs whose two speedups disagree on which program is faster: one > 1 + margin and the other
-    < 1 - margin (e.g. instructions say the candidate is faster, wall time says slower). ``pairs``:
-    ``(name, speedup_1, speedup_2)``, ratios > 0. ``margin`` (>= 0) ignores near-parity noise."""
-    if margin < 0:
-        raise ValueError("margin must be >= 0")
-    out = []
-    for name, a, b in pairs:
-        if (a > 1 + margin and b < 1 - margin) or (a < 1 - margin and b > 1 + margin):
-            out.append((name, a, b))
-    return out
-
-
-# ------------------------------------------------------------------------------------------------------ eval
 
 
 @dataclass
@@ -213,15 +122,6 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
     before anything is scored or written, naming ``--tests`` / ``--generations``), or no program left to
     evaluate.
     """
-    from arbiter.datasets.pie_rows import iter_jsonl_lines
-    from arbiter.pipelines.pie_retime import (
-        RowIndex,
-        check_reward_options,
-        ensure_out_dir,
-        iter_candidates,
-        run_reward_batch,
-    )
-
     gen_path = Path(generations)
     if not gen_path.is_file():
         raise FileNotFoundError(f"generations file not found: {gen_path}")

@@ -1,0 +1,129 @@
+"""The candidates file of a PIE batch: one :class:`CandidateItem` per program, a bad record one item with its
+error. Record format: ``docs/pie.md`` ("Batch").
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arbiter.datasets.pie.read import iter_jsonl_lines
+from arbiter.datasets.pie.source import PieSource, RowIndex
+from arbiter.timing.count_cache import sha256_hex as _sha
+
+
+@dataclass
+class CandidateItem:
+    """One candidate to score: ``key`` (stable, for resume), ``line`` (1-based in the candidates file), ``index``
+    (position in its record's list), ``source`` (the row, or None when it could not be resolved), ``code``, and
+    ``error`` (why the record is unusable, or ""); ``not_object``: the line is not a JSON object at all (not
+    UTF-8, not JSON, or another JSON value such as a list)."""
+
+    key: str
+    line: int
+    index: int
+    source: PieSource | None
+    code: str
+    error: str = ""
+    record_id: str = ""
+    not_object: bool = False
+
+
+def _read_jsonl_lines(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
+    """``(line, value)`` per non-blank line; a line that is not UTF-8 or not JSON gives ``(line, ValueError)``
+    naming the file and the line (:func:`arbiter.datasets.pie_rows.iter_jsonl_lines`), so it becomes one rejected
+    record and the batch goes on."""
+    name = Path(path).name
+    for n, value, problem in iter_jsonl_lines(path):
+        yield n, (value if problem is None else ValueError(f"line {n} of {name}: {problem}"))
+
+
+def iter_candidates(path: str | os.PathLike, rows: RowIndex, *, field_names: Sequence[str] = ("candidates", "code"),
+                    skip_precomputed: bool = False) -> Iterator[CandidateItem]:
+    """The candidates of a JSONL file, one :class:`CandidateItem` per program.
+
+    Record format (one JSON object per line)::
+
+        {"src_id": "s995406644", "code": "<C++>"}
+        {"src_id": "s995406644", "tgt_id": "s525143936", "problem_id": "p02915", "candidates": ["<C++>", ...]}
+        {"row": "p02915/s995406644", "id": "my-run-17", "candidates": [...]}
+
+    ``src_id`` (optionally narrowed by ``problem_id``/``tgt_id``) or ``row`` (``problem_id/src_id[/tgt_id]``)
+    names the row; ``candidates`` (a list of programs) or ``code`` (one program) holds the code (``field_names``
+    gives the accepted fields, first match wins; ``arbiter pie eval`` adds ``generations``, a list too). Types are
+    strict: ``code`` must be a string (one program) and every other program field a JSON list of strings; a string
+    where a list is expected (``"candidates": "<C++>"``) or a list in ``code`` is bad input naming the line and
+    field, never guessed at. Optional ``id`` names
+    the record. Stable key: ``<id or problem/src/tgt@line>#<index>:<sha256(code)[:16]>``, so an edited file does not
+    reuse stale results. A bad record (a line that is not UTF-8 text or not JSON included: the file and line are
+    named) yields one item with ``error`` set (the line and field named) and never stops the batch.
+    ``skip_precomputed``: pass over records holding ``runtimes`` and no program field (``arbiter pie
+    eval``'s precomputed lines).
+    """
+    for line, rec in _read_jsonl_lines(path):
+        if skip_precomputed and isinstance(rec, dict) and "runtimes" in rec and not any(f in rec for f in field_names):
+            continue
+        if isinstance(rec, Exception):
+            yield CandidateItem(key=f"@{line}#error", line=line, index=0, source=None, code="", error=str(rec),
+                                not_object=True)
+            continue
+        if not isinstance(rec, dict):
+            yield CandidateItem(key=f"@{line}#error", line=line, index=0, source=None, code="",
+                                error=f"line {line}: expected a JSON object, got {type(rec).__name__}",
+                                not_object=True)
+            continue
+        rid = str(rec["id"]) if rec.get("id") is not None else ""
+        src_id, problem_id, tgt_id = rec.get("src_id"), rec.get("problem_id"), rec.get("tgt_id")
+        if rec.get("row") is not None:
+            parts = str(rec["row"]).split("/")
+            if len(parts) in (2, 3) and all(parts):
+                problem_id, src_id = parts[0], parts[1]
+                tgt_id = parts[2] if len(parts) == 3 else tgt_id
+            else:
+                src_id = None
+        err = ""
+        source = None
+        if not isinstance(src_id, str) or not src_id:
+            err = f"line {line}: field 'src_id' (or 'row' = problem_id/src_id[/tgt_id]) is missing or invalid"
+        else:
+            try:
+                source = rows.lookup(src_id, problem_id=problem_id, tgt_id=tgt_id)
+            except (KeyError, ValueError) as e:
+                err = f"line {line}: field 'src_id': {e.args[0]}"
+        codes: list[Any] | None = None
+        fname = next((f for f in field_names if f in rec), None)
+        if fname is None:
+            err = err or f"line {line}: no program: expected one of the fields {list(field_names)}"
+        else:
+            val = rec[fname]
+            if fname == "code":
+                if isinstance(val, str):
+                    codes = [val]
+                else:
+                    err = err or (f"line {line}: field 'code' must be one program (a string), got "
+                                  f"{type(val).__name__}; several programs go in a list field "
+                                  f"({', '.join(repr(f) for f in field_names if f != 'code')})")
+            elif isinstance(val, list):
+                codes = val
+                if not codes:
+                    err = err or f"line {line}: field {fname!r} is an empty list"
+            else:
+                err = err or (f"line {line}: field {fname!r} must be a list of programs, got {type(val).__name__}"
+                              + ("; one program may be given as a string in the field 'code'"
+                                 if "code" in field_names else ""))
+        base = rid or (f"{source.label()}@{line}" if source else f"{problem_id or '?'}/{src_id or '?'}@{line}")
+        if err:
+            yield CandidateItem(key=f"{base}#error", line=line, index=0, source=source, code="", error=err,
+                                record_id=rid)
+            continue
+        for i, code in enumerate(codes or []):
+            if not isinstance(code, str) or not code.strip():
+                yield CandidateItem(key=f"{base}#{i}:error", line=line, index=i, source=source, code="",
+                                    error=f"line {line}: field {fname!r}[{i}] is not a non-empty string",
+                                    record_id=rid)
+                continue
+            yield CandidateItem(key=f"{base}#{i}:{_sha(code)[:16]}", line=line, index=i, source=source, code=code,
+                                record_id=rid)
