@@ -12,17 +12,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arbiter.datasets.jsonl_sink import JsonlSink, read_jsonl
 from arbiter.datasets.pie.source import PieSource, RowIndex
 from arbiter.judge.verdict import Outcome
 from arbiter.pipelines.outputs import ensure_out_dir, holds_out_dirs
 from arbiter.pipelines.pie.candidates import CandidateItem, iter_candidates
 from arbiter.pipelines.pie.config import check_config, reward_config
-from arbiter.pipelines.pie.inputs import _CANDIDATE_SHAPE, CandidatesInputError, check_candidates_usable, check_tests_source
+from arbiter.pipelines.pie.inputs import (
+    _CANDIDATE_SHAPE,
+    CandidatesInputError,
+    check_candidates_usable,
+    check_tests_source,
+)
 from arbiter.pipelines.pie.summary import summarize_rewards
 from arbiter.rewards.pie.options import check_reward_options
 from arbiter.rewards.pie.result import PieRewardResult
 from arbiter.rewards.pie.reward import pie_reward
 from arbiter.timing.count_cache import sha256_hex as _sha
+from arbiter.timing.instructions import ValgrindUnavailable
 
 
 def sample_rng(seed: int, source: PieSource) -> random.Random:
@@ -41,8 +48,6 @@ def score_candidates(items: Iterable[CandidateItem], tests: Any, *, on_result: C
     ``reason``; an unexpected exception for one item gives ``SANDBOX_ERROR`` with the exception named, so one bad
     item never stops the batch (DESIGN.md "Reliability"). Bad arguments (transform, method, K) raise ``ValueError``
     before any item is scored; a missing valgrind raises :class:`~arbiter.timing.instructions.ValgrindUnavailable`."""
-    from arbiter.timing.instructions import ValgrindUnavailable
-
     check_reward_options(reward_kw)
     for item in items:
         if skip(item.key):
@@ -126,10 +131,36 @@ def run_reward_batch(rows: Any, tests: Any, candidates: str | os.PathLike, out_d
     (:class:`CandidatesInputError` from :func:`check_candidates_usable`, naming ``input_option``: empty, not JSON
     Lines, or no record naming a row) or one that cannot be read.
     """
-    from arbiter.datasets.jsonl_sink import JsonlSink, read_jsonl
-
     check_reward_options(reward_kw)
     index = rows if isinstance(rows, RowIndex) else RowIndex(rows, split=split)
+    items = _read_items(candidates, index, tests, field_names, skip_precomputed, input_option)
+    out = ensure_out_dir(out_dir)
+    check_config(out, reward_config(index, tests, seed=seed, **reward_kw))
+    names = {"rewards": "rewards.jsonl", "errors": "errors.jsonl", "summary": "summary.json", **(file_names or {})}
+    paths = {k: out / names[k] for k in ("rewards", "errors", "summary")}
+    sink = JsonlSink(paths["rewards"], "key")
+    resumed = sum(1 for it in items if it.key in sink)
+    if on_start is not None:
+        on_start(len(items))
+    errors: list[dict[str, Any]] = []
+    try:
+        new = _score_into(items, tests, sink, paths["errors"], errors, on_result, seed=seed, **reward_kw)
+    finally:
+        sink.close()
+    keys = {it.key for it in items}
+    final = {r["key"]: r for r in read_jsonl(paths["rewards"]) if r.get("key") in keys}
+    records = [final[it.key] for it in items if it.key in final]
+    summary = summarize_rewards(records)
+    summary.update({"candidates": len(items), "new": new, "resumed": resumed, "sandbox_errors": len(errors),
+                    "row_errors": len(index.errors), "rows": len(index)})
+    paths["summary"].write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    return BatchRun(records=records, new=new, resumed=resumed, sandbox_errors=errors, row_errors=index.errors,
+                    summary=summary, outputs={k: str(v) for k, v in paths.items()})
+
+
+def _read_items(candidates: str | os.PathLike, index: RowIndex, tests: Any, field_names: Sequence[str],
+                skip_precomputed: bool, input_option: str | None) -> list[CandidateItem]:
+    """The candidates to score, after refusing inputs unusable as a whole (before anything is written)."""
     if not Path(candidates).is_file():
         raise FileNotFoundError(f"candidates file not found: {candidates}")
     check_tests_source(tests)
@@ -142,39 +173,27 @@ def run_reward_batch(rows: Any, tests: Any, candidates: str | os.PathLike, out_d
         check_candidates_usable(items, candidates, index, option=input_option,
                                 shape=_CANDIDATE_SHAPE.replace('"candidates" | "code"',
                                                                " | ".join(f'"{f}"' for f in field_names)))
-    out = ensure_out_dir(out_dir)
-    check_config(out, reward_config(index, tests, seed=seed, **reward_kw))
-    names = {"rewards": "rewards.jsonl", "errors": "errors.jsonl", "summary": "summary.json", **(file_names or {})}
-    paths = {k: out / names[k] for k in ("rewards", "errors", "summary")}
-    sink = JsonlSink(paths["rewards"], "key")
-    resumed = sum(1 for it in items if it.key in sink)
-    if on_start is not None:
-        on_start(len(items))
-    errors: list[dict[str, Any]] = []
-    new = 0
-    try:
-        with open(paths["errors"], "a", encoding="utf-8") as err_f:
-            def handle(item: CandidateItem, rec: dict[str, Any]) -> None:
-                nonlocal new
-                if rec.get("outcome") == Outcome.SANDBOX_ERROR.value:
-                    errors.append(rec)
-                    err_f.write(json.dumps(rec, default=str) + "\n")
-                    err_f.flush()
-                else:
-                    sink.write(rec)
-                    new += 1
-                if on_result is not None:
-                    on_result(rec)
+    return items
 
-            score_candidates(items, tests, on_result=handle, seed=seed, skip=lambda key: key in sink, **reward_kw)
-    finally:
-        sink.close()
-    keys = {it.key for it in items}
-    final = {r["key"]: r for r in read_jsonl(paths["rewards"]) if r.get("key") in keys}
-    records = [final[it.key] for it in items if it.key in final]
-    summary = summarize_rewards(records)
-    summary.update({"candidates": len(items), "new": new, "resumed": resumed, "sandbox_errors": len(errors),
-                    "row_errors": len(index.errors), "rows": len(index)})
-    paths["summary"].write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
-    return BatchRun(records=records, new=new, resumed=resumed, sandbox_errors=errors, row_errors=index.errors,
-                    summary=summary, outputs={k: str(v) for k, v in paths.items()})
+
+def _score_into(items: Sequence[CandidateItem], tests: Any, sink: JsonlSink, errors_path: Path,
+                errors: list[dict[str, Any]], on_result: Callable[[dict[str, Any]], None] | None, *,
+                seed: int, **reward_kw: Any) -> int:
+    """Score the items not yet in ``sink``: rewards into the sink, SANDBOX_ERROR records appended to
+    ``errors_path`` and ``errors``; returns how many rewards were written."""
+    new = 0
+    with open(errors_path, "a", encoding="utf-8") as err_f:
+        def handle(item: CandidateItem, rec: dict[str, Any]) -> None:
+            nonlocal new
+            if rec.get("outcome") == Outcome.SANDBOX_ERROR.value:
+                errors.append(rec)
+                err_f.write(json.dumps(rec, default=str) + "\n")
+                err_f.flush()
+            else:
+                sink.write(rec)
+                new += 1
+            if on_result is not None:
+                on_result(rec)
+
+        score_candidates(items, tests, on_result=handle, seed=seed, skip=lambda key: key in sink, **reward_kw)
+    return new

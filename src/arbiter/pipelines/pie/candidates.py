@@ -69,61 +69,72 @@ def iter_candidates(path: str | os.PathLike, rows: RowIndex, *, field_names: Seq
         if isinstance(rec, Exception):
             yield CandidateItem(key=f"@{line}#error", line=line, index=0, source=None, code="", error=str(rec),
                                 not_object=True)
-            continue
-        if not isinstance(rec, dict):
+        elif not isinstance(rec, dict):
             yield CandidateItem(key=f"@{line}#error", line=line, index=0, source=None, code="",
                                 error=f"line {line}: expected a JSON object, got {type(rec).__name__}",
                                 not_object=True)
-            continue
-        rid = str(rec["id"]) if rec.get("id") is not None else ""
-        src_id, problem_id, tgt_id = rec.get("src_id"), rec.get("problem_id"), rec.get("tgt_id")
-        if rec.get("row") is not None:
-            parts = str(rec["row"]).split("/")
-            if len(parts) in (2, 3) and all(parts):
-                problem_id, src_id = parts[0], parts[1]
-                tgt_id = parts[2] if len(parts) == 3 else tgt_id
-            else:
-                src_id = None
-        err = ""
-        source = None
-        if not isinstance(src_id, str) or not src_id:
-            err = f"line {line}: field 'src_id' (or 'row' = problem_id/src_id[/tgt_id]) is missing or invalid"
         else:
-            try:
-                source = rows.lookup(src_id, problem_id=problem_id, tgt_id=tgt_id)
-            except (KeyError, ValueError) as e:
-                err = f"line {line}: field 'src_id': {e.args[0]}"
-        codes: list[Any] | None = None
-        fname = next((f for f in field_names if f in rec), None)
-        if fname is None:
-            err = err or f"line {line}: no program: expected one of the fields {list(field_names)}"
+            yield from _record_items(rec, line, rows, field_names)
+
+
+def _record_row(rec: dict[str, Any], line: int, rows: RowIndex
+                ) -> tuple[PieSource | None, Any, Any, str]:
+    """``(source, src_id, problem_id, error)`` of the row a record names by ``src_id`` (``problem_id``,
+    ``tgt_id``) or ``row``."""
+    src_id, problem_id, tgt_id = rec.get("src_id"), rec.get("problem_id"), rec.get("tgt_id")
+    if rec.get("row") is not None:
+        parts = str(rec["row"]).split("/")
+        if len(parts) in (2, 3) and all(parts):
+            problem_id, src_id = parts[0], parts[1]
+            tgt_id = parts[2] if len(parts) == 3 else tgt_id
         else:
-            val = rec[fname]
-            if fname == "code":
-                if isinstance(val, str):
-                    codes = [val]
-                else:
-                    err = err or (f"line {line}: field 'code' must be one program (a string), got "
-                                  f"{type(val).__name__}; several programs go in a list field "
-                                  f"({', '.join(repr(f) for f in field_names if f != 'code')})")
-            elif isinstance(val, list):
-                codes = val
-                if not codes:
-                    err = err or f"line {line}: field {fname!r} is an empty list"
-            else:
-                err = err or (f"line {line}: field {fname!r} must be a list of programs, got {type(val).__name__}"
-                              + ("; one program may be given as a string in the field 'code'"
-                                 if "code" in field_names else ""))
-        base = rid or (f"{source.label()}@{line}" if source else f"{problem_id or '?'}/{src_id or '?'}@{line}")
-        if err:
-            yield CandidateItem(key=f"{base}#error", line=line, index=0, source=source, code="", error=err,
+            src_id = None
+    if not isinstance(src_id, str) or not src_id:
+        return None, src_id, problem_id, (f"line {line}: field 'src_id' (or 'row' = problem_id/src_id[/tgt_id]) "
+                                          "is missing or invalid")
+    try:
+        return rows.lookup(src_id, problem_id=problem_id, tgt_id=tgt_id), src_id, problem_id, ""
+    except (KeyError, ValueError) as e:
+        return None, src_id, problem_id, f"line {line}: field 'src_id': {e.args[0]}"
+
+
+def _record_codes(rec: dict[str, Any], line: int, field_names: Sequence[str]
+                  ) -> tuple[str | None, list[Any] | None, str]:
+    """``(field, programs, error)`` of a record: the first of ``field_names`` it has, strictly typed."""
+    fname = next((f for f in field_names if f in rec), None)
+    if fname is None:
+        return None, None, f"line {line}: no program: expected one of the fields {list(field_names)}"
+    val = rec[fname]
+    if fname == "code":
+        if isinstance(val, str):
+            return fname, [val], ""
+        return fname, None, (f"line {line}: field 'code' must be one program (a string), got "
+                             f"{type(val).__name__}; several programs go in a list field "
+                             f"({', '.join(repr(f) for f in field_names if f != 'code')})")
+    if isinstance(val, list):
+        return fname, val, f"line {line}: field {fname!r} is an empty list" if not val else ""
+    return fname, None, (f"line {line}: field {fname!r} must be a list of programs, got {type(val).__name__}"
+                         + ("; one program may be given as a string in the field 'code'"
+                            if "code" in field_names else ""))
+
+
+def _record_items(rec: dict[str, Any], line: int, rows: RowIndex, field_names: Sequence[str]
+                  ) -> Iterator[CandidateItem]:
+    """The items of one JSON-object record: one per program, or one carrying the record's first error."""
+    rid = str(rec["id"]) if rec.get("id") is not None else ""
+    source, src_id, problem_id, err = _record_row(rec, line, rows)
+    fname, codes, code_err = _record_codes(rec, line, field_names)
+    err = err or code_err
+    base = rid or (f"{source.label()}@{line}" if source else f"{problem_id or '?'}/{src_id or '?'}@{line}")
+    if err:
+        yield CandidateItem(key=f"{base}#error", line=line, index=0, source=source, code="", error=err,
+                            record_id=rid)
+        return
+    for i, code in enumerate(codes or []):
+        if not isinstance(code, str) or not code.strip():
+            yield CandidateItem(key=f"{base}#{i}:error", line=line, index=i, source=source, code="",
+                                error=f"line {line}: field {fname!r}[{i}] is not a non-empty string",
                                 record_id=rid)
             continue
-        for i, code in enumerate(codes or []):
-            if not isinstance(code, str) or not code.strip():
-                yield CandidateItem(key=f"{base}#{i}:error", line=line, index=i, source=source, code="",
-                                    error=f"line {line}: field {fname!r}[{i}] is not a non-empty string",
-                                    record_id=rid)
-                continue
-            yield CandidateItem(key=f"{base}#{i}:{_sha(code)[:16]}", line=line, index=i, source=source, code=code,
-                                record_id=rid)
+        yield CandidateItem(key=f"{base}#{i}:{_sha(code)[:16]}", line=line, index=i, source=source, code=code,
+                            record_id=rid)

@@ -16,7 +16,7 @@ from typing import Any
 from arbiter.datasets.pie.read import iter_jsonl_lines
 from arbiter.datasets.pie.source import RowIndex
 from arbiter.pipelines.outputs import ensure_out_dir, holds_out_dirs
-from arbiter.pipelines.pie.batch import run_reward_batch
+from arbiter.pipelines.pie.batch import BatchRun, run_reward_batch
 from arbiter.pipelines.pie.candidates import iter_candidates
 from arbiter.pipelines.pie.metrics import PieMetricsAtK, ProgramGenerations, format_metrics_table, pie_eval_metrics
 from arbiter.rewards.pie.options import check_reward_options
@@ -128,13 +128,7 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
     check_reward_options(reward_kw, need_meter=False)  # before anything is written (valgrind: when measuring)
     if Path(out_dir).exists():  # an --out that is a file is refused now; a new folder is made once inputs pass
         ensure_out_dir(out_dir)
-    lines: list[tuple[int, dict[str, Any]]] = []
-    bad_lines: list[dict[str, Any]] = []
-    for n, rec, problem in iter_jsonl_lines(gen_path):
-        if problem is not None:  # one bad line never stops the batch: it is reported as an excluded program
-            bad_lines.append({"id": f"line {n}", "reason": f"line {n} of {gen_path.name}: {problem}"})
-        else:
-            lines.append((n, rec if isinstance(rec, dict) else {}))
+    lines, bad_lines = _read_lines(gen_path)
     pre = [(n, r) for n, r in lines if "runtimes" in r and not any(f in r for f in GENERATION_FIELDS)]
     needs_run = len(pre) < len(lines)
     groups: list[tuple[str, list[dict[str, Any]]]] = []
@@ -152,21 +146,59 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
                                # lines, its bad lines are excluded programs as usual
                                input_option=None if pre else "--generations",
                                on_start=on_start, on_result=on_result, **reward_kw)
-        by_key = {r["key"]: r for r in run.records}
-        errs = {r["key"]: r for r in run.sandbox_errors}
-        by_line: dict[int, list[dict[str, Any]]] = {}
-        names: dict[int, str] = {}
-        for it in iter_candidates(gen_path, index, field_names=GENERATION_FIELDS, skip_precomputed=True):
-            rec = by_key.get(it.key) or errs.get(it.key) or {"outcome": "SANDBOX_ERROR", "reward": None,
-                                                             "reason": "not scored"}
-            by_line.setdefault(it.line, []).append(rec)
-            names.setdefault(it.line, it.record_id or (f"{it.source.label()}@{it.line}" if it.source else
-                                                       f"line {it.line}"))
-        groups = [(names[n], by_line[n]) for n in sorted(by_line)]
+        groups = _groups(run, gen_path, index)
     defects: list[dict[str, Any]] = []
     programs, per, excluded = programs_from_records(groups, defects)
     if not needs_run:  # (otherwise iter_candidates reported the bad lines as unscorable records, excluded above)
         excluded.extend(bad_lines)
+    _add_precomputed(pre, gen_path, programs, per, excluded)
+    if not programs:
+        left = excluded + defects
+        raise ValueError(f"no program left to evaluate ({len(excluded)} excluded, {len(defects)} dataset defects: "
+                         f"{'; '.join(e['id'] + ': ' + e['reason'] for e in left[:3])})")
+    metrics = pie_eval_metrics(programs, ks)
+    records = run.records if run is not None else []
+    report = _report(method, needs_run, programs, per, excluded, defects, records, metrics)
+    out = ensure_out_dir(out_dir)
+    paths = {"metrics": out / "metrics.json"}
+    if run is not None:
+        paths.update({"generations": Path(run.outputs["rewards"]), "errors": Path(run.outputs["errors"])})
+    paths["metrics"].write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    return EvalRun(metrics=metrics, table=format_metrics_table(metrics), report=report, records=records,
+                   sandbox_errors=run.sandbox_errors if run is not None else [],
+                   outputs={k: str(v) for k, v in paths.items()})
+
+
+def _read_lines(gen_path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[dict[str, Any]]]:
+    """``(lines, bad_lines)``: the JSON lines of the file, and one excluded program per unreadable line."""
+    lines: list[tuple[int, dict[str, Any]]] = []
+    bad_lines: list[dict[str, Any]] = []
+    for n, rec, problem in iter_jsonl_lines(gen_path):
+        if problem is not None:  # one bad line never stops the batch: it is reported as an excluded program
+            bad_lines.append({"id": f"line {n}", "reason": f"line {n} of {gen_path.name}: {problem}"})
+        else:
+            lines.append((n, rec if isinstance(rec, dict) else {}))
+    return lines, bad_lines
+
+
+def _groups(run: BatchRun, gen_path: Path, index: RowIndex) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The reward records of the batch grouped per line of the generations file, in file order."""
+    by_key = {r["key"]: r for r in run.records}
+    errs = {r["key"]: r for r in run.sandbox_errors}
+    by_line: dict[int, list[dict[str, Any]]] = {}
+    names: dict[int, str] = {}
+    for it in iter_candidates(gen_path, index, field_names=GENERATION_FIELDS, skip_precomputed=True):
+        rec = by_key.get(it.key) or errs.get(it.key) or {"outcome": "SANDBOX_ERROR", "reward": None,
+                                                         "reason": "not scored"}
+        by_line.setdefault(it.line, []).append(rec)
+        names.setdefault(it.line, it.record_id or (f"{it.source.label()}@{it.line}" if it.source else
+                                                   f"line {it.line}"))
+    return [(names[n], by_line[n]) for n in sorted(by_line)]
+
+
+def _add_precomputed(pre: Sequence[tuple[int, dict[str, Any]]], gen_path: Path, programs: list[ProgramGenerations],
+                     per: list[dict[str, Any]], excluded: list[dict[str, Any]]) -> None:
+    """Append the precomputed lines' programs (or their exclusion, for bad fields)."""
     for n, r in pre:
         try:
             pid, prog = _precomputed(r, n)
@@ -177,13 +209,12 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
         programs.append(prog)
         per.append({"id": pid, "src_runtime": prog.src_runtime,
                     "runtimes": [None if x == math.inf else x for x in prog.runtimes], "outcomes": None})
-    if not programs:
-        left = excluded + defects
-        raise ValueError(f"no program left to evaluate ({len(excluded)} excluded, {len(defects)} dataset defects: "
-                         f"{'; '.join(e['id'] + ': ' + e['reason'] for e in left[:3])})")
-    metrics = pie_eval_metrics(programs, ks)
-    table = format_metrics_table(metrics)
-    records = run.records if run is not None else []
+
+
+def _report(method: str, measured: bool, programs: Sequence[ProgramGenerations], per: Sequence[dict[str, Any]],
+            excluded: list[dict[str, Any]], defects: list[dict[str, Any]], records: Sequence[Mapping[str, Any]],
+            metrics: Sequence[PieMetricsAtK]) -> dict[str, Any]:
+    """The ``metrics.json`` report; ``measured`` False when every line was precomputed."""
     unit = "instructions" if method == "instructions" else "seconds"
     units: dict[str, int] = {}
     other: list[str] = []
@@ -193,9 +224,9 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
                 units[u] = units.get(u, 0) + 1
         if any(u is not None and u != unit for u in p.get("units") or []):
             other.append(str(p["id"]))
-    report = {
-        "method": method if needs_run else "precomputed",
-        "unit": unit if needs_run else "as given",
+    return {
+        "method": method if measured else "precomputed",
+        "unit": unit if measured else "as given",
         "speedup_units": dict(sorted(units.items())),
         "programs_in_other_unit": other,
         "n_programs": len(programs),
@@ -211,11 +242,3 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
         "rules": "reference/pie.md §1 'Aggregation' (LearningOpt/pie gem5_eval.py): failures = inf runtime; "
                  "best@k over the first k; speedup floored at 1.0; %Opt = speedup >= 1.10",
     }
-    out = ensure_out_dir(out_dir)
-    paths = {"metrics": out / "metrics.json"}
-    if run is not None:
-        paths.update({"generations": Path(run.outputs["rewards"]), "errors": Path(run.outputs["errors"])})
-    paths["metrics"].write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
-    return EvalRun(metrics=metrics, table=table, report=report, records=records,
-                   sandbox_errors=run.sandbox_errors if run is not None else [],
-                   outputs={k: str(v) for k, v in paths.items()})

@@ -70,19 +70,7 @@ def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for r in correct:
         per_unit.setdefault(str(r.get("unit") or _unit_of(r.get("method"))), []).append(float(r["speedup"]))
     head = speedup_stats(per_unit.get(unit, []))
-    defects: dict[str, dict[str, Any]] = {}
-    n_defects = 0
-    for r in records:
-        if r.get("outcome") != DATASET_DEFECT:
-            continue
-        n_defects += 1
-        row = "/".join(str(x) for x in (r.get("problem_id"), r.get("src_id"), r.get("tgt_id")) if x)
-        fails = r.get("dataset_defects") or []
-        programs = sorted({str(d.get("program")) for d in fails})  # "source" < "target"
-        defects.setdefault(row, {"row": row, "program": "+".join(programs),
-                                 "cases": [f"{d.get('program')} {d.get('case') or 'compile'} {d.get('outcome')}"
-                                           for d in fails[:10]],
-                                 "reason": r.get("reason")})
+    n_defects, defects = _dataset_defects(records)
     return {
         "n": len(records),
         "by_outcome": dict(sorted(by.items())),
@@ -112,3 +100,21 @@ def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "transforms": sorted({str(r["transform"]) for r in records if r.get("transform")}),
         "startup_floors": sorted({int(r["startup_floor"]) for r in records if r.get("startup_floor")}),
     }
+
+
+def _dataset_defects(records: Sequence[Mapping[str, Any]]) -> tuple[int, dict[str, dict[str, Any]]]:
+    """``(records, {row: entry})`` of the DATASET_DEFECT records, one entry per row (the first record's)."""
+    defects: dict[str, dict[str, Any]] = {}
+    n_defects = 0
+    for r in records:
+        if r.get("outcome") != DATASET_DEFECT:
+            continue
+        n_defects += 1
+        row = "/".join(str(x) for x in (r.get("problem_id"), r.get("src_id"), r.get("tgt_id")) if x)
+        fails = r.get("dataset_defects") or []
+        programs = sorted({str(d.get("program")) for d in fails})  # "source" < "target"
+        defects.setdefault(row, {"row": row, "program": "+".join(programs),
+                                 "cases": [f"{d.get('program')} {d.get('case') or 'compile'} {d.get('outcome')}"
+                                           for d in fails[:10]],
+                                 "reason": r.get("reason")})
+    return n_defects, defects
