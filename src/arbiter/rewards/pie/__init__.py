@@ -4,7 +4,7 @@
 
 from arbiter.rewards.pie.measure import SrcCountCache
 from arbiter.rewards.pie.options import DEFAULT_LIMITS, MAX_REPEATS, check_reward_options
-from arbiter.rewards.pie.result import DATASET_DEFECT, UNMEASURABLE, UNMEASURABLE_STATUSES, PieRewardResult
+from arbiter.rewards.pie.result import DATASET_DEFECT, UNMEASURABLE, PieRewardResult
 from arbiter.rewards.pie.reward import pie_reward
 from arbiter.rewards.pie.transforms import TRANSFORMS, RewardTransform, apply_reward, make_transform
 
@@ -14,7 +14,6 @@ __all__ = [
     "MAX_REPEATS",
     "TRANSFORMS",
     "UNMEASURABLE",
-    "UNMEASURABLE_STATUSES",
     "PieRewardResult",
     "RewardTransform",
     "SrcCountCache",

@@ -12,6 +12,7 @@ from typing import Any, Literal, NamedTuple
 from arbiter.checkers.spec import CheckerSpec
 from arbiter.datasets.pie.source import PieSource
 from arbiter.judge.task import CompileSpec, Task
+from arbiter.judge.speedup import SpeedupOutcome
 from arbiter.judge.testsuite import StdioCase, TestSuite
 from arbiter.judge.verdict import Outcome
 from arbiter.rewards.pie.transforms import RewardTransform
@@ -19,19 +20,14 @@ from arbiter.sandbox.limits import Limits
 from arbiter.timing.count_cache import CountCache
 
 
-#: Outcome of a correct candidate whose cost cannot be measured: it creates processes or threads, which measured
-#: runs refuse (:mod:`arbiter.timing.instructions`, ``creates_processes``). Not a verdict of the judge: the program
-#: passed the tests; it gets the transform's failure reward and no speedup.
-UNMEASURABLE = "UNMEASURABLE"
-
-
-#: Measurement statuses of a correct candidate that give :data:`UNMEASURABLE`: it creates processes or threads,
-#: or it makes valgrind client requests (which would run its code outside the count; the meter refuses them).
-UNMEASURABLE_STATUSES = frozenset({"creates_processes", "client_request"})
+#: Outcome of a correct candidate whose cost cannot be measured (it creates processes or threads, or makes valgrind
+#: client requests): :class:`arbiter.judge.speedup.SpeedupOutcome` ``UNMEASURABLE``. Not a verdict of the judge:
+#: the program passed the tests; it gets the transform's failure reward and no speedup.
+UNMEASURABLE: str = SpeedupOutcome.UNMEASURABLE.value
 
 
 #: Outcome of a row whose own source or target program fails the row's tests (wrong result or no compile): the
-#: dataset is at fault, not the candidate (module docstring step 4). Not a verdict of the judge; ``reward`` None.
+#: dataset is at fault, not the candidate (``docs/pie.md``, step 4). Not a verdict of the judge; ``reward`` None.
 DATASET_DEFECT = "DATASET_DEFECT"
 
 

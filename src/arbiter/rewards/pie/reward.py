@@ -16,7 +16,7 @@ from arbiter.judge.task import CompileSpec
 from arbiter.judge.testsuite import InvalidTestSuite
 from arbiter.judge.verdict import Outcome
 from arbiter.languages.cpp import ToolchainUnavailable, compile_cpp
-from arbiter.rewards.pie.measure import SrcCountCache, judge_candidate, measure
+from arbiter.rewards.pie.measure import SrcCountCache, speedup
 from arbiter.rewards.pie.options import DEFAULT_LIMITS, Method
 from arbiter.rewards.pie.result import DATASET_DEFECT, PieRewardResult, RewardCall, Stop
 from arbiter.rewards.pie.rowcheck import check_source, check_target, gate_row
@@ -54,9 +54,9 @@ def compile_source(c: RewardCall) -> Stop | None:
 
 
 #: The stages of :func:`pie_reward`, in order; each returns None to go on or the :class:`Stop` that ends the call
-#: (:func:`measure` always stops: AC with the speedup, or the measurement's failure).
+#: (:func:`~arbiter.rewards.pie.measure.speedup` always stops: AC with the speedup, or a failure).
 STAGES: tuple[Callable[[RewardCall], Stop | None], ...] = (
-    pick_pool, compile_source, check_source, check_target, gate_row, judge_candidate, measure)
+    pick_pool, compile_source, check_source, check_target, gate_row, speedup)
 
 
 def pie_reward(row: Any, candidate: str, tests: Any, *, transform: str = "raw",
