@@ -5,13 +5,12 @@ so a bad row never stops a batch.
 
 from __future__ import annotations
 
-import gzip
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from arbiter.datasets.json_lines import decode_json_line
+from arbiter.datasets.io import iter_lines
 from arbiter.datasets.pie.errors import PieRowError, RowError
 from arbiter.datasets.pie.rows import _MODELS, AnyPieRow, PieBysrcRow, PiePair, PieRow, RowKind, _PieRowBase, _validate, parse_pie_pair
 
@@ -38,18 +37,8 @@ def iter_jsonl_lines(path: str | os.PathLike) -> Iterator[tuple[int, Any, str | 
     (``problem`` names the first invalid byte and its position in the line, e.g. ``"not UTF-8 text (byte 0xff at
     column 12)"``) or not one JSON value (``"not valid JSON (Expecting value at char 0)"``). Raises ``OSError`` when
     the file cannot be opened or read (a problem of the whole file, not of a line)."""
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                value = decode_json_line(raw, lineno)
-            except ValueError as e:
-                yield lineno, None, str(e)
-                continue
-            yield lineno, value, None
+    for line in iter_lines(path):
+        yield line.number, line.value, line.problem
 
 
 def _iter_jsonl(path: Path) -> Iterator[Any]:

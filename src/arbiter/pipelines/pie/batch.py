@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arbiter.datasets.jsonl_sink import JsonlSink, read_jsonl
+from arbiter.datasets.io import JsonlSink, read_jsonl
 from arbiter.datasets.pie.source import PieSource, RowIndex
 from arbiter.judge.verdict import Outcome
-from arbiter.pipelines.outputs import ensure_out_dir, holds_out_dirs
+from arbiter.pipelines.outputs import holds_out_dirs
 from arbiter.pipelines.pie.candidates import CandidateItem, iter_candidates
-from arbiter.pipelines.pie.config import check_config, reward_config
+from arbiter.pipelines.pie.config import CONFIG_RULES, reward_config
 from arbiter.pipelines.pie.inputs import (
     _CANDIDATE_SHAPE,
     CandidatesInputError,
@@ -28,6 +28,7 @@ from arbiter.pipelines.pie.summary import summarize_rewards
 from arbiter.rewards.pie.options import check_reward_options
 from arbiter.rewards.pie.result import PieRewardResult
 from arbiter.rewards.pie.reward import pie_reward
+from arbiter.pipelines.runs import RunFolder
 from arbiter.timing.count_cache import sha256_hex as _sha
 from arbiter.timing.instructions import ValgrindUnavailable
 
@@ -134,26 +135,23 @@ def run_reward_batch(rows: Any, tests: Any, candidates: str | os.PathLike, out_d
     check_reward_options(reward_kw)
     index = rows if isinstance(rows, RowIndex) else RowIndex(rows, split=split)
     items = _read_items(candidates, index, tests, field_names, skip_precomputed, input_option)
-    out = ensure_out_dir(out_dir)
-    check_config(out, reward_config(index, tests, seed=seed, **reward_kw))
     names = {"rewards": "rewards.jsonl", "errors": "errors.jsonl", "summary": "summary.json", **(file_names or {})}
-    paths = {k: out / names[k] for k in ("rewards", "errors", "summary")}
-    sink = JsonlSink(paths["rewards"], "key")
-    resumed = sum(1 for it in items if it.key in sink)
-    if on_start is not None:
-        on_start(len(items))
     errors: list[dict[str, Any]] = []
-    try:
+    with RunFolder(out_dir) as folder:
+        folder.check_config(reward_config(index, tests, seed=seed, **reward_kw), CONFIG_RULES)
+        paths = {k: folder.file(names[k]) for k in ("rewards", "errors", "summary")}
+        sink = folder.sink(names["rewards"], "key")
+        resumed = sum(1 for it in items if it.key in sink)
+        if on_start is not None:
+            on_start(len(items))
         new = _score_into(items, tests, sink, paths["errors"], errors, on_result, seed=seed, **reward_kw)
-    finally:
-        sink.close()
     keys = {it.key for it in items}
     final = {r["key"]: r for r in read_jsonl(paths["rewards"]) if r.get("key") in keys}
     records = [final[it.key] for it in items if it.key in final]
     summary = summarize_rewards(records)
     summary.update({"candidates": len(items), "new": new, "resumed": resumed, "sandbox_errors": len(errors),
                     "row_errors": len(index.errors), "rows": len(index)})
-    paths["summary"].write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    folder.write_summary(summary, names["summary"])
     return BatchRun(records=records, new=new, resumed=resumed, sandbox_errors=errors, row_errors=index.errors,
                     summary=summary, outputs={k: str(v) for k, v in paths.items()})
 

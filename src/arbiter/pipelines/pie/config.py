@@ -1,34 +1,30 @@
 """The ``config.json`` of a PIE run folder: what its rewards depend on besides the candidates, and the refusal
-(:class:`ConfigMismatch`) to resume into a folder made with other inputs or options.
+(:class:`~arbiter.pipelines.runs.ConfigMismatch`) to resume into a folder made with other inputs or options.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
 from arbiter.checkers.spec import CheckerSpec
+from arbiter.datasets.io import write_json_atomic
 from arbiter.datasets.pie.source import RowIndex
+from arbiter.judge.task import CompileSpec
+from arbiter.pipelines import runs
+from arbiter.pipelines.runs import CONFIG_FILE, ConfigMismatch, ConfigRules
 from arbiter.rewards.pie.options import DEFAULT_LIMITS, _checker_key
 from arbiter.rewards.pie.transforms import make_transform
 
-
-class ConfigMismatch(ValueError):
-    """``out_dir`` holds rewards computed from other rows, tests or reward-changing options; resuming into it would
-    keep those rewards for candidates scored again with the new ones. Use another output folder (or delete it)."""
-
-
-CONFIG_FILE = "config.json"
+__all__ = ["CONFIG_FILE", "CONFIG_RULES", "ConfigMismatch", "check_config", "reward_config"]
 
 
 def _path_identity(obj: Any) -> Any:
     """The identity of an input given as a path: a file's sha256; a folder's sha256 over its listing (relative path,
     size, mtime in ns of every file; content hashing a PIE tests tree would read gigabytes); anything else (an
     in-memory ``TestSuite``, a mapping, a callable): ``None`` (not recorded)."""
-    import hashlib
-
     if not isinstance(obj, (str, os.PathLike)):
         return None
     p = Path(obj)
@@ -63,8 +59,6 @@ def reward_config(rows: Any, tests: Any, *, seed: int = 0, **reward_kw: Any) -> 
       the cases), ``checker``, the compile command, the native limits (CPU seconds, wall seconds, memory bytes), and
       ``repeats``/``warmup`` for the wall method. Not included: the cache switch and progress options (they do not
       change a reward)."""
-    from arbiter.judge.task import CompileSpec
-
     origin = rows.origin if isinstance(rows, RowIndex) else rows
     split = rows.split if isinstance(rows, RowIndex) else None
     chk = reward_kw.get("checker", "pie")
@@ -89,27 +83,20 @@ def reward_config(rows: Any, tests: Any, *, seed: int = 0, **reward_kw: Any) -> 
             "options": options}
 
 
+def _write_config(path: Path, fingerprint: dict[str, Any]) -> None:
+    write_json_atomic(path, fingerprint, indent=1, sort_keys=True, ensure_ascii=True)
+
+
+#: How a PIE run folder's ``config.json`` is compared and written (:class:`~arbiter.pipelines.runs.ConfigRules`).
+CONFIG_RULES = ConfigRules(
+    what="rewards",
+    refuse=lambda out, diffs: (f"{out} holds rewards computed with other inputs or options (changed: "
+                               f"{', '.join(diffs)}); use another --out folder or delete it"),
+    write=_write_config)
+
+
 def check_config(out_dir: Path, fingerprint: dict[str, Any]) -> None:
     """Record ``fingerprint`` in ``out_dir/config.json`` on the first run; on a rerun, raise :class:`ConfigMismatch`
-    naming what changed (inputs by name, options as ``option NAME (old -> new)``). A folder from before this file
-    existed (no ``config.json``) gets the current one."""
-    path = out_dir / CONFIG_FILE
-    if path.exists():
-        try:
-            old = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
-            old = None
-        if isinstance(old, dict) and old != fingerprint:
-            changed = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != fingerprint.get(k))
-            if "options" in changed:
-                o, n = old.get("options") or {}, fingerprint.get("options") or {}
-                changed = [c for c in changed if c != "options"] + [
-                    f"option {k} ({o.get(k)!r} -> {n.get(k)!r})" for k in sorted(set(o) | set(n))
-                    if o.get(k) != n.get(k)]
-            raise ConfigMismatch(f"{out_dir} holds rewards computed with other inputs or options (changed: "
-                                 f"{', '.join(changed)}); use another --out folder or delete it")
-        if isinstance(old, dict):
-            return
-    tmp = path.with_name(f".{CONFIG_FILE}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(fingerprint, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    naming what changed (inputs by name, options as ``option NAME (old -> new)``). A folder without a readable
+    ``config.json`` object gets the current one."""
+    runs.check_config(out_dir, fingerprint, CONFIG_RULES)

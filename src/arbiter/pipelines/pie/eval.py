@@ -4,7 +4,6 @@ program, re-timed here. Rules (runtimes, exclusions, units): ``docs/pie.md`` ("E
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import statistics
@@ -13,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arbiter.datasets.io import write_json_atomic
 from arbiter.datasets.pie.read import iter_jsonl_lines
 from arbiter.datasets.pie.source import RowIndex
 from arbiter.pipelines.outputs import ensure_out_dir, holds_out_dirs
@@ -163,7 +163,7 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
     paths = {"metrics": out / "metrics.json"}
     if run is not None:
         paths.update({"generations": Path(run.outputs["rewards"]), "errors": Path(run.outputs["errors"])})
-    paths["metrics"].write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    write_json_atomic(paths["metrics"], report, indent=2, ensure_ascii=True)
     return EvalRun(metrics=metrics, table=format_metrics_table(metrics), report=report, records=records,
                    sandbox_errors=run.sandbox_errors if run is not None else [],
                    outputs={k: str(v) for k, v in paths.items()})
