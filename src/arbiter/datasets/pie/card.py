@@ -1,5 +1,5 @@
 """The PIE gem5 card's reward over dataset timings (``sum(src ticks) / sum(tgt ticks)`` over K usable cases), its
-case choice and the startup-floor ceiling. Rules and sources: ``docs/pie.md`` ("The card's reward").
+case choice and the startup-floor ceiling. Rules and sources: ``docs/pie.md`` ("The card's reward and the transforms").
 """
 
 from __future__ import annotations

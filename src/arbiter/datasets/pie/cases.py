@@ -72,11 +72,10 @@ def costliest_cases(src_cases: Sequence[CaseResult], n_largest: int, n_smallest:
     """Names of the source's ``n_largest`` costliest cases plus its ``n_smallest`` cheapest ones, in suite order.
 
     ``src_cases``: the source's native :class:`~arbiter.judge.verdict.CaseResult` per case (its correctness pass:
-    ``Verdict.cases``); cost = ``cpu_seconds``, ties by suite order (both ends). Only ``AC`` cases are eligible. Ranked by the
-    source alone, so a candidate cannot choose which cases count (as :func:`arbiter.timing.compare.largest_cases`).
-    Used to bound valgrind's cost on suites with heavy inputs (instruction counting is 20-50x slower than native):
-    the costliest cases carry the speedup, the cheap ones keep the start-up-dominated regime in view. Raises
-    ``ValueError`` for negative counts.
+    ``Verdict.cases``); cost = ``cpu_seconds``, ties by suite order (both ends); only ``AC`` cases are eligible.
+    Ranked by the source alone, so a candidate cannot choose which cases count. Used to bound valgrind's cost on
+    suites with heavy inputs: the costliest cases carry the speedup, the cheap ones keep the start-up-dominated
+    regime in view. Raises ``ValueError`` for negative counts.
     """
     if n_largest < 0 or n_smallest < 0:
         raise ValueError("n_largest and n_smallest must be >= 0")

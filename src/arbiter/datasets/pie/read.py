@@ -12,7 +12,17 @@ from typing import Any, Literal
 
 from arbiter.datasets.io import iter_lines
 from arbiter.datasets.pie.errors import PieRowError, RowError
-from arbiter.datasets.pie.rows import _MODELS, AnyPieRow, PieBysrcRow, PiePair, PieRow, RowKind, _PieRowBase, _validate, parse_pie_pair
+from arbiter.datasets.pie.rows import (
+    _MODELS,
+    AnyPieRow,
+    PieBysrcRow,
+    PiePair,
+    PieRow,
+    RowKind,
+    _PieRowBase,
+    _validate,
+    parse_pie_pair,
+)
 
 
 def _is_hf(obj: Any, name: str) -> bool:
@@ -158,7 +168,7 @@ def load_rows(
 
 def iter_pie_pairs(source: Any, *, split: str | None = None) -> Iterator[PiePair | RowError]:
     """Yield one :class:`PiePair` or one :class:`RowError` per row of ``source`` (see :func:`parse_pie_pair` and
-    :func:`iter_raw_rows`). Reads PIE release files such as ``realdata/pie_purdue/val.jsonl`` and gem5 pairs."""
+    :func:`iter_raw_rows`). Reads PIE release files such as PIE's ``val.jsonl`` and gem5 pairs."""
     for i, raw in iter_raw_rows(source, split=split):
         if isinstance(raw, RowError):
             yield raw

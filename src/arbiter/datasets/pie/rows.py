@@ -308,7 +308,7 @@ class PieBysrcRow(_PieRowBase):
     Holds every column of the card not marked ``[pairs only]``; ``usable_case_ids`` is kept ∩ src-timed ∩ wall
     (card, ``usable_case_ids``), so the oracle may lack ticks on some usable case. The card names no oracle
     column: oracle columns (e.g. ``oracle_tgt_code``) stay in ``model_extra``; JSON ones are decoded on use by
-    ``arbiter.pipelines.pie_speedup.oracle_ticks``. Same decoding and null rules as :class:`PieRow`.
+    :func:`arbiter.datasets.pie.card.oracle_ticks`. Same decoding and null rules as :class:`PieRow`.
     """
 
     kind: ClassVar[str] = "bysrc"
@@ -395,7 +395,7 @@ def parse_row(
     """Validate one raw row (column → value) into a :class:`PieRow` (``kind="pairs"``) or :class:`PieBysrcRow`.
 
     ``index`` is the row's position in its source, used in error messages. Raises :class:`PieRowError`
-    (a ``ValueError``) naming the row (index, problem_id, src_id) and every bad column. Rules: module docstring.
+    (a ``ValueError``) naming the row (index, problem_id, src_id) and every bad column. Rules: ``docs/pie.md`` ("Rows").
     """
     if kind not in _MODELS:
         raise ValueError(f"kind must be 'pairs' or 'bysrc', got {kind!r}")

@@ -40,12 +40,12 @@ class PieSource:
 def as_source(row: Any) -> PieSource:
     """A :class:`PieSource` from ``row``.
 
-    Accepts a :class:`PieSource`; a :class:`~arbiter.datasets.pie_rows.PiePair`; a
-    :class:`~arbiter.datasets.pie_rows.PieRow` (gem5 pairs: ``usable_case_ids``, ``our_speedup_usable``) or
-    :class:`~arbiter.datasets.pie_rows.PieBysrcRow`; or a mapping: a gem5 row (has ``gem5_src_per_tc_ticks``;
+    Accepts a :class:`PieSource`; a :class:`~arbiter.datasets.pie.rows.PiePair`; a
+    :class:`~arbiter.datasets.pie.rows.PieRow` (gem5 pairs: ``usable_case_ids``, ``our_speedup_usable``) or
+    :class:`~arbiter.datasets.pie.rows.PieBysrcRow`; or a mapping: a gem5 row (has ``gem5_src_per_tc_ticks``;
     pairs if it has ``tgt_id``, else bysrc), a PIE release row (``src_id, tgt_id, problem_id, speedup, src_code,
     tgt_code``), or a minimal ``{problem_id, src_id, src_code[, usable_case_ids]}``. Raises
-    :class:`~arbiter.datasets.pie_rows.PieRowError` (a ``ValueError``) naming the row and column for a bad
+    :class:`~arbiter.datasets.pie.errors.PieRowError` (a ``ValueError``) naming the row and column for a bad
     mapping, ``TypeError`` for anything else.
     """
     if isinstance(row, PieSource):
@@ -98,7 +98,7 @@ class RowIndex:
     """The rows of a PIE file, looked up by a candidate record's ``src_id`` (+ optional ``problem_id``/``tgt_id``)
     or ``row`` key (``problem_id/src_id[/tgt_id]``).
 
-    Built from anything :func:`arbiter.datasets.pie_rows.iter_raw_rows` reads (Parquet, JSONL, HF datasets);
+    Built from anything :func:`arbiter.datasets.pie.read.iter_raw_rows` reads (Parquet, JSONL, HF datasets);
     each raw row is turned into a :class:`PieSource` with :func:`as_source`. Bad rows are kept in ``errors``
     (``RowError`` or message strings) and never stop the load. Several rows may share a ``src_id`` (one source,
     several targets); a lookup by ``src_id`` alone is accepted only when those rows agree on problem, code and

@@ -1,5 +1,5 @@
 """``arbiter pie reward``: score every candidate of a candidates file against its row, resumably, into a run
-folder (``rewards.jsonl``, ``errors.jsonl``, ``summary.json``, ``config.json``). See ``docs/pie.md`` ("Batch").
+folder (``rewards.jsonl``, ``errors.jsonl``, ``summary.json``, ``config.json``). See ``docs/pie.md`` ("Batch outputs").
 """
 
 from __future__ import annotations
@@ -103,35 +103,10 @@ def run_reward_batch(rows: Any, tests: Any, candidates: str | os.PathLike, out_d
                      on_result: Callable[[dict[str, Any]], None] | None = None,
                      file_names: Mapping[str, str] | None = None, skip_precomputed: bool = False,
                      input_option: str | None = "--candidates", **reward_kw: Any) -> BatchRun:
-    """Score every candidate of a candidates JSONL (:func:`iter_candidates`) against its row; resumable.
+    """Score every candidate of a candidates JSONL against its row into the run folder ``out_dir``, resumably.
 
-    - ``rows``: a rows source (:class:`RowIndex`: Parquet / JSONL / HF datasets; pairs, bysrc or PIE release
-      rows such as ``val.jsonl``) or a ready :class:`RowIndex`.
-    - ``tests``: as :func:`pie_reward` (a PIE folder or ``.tar.gz``; ...).
-    - ``out_dir``: created. ``rewards.jsonl``: one record per candidate (``key``, ``line``, ``index``, ``id``,
-      ``candidate_sha256`` + :meth:`PieRewardResult.to_dict`), keyed by ``key`` and appended as each candidate
-      finishes, so an interrupted run loses nothing and a rerun skips what is done
-      (:class:`arbiter.datasets.jsonl_sink.JsonlSink`). ``errors.jsonl``: SANDBOX_ERROR records of this run (our
-      failures are not final: a rerun retries them; never written as a reward). ``summary.json``:
-      :func:`summarize_rewards` over the final records plus run counts. ``file_names`` renames these
-      (``{"rewards": ..., "errors": ..., "summary": ...}``). ``skip_precomputed``: see :func:`iter_candidates`.
-    - ``seed``: K sampling seed (:func:`sample_rng`); ``reward_kw``: :func:`pie_reward` keywords (``transform``,
-      ``transform_params``, ``method``, ``k``, ``checker``, ``compile_spec``, ``limits``, ``repeats``, ...).
-    - ``on_start(total)`` / ``on_result(record)``: progress hooks.
-    - ``config.json`` (DESIGN.md "Reliability": a rerun resumes the *same* job): the first run records what the
-      rewards depend on besides the candidate code (which is in every key): :func:`reward_config` (the rows and
-      tests identity and the reward-changing options). A rerun into a folder made with anything else is refused
-      with :class:`ConfigMismatch` naming what differs (e.g. ``option transform ('raw' -> 'log')``), instead of
-      silently keeping the old rewards.
-
-    Raises ``FileNotFoundError`` for a missing candidates file, ``ValueError`` for bad options (before scoring),
-    :class:`ConfigMismatch` (a ``ValueError``) for a folder of another run, :class:`OutputDirError` (a
-    ``ValueError``) when ``out_dir`` cannot be a folder (e.g. it is an existing file). Inputs unusable as a whole
-    raise a ``ValueError`` before anything is scored or written: a tests folder/archive
-    (:func:`check_tests_source`) and, unless ``input_option`` is None, a candidates file
-    (:class:`CandidatesInputError` from :func:`check_candidates_usable`, naming ``input_option``: empty, not JSON
-    Lines, or no record naming a row) or one that cannot be read.
-    """
+    ``reward_kw``: :func:`~arbiter.rewards.pie.reward.pie_reward` keywords; ``seed``: the K sampling seed. Outputs,
+    ``config.json`` and every error raised before scoring: ``docs/pie.md`` ("Batch (`run_reward_batch`)")."""
     check_reward_options(reward_kw)
     index = rows if isinstance(rows, RowIndex) else RowIndex(rows, split=split)
     items = _read_items(candidates, index, tests, field_names, skip_precomputed, input_option)

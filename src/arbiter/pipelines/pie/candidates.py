@@ -1,5 +1,5 @@
 """The candidates file of a PIE batch: one :class:`CandidateItem` per program, a bad record one item with its
-error. Record format: ``docs/pie.md`` ("Batch").
+error. Record format: ``docs/pie.md`` ("Candidates file").
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class CandidateItem:
 
 def _read_jsonl_lines(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
     """``(line, value)`` per non-blank line; a line that is not UTF-8 or not JSON gives ``(line, ValueError)``
-    naming the file and the line (:func:`arbiter.datasets.pie_rows.iter_jsonl_lines`), so it becomes one rejected
+    naming the file and the line (:func:`arbiter.datasets.pie.read.iter_jsonl_lines`), so it becomes one rejected
     record and the batch goes on."""
     name = Path(path).name
     for n, value, problem in iter_jsonl_lines(path):
@@ -43,26 +43,9 @@ def _read_jsonl_lines(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
 
 def iter_candidates(path: str | os.PathLike, rows: RowIndex, *, field_names: Sequence[str] = ("candidates", "code"),
                     skip_precomputed: bool = False) -> Iterator[CandidateItem]:
-    """The candidates of a JSONL file, one :class:`CandidateItem` per program.
-
-    Record format (one JSON object per line)::
-
-        {"src_id": "s995406644", "code": "<C++>"}
-        {"src_id": "s995406644", "tgt_id": "s525143936", "problem_id": "p02915", "candidates": ["<C++>", ...]}
-        {"row": "p02915/s995406644", "id": "my-run-17", "candidates": [...]}
-
-    ``src_id`` (optionally narrowed by ``problem_id``/``tgt_id``) or ``row`` (``problem_id/src_id[/tgt_id]``)
-    names the row; ``candidates`` (a list of programs) or ``code`` (one program) holds the code (``field_names``
-    gives the accepted fields, first match wins; ``arbiter pie eval`` adds ``generations``, a list too). Types are
-    strict: ``code`` must be a string (one program) and every other program field a JSON list of strings; a string
-    where a list is expected (``"candidates": "<C++>"``) or a list in ``code`` is bad input naming the line and
-    field, never guessed at. Optional ``id`` names
-    the record. Stable key: ``<id or problem/src/tgt@line>#<index>:<sha256(code)[:16]>``, so an edited file does not
-    reuse stale results. A bad record (a line that is not UTF-8 text or not JSON included: the file and line are
-    named) yields one item with ``error`` set (the line and field named) and never stops the batch.
-    ``skip_precomputed``: pass over records holding ``runtimes`` and no program field (``arbiter pie
-    eval``'s precomputed lines).
-    """
+    """The candidates of a JSONL file, one :class:`CandidateItem` per program; a bad record (or line) gives one
+    item with ``error`` set and never stops the batch. Format, keys and type rules: ``docs/pie.md``
+    ("Candidates file"). ``skip_precomputed``: pass over ``arbiter pie eval``'s precomputed lines."""
     for line, rec in _read_jsonl_lines(path):
         if skip_precomputed and isinstance(rec, dict) and "runtimes" in rec and not any(f in rec for f in field_names):
             continue

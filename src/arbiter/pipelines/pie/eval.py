@@ -28,7 +28,7 @@ GENERATION_FIELDS = ("generations", "candidates", "code")
 
 @dataclass
 class EvalRun:
-    """What :func:`run_eval` did: ``metrics`` (one :class:`~arbiter.pipelines.pie_metrics.PieMetricsAtK` per k),
+    """What :func:`run_eval` did: ``metrics`` (one :class:`~arbiter.pipelines.pie.metrics.PieMetricsAtK` per k),
     ``table`` (the plain-text table), ``report`` (the JSON written to ``metrics.json``), ``records`` (per-generation
     reward records, resumed ones included), ``sandbox_errors`` (this run; rerun to retry) and ``outputs``."""
 
@@ -43,7 +43,7 @@ class EvalRun:
 def programs_from_records(groups: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
                           defects: list[dict[str, Any]] | None = None,
                           ) -> tuple[list[ProgramGenerations], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Turn per-generation reward records into PIE programs (module docstring: runtimes, exclusions).
+    """Turn per-generation reward records into PIE programs (``docs/pie.md``, "Evaluation": runtimes, exclusions).
 
     ``groups``: ``(program_id, records in generation order)``. Returns ``(programs, per_program, excluded)``:
     ``per_program`` holds ``{id, src_runtime, runtimes, outcomes, units, unit}`` (runtimes None for failures;
@@ -66,7 +66,7 @@ def programs_from_records(groups: Sequence[tuple[str, Sequence[Mapping[str, Any]
             why = f"{bad[0].get('outcome')}: {str(bad[0].get('reason'))[:200]}" if bad else "no generations"
             excluded.append({"id": pid, "reason": why})
             continue
-        # a generation measured with a fallback method (pie_retime step 6) has its totals in another unit: the
+        # a generation measured with a fallback method (``docs/pie.md``, step 6) has its totals in another unit: the
         # program's source runtime comes from the most common unit; each runtime is src_runtime / its own speedup
         units = [str(r.get("unit")) for r in recs if r.get("outcome") == "AC" and r.get("src_total")]
         unit = max(dict.fromkeys(units), key=units.count) if units else None
@@ -99,29 +99,9 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
              ks: Sequence[int] | None = None, seed: int = 0, split: str | None = None,
              on_start: Callable[[int], None] | None = None,
              on_result: Callable[[dict[str, Any]], None] | None = None, **reward_kw: Any) -> EvalRun:
-    """PIE's %Opt, mean speedup (floored at 1.0), %Correct and threshold shares at best@k, k = 1..n.
-
-    - ``generations``: JSONL, one line per source program: the candidates format of
-      :func:`arbiter.pipelines.pie_retime.iter_candidates` with the programs in ``generations`` (or ``candidates``
-      / ``code``), in sampling order (best@k uses the first k); or precomputed ``src_runtime`` + ``runtimes``.
-    - ``rows`` / ``tests``: as :func:`arbiter.pipelines.pie_retime.run_reward_batch` (``rows`` may be None when
-      every line is precomputed).
-    - ``ks``: k values (default 1..n, n = fewest generations of any program).
-    - ``out_dir``: ``generations.jsonl`` (per-generation reward records, resumable), ``generations_summary.json``
-      (their :func:`~arbiter.pipelines.pie_retime.summarize_rewards`), ``errors.jsonl`` (sandbox errors of this
-      run), ``metrics.json`` (the report: method, metrics per k, per-program runtimes, exclusions).
-    - ``reward_kw``: :func:`~arbiter.pipelines.pie_retime.pie_reward` keywords (``method``, ``k``, ``checker``,
-      ``limits``, ...); the transform is irrelevant here (metrics come from runtimes).
-
-    A line that is not UTF-8 text, not JSON, or a precomputed line with bad fields does not stop the evaluation:
-    its program is excluded, with the file, line and problem as the reason (measured lines: through the reward
-    batch's ``INVALID_TASK`` record).
-
-    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for bad options (before anything is written),
-    for an unusable tests folder/archive or a generations file of measured lines none of which names a row (both
-    before anything is scored or written, naming ``--tests`` / ``--generations``), or no program left to
-    evaluate.
-    """
+    """PIE's %Opt, mean speedup (floored at 1.0), %Correct and threshold shares at best@k, k = 1..n, for a
+    generations file; ``reward_kw`` as :func:`~arbiter.pipelines.pie.batch.run_reward_batch`. Inputs, outputs and
+    errors: ``docs/pie.md`` ("Evaluation run (`run_eval`)")."""
     gen_path = Path(generations)
     if not gen_path.is_file():
         raise FileNotFoundError(f"generations file not found: {gen_path}")
@@ -239,6 +219,7 @@ def _report(method: str, measured: bool, programs: Sequence[ProgramGenerations],
                              for r in records if r.get("fallback_reason")],
         "metrics": [m.as_record() for m in metrics],
         "per_program": [dict(p, speedups_at_k={m.k: m.speedups[i] for m in metrics}) for i, p in enumerate(per)],
+        # (the rules text of metrics.json, kept as the format has always written it)
         "rules": "reference/pie.md §1 'Aggregation' (LearningOpt/pie gem5_eval.py): failures = inf runtime; "
                  "best@k over the first k; speedup floored at 1.0; %Opt = speedup >= 1.10",
     }

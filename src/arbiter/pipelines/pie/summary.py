@@ -1,5 +1,5 @@
 """``summary.json`` of a PIE batch: counts and speedup figures over reward records, per unit, with dataset
-defects kept apart. Field meanings: ``docs/pie.md`` ("Summary").
+defects kept apart. Field meanings: ``docs/pie.md`` ("Batch outputs").
 """
 
 from __future__ import annotations
@@ -34,29 +34,8 @@ def speedup_stats(speedups: Sequence[float]) -> dict[str, Any]:
 
 
 def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Counts and figures over reward records (:meth:`PieRewardResult.to_dict` shape).
-
-    ``n``; ``by_outcome`` (outcome -> count); ``n_scored`` (reward is a number); ``n_correct`` (AC);
-    ``pct_correct`` (% of scored that are AC); ``mean_reward`` (over scored); ``pct_opt``: % of scored whose
-    speedup >= 1.10 (PIE %Opt; failures count as not optimized; each record judged on its own speedup, whatever
-    its unit); ``fingerprints`` / ``methods`` (the methods that produced figures, or were requested for records
-    without figures) / ``requested_methods`` / ``transforms`` seen; ``n_method_fallbacks`` and
-    ``fallback_reasons`` (``{reason: count}``): records measured with another method than requested because the
-    meter could not run a program (:func:`pie_reward` step 6); ``startup_floors`` (distinct instruction floors).
-
-    Units (instruction ratios and wall/CPU-time ratios are never averaged together): ``speedup_unit`` is the unit
-    of the requested method (``instructions``, or ``seconds`` for ``wall``); ``mean_speedup``, ``geomean_speedup``,
-    ``median_speedup``, ``min_speedup``, ``max_speedup`` are over the AC records measured in that unit only;
-    ``speedup_units`` counts AC records per unit; ``speedups_by_unit`` holds :func:`speedup_stats` per unit;
-    ``n_other_unit`` counts AC records left out of the headline figures (measured in another unit after a meter
-    fallback). Percentages are 0-100; None when undefined.
-
-    Dataset defects (the row's own source or target fails its tests; :data:`DATASET_DEFECT`, reward None) are never
-    counted as a candidate's failure: they are outside ``n_scored`` and every figure, counted in ``by_outcome``
-    and listed once per row in ``dataset_defects`` (``[{row, program, cases, reason}]``; ``row`` is
-    ``problem_id/src_id[/tgt_id]``, ``program`` ``source`` / ``target`` / ``source+target``, ``cases`` the
-    failures as ``"<program> <case> <verdict>"``, ``compile`` for the case of a compile error), with
-    ``n_dataset_defect_rows`` rows and ``n_dataset_defects`` records."""
+    """Counts and figures over reward records (:meth:`PieRewardResult.to_dict` shape); speedups per unit, dataset
+    defects kept apart. Every field: ``docs/pie.md`` ("Summary (`summarize_rewards`)")."""
     by: dict[str, int] = {}
     for r in records:
         by[str(r.get("outcome"))] = by.get(str(r.get("outcome")), 0) + 1

@@ -1,6 +1,7 @@
 """Steps 5-8 of the PIE reward: the candidate through :func:`arbiter.judge.speedup.gated_speedup` (correct first,
 then measured against the source, instruction counts with a cached source baseline and the wall fallback, or
-wall), its outcome mapped to PIE's record, and the headroom. See ``docs/pie.md`` ("Measurement").
+wall), its outcome mapped to PIE's record, and the headroom.
+See ``docs/pie.md`` ("Re-timing a candidate", "Outcome codes").
 """
 
 from __future__ import annotations

@@ -15,13 +15,13 @@ from arbiter.timing.count_cache import sha256_hex as _sha
 
 
 #: Native per-case limits of the correctness runs: PIE's harness runs the native binary with a 10 s timeout before
-#: timing it (reference/pie.md §1, LearningOpt/pie ``gem5/benchmarking.py``). Valgrind runs scale these
+#: timing it (LearningOpt/pie ``gem5/benchmarking.py``). Valgrind runs scale these
 #: (:func:`arbiter.timing.instructions.valgrind_limits`).
 DEFAULT_LIMITS = Limits(cpu_seconds=10.0)
 
 
 #: The most timed (or warm-up) rounds a batch accepts per case and program for the wall method: PIE's harness
-#: uses 25 (reference/pie.md); beyond a thousand a run is a typo, not a measurement plan.
+#: uses 25; beyond a thousand a run is a typo, not a measurement plan.
 MAX_REPEATS = 1000
 
 

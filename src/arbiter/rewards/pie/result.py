@@ -1,5 +1,5 @@
 """The record of one PIE reward (:class:`PieRewardResult`) and the outcomes that are not judge verdicts
-(:data:`UNMEASURABLE`, :data:`DATASET_DEFECT`). Field meanings: ``docs/pie.md`` ("Reward record").
+(:data:`UNMEASURABLE`, :data:`DATASET_DEFECT`). Fields: ``docs/pie.md`` ("Reward record (`PieRewardResult`)").
 """
 
 from __future__ import annotations
@@ -37,37 +37,8 @@ RESOURCE_OUTCOMES = frozenset({Outcome.TLE, Outcome.MLE})
 
 @dataclass
 class PieRewardResult:
-    """The reward of one candidate (see the module docstring for every rule).
-
-    - ``outcome``: ``"AC"`` when the candidate was correct and measured; its verdict (``WA``/``TLE``/``MLE``/``RE``/
-      ``OLE``/``CE``) when it failed (then ``reward`` is the transform's failure reward, ``speedup`` None);
-      ``"UNMEASURABLE"`` when it was correct but creates processes or threads, so its cost cannot be measured
-      (failure reward, speedup None; module docstring step 6);
-      ``"DATASET_DEFECT"`` when the row's source or target fails the row's own tests (``dataset_defects`` says
-      which; module docstring step 4), ``"INVALID_TASK"`` (row/tests otherwise unusable) or ``"SANDBOX_ERROR"``
-      (ours), all three with ``reward`` None.
-    - ``reward``: the transform of ``speedup``; ``speedup``: ``src_total / candidate_total`` (dimensionless, > 1 =
-      candidate faster). ``transform`` / ``transform_params``: which transform.
-    - ``method``: the method that produced the figures (``instructions`` | ``wall``; the requested one when nothing
-      was measured); ``unit``: ``instructions`` | ``seconds`` (wall: the CPU clock); ``requested_method``: the
-      method asked for; ``fallback_reason``: why ``method`` differs from it (``None`` when it does not; step 6,
-      "Meter fallback").
-    - ``cases``: the case names the speedup is over (after K sampling and drops); ``per_case``:
-      ``[{case, src, candidate, speedup}]`` in ``unit``; ``src_total`` / ``candidate_total``; ``largest_speedup``:
-      the ratio over the source's costliest 20 % of cases (:mod:`arbiter.timing.compare`).
-    - ``src_dropped``: ``[{case, outcome, detail}]`` cases dropped because the source was too slow on them (step
-      4); ``n_pool``: how many cases the row's programs were checked on; ``dataset_defects``: ``[{program, id,
-      case, outcome, detail}]``, the failures of the row's own programs (``program`` is ``source`` or ``target``;
-      ``case`` None for a compile error) when ``outcome`` is ``DATASET_DEFECT``, else empty.
-    - ``fingerprint`` / ``toolchain``: the toolchain both programs were built with; ``meter``: what else the
-      figures depend on (valgrind version and CPU, or the wall schedule).
-    - ``startup_floor`` (instructions of an empty program, same toolchain), ``ceiling_speedup`` (mean per-case src
-      instructions / floor), ``low_headroom`` (ceiling < 1.5); instructions only.
-    - ``src_cache_hits``: source cases whose count came from the cache; ``verdict``: the candidate's correctness
-      verdict (``Verdict.to_dict()``; None when the candidate was not judged); ``reason``: one line a human can
-      act on; ``seconds``: wall seconds spent; ``comparison``: the timing module's record (``Comparison.to_dict()``
-      without the run order), when measured.
-    """
+    """The reward of one candidate: outcome, reward, speedup and the figures behind them. Every field:
+    ``docs/pie.md`` ("Reward record (`PieRewardResult`)")."""
 
     outcome: str
     reward: float | None

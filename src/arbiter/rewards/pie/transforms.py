@@ -1,5 +1,6 @@
 """Reward transforms of a PIE speedup (``raw``, ``log``, ``clipped``, ``pie_floor``, ``opt_indicator``): a
-speedup, or ``None`` for a failed candidate, to a reward. Table and sources: ``docs/pie.md`` ("Transforms").
+speedup, or ``None`` for a failed candidate, to a reward.
+Table and sources: ``docs/pie.md`` ("The card's reward and the transforms").
 """
 
 from __future__ import annotations
