@@ -1,4 +1,4 @@
-"""The re-timing reward (:mod:`arbiter.pipelines.pie_retime`) on real C++ programs in the real sandbox, measured
+"""The re-timing reward (:mod:`arbiter.rewards.pie`) on real C++ programs in the real sandbox, measured
 with valgrind (instructions) and interleaved repeats (wall), plus the rank statistics of :mod:`pie_eval`.
 
 Problem used throughout ("divisor sum", PIE layout ``<problem>/input.N.txt``): given n, print
