@@ -407,7 +407,7 @@ def test_reward_and_eval_tests_unusable_as_a_whole_exit_2_before_scoring(data):
     import io
     import tarfile
 
-    from arbiter.pipelines.pie_retime import check_tests_source
+    from arbiter.pipelines.pie.inputs import check_tests_source
 
     root = data["root"] / "unusable_tests"
     root.mkdir()

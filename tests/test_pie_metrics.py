@@ -28,8 +28,8 @@ import math
 
 import pytest
 
-from arbiter.pipelines.pie_metrics import (
-    OPT_THRESHOLD,
+from arbiter.datasets.pie.card import OPT_THRESHOLD
+from arbiter.pipelines.pie.metrics import (
     REPORTED_THRESHOLDS,
     PieMetricsAtK,
     ProgramGenerations,

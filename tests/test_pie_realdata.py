@@ -15,12 +15,16 @@ from collections import defaultdict
 import pytest
 
 from arbiter.checkers.spec import CheckerSpec
-from arbiter.datasets.pie_rows import load_pie_pairs
+from arbiter.datasets.pie.read import load_pie_pairs
 from arbiter.judge.encodings import codescope_row_to_suite, load_pie_tests
 from arbiter.judge.judge import judge
 from arbiter.judge.task import CompileSpec, Task
-from arbiter.pipelines.pie_eval import reversals, spearman
-from arbiter.pipelines.pie_retime import DEFAULT_LIMITS, PieSource, SrcCountCache, costliest_cases, pie_reward
+from arbiter.pipelines.pie.stats import reversals, spearman
+from arbiter.datasets.pie.cases import costliest_cases
+from arbiter.datasets.pie.source import PieSource
+from arbiter.rewards.pie.measure import SrcCountCache
+from arbiter.rewards.pie.options import DEFAULT_LIMITS
+from arbiter.rewards.pie.reward import pie_reward
 from arbiter.timing.compare import startup_floor
 from arbiter.timing.instructions import valgrind_available
 

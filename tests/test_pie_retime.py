@@ -1,4 +1,4 @@
-"""The re-timing reward (:mod:`arbiter.pipelines.pie_retime`) on real C++ programs in the real sandbox, measured
+"""The re-timing reward (:mod:`arbiter.rewards.pie`) on real C++ programs in the real sandbox, measured
 with valgrind (instructions) and interleaved repeats (wall), plus the rank statistics of :mod:`pie_eval`.
 
 Problem used throughout ("divisor sum", PIE layout ``<problem>/input.N.txt``): given n, print
@@ -16,23 +16,19 @@ from pathlib import Path
 import pytest
 
 from arbiter.checkers.spec import CheckerSpec
-from arbiter.datasets.pie_rows import PiePair, PieRowError, parse_row
+from arbiter.datasets.pie.errors import PieRowError
+from arbiter.datasets.pie.rows import PiePair, parse_row
 from arbiter.judge.judge import judge
 from arbiter.judge.task import Task
 from arbiter.judge.testsuite import StdioCase, TestSuite
 from arbiter.judge.verdict import CaseResult, Outcome
-from arbiter.pipelines.pie_eval import rankdata, reversals, spearman
-from arbiter.pipelines.pie_retime import (
-    DEFAULT_LIMITS,
-    PieSource,
-    SrcCountCache,
-    as_source,
-    bad_apple_limit,
-    case_number,
-    costliest_cases,
-    pie_reward,
-)
-from arbiter.pipelines.pie_speedup import DEFAULT_LOG_FAILURE_PENALTY
+from arbiter.pipelines.pie.stats import rankdata, reversals, spearman
+from arbiter.datasets.pie.cases import bad_apple_limit, case_number, costliest_cases
+from arbiter.datasets.pie.source import PieSource, as_source
+from arbiter.rewards.pie.measure import SrcCountCache
+from arbiter.rewards.pie.options import DEFAULT_LIMITS
+from arbiter.rewards.pie.reward import pie_reward
+from arbiter.rewards.pie.transforms import DEFAULT_LOG_FAILURE_PENALTY
 from arbiter.sandbox.limits import Limits
 from arbiter.timing.instructions import valgrind_available
 
@@ -427,7 +423,8 @@ def test_candidate_that_creates_processes_is_unmeasurable_not_wa_not_fast(tests_
     """A candidate that passes every test natively by doing the work in a child process cannot be measured (its
     work escapes the figure). It gets outcome UNMEASURABLE with the reason, the failure reward and no speedup:
     never WA (it is not wrong) and never a speedup (with either method)."""
-    from arbiter.pipelines.pie_retime import UNMEASURABLE, summarize_rewards
+    from arbiter.pipelines.pie.summary import summarize_rewards
+    from arbiter.rewards.pie.result import UNMEASURABLE
     from arbiter.timing.instructions import CREATES_PROCESSES_REASON
 
     for method in ("instructions", "wall"):
@@ -502,7 +499,7 @@ def test_avx512_candidate_is_measured_with_wall_time_not_failed(tests_root):
     plain = pie_reward(src(), FAST, tests_root, only_cases=["input.0", "input.4"])
     assert (plain.method, plain.fallback_reason) == ("instructions", None)
     # the summary never averages the two units: headline figures in the requested unit, the fallback apart
-    from arbiter.pipelines.pie_retime import summarize_rewards
+    from arbiter.pipelines.pie.summary import summarize_rewards
 
     s = summarize_rewards([plain.to_dict(), r.to_dict()])
     assert s["speedup_unit"] == "instructions" and s["speedup_units"] == {"instructions": 1, "seconds": 1}

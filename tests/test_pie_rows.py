@@ -30,20 +30,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from arbiter.datasets.pie_rows import (
+from arbiter.datasets.pie.decode import decode_case_ids, decode_ticks
+from arbiter.datasets.pie.errors import PieRowError, RowError
+from arbiter.datasets.pie.read import iter_pie_pairs, iter_rows, load_pie_pairs, load_rows
+from arbiter.datasets.pie.rows import (
     TEST_ONLY_COLUMNS,
     TRAIN_VAL_ONLY_COLUMNS,
     PieBysrcRow,
     PiePair,
     PieRow,
-    PieRowError,
-    RowError,
-    decode_case_ids,
-    decode_ticks,
-    iter_pie_pairs,
-    iter_rows,
-    load_pie_pairs,
-    load_rows,
     parse_pie_pair,
     parse_row,
 )

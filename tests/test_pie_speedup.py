@@ -23,17 +23,13 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.test_pie_rows import FASTEST, SRC, TGT, M, make_bysrc_raw, make_pairs_raw
 
-from arbiter.datasets.pie_rows import parse_row
-from arbiter.pipelines.pie_speedup import (
-    DEFAULT_LOG_FAILURE_PENALTY,
+from arbiter.datasets.pie.rows import parse_row
+from arbiter.datasets.pie.card import (
     STARTUP_FLOOR_TICKS,
-    TRANSFORMS,
     PieRewardError,
-    apply_reward,
     ceiling_speedup,
     fastest_speedup,
     flag_low_headroom,
-    make_transform,
     oracle_speedup,
     oracle_ticks,
     select_cases,
@@ -41,6 +37,7 @@ from arbiter.pipelines.pie_speedup import (
     sum_ratio,
     ticks_to_seconds,
 )
+from arbiter.rewards.pie.transforms import DEFAULT_LOG_FAILURE_PENALTY, TRANSFORMS, apply_reward, make_transform
 
 
 def card_snippet(raw: dict, K: int, seed: int) -> float:

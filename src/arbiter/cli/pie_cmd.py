@@ -1,53 +1,10 @@
-"""``arbiter pie``: the PIE speedup reward (``reward``) and PIE's paper metrics (``eval``). Issue 7; the rules live in
-:mod:`arbiter.pipelines.pie_retime` and :mod:`arbiter.pipelines.pie_eval`.
-
-Inputs:
-
-- ``--rows``: PIE rows: pie-gem5 pairs/bysrc (Parquet, JSONL, a ``datasets`` folder) or PIE release rows
-  (``val.jsonl``-style: ``src_id, tgt_id, problem_id, speedup, src_code, tgt_code``).
-- ``--tests``: a PIE/CodeNet tests folder (``<problem_id>/input.N.txt``, ``output.N.txt``) or a ``.tar.gz`` of one.
-- ``--candidates`` (reward) / ``--generations`` (eval): JSONL, one object per line::
-
-      {"src_id": "s995406644", "code": "<C++>"}
-      {"src_id": "s995406644", "tgt_id": "s525143936", "candidates": ["<C++>", "<C++>"]}
-      {"row": "p02915/s995406644", "id": "run-17", "generations": ["<C++>", ...]}
-
-  ``src_id`` (narrowed by ``problem_id``/``tgt_id`` when several rows share it) or ``row`` names the row; the
-  programs are in ``candidates``/``code`` (reward) or ``generations``/``candidates``/``code`` (eval, in sampling
-  order). ``candidates`` and ``generations`` are JSON lists of programs; ``code`` is one program (a string); any
-  other type is an ``INVALID_TASK`` record naming the line and the field. Eval lines may instead give
-  ``src_runtime`` + ``runtimes`` (precomputed, nulls = failures).
-
-Resuming: ``--out`` records ``config.json`` (the rows and tests identity and every reward-changing option); a rerun
-into it with other rows, tests or options (``--transform``, ``--param``, ``--method``, ``--k``/``--seed``,
-``--checker``, ``--compile-command``, limits, wall ``--repeats``) is refused with exit 2 naming what differs.
-
-Measurement: ``--method instructions`` falls back to interleaved wall/CPU time for a pair valgrind cannot run
-(e.g. an AVX-512 program: valgrind 3.19 cannot decode it); the record says ``method: "wall"``, ``unit:
-"seconds"`` and ``fallback_reason``, and the summary counts such records: its speedup figures name their unit and
-are over the requested unit only, records in the fallback unit get their own line, flagged (``eval`` flags the
-programs concerned under its table). A correct candidate that creates processes or threads cannot be measured
-(measured runs refuse them): outcome ``UNMEASURABLE``, the transform's failure reward.
-
-Bad input: ``--k`` must be -1 or >= 1, ``--repeats`` 1..1000, ``--cpu-seconds``/``--memory-mib`` positive,
-``--transform`` one of the listed names, ``--compile-command`` a g++/clang++ command the judge accepts
-(:func:`arbiter.languages.cpp_command.parse_compile_command`: e.g. ``g++ -std=gnu++17 -O2 main.cpp``);
-``--rows``/``--tests`` must exist and ``--candidates``/``--generations`` be readable files (exit 2 naming the
-option). Inputs unusable as a whole are refused before anything is scored or written (exit 2 naming the option and
-the file): a ``--tests`` archive that cannot be read (empty, truncated, not a tar) or holds no PIE test files, a
-``--tests`` folder with no ``<problem_id>/input.N.txt``; a ``--candidates`` file (or a ``--generations`` file
-without precomputed lines) that is empty, not JSON Lines (binary, a JSON list, text) or none of whose records
-names a row of ``--rows``. A line of a candidates/generations/rows file that is not UTF-8 or not JSON, next to
-usable ones, is reported with its file and line (an ``INVALID_TASK`` record, a "bad row"); the batch goes on.
-
-Exit status: 0 when every candidate got a reward (or a final INVALID_TASK), 3 when some hit our own errors
-(SANDBOX_ERROR: see ``errors.jsonl``; rerun to retry), 2 for bad arguments, missing files, an ``--out`` that is
-not a folder, or an ``--out`` folder of another configuration.
+"""``arbiter pie``: the PIE speedup reward (``reward``) and PIE's paper metrics (``eval``), over
+:mod:`arbiter.pipelines.pie.batch` and :mod:`arbiter.pipelines.pie.eval`. Inputs, resuming, bad input and exit
+statuses: ``docs/pie.md`` ("Command line").
 """
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
@@ -57,11 +14,13 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from arbiter.strenum import StrEnum
+
 pie_app = typer.Typer(name="pie", help="PIE speedup reward (re-timed here) and PIE paper metrics.",
                       no_args_is_help=True)
 
 
-class Method(str, Enum):
+class Method(StrEnum):
     """``--method``: instruction counts under valgrind (deterministic, default) or wall time (interleaved
     repeats, CPU clock)."""
 
@@ -69,8 +28,8 @@ class Method(str, Enum):
     wall = "wall"
 
 
-class Transform(str, Enum):
-    """``--transform``: the reward transforms of :func:`arbiter.pipelines.pie_speedup.make_transform`."""
+class Transform(StrEnum):
+    """``--transform``: the reward transforms of :func:`arbiter.rewards.pie.transforms.make_transform`."""
 
     raw = "raw"
     log = "log"
@@ -103,7 +62,7 @@ def _check_options(k: int, cpu_seconds: float, memory_mib: int, repeats: int,
                    compile_command: Optional[str] = None) -> None:
     """Options checked before any file is read or written; raises ValueError naming the option (exit 2)."""
     from arbiter.languages.cpp_command import CompileCommandError, parse_compile_command
-    from arbiter.pipelines.pie_retime import MAX_REPEATS
+    from arbiter.rewards.pie.options import MAX_REPEATS
     from arbiter.sandbox.limits import MAX_SECONDS
 
     if k == 0 or k < -1:
@@ -145,7 +104,7 @@ def _reward_kw(method: Method, k: int, checker: str, compile_command: Optional[s
                memory_mib: int, repeats: int, no_cache: bool, transform: str = "raw",
                params: Optional[list[str]] = None) -> dict[str, Any]:
     from arbiter.judge.task import CompileSpec
-    from arbiter.pipelines.pie_retime import DEFAULT_LIMITS, check_reward_options
+    from arbiter.rewards.pie.options import DEFAULT_LIMITS, check_reward_options
     from arbiter.sandbox.limits import MiB
 
     _check_options(k, cpu_seconds, memory_mib, repeats, compile_command)
@@ -268,7 +227,7 @@ def reward(
 
     Writes OUT/rewards.jsonl (one record per candidate), OUT/errors.jsonl and OUT/summary.json, and prints a
     summary table. Exit status: 0 done, 3 some SANDBOX_ERROR (rerun to retry), 2 bad arguments."""
-    from arbiter.pipelines.pie_retime import run_reward_batch
+    from arbiter.pipelines.pie.batch import run_reward_batch
     from arbiter.timing.instructions import ValgrindUnavailable
 
     console = _console()
@@ -335,7 +294,7 @@ def evaluate(
 
     %Opt = speedup >= 1.10; mean speedup floored at 1.0 (failures count as 1.0); %Correct = a fully correct
     generation among the first k. Prints the table; writes OUT/metrics.json and OUT/generations.jsonl."""
-    from arbiter.pipelines.pie_eval import run_eval
+    from arbiter.pipelines.pie.eval import run_eval
     from arbiter.timing.instructions import ValgrindUnavailable
 
     console = _console()

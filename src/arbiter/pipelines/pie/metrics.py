@@ -1,17 +1,5 @@
-"""PIE's evaluation metrics over n generations per source program (what ``arbiter pie eval`` reports).
-
-Rules (``reference/pie.md`` §1 "Aggregation", LearningOpt/pie ``gem5_eval.py`` with ``threshold_accuracy = 1.0``):
-
-- a generation that is not 100 % correct (wrong answer, compile error, timeout, crash) has runtime ``inf``;
-- best@k = the minimum runtime over the **first k** generations (generation order matters);
-- a program's speedup at k = ``src_runtime / best@k``, **clipped below at 1.0**, so a program with no correct
-  generation among the first k counts as 1.0;
-- mean speedup = the mean of those clipped speedups over all programs;
-- %Opt = share of programs whose speedup >= 1.10; PIE also reports the shares >= 1.25, 1.5, 2, 5, 10;
-- %Correct = share of programs with at least one fully correct generation among the first k.
-
-Runtimes can be in any unit that is the same for the source and its generations (seconds, gem5 ticks, instruction
-counts): only ratios are used. Percentages are reported in percent (0–100), as PIE reports them.
+"""PIE's evaluation metrics over n generations per source program (what ``arbiter pie eval`` reports): best@k,
+the floored speedup, %Opt and %Correct. Rules: ``docs/pie.md`` ("Metrics").
 """
 
 from __future__ import annotations

@@ -1,75 +1,32 @@
-"""The PIE gem5 card's reward, computed from dataset timings, and the reward transforms applied to it.
-
-Card (``spec/pie_gem5_pairs_card.txt``), "How to compute the reward"::
-
-    cases = usable if K < 0 else random.sample(usable, min(K, len(usable)))
-    speedup = sum(src[str(c)] for c in cases) / sum(tgt[str(c)] for c in cases)
-
-- :func:`speedup` — src over tgt on pie-gem5-pairs rows; on pie-gem5-bysrc rows tgt is the "oracle" target
-  (:func:`oracle_ticks`). :func:`fastest_speedup` — src over ``gem5_fastest_per_tc_ticks`` (cf.
-  ``our_fastest_speedup``). :func:`ceiling_speedup` / :func:`flag_low_headroom` — the startup-floor ceiling.
-- Case choice (:func:`select_cases`) follows the card literally: the usable list in its stored order,
-  ``rng.sample(usable, min(K, len(usable)))``; the same seeded ``random.Random`` gives the same cases as the
-  card's snippet seeded alike. K is clamped to ``len(usable)`` — never padded, skipped or zeroed. K < 0 means all.
-  **K = 0 is an error** (the card's all-marker is -1; sampling 0 cases gives 0/0).
-- Nothing returns a silent 0 or inf: an empty usable set, a used case missing from a ticks dict, or a zero sum
-  raises :class:`PieRewardError` naming the row and the column. ``usable_case_ids`` is used as given (card: "do
-  not re-derive"); when ``flag_empty_kept`` is set it already holds the all-timed fallback.
-- Ticks are gem5 picoseconds: :func:`ticks_to_seconds`.
-
-Reward transforms (:func:`make_transform`, :func:`apply_reward`; names in :data:`TRANSFORMS`) map a speedup,
-or ``None`` for a candidate that failed correctness, to a reward; each documents its failure reward and source.
+"""The PIE gem5 card's reward over dataset timings (``sum(src ticks) / sum(tgt ticks)`` over K usable cases), its
+case choice and the startup-floor ceiling. Rules and sources: ``docs/pie.md`` ("The card's reward and the transforms").
 """
 
 from __future__ import annotations
 
-import math
 import operator
 import random
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from arbiter.datasets.pie_rows import PieBysrcRow, PieRow, decode_ticks
+from arbiter.datasets.pie.decode import decode_ticks
+from arbiter.datasets.pie.rows import PieBysrcRow, PieRow
 
-__all__ = [
-    "DEFAULT_CLIP_HI",
-    "DEFAULT_CLIP_LO",
-    "DEFAULT_LOG_FAILURE_PENALTY",
-    "LOW_HEADROOM_THRESHOLD",
-    "OPT_THRESHOLD",
-    "STARTUP_FLOOR_TICKS",
-    "TICKS_PER_SECOND",
-    "TRANSFORMS",
-    "PieRewardError",
-    "RewardTransform",
-    "apply_reward",
-    "ceiling_speedup",
-    "fastest_speedup",
-    "flag_low_headroom",
-    "make_transform",
-    "oracle_speedup",
-    "oracle_ticks",
-    "select_cases",
-    "speedup",
-    "sum_ratio",
-    "ticks_to_seconds",
-]
 
 #: gem5 ticks are picoseconds (card, "TL;DR": seconds = ticks * 1e-12).
 TICKS_PER_SECOND = 1_000_000_000_000
+
+
 #: The gem5 startup floor the card's ``ceiling_speedup`` divides by: 192M ticks (card, "Derived speedups").
 STARTUP_FLOOR_TICKS = 192_000_000
+
+
 #: ``flag_low_headroom`` is ``ceiling_speedup < 1.5`` (card, "Derived speedups + flags").
 LOW_HEADROOM_THRESHOLD = 1.5
+
+
 #: PIE's %Opt threshold: speedup >= 1.10 (pie.md §1 "Aggregation"; LearningOpt/pie ``gem5_eval.py``).
 OPT_THRESHOLD = 1.10
-#: Default bounds of the ``clipped`` transform (see :func:`make_transform`).
-DEFAULT_CLIP_LO = 0.0
-DEFAULT_CLIP_HI = 10.0
-#: Default failure reward of the ``log`` transform: ln(1/10), i.e. a failure scores like a correct program 10x
-#: slower than its source.
-DEFAULT_LOG_FAILURE_PENALTY = -math.log(10.0)
 
 
 class PieRewardError(ValueError):
@@ -284,132 +241,3 @@ def flag_low_headroom(ceiling: float | PieRow | PieBysrcRow) -> bool:
     if isinstance(ceiling, (PieRow, PieBysrcRow)):
         ceiling = ceiling_speedup(ceiling)
     return ceiling < LOW_HEADROOM_THRESHOLD
-
-
-# ---------------------------------------------------------------------------------------------- transforms
-
-
-@dataclass(frozen=True)
-class RewardTransform:
-    """A named speedup → reward map.
-
-    ``__call__(speedup)``: ``speedup`` is a finite ratio > 0 (src time / candidate time) or ``None`` when the
-    candidate failed correctness (or did not compile / timed out), which returns ``failure_reward``. A speedup
-    that is not finite and > 0 raises ``ValueError``. ``source`` says where the rule comes from.
-    """
-
-    name: str
-    fn: Callable[[float], float]
-    failure_reward: float
-    source: str
-    params: dict[str, float] = field(default_factory=dict)
-
-    def __call__(self, speedup: float | None) -> float:
-        if speedup is None:
-            return self.failure_reward
-        if isinstance(speedup, bool) or not isinstance(speedup, (int, float)):
-            raise ValueError(f"speedup must be a number or None (failed), got {speedup!r}")
-        if not (math.isfinite(speedup) and speedup > 0):
-            raise ValueError(f"speedup must be a finite ratio > 0 (None = failed candidate), got {speedup!r}")
-        return float(self.fn(float(speedup)))
-
-
-def _raw(**_: float) -> RewardTransform:
-    return RewardTransform("raw", lambda s: s, 0.0, "card, 'How to compute the reward': the ratio itself; failure 0.0")
-
-
-def _log(*, failure_penalty: float = DEFAULT_LOG_FAILURE_PENALTY) -> RewardTransform:
-    if not math.isfinite(failure_penalty):
-        raise ValueError(f"failure_penalty must be finite, got {failure_penalty!r}")
-    return RewardTransform(
-        "log",
-        math.log,
-        float(failure_penalty),
-        "natural log of the speedup (0 at parity, symmetric for 2x faster / 2x slower); failure = failure_penalty "
-        "(default ln(1/10): a failure ranks with a correct program 10x slower than its source)",
-        {"failure_penalty": float(failure_penalty)},
-    )
-
-
-def _clipped(*, lo: float = DEFAULT_CLIP_LO, hi: float = DEFAULT_CLIP_HI) -> RewardTransform:
-    if not (math.isfinite(lo) and math.isfinite(hi) and 0 <= lo < hi):
-        raise ValueError(f"need finite 0 <= lo < hi, got lo={lo!r} hi={hi!r}")
-    return RewardTransform(
-        "clipped",
-        lambda s: min(max(s, lo), hi),
-        float(lo),
-        "speedup clipped to [lo, hi], default [0, 10]: 10x is the largest threshold PIE reports and near the "
-        "best-of-humans mean (9.56x, pie.md §1), so outliers (startup-dominated cases) cannot dominate a batch; "
-        "failure = lo",
-        {"lo": float(lo), "hi": float(hi)},
-    )
-
-
-def _pie_floor(**_: float) -> RewardTransform:
-    return RewardTransform(
-        "pie_floor",
-        lambda s: max(s, 1.0),
-        1.0,
-        "PIE gem5_eval.py (pie.md §1 'Aggregation'): speedup clipped below at 1.0; a failure counts as 1.0",
-    )
-
-
-def _opt_indicator(*, threshold: float = OPT_THRESHOLD) -> RewardTransform:
-    if not (math.isfinite(threshold) and threshold > 0):
-        raise ValueError(f"threshold must be finite and > 0, got {threshold!r}")
-    return RewardTransform(
-        "opt_indicator",
-        lambda s: 1.0 if s >= threshold else 0.0,
-        0.0,
-        "PIE %Opt (pie.md §1 'Aggregation'): 1.0 when speedup >= 1.10, else 0.0; failure 0.0",
-        {"threshold": float(threshold)},
-    )
-
-
-#: Transform factories by name: ``raw``, ``log`` (``failure_penalty``), ``clipped`` (``lo``, ``hi``),
-#: ``pie_floor``, ``opt_indicator`` (``threshold``).
-TRANSFORMS: dict[str, Callable[..., RewardTransform]] = {
-    "raw": _raw,
-    "log": _log,
-    "clipped": _clipped,
-    "pie_floor": _pie_floor,
-    "opt_indicator": _opt_indicator,
-}
-
-_PARAMS: dict[str, set[str]] = {
-    "raw": set(),
-    "log": {"failure_penalty"},
-    "clipped": {"lo", "hi"},
-    "pie_floor": set(),
-    "opt_indicator": {"threshold"},
-}
-
-
-def make_transform(name: str, **params: float) -> RewardTransform:
-    """Build a reward transform by name.
-
-    ==============  ==============================================  ==============================================
-    name            reward for a speedup ``s``                      failure (``None``)
-    ==============  ==============================================  ==============================================
-    raw             ``s``                                           0.0
-    log             ``ln(s)``                                       ``failure_penalty`` (default ``-ln 10``)
-    clipped         ``min(max(s, lo), hi)``, default [0, 10]        ``lo``
-    pie_floor       ``max(s, 1.0)`` (PIE ``gem5_eval.py``)          1.0 (PIE counts failures as 1.0)
-    opt_indicator   ``1.0 if s >= threshold else 0.0`` (1.10)        0.0
-    ==============  ==============================================  ==============================================
-
-    Raises ``ValueError`` for an unknown name, an unknown parameter, or invalid bounds.
-    """
-    if name not in TRANSFORMS:
-        raise ValueError(f"unknown reward transform {name!r}; known: {', '.join(TRANSFORMS)}")
-    unknown = set(params) - _PARAMS[name]
-    if unknown:
-        raise ValueError(f"transform {name!r} takes {sorted(_PARAMS[name]) or 'no parameters'}, got {sorted(unknown)}")
-    return TRANSFORMS[name](**params)
-
-
-def apply_reward(speedup: float | None, transform: str = "raw", **params: float) -> float:
-    """``make_transform(transform, **params)(speedup)``: the reward for one candidate. ``speedup`` is the ratio
-    src/candidate (> 0, finite) or ``None`` when the candidate failed correctness. Raises ``ValueError`` as
-    :func:`make_transform` and :class:`RewardTransform` do."""
-    return make_transform(transform, **params)(speedup)
