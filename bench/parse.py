@@ -142,7 +142,7 @@ def _reset_peak() -> int:
 
 def parse_one(kind: str, shape: str, n: int) -> dict:
     if kind == "response":
-        from arbiter.verl.extract import extract_code
+        from arbiter.rewards.extract import extract_code
         text = response_shapes(n)[shape]
         fn = extract_code
     elif kind == "oracle":
