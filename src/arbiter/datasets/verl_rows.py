@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from arbiter.datasets.json_lines import BOM, decode_json_line
+from arbiter.datasets.io import BOM, decode_json_line
 from arbiter.judge import jsonvalues
 from arbiter.judge.encodings._common import to_plain
 from arbiter.judge.testsuite import CallCase, StdioCase, TestSuite
