@@ -61,7 +61,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from arbiter.datasets.json_lines import decode_json_line
+from arbiter.datasets.io import decode_json_line
 
 __all__ = [
     "GEM5_STATUSES",

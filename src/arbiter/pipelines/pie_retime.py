@@ -1298,7 +1298,7 @@ def run_reward_batch(rows: Any, tests: Any, candidates: str | os.PathLike, out_d
     - ``out_dir``: created. ``rewards.jsonl``: one record per candidate (``key``, ``line``, ``index``, ``id``,
       ``candidate_sha256`` + :meth:`PieRewardResult.to_dict`), keyed by ``key`` and appended as each candidate
       finishes, so an interrupted run loses nothing and a rerun skips what is done
-      (:class:`arbiter.datasets.jsonl_sink.JsonlSink`). ``errors.jsonl``: SANDBOX_ERROR records of this run (our
+      (:class:`arbiter.datasets.io.JsonlSink`). ``errors.jsonl``: SANDBOX_ERROR records of this run (our
       failures are not final: a rerun retries them; never written as a reward). ``summary.json``:
       :func:`summarize_rewards` over the final records plus run counts. ``file_names`` renames these
       (``{"rewards": ..., "errors": ..., "summary": ...}``). ``skip_precomputed``: see :func:`iter_candidates`.
@@ -1319,7 +1319,7 @@ def run_reward_batch(rows: Any, tests: Any, candidates: str | os.PathLike, out_d
     (:class:`CandidatesInputError` from :func:`check_candidates_usable`, naming ``input_option``: empty, not JSON
     Lines, or no record naming a row) or one that cannot be read.
     """
-    from arbiter.datasets.jsonl_sink import JsonlSink, read_jsonl
+    from arbiter.datasets.io import JsonlSink, read_jsonl
 
     check_reward_options(reward_kw)
     index = rows if isinstance(rows, RowIndex) else RowIndex(rows, split=split)

@@ -60,7 +60,7 @@ from typing import Any
 
 from arbiter.datasets.convert import check_output_path
 from arbiter.datasets.verl_rows import RowError, iter_raw_rows, parse_row, row_key
-from arbiter.pipelines.codegen_scoring import CONFIG_FILE, input_identity
+from arbiter.pipelines.codegen import CONFIG_FILE, input_identity
 from arbiter.pipelines.goldilocks.english import (
     EnglishFilter, _english_detector_description, _template_report, _with_confidence, detection_text, statement_text,
 )
