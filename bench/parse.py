@@ -4,7 +4,7 @@
 1. Parse time of each parser of untrusted text on adversarial shapes (long whitespace runs, many
    fences, deep nesting, long integers) at 64 KB and 1 MB, side by side, with the ratio
    (a linear parser takes about 16x longer on the 16x larger input):
-   - responses: ``arbiter.verl.extract.extract_code``;
+   - responses: ``arbiter.rewards.extract.extract_code``;
    - oracle answers: ``arbiter.pipelines.oracle_format.parse_answer``;
    - ground truths: ``arbiter.judge.jsonvalues.loads``,
      ``arbiter.judge.encodings.pyliteral.parse_literal`` and
@@ -142,7 +142,7 @@ def _reset_peak() -> int:
 
 def parse_one(kind: str, shape: str, n: int) -> dict:
     if kind == "response":
-        from arbiter.verl.extract import extract_code
+        from arbiter.rewards.extract import extract_code
         text = response_shapes(n)[shape]
         fn = extract_code
     elif kind == "oracle":

@@ -101,7 +101,7 @@ def bench_batch_vs_serial() -> None:
 
 PROBE = textwrap.dedent('''
     import functools, json, sys, time
-    from arbiter.pipelines.codegen_scoring import score_completions
+    from arbiter.pipelines.codegen import score_completions
     from arbiter.verl.reward import RewardOptions, iter_scores
     t = time.monotonic()
     run = score_completions(sys.argv[1], sys.argv[2], sys.argv[3],

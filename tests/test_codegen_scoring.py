@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from arbiter.cli.main import app
-from arbiter.pipelines.codegen_scoring import pass_at_k
+from arbiter.pipelines.codegen import pass_at_k
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]
@@ -239,7 +239,7 @@ def test_sandbox_errors_are_not_recorded_and_rerun_retries_them(small, tmp_path)
 
 MEMORY_PROBE = textwrap.dedent('''
     import functools, json, sys
-    from arbiter.pipelines.codegen_scoring import score_completions
+    from arbiter.pipelines.codegen import score_completions
     from arbiter.verl.reward import RewardOptions, iter_scores
     run = score_completions(sys.argv[1], sys.argv[2], sys.argv[3],
                             scorer=functools.partial(iter_scores, opts=RewardOptions(), raise_errors=False))

@@ -476,8 +476,8 @@ def real_leetcode_prompt(shared: Path) -> str:
 def test_convert_measures_a_heavy_reference_and_the_reward_uses_its_limit(shared, tmp_path):
     import random
 
-    from arbiter.verl.references import DEFAULT_FACTOR, time_limit_for
-    from arbiter.verl.routing import route
+    from arbiter.pipelines.codegen.references import DEFAULT_FACTOR, time_limit_for
+    from arbiter.rewards.routes import route
 
     rng = random.Random(3336)
     heavy = [rng.randint(1, 280) for _ in range(279)] + [280]
@@ -510,7 +510,7 @@ def test_convert_measures_a_heavy_reference_and_the_reward_uses_its_limit(shared
 def test_convert_reports_a_reference_that_fails_its_own_row(shared, tmp_path):
     """A real LeetCodeDataset row whose tests disagree with its reference (one expected value flipped): the row
     is reported by name, written without a time limit and flagged (default), or dropped on request."""
-    from arbiter.verl.references import REFERENCE_FAILS, measure_references
+    from arbiter.pipelines.codegen.references import REFERENCE_FAILS, measure_references
 
     lc = shared / "realdata" / "leetcodedataset" / "LeetCodeDataset-v0.3.1-test.jsonl.gz"
     bad, good = jsonl(lc)[:2]  # bad: hasIncreasingSubarrays, whose outputs are True / False

@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle_fake_server import FakeOpenAIServer, Script  # noqa: E402
 
-from arbiter.datasets.jsonl_sink import read_jsonl
+from arbiter.datasets.io import read_jsonl
 from arbiter.datasets.oracle_rows import load_returns, load_seeds, schema_issues
 from arbiter.pipelines.oracle_format import check_return_row
 from arbiter.pipelines.oracle_writer import backoff_delay, generate

@@ -22,7 +22,7 @@ from oracle_fake_server import FakeOpenAIServer, Script  # noqa: E402
 from test_codegen_scoring import SUM, SUM_OK, row, write_jsonl  # noqa: E402
 from test_pie_retime import FAST, SLOW, write_problem  # noqa: E402
 
-from arbiter.datasets.jsonl_sink import read_jsonl
+from arbiter.datasets.io import read_jsonl
 from arbiter.pipelines.outputs import LOCK_NAME, OutputDirBusy, ensure_out_dir, holds_out_dirs, lock_out_dir
 
 REPO = Path(__file__).resolve().parents[1]

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 import parsers_reference as ref
 from arbiter.pipelines import oracle_format
-from arbiter.verl import extract
-from arbiter.verl.extract import MAX_RESPONSE_CHARS, extract_code, fenced_blocks, strip_reasoning
+from arbiter.rewards import extract
+from arbiter.rewards.extract import MAX_RESPONSE_CHARS, extract_code, fenced_blocks, strip_reasoning
 from arbiter.verl.reward import compute_score
 
 FUZZ = settings(max_examples=int(os.environ.get("ARBITER_FUZZ_EXAMPLES", "1500")), deadline=None,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from arbiter.datasets.jsonl_sink import read_jsonl
+from arbiter.datasets.io import read_jsonl
 from arbiter.timing.instructions import valgrind_available
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

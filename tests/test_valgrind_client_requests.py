@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from arbiter.datasets.jsonl_sink import read_jsonl
+from arbiter.datasets.io import read_jsonl
 from arbiter.datasets.oracle_rows import load_seeds
 from arbiter.languages.cpp import CompileSpec, compile_cpp
 from arbiter.pipelines.oracle_verify import VerifyOptions, verify_returns

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from arbiter.verl import reward as reward_mod
-from arbiter.verl.extract import extract_code, strip_reasoning
+from arbiter.rewards.extract import extract_code, strip_reasoning
 from arbiter.verl.reward import (
     RESULT_KEYS,
     InvalidTask,
@@ -25,7 +25,7 @@ from arbiter.verl.reward import (
     compute_score_batch_async,
     compute_score_float,
 )
-from arbiter.verl.routing import PYTHON_PRELUDE, ROUTES, route
+from arbiter.rewards.routes import PYTHON_PRELUDE, ROUTES, route
 
 REWARD_FILE = Path(reward_mod.__file__)
 

@@ -22,7 +22,7 @@ class CheckerSpec:
       ``True`` (default): a ``bool`` equals only a ``bool`` (LeetCode's judge and LiveCodeBench
       tell ``true`` from ``1``). ``False``: ``True``/``False`` equal ``1``/``0`` as in Python's
       ``==``, which is how APPS/TACO ``testing_util``, rllm and verl ``prime_code`` compare call
-      results; the verl routes for those sources set it (:mod:`arbiter.verl.routing`).
+      results; the verl routes for those sources set it (:mod:`arbiter.rewards.routes`).
     - ``program``: for ``external``, the checker's source code; ``program_language`` its language.
     """
 

@@ -4,22 +4,83 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from arbiter.strenum import StrEnum
 
-class Source(str, Enum):
+
+class Source(StrEnum):
     apps = "apps"
     taco = "taco"
     leetcode = "leetcode"
     codescope = "codescope"
     nemo_gym = "nemo-gym"
     lcb = "lcb"
+
+
+
+def _show(console: Console, kind: str, entries: list, limit: int, more: str = "more") -> None:
+    for label, why in entries[:limit]:
+        console.print(f"  {kind} {escape(label)}: {escape(why)}")
+    if len(entries) > limit:
+        console.print(f"  ... and {len(entries) - limit} {more}")
+
+
+def _print_report(console: Console, source: str, report, out: Path, measure: bool) -> None:
+    console.print(f"{source}: {report.read} rows read, {report.written} written to {escape(str(out))} "
+                  f"({report.tests} test cases, {report.reference_solutions} reference solutions), "
+                  f"{len(report.skipped)} skipped, {len(report.bad)} bad, {len(report.warnings)} with warnings")
+    if measure:
+        console.print(f"  references: {report.measured} rows given a measured time_limit ({report.raised} above "
+                      f"the route's default), {len(report.reference_failures)} written rows whose reference "
+                      f"fails them, {len(report.unmeasured)} not measured (SANDBOX_ERROR)")
+    _show(console, "[red]reference fails[/]", report.reference_failures, 20)
+    for label, why in report.unmeasured[:5]:
+        console.print(f"  [yellow]not measured[/] {escape(label)}: {escape(why)}")
+    _show(console, "[red]bad[/]", report.bad, 20)
+    if report.skipped:
+        reasons: dict[str, int] = {}
+        for _, why in report.skipped:
+            reasons[why] = reasons.get(why, 0) + 1
+        for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:10]:
+            console.print(f"  [dim]skipped {n}: {escape(why)}[/]")
+    _show(console, "[yellow]warning[/]", report.warnings, 20, "more warnings")
+
+
+def _write_errors(path: Path, report) -> None:
+    """``--errors``: one JSON line per bad, skipped, warned, failing-reference and unmeasured row."""
+    from arbiter.datasets.io import write_jsonl_atomic
+
+    records = [*({"row": label, "kind": "bad", "error": why} for label, why in report.bad),
+               *({"row": label, "kind": "skipped", "reason": why} for label, why in report.skipped),
+               *({"row": label, "kind": "warning", "warning": why} for label, why in report.warnings),
+               *({"row": label, "kind": "reference_failed", "error": why} for label, why in report.reference_failures),
+               *({"row": label, "kind": "unmeasured", "reason": why} for label, why in report.unmeasured)]
+    write_jsonl_atomic(path, records, dumps=lambda r: json.dumps(r, ensure_ascii=False))
+
+
+def _measuring(bar: Progress, task, *, factor: float, ceiling: float, workers: int | None, drop_failing: bool):
+    """The reference-measuring transform of the converted rows (progress in the bar's ``info``)."""
+    from arbiter.pipelines.codegen.references import measure_references
+
+    measured = {"n": 0, "failed": 0}
+
+    def on_measure(item, check) -> None:
+        measured["n"] += 1
+        measured["failed"] += check.outcome not in ("AC", "SANDBOX_ERROR")
+        bar.update(task, info=f"{measured['n']} references measured, {measured['failed']} failing")
+
+    def transform(items):
+        return measure_references(items, factor=factor, ceiling=ceiling, workers=workers,
+                                  on_failure="drop" if drop_failing else "keep", on_measure=on_measure)
+
+    return transform
 
 
 def register(app: typer.Typer) -> None:
@@ -63,8 +124,6 @@ def register(app: typer.Typer) -> None:
         2 bad input: OUT unusable, IN missing, unreadable, not parseable (the file and line are
         named; nothing is written) or holding no rows.
         """
-        from rich.markup import escape
-
         from arbiter.datasets.convert import check_output_path
         from arbiter.datasets.convert import convert as run_convert
 
@@ -73,20 +132,8 @@ def register(app: typer.Typer) -> None:
                        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console, disable=quiet,
                        transient=True)
         task = bar.add_task("convert", total=None, info="")
-        measured = {"n": 0, "failed": 0}
-
-        def on_measure(item, check) -> None:
-            measured["n"] += 1
-            measured["failed"] += check.outcome not in ("AC", "SANDBOX_ERROR")
-            bar.update(task, info=f"{measured['n']} references measured, {measured['failed']} failing")
-
-        transform = None
-        if measure:
-            from arbiter.verl.references import measure_references
-
-            def transform(items):
-                return measure_references(items, factor=factor, ceiling=ceiling, workers=workers,
-                                          on_failure="drop" if drop_failing else "keep", on_measure=on_measure)
+        transform = _measuring(bar, task, factor=factor, ceiling=ceiling, workers=workers,
+                               drop_failing=drop_failing) if measure else None
         try:
             check_output_path(out)
             if errors is not None and not errors.parent.is_dir():
@@ -97,45 +144,8 @@ def register(app: typer.Typer) -> None:
         except (ValueError, OSError) as exc:
             console.print(f"[red]error:[/] {escape(str(exc))}")
             raise typer.Exit(2)
-        console.print(f"{source.value}: {report.read} rows read, {report.written} written to {escape(str(out))} "
-                      f"({report.tests} test cases, {report.reference_solutions} reference solutions), "
-                      f"{len(report.skipped)} skipped, {len(report.bad)} bad, {len(report.warnings)} with warnings")
-        if measure:
-            console.print(f"  references: {report.measured} rows given a measured time_limit ({report.raised} above "
-                          f"the route's default), {len(report.reference_failures)} written rows whose reference "
-                          f"fails them, {len(report.unmeasured)} not measured (SANDBOX_ERROR)")
-        for label, why in report.reference_failures[:20]:
-            console.print(f"  [red]reference fails[/] {escape(label)}: {escape(why)}")
-        if len(report.reference_failures) > 20:
-            console.print(f"  ... and {len(report.reference_failures) - 20} more")
-        for label, why in report.unmeasured[:5]:
-            console.print(f"  [yellow]not measured[/] {escape(label)}: {escape(why)}")
-        for label, why in report.bad[:20]:
-            console.print(f"  [red]bad[/] {escape(label)}: {escape(why)}")
-        if len(report.bad) > 20:
-            console.print(f"  ... and {len(report.bad) - 20} more")
-        if report.skipped:
-            reasons: dict[str, int] = {}
-            for _, why in report.skipped:
-                reasons[why] = reasons.get(why, 0) + 1
-            for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:10]:
-                console.print(f"  [dim]skipped {n}: {escape(why)}[/]")
-        for label, why in report.warnings[:20]:
-            console.print(f"  [yellow]warning[/] {escape(label)}: {escape(why)}")
-        if len(report.warnings) > 20:
-            console.print(f"  ... and {len(report.warnings) - 20} more warnings")
+        _print_report(console, source.value, report, out, measure)
         if errors is not None:
-            with open(errors, "w", encoding="utf-8") as f:
-                for label, why in report.bad:
-                    f.write(json.dumps({"row": label, "kind": "bad", "error": why}, ensure_ascii=False) + "\n")
-                for label, why in report.skipped:
-                    f.write(json.dumps({"row": label, "kind": "skipped", "reason": why}, ensure_ascii=False) + "\n")
-                for label, why in report.warnings:
-                    f.write(json.dumps({"row": label, "kind": "warning", "warning": why}, ensure_ascii=False) + "\n")
-                for label, why in report.reference_failures:
-                    f.write(json.dumps({"row": label, "kind": "reference_failed", "error": why},
-                                       ensure_ascii=False) + "\n")
-                for label, why in report.unmeasured:
-                    f.write(json.dumps({"row": label, "kind": "unmeasured", "reason": why}, ensure_ascii=False) + "\n")
+            _write_errors(errors, report)
         if report.written == 0 or (fail_on_bad and (report.bad or report.reference_failures)):
             raise typer.Exit(1)

@@ -1,14 +1,12 @@
 """``arbiter score``: score model completions on a verl code dataset (per-response verdicts,
 per-problem pass rate, pass@k, a table by data_source); streaming and resumable.
 
-Scores exactly as the verl plug-in does in training (:mod:`arbiter.verl.reward`), through the
-pipeline :mod:`arbiter.pipelines.codegen_scoring`.
+Scores with the codegen reward exactly as the verl plug-in does in training
+(:mod:`arbiter.rewards.codegen`), through the pipeline :mod:`arbiter.pipelines.codegen`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import logging
 import sys
 from pathlib import Path
@@ -50,6 +48,83 @@ def summary_table(summary: dict, title: str = "scores by data_source") -> Table:
     return table
 
 
+def _fail(console: Console, exc: BaseException) -> typer.Exit:
+    from rich.markup import escape
+
+    console.print(f"[red]error:[/] {escape(str(exc))}")
+    return typer.Exit(2)
+
+
+def _reward_options(console: Console, **given: object):
+    """The reward's options from the command line (``on_invalid="zero"``: one unusable row never
+    stops the run; it is recorded as INVALID_TASK); exit 2 for a bad value."""
+    from arbiter.rewards.codegen import RewardOptions
+
+    try:
+        return RewardOptions.from_kwargs({k: v for k, v in given.items() if v is not None} | {"on_invalid": "zero"})
+    except (TypeError, ValueError) as exc:
+        raise _fail(console, exc) from None
+
+
+def _show_input_problems(console: Console, problems, out: Path) -> None:
+    from rich.markup import escape
+
+    if not problems.count:
+        return
+    console.print(f"[yellow]{problems.count} input record(s) skipped (listed in "
+                  f"{escape(str(out / 'errors.jsonl'))}):[/]")
+    for message in problems.first[:5]:
+        console.print(f"  {escape(message)}")
+    if problems.count > 5:
+        console.print(f"  ... and {problems.count - 5} more")
+
+
+class _Bar:
+    """The progress bar, started by the first progress call (after the config check too), so no
+    message is drawn over it."""
+
+    def __init__(self, console: Console, quiet: bool):
+        self.bar = Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TextColumn("responses"),
+                            TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=quiet)
+        self.task = self.bar.add_task("score", total=None)
+        self.started = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.started:
+            self.bar.start()
+            self.started = True
+        self.bar.update(self.task, completed=done, total=total)
+
+    def stop(self) -> None:
+        if self.started:
+            self.bar.stop()
+            self.started = False
+
+
+def _report(console: Console, run, out: Path) -> None:
+    """The table by data_source and the run's counts; exit 1 when responses hit SANDBOX_ERROR."""
+    from rich.markup import escape
+
+    Console(width=None if sys.stdout.isatty() else 160).print(summary_table(run.summary))
+    console.print(f"{run.rows} rows read; {run.responses} responses matched; {run.judged} scored now, "
+                  f"{run.skipped_done} already done; outputs in {escape(str(out))}")
+    if run.stale:
+        console.print(f"[yellow]{run.stale} earlier verdict(s) were made for another response or ground truth; "
+                      f"judged again and replaced[/]")
+    vacuous = run.summary["overall"].get("vacuous_problems", 0)
+    if vacuous:
+        keys = ", ".join(run.summary.get("vacuous_row_keys", [])[:5])
+        console.print(f"[yellow]{vacuous} problem(s) have a vacuous test suite (every expected output is empty: "
+                      f"a program that prints nothing passes); judged and counted, flagged \"vacuous\" in "
+                      f"{escape(str(out / 'problems.jsonl'))}: {escape(keys)}{', ...' if vacuous > 5 else ''}[/]")
+    if run.errors:
+        console.print(f"[yellow]{run.errors} problem(s) reported in {escape(str(out / 'errors.jsonl'))}[/]")
+    if run.sandbox_errors:
+        console.print(f"[red]{run.sandbox_errors} response(s) hit SANDBOX_ERROR after retries; they are not recorded; "
+                      f"rerun the same command to retry them[/]")
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def score(
@@ -86,84 +161,24 @@ def register(app: typer.Typer) -> None:
         responses hit SANDBOX_ERROR (not recorded: rerun to retry them); 2 bad input or OUT made
         with other inputs.
         """
-        from rich.markup import escape
-
-        from arbiter.pipelines.codegen_scoring import ScoringInputError, load_inputs, score_completions
-        from arbiter.verl.reward import RewardOptions, iter_scores
+        from arbiter.pipelines.codegen import ScoringInputError, load_inputs, score_completions
 
         console = Console(stderr=True)
         # INVALID_TASK / SANDBOX_ERROR are reported in the outputs and the table, not as log lines
         logging.getLogger("arbiter.verl").setLevel(logging.ERROR)
-        try:
-            # on_invalid="zero": one unusable row never stops the run; it is recorded as INVALID_TASK
-            # (raise_errors=False below returns such rows as results whatever on_invalid says)
-            opts = RewardOptions.from_kwargs({k: v for k, v in dict(
-                parity=parity, checker=checker, case_insensitive=case_insensitive, time_limit=time_limit,
-                memory_limit_mb=memory_limit, run_all=run_all, workers=workers, on_invalid="zero").items()
-                if v is not None})
-        except (TypeError, ValueError) as exc:
-            console.print(f"[red]error:[/] {escape(str(exc))}")
-            raise typer.Exit(2)
-        scorer = functools.partial(iter_scores, opts=opts, raise_errors=False)
-        # what the verdicts depend on (OUT/config.json); workers and the error policies do not change them
-        verdict_options = {k: v for k, v in dataclasses.asdict(opts).items()
-                           if k not in ("workers", "on_invalid", "on_sandbox_error")}
-        # every input check runs before the progress bar starts, so no message is drawn over it
-        try:
+        opts = _reward_options(console, parity=parity, checker=checker, case_insensitive=case_insensitive,
+                               time_limit=time_limit, memory_limit_mb=memory_limit, run_all=run_all, workers=workers)
+        try:  # every input check runs before the progress bar starts
             inputs = load_inputs(dataset, completions, split=split)
         except (ScoringInputError, OSError) as exc:
-            console.print(f"[red]error:[/] {escape(str(exc))}")
-            raise typer.Exit(2)
-        problems = inputs.problems
-        if problems.count:
-            console.print(f"[yellow]{problems.count} input record(s) skipped (listed in "
-                          f"{escape(str(out / 'errors.jsonl'))}):[/]")
-            for message in problems.first[:5]:
-                console.print(f"  {escape(message)}")
-            if problems.count > 5:
-                console.print(f"  ... and {problems.count - 5} more")
-        bar = Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TextColumn("responses"),
-                       TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=quiet)
-        task = bar.add_task("score", total=None)
-        started = False
-
-        def progress(done: int, total: int) -> None:
-            nonlocal started
-            if not started:  # the first call comes after the config check too
-                bar.start()
-                started = True
-            bar.update(task, completed=done, total=total)
-
-        def stop() -> None:
-            nonlocal started
-            if started:
-                bar.stop()
-                started = False
-
+            raise _fail(console, exc) from None
+        _show_input_problems(console, inputs.problems, out)
+        bar = _Bar(console, quiet)
         try:
-            run = score_completions(dataset, completions, out, scorer=scorer, split=split,
-                                    options=verdict_options, progress=progress, inputs=inputs)
+            run = score_completions(dataset, completions, out, reward=opts, split=split, progress=bar, inputs=inputs)
         except (ValueError, OSError) as exc:
-            stop()
-            console.print(f"[red]error:[/] {escape(str(exc))}")
-            raise typer.Exit(2)
+            bar.stop()
+            raise _fail(console, exc) from None
         finally:
-            stop()
-        Console(width=None if sys.stdout.isatty() else 160).print(summary_table(run.summary))
-        console.print(f"{run.rows} rows read; {run.responses} responses matched; {run.judged} scored now, "
-                      f"{run.skipped_done} already done; outputs in {escape(str(out))}")
-        if run.stale:
-            console.print(f"[yellow]{run.stale} earlier verdict(s) were made for another response or ground truth; "
-                          f"judged again and replaced[/]")
-        vacuous = run.summary["overall"].get("vacuous_problems", 0)
-        if vacuous:
-            keys = ", ".join(run.summary.get("vacuous_row_keys", [])[:5])
-            console.print(f"[yellow]{vacuous} problem(s) have a vacuous test suite (every expected output is empty: "
-                          f"a program that prints nothing passes); judged and counted, flagged \"vacuous\" in "
-                          f"{escape(str(out / 'problems.jsonl'))}: {escape(keys)}{', ...' if vacuous > 5 else ''}[/]")
-        if run.errors:
-            console.print(f"[yellow]{run.errors} problem(s) reported in {escape(str(out / 'errors.jsonl'))}[/]")
-        if run.sandbox_errors:
-            console.print(f"[red]{run.sandbox_errors} response(s) hit SANDBOX_ERROR after retries; they are not recorded; "
-                          f"rerun the same command to retry them[/]")
-            raise typer.Exit(1)
+            bar.stop()
+        _report(console, run, out)

@@ -1,34 +1,11 @@
-"""Convert real code datasets, in their own shapes, to verl rule-reward rows.
+"""Convert real code datasets, in their own shapes, to verl rule-reward rows (``arbiter convert``).
 
-``arbiter convert --from SOURCE IN --out OUT`` streams ``IN`` through one converter of
-:mod:`arbiter.datasets.sources` and writes verl rows (:mod:`arbiter.datasets.verl_rows`) to
-Parquet or JSONL:
-
-- ``data_source``: the source's routing name (``apps``, ``taco``, ``leetcode``, ``codeforces``,
-  ``livecodebench``; overridable);
-- ``prompt``: chat messages (the dataset's own prompt when it has one, else the statement plus
-  an instruction to answer with one Python code block);
-- ``ability``: ``"code"``;
-- ``reward_model``: ``{"style": "rule", "ground_truth": <JSON text>}`` in one of the card's
-  three encodings (the APPS/TACO dict form is kept as is, so its ``x`` / ``[x]`` output
-  convention survives; other sources become ``stdin_stdout`` or ``function_call`` case lists);
-- ``extra_info``: ``index`` (unique in the output, prefixed by the source: ``apps_train_0001``,
-  ``leetcode_two-sum``), ``id`` (the source's own id), ``source``, ``difficulty``, ``url``,
-  ``reference_solutions`` (the source's known-correct programs, when it has them), ``prelude``
-  (Python run before the program, when the source defines one: LeetCodeDataset's import block
-  with ``ListNode``/``TreeNode``), ``tests`` (number of cases), ``notes`` (e.g. test pairs left
-  out and why), ``time_limit`` / ``reference_cpu_seconds`` (CPU seconds per case measured from
-  the first reference solution by ``arbiter convert``, :mod:`arbiter.verl.references`; null when
-  not measured).
-
-Convert-or-fail (the card's 2026-08 rule): every ground truth written is read back through
-:func:`arbiter.judge.encodings.verl_ground_truth_to_suite` and must give as many cases as the
-source's own normaliser; a row that fails any step is reported (row and reason) and skipped, and
-the batch goes on. A suite whose every expected output is empty (any program that prints
-nothing would pass it) is written but warned about: first of ``extra_info.notes``, and
-``ConvertReport.warnings`` (``arbiter convert`` prints them). Keys: rows are later keyed ``"<data_source>:<index>"`` (the card's
-data_source-qualified join keys; its original DeepCoder release joined on an index that collided
-across subsets); ``index`` is also kept unique within one output file.
+``IN`` streams through one converter of :mod:`arbiter.datasets.sources` into verl rows
+(:mod:`arbiter.datasets.verl_rows`) written to Parquet or JSONL. Convert-or-fail: every ground
+truth written is read back through :func:`arbiter.judge.encodings.verl_ground_truth_to_suite`
+and must give as many cases as the source's own normaliser; a row that fails is reported and
+skipped, the batch goes on. Vacuous suites are written and warned about. The row fields, keys
+and reference measurement: ``docs/codegen.md`` ("Converting datasets").
 """
 
 from __future__ import annotations
@@ -62,7 +39,7 @@ class Converted:
     - ``error``: why the row was not converted (bad row), or ``""``.
     - ``skipped``: a row deliberately left out (e.g. a CodeScope row in C++), not an error.
     - ``reference_failure``: the row was written, but its reference solution fails it
-      (:mod:`arbiter.verl.references`); ``reference_unmeasured``: the reference could not be
+      (:mod:`arbiter.pipelines.codegen.references`); ``reference_unmeasured``: the reference could not be
       measured (SANDBOX_ERROR); ``""`` otherwise. ``limit_raised``: the measured
       ``extra_info.time_limit`` is above the route's default.
     """
@@ -81,7 +58,7 @@ class ConvertReport:
     """What a conversion did: rows read, written, skipped (with reasons), bad (with errors), and
     written rows with a warning (``warnings``: ``(label, warning)``, e.g. a vacuous suite).
 
-    With reference measurement (:mod:`arbiter.verl.references`): ``measured`` (rows given an
+    With reference measurement (:mod:`arbiter.pipelines.codegen.references`): ``measured`` (rows given an
     ``extra_info.time_limit``), ``raised`` (of those, rows whose limit is above the route's
     default), ``reference_failures`` (``(label, reason)``: written rows whose reference fails
     them; dropped ones are in ``bad``), ``unmeasured`` (``(label, reason)``: SANDBOX_ERROR)."""
@@ -373,7 +350,7 @@ def convert(source: str, path: str | os.PathLike, out: str | os.PathLike, *, dat
     Streams (memory is one row group). Bad rows are recorded in the report and skipped; the
     batch goes on. Written rows whose suite is vacuous (every expected output empty) are kept and
     listed in ``report.warnings``. ``transform`` maps the stream of converted rows before they are
-    written (``arbiter convert`` passes :func:`arbiter.verl.references.measure_references`, which
+    written (``arbiter convert`` passes :func:`arbiter.pipelines.codegen.references.measure_references`, which
     sets per-row time limits; this layer does not judge). ``on_row`` sees every
     :class:`Converted` (progress). Returns
     the :class:`ConvertReport`. Raises ``ValueError`` for an unknown source, a missing input, an

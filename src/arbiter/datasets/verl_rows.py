@@ -1,24 +1,11 @@
 """verl rule-reward rows (the codegen card's schema) and streaming loaders.
 
-Schema (``spec/codegen_iquest_card.txt``, "Schema"; verl ``docs/preparation/prepare_data``):
-
-| column | type | notes |
-|---|---|---|
-| ``data_source`` | str | reward-routing key (``code_contests_o``, ``code_taco``, ...) |
-| ``prompt`` | list of ``{role, content}`` | chat messages |
-| ``ability`` | str | ``code`` |
-| ``reward_model`` | ``{style: "rule", ground_truth, method?}`` | ``ground_truth``: the test suite as JSON text (or decoded data) |
-| ``extra_info`` | dict | ``index`` (the row id), anything else (``id``, goldilocks annotations, ``reference_solutions``, ``prelude``, ``time_limit``) |
-
-Files: Parquet (``.parquet``), JSON Lines (``.jsonl``, ``.jsonl.gz``, ``.json`` holding one
-object per line; a ``.json`` holding one JSON array is read whole), or a directory written by HF
-``datasets`` (``Dataset.save_to_disk``; a ``DatasetDict`` needs ``split``). Every loader **streams**: Parquet by record batches
-(``batch_size`` rows at a time), JSONL line by line, HF datasets through its memory-mapped Arrow
-table; nothing holds the whole file in memory.
-
-Row keys: ``"<data_source>:<extra_info.index>"``, the data_source-qualified key of the card's
-2026-08 fix (indexes collided across DeepCoder's subsets); a row without ``extra_info.index``
-is keyed by its position, ``"<data_source>:#<position>"``.
+A row has ``data_source`` (the reward's routing key), ``prompt`` (chat messages), ``ability``,
+``reward_model`` (``{style: "rule", ground_truth}``: the test suite as JSON text or decoded data)
+and ``extra_info`` (``index``, ``reference_solutions``, ``prelude``, ``time_limit``, ...). Files:
+Parquet, JSON Lines (``.jsonl``, ``.jsonl.gz``, ``.json``) or an HF ``datasets`` folder; every
+loader streams. Rows are keyed ``"<data_source>:<extra_info.index>"`` (else by position).
+The schema table and the rules: ``docs/codegen.md`` ("verl rows").
 """
 
 from __future__ import annotations
@@ -32,7 +19,7 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from arbiter.datasets.json_lines import BOM, decode_json_line
+from arbiter.datasets.io import BOM, decode_json_line
 from arbiter.judge import jsonvalues
 from arbiter.judge.encodings._common import to_plain
 from arbiter.judge.testsuite import CallCase, StdioCase, TestSuite
@@ -61,7 +48,7 @@ class RewardModel(BaseModel):
 
 
 class VerlRow(BaseModel):
-    """One verl rule-reward row (module docstring). ``position`` is the 0-based row number in
+    """One verl rule-reward row (docs/codegen.md). ``position`` is the 0-based row number in
     its file (not a column)."""
 
     model_config = ConfigDict(extra="allow")
@@ -79,7 +66,7 @@ class VerlRow(BaseModel):
 
     @property
     def key(self) -> str:
-        """The row key (module docstring)."""
+        """The row key (docs/codegen.md)."""
         return row_key(self.data_source, self.index, self.position)
 
     @property

@@ -46,12 +46,6 @@ class ThreadBackend:
         self._pool.shutdown(wait=True, cancel_futures=cancel)
 
 
-def _done(value: Any) -> Future:
-    f: Future = Future()
-    f.set_result(value)
-    return f
-
-
 def _backend(workers: int | None, backend: Backend | None, name: str) -> tuple[Backend, bool]:
     if backend is not None:
         return backend, False
@@ -77,20 +71,21 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], *, workers: int | None
     cancelled when the consumer stops early or an error escapes."""
     pool, owned = _backend(workers, backend, name)
     bound = in_flight if in_flight is not None else 2 * pool.workers
-    window: deque[tuple[T, Future]] = deque()
+    window: deque[tuple[T, Future | None]] = deque()  # None: passed through, nothing to wait for
     try:
         for item in items:
             run = submit_if is None or submit_if(item)
-            window.append((item, pool.submit(fn, item) if run else _done(None)))
-            while window and (window[0][1].done() or len(window) > bound):
+            window.append((item, pool.submit(fn, item) if run else None))
+            while window and (window[0][1] is None or window[0][1].done() or len(window) > bound):
                 head, fut = window.popleft()
-                yield head, fut.result()
+                yield head, fut.result() if fut is not None else None
         while window:
             head, fut = window.popleft()
-            yield head, fut.result()
+            yield head, fut.result() if fut is not None else None
     finally:
         for _, fut in window:
-            fut.cancel()
+            if fut is not None:
+                fut.cancel()
         if owned:
             pool.close(cancel=True)
 

@@ -84,7 +84,7 @@ The writer's ``verification`` object is kept as ``claimed_verification``; the fi
 (``compile_ok``, ``all_visible_tests_pass``, ``all_hidden_tests_pass``, ``score``) are listed in
 ``verification.claim_disagreements`` and in ``notes``.
 
-Outputs (:func:`verify_returns`), written incrementally with :class:`~arbiter.datasets.jsonl_sink.JsonlSink`
+Outputs (:func:`verify_returns`), written incrementally with :class:`~arbiter.datasets.io.JsonlSink`
 keyed by the row key (:attr:`~arbiter.datasets.oracle_rows.ReturnRow.key`; load rejections:
 :attr:`~arbiter.datasets.oracle_rows.Rejection.key`), so a rerun skips finished rows and never duplicates:
 
@@ -135,7 +135,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
 
-from arbiter.datasets.jsonl_sink import JsonlSink, read_jsonl
+from arbiter.datasets.io import JsonlSink, read_jsonl
 from arbiter.datasets.oracle_rows import (
     HiddenTests,
     Rejection,

@@ -29,7 +29,7 @@ Behaviour (issue 5, DESIGN.md "Reliability"):
   explicitly: HTTP 408, 409, 429 and 5xx, connection errors and timeouts are retried up to
   ``max_retries`` times with exponential backoff and jitter (:func:`backoff_delay`), honouring a
   ``Retry-After`` header up to ``backoff_max``. Other errors (400, 401, 404, ...) are not retried.
-- resumable: rows go to a :class:`~arbiter.datasets.jsonl_sink.JsonlSink` keyed by
+- resumable: rows go to a :class:`~arbiter.datasets.io.JsonlSink` keyed by
   ``task_id#sample_index``; a rerun asks only for the samples missing from ``out_path`` (a torn last
   line is repaired). The key does not include the model: resume a run with the same model.
 - failures: a request that still fails after its retries, or a response with fewer choices than
@@ -49,7 +49,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, Sequence
 
-from arbiter.datasets.jsonl_sink import JsonlSink
+from arbiter.datasets.io import JsonlSink
 from arbiter.datasets.oracle_rows import RETURN_SCHEMA_NAME, SeedRow, load_seeds, schema_issues
 
 Sampling = Literal["n", "repeat"]

@@ -1,13 +1,14 @@
-"""verl reward plug-in: :func:`compute_score` and friends (:mod:`arbiter.verl.reward`),
-``data_source`` routing (:mod:`arbiter.verl.routing`), code-block extraction
-(:mod:`arbiter.verl.extract`).
+"""verl reward plug-in: :func:`compute_score` and friends (:mod:`arbiter.verl.reward`), thin
+wrappers over :mod:`arbiter.rewards.codegen`; ``data_source`` routing and code extraction are
+re-exported from :mod:`arbiter.rewards`.
 
 verl config: ``custom_reward_function.path=pkg://arbiter.verl.reward``,
 ``custom_reward_function.name=compute_score`` (or ``compute_score_batch`` with
 ``reward_model.reward_manager=batch``, or ``compute_score_async``).
 """
 
-from arbiter.verl.extract import Extraction, extract_code
+from arbiter.rewards.extract import Extraction, extract_code
+from arbiter.rewards.routes import ROUTES, Route, route
 from arbiter.verl.reward import (
     InvalidTask,
     RewardResult,
@@ -18,7 +19,6 @@ from arbiter.verl.reward import (
     compute_score_batch_async,
     compute_score_float,
 )
-from arbiter.verl.routing import ROUTES, Route, route
 
 __all__ = [
     "Extraction",

@@ -1,7 +1,7 @@
 """CodeScope ``code_optimization_data.jsonl`` (xCodeEval Codeforces rows) -> verl rows.
 
-Each row is one (problem, language) pair with two accepted programs in that language
-(realdata/SOURCES.md section 1). Only Python rows become verl rows (the reward judges Python;
+Each row is one (problem, language) pair with two accepted programs in that language.
+Only Python rows become verl rows (the reward judges Python;
 the Python row's two programs are its reference solutions); rows in other languages are skipped
 and reported as such. ``testcases`` (a Python literal) is normalised by
 :func:`arbiter.judge.encodings.codescope_row_to_suite` and written as ``stdin_stdout`` cases; a

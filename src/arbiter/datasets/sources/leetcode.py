@@ -1,7 +1,7 @@
 """LeetCodeDataset (newfacade/LeetCodeDataset) -> verl rows.
 
 Input: the dataset's JSON Lines (``LeetCodeDataset-v0.3.1-test.jsonl.gz``; also Parquet/HF).
-Per row (fields in realdata/SOURCES.md section 3):
+Per row:
 
 - ``input_output`` pairs are normalised by :func:`arbiter.judge.encodings.leetcode_row_to_suite`
   (keyword arguments parsed as safe literals, ``-> str`` outputs kept bare, generator-failure

@@ -7,8 +7,8 @@ Rows (``resources_servers/code_gen/data/example.jsonl``) carry the chat prompt i
 :func:`arbiter.judge.encodings.nemo_gym_row_to_suite`, written as ``stdin_stdout`` cases). No
 reference solutions. data_source: ``codeforces`` when the row's ``source`` is ``codeforces``
 (the sample's problems are Codeforces problems served through TACO; Codeforces judges by
-tokens, and realdata/SOURCES.md section 6 shows two correct programs that Gym's line-based
-grader rejects), else ``taco``. Index ``<prefix>_<hash_id>`` (prefix default ``nemo_gym``).
+tokens, and correct programs exist that Gym's line-based grader
+rejects), else ``taco``. Index ``<prefix>_<hash_id>`` (prefix default ``nemo_gym``).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from arbiter.datasets.convert import check_output_path
-from arbiter.pipelines.codegen_scoring import CONFIG_FILE, input_identity
+from arbiter.pipelines.codegen import CONFIG_FILE, input_identity
 from arbiter.pipelines.goldilocks.english import EnglishFilter, _english_detector_description, _template_report, _with_confidence
 from arbiter.pipelines.goldilocks.errors import CurationInputError
 from arbiter.pipelines.goldilocks.flag import ENGLISH_MIN, KEPT, LOWER_MAX, UPPER_MIN, VACUOUS, _check_thresholds

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from arbiter.datasets.verl_rows import VACUOUS_SUITE
-from arbiter.pipelines.codegen_scoring import CONFIG_FILE, VERDICTS_FILE, text_sha256
+from arbiter.pipelines.codegen import CONFIG_FILE, VERDICTS_FILE, text_sha256
 from arbiter.pipelines.goldilocks.errors import CurationInputError
 from arbiter.pipelines.goldilocks.flag import (
     BAD_SCORE, COUNT, INCOMPLETE, INVALID, MISSING, POSITIONAL, SANDBOX, TRUTH, Annotation,
@@ -141,7 +141,7 @@ class ScoreFolder:
         """``(scores, "", "", vacuous)`` for the row ``key`` (0/1 per completion, in response
         order; ``vacuous``: its verdicts flag a vacuous suite), or ``(None, reason, detail,
         False)`` with a reason of the module docstring. ``truth_sha``: sha256 of the dataset row's
-        ground truth (:func:`arbiter.pipelines.codegen_scoring.text_sha256`), compared with the one
+        ground truth (:func:`arbiter.pipelines.codegen.text_sha256`), compared with the one
         the folder judged; ``k``: the expected completion count; ``positional``: the key is the
         row's position (no ``extra_info.index``), usable only when :attr:`dataset_matches`."""
         r = self.rows.get(key)

@@ -1,49 +1,9 @@
 """Code-block extraction: a model's markdown response -> the Python program to judge.
 
-Rules (decided here; peers differ, see ``reference/verl_reward.md`` and
-``reference/codegen_harnesses.md``):
-
-1. **Think blocks are dropped.** Everything up to and including the *last* ``</think>`` is
-   reasoning, not the answer (templates that open ``<think>`` in the prompt leave only the closing
-   tag in the response). A ``<think>`` that is opened after that and never closed starts
-   unfinished reasoning: the text from it on is dropped too. Fences inside the reasoning are
-   never candidates, so a draft program in the reasoning cannot become the answer.
-2. **Fences are line-based** (CommonMark): an opening line of optional indentation, three or
-   more backticks (or tildes) and an optional info string; the block ends at a line holding only
-   the same fence character, at least as many times. So ```` ``` ```` inside a code line (a
-   string literal ``"```"``) never closes a block, and a 4-backtick fence can quote a 3-backtick
-   one. An indented fence (inside a list item) has that indentation removed from its lines.
-   **One exception, the inline closing fence**: a block with no closing line whose code line
-   *ends* with the fence (```` print(x)``` ````, at least as many of the same character; spaces
-   before it are dropped) is closed there, when nothing after that line is a fence line (the
-   response ends, or only whitespace or prose follows). Models write this, and verl's
-   extractors accept it (``sandbox_fusion``'s non-greedy regex, ``prime_code``'s
-   ``split("```")``). The first such line closes the block. With a fence line after it (a new
-   block that is never closed) the response is still unclosed (rule 4).
-3. **Which block is the solution.** Blocks labelled Python (the first word of the info string,
-   case-insensitive: ``python``, ``python3``, ``py``, ``py3``; so ```` ```Python3 ```` counts) and
-   unlabelled blocks are candidates. The **last Python-labelled block** wins; when there is none,
-   the **last unlabelled block**. (A response often ends with an unlabelled block of sample
-   output after its ```` ```python ```` solution; the rule keeps the solution. rllm takes the last
-   block of any label, verl ``sandbox_fusion`` the last ```` ```python ```` block else the first
-   block.) Blocks in another language (```` ```cpp ````, ```` ```text ````, ```` ```bash ````)
-   are never run: a response with only such blocks has no Python program.
-4. **No program is FORMAT_ERROR** (score 0): no fence at all (unlike verl ``prime_code``, which
-   runs the whole completion as code), only non-Python blocks, an empty block, or a response
-   that ends inside an unclosed fence, with no inline closing fence either (a response cut at
-   the generation length limit: its final answer is incomplete, and an earlier closed block is a
-   draft, not the answer).
-
-5. **A cap on what is parsed**: a response longer than :data:`MAX_RESPONSE_CHARS` characters
-   (4 Mi, far above any generation limit in use) is FORMAT_ERROR with a reason naming the cap,
-   before anything is parsed.
-
-Linear in the response and flat in memory (``docs/parsers.md``): no regular expression with a
-quantifier runs over the response; lines are found with ``str.find``, only lines holding a
-possible fence (```` ``` ```` or ``~~~``) are looked at, and only the chosen block's text is
-copied.
-
-Pure functions, no I/O.
+Think blocks are dropped; fences are line-based (CommonMark, plus an inline closing fence at
+the end of the answer); the last Python-labelled block wins, else the last unlabelled one; no
+program is ``FORMAT_ERROR``; responses over :data:`MAX_RESPONSE_CHARS` are not parsed. Linear
+time in the response. The rules and their reasons: ``docs/codegen.md`` ("Code extraction").
 """
 
 from __future__ import annotations
@@ -85,7 +45,7 @@ class Extraction:
 
 def strip_reasoning(text: str) -> str:
     """The answer part of a response: the text after the last ``</think>``, cut at a later
-    ``<think>`` that is never closed (rule 1 of the module docstring)."""
+    ``<think>`` that is never closed (rule 1, docs/codegen.md)."""
     last = None
     for last in _THINK_CLOSE.finditer(text):
         pass
@@ -220,7 +180,7 @@ def _scan(text: str) -> Iterator[_Block | None]:
 def fenced_blocks(text: str) -> tuple[list[tuple[str, str]], bool]:
     """Closed fenced blocks of ``text`` as ``(label, code)`` pairs in order, and whether the text
     ends inside an unclosed fence. Labels are lower-cased first words of the info string. A block
-    closed by an inline fence (module docstring, rule 2) counts as closed."""
+    closed by an inline fence (rule 2, docs/codegen.md) counts as closed."""
     blocks: list[tuple[str, str]] = []
     for b in _scan(text):
         if b is None:
@@ -230,7 +190,7 @@ def fenced_blocks(text: str) -> tuple[list[tuple[str, str]], bool]:
 
 
 def extract_code(solution_str: str, max_chars: int = MAX_RESPONSE_CHARS) -> Extraction:
-    """The program in a model response (rules in the module docstring).
+    """The program in a model response (rules: docs/codegen.md).
 
     - ``solution_str``: the decoded response only (verl passes no prompt).
     - ``max_chars``: the cap on the response's length in characters (rule 5).

@@ -1,50 +1,27 @@
 """Per-row time limits measured from a row's reference solution (``arbiter convert``).
 
-A route's CPU limit per case (:mod:`arbiter.verl.routing`: 5 or 6 s) is one number for a whole
-dataset, but a correct reference can need more on a heavy case (issue 19: a LeetCode reference
-takes 5-8 CPU s on three cases and was TLE under the fixed 5 s). Where a converted row ships a
-reference solution (``extra_info.reference_solutions``), :func:`measure_references` judges the
-**first** one exactly as the reward judges a response (same route, checker, prelude and harness:
-:func:`arbiter.verl.reward.prepare`, then :func:`arbiter.judge.judge.judge`), on every case, with
-the limit :data:`DEFAULT_CEILING`, and records in the row:
-
-- ``extra_info.time_limit``: CPU seconds per case, :func:`time_limit_for` =
-  ``max(route default, min(ceiling, factor * slowest case))``, rounded up to 0.1 s;
-  ``factor`` :data:`DEFAULT_FACTOR` (2: Polygon's rule that a problem's time limit be at least
-  twice its model solutions' slowest time); the reward uses it
-  (:func:`arbiter.verl.reward.row_time_limit`; verl passes ``extra_info`` to ``compute_score``
-  unchanged);
-- ``extra_info.reference_cpu_seconds``: that slowest case's CPU seconds.
-
-A reference that fails its own row (``WA``/``RE``/``TLE`` at the ceiling/``MLE``/``OLE``/``CE``/
-``INVALID_TASK``) means the row's tests or its reference are wrong. It is **reported**, never
-passed over silently: with ``on_failure="keep"`` (the default) the row is written with no
-``time_limit`` (the route's default applies) and the note ``reference solution fails its own
-row: ...``, and :class:`~arbiter.datasets.convert.Converted` carries ``reference_failure`` (the
-report lists it, ``arbiter convert`` prints it and writes it to ``--errors``); with
-``on_failure="drop"`` the row is a bad row (not written). A ``SANDBOX_ERROR`` (ours) leaves the row
-unmeasured and is reported as such. Rows without a reference pass through untouched, at no cost.
-
-Cost: one judge run of one reference per row, on all its cases (as long as one response of the
-row is judged when it passes), ``workers`` rows at once (default one per core); e.g. about a
-second per row for LeetCodeDataset (~100 small cases per row), minutes for heavy TACO suites.
-``arbiter convert --no-measure-references`` skips it.
+:func:`measure_references` judges the first reference solution of every converted row that has
+one, exactly as the reward judges a response, and records ``extra_info.time_limit`` (twice its
+slowest case, within the route's default and :data:`DEFAULT_CEILING`) and
+``extra_info.reference_cpu_seconds``. A reference that fails its own row is reported, never
+passed over. Rules and cost: ``docs/codegen.md`` ("Reference time limits").
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from arbiter.judge.judge import default_workers, judge
+from arbiter.judge.task import Task
 from arbiter.judge.verdict import Outcome, Verdict
+from arbiter.pipelines.executor import ordered_map
+from arbiter.rewards.codegen import RewardOptions, prepare
+from arbiter.rewards.routes import route
 from arbiter.sandbox.limits import MAX_SECONDS
-from arbiter.verl.reward import RewardOptions, prepare
-from arbiter.verl.routing import route
 
 #: The per-row limit is this multiple of the reference's slowest case (Polygon: a time limit at
 #: least twice the model solutions' slowest time).
@@ -132,45 +109,45 @@ def measure_references(items: Iterable[Any], *, factor: float = DEFAULT_FACTOR, 
     n = int(workers or default_workers())
     if n < 1:
         raise ValueError(f"workers must be >= 1, got {workers!r}")
-    window: deque[tuple[Any, Future | None, float]] = deque()
+    jobs = (_job(item, ceiling) for item in items)
+    done = ordered_map(lambda job: judge(job.task), jobs, workers=n, name="arbiter-reference",
+                       submit_if=lambda job: job.task is not None)
+    with contextlib.closing(done):
+        for job, verdict in done:
+            if verdict is None:
+                yield job.item
+                continue
+            check = _check(verdict, job.floor, factor, ceiling)
+            if on_measure is not None:
+                on_measure(job.item, check)
+            yield _apply(job.item, check, factor=factor, ceiling=ceiling, on_failure=on_failure)
 
-    def finish(item: Any, fut: Future | None, floor: float) -> Any:
-        if fut is None:
-            return item
-        check = _check(fut.result(), floor, factor, ceiling)
-        if on_measure is not None:
-            on_measure(item, check)
-        return _apply(item, check, factor=factor, ceiling=ceiling, on_failure=on_failure)
 
-    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="arbiter-reference") as pool:
-        try:
-            for item in items:
-                fut, floor = None, 0.0
-                row = getattr(item, "row", None)
-                refs = (row or {}).get("extra_info", {}).get("reference_solutions") or []
-                if row is not None and refs:
-                    try:
-                        r = route(row["data_source"])
-                    except ValueError as exc:  # e.g. --data-source gsm8k: no route judges this row
-                        item = type(item)(item.label, error=f"measuring the reference: {exc}")
-                    else:
-                        floor = r.limits.cpu_seconds
-                        opts = RewardOptions(time_limit=max(float(ceiling), floor))
-                        prep = prepare(row["data_source"], None, row["reward_model"]["ground_truth"],
-                                       row["extra_info"], opts, route_=r, code=refs[0])
-                        if prep.task is not None:
-                            fut = pool.submit(judge, prep.task)
-                        else:  # the suite does not read back (convert-or-fail refused that already)
-                            item = type(item)(item.label, error=f"measuring the reference: {prep.result['reason']}")
-                window.append((item, fut, floor))
-                while window and (window[0][1] is None or window[0][1].done() or len(window) > 2 * n):
-                    yield finish(*window.popleft())
-            while window:
-                yield finish(*window.popleft())
-        finally:
-            for _, fut, _ in window:
-                if fut is not None:
-                    fut.cancel()
+@dataclass
+class _Job:
+    item: Any
+    task: Task | None = None
+    floor: float = 0.0
+
+
+def _job(item: Any, ceiling: float) -> _Job:
+    """What to judge for ``item``: its first reference under the ceiling, or nothing (the item
+    passes through, possibly turned into a bad row naming why it cannot be measured)."""
+    row = getattr(item, "row", None)
+    refs = (row or {}).get("extra_info", {}).get("reference_solutions") or []
+    if row is None or not refs:
+        return _Job(item)
+    try:
+        r = route(row["data_source"])
+    except ValueError as exc:  # e.g. --data-source gsm8k: no route judges this row
+        return _Job(type(item)(item.label, error=f"measuring the reference: {exc}"))
+    floor = r.limits.cpu_seconds
+    opts = RewardOptions(time_limit=max(float(ceiling), floor))
+    prep = prepare(row["data_source"], None, row["reward_model"]["ground_truth"], row["extra_info"], opts,
+                   route_=r, code=refs[0])
+    if prep.task is None:  # the suite does not read back (convert-or-fail refused that already)
+        return _Job(type(item)(item.label, error=f"measuring the reference: {prep.result['reason']}"))
+    return _Job(item, prep.task, floor)
 
 
 __all__ = ["DEFAULT_CEILING", "DEFAULT_FACTOR", "ON_FAILURE", "REFERENCE_FAILS", "ReferenceCheck",
