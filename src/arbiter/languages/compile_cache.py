@@ -17,7 +17,7 @@ Rules:
 - **What is cached**: executables, and compile errors that are the program's own (the compiler
   exited non-zero by itself). Compile time limits, memory limits, file-size limits and compiler
   crashes depend on the machine and the limits, so they are never cached (see
-  :func:`arbiter.languages.cpp.compile_cpp`).
+  :func:`arbiter.languages.cpp.compile.compile_cpp`).
 - **Bounded**: least recently used entries (by mtime, refreshed on every hit) are evicted when the
   total exceeds ``max_bytes`` (``$ARBITER_COMPILE_CACHE_BYTES``, default 2 GiB), down to 90 % of
   it. An executable larger than ``max_entry_bytes`` (default :data:`MAX_ENTRY_BYTES`, 16 MiB) is
@@ -129,13 +129,14 @@ def atomic_write(path: Path, chunks: list[bytes], mode: int = 0o644) -> None:
         raise
 
 
-def compile_key(source: bytes, source_name: str, flags: tuple[str, ...], toolchain_fingerprint: str) -> str:
-    """The cache key (64 hex chars) of one compile: sha256 of the source bytes, the source file
-    name (it reaches ``__FILE__`` and assert messages), the flags in order and the toolchain
-    fingerprint."""
+def compile_key(source: bytes, source_name: str, flags: tuple[str, ...], toolchain_fingerprint: str, *,
+                language: str = "cpp") -> str:
+    """The cache key (64 hex chars) of one compile: sha256 of the language's registry name, the
+    source bytes, the source file name (it reaches ``__FILE__`` and assert messages), the flags in
+    order and the toolchain fingerprint."""
     h = hashlib.sha256()
-    h.update(b"arbiter-compile-v1\0")
-    h.update(json.dumps([source_name, list(flags), toolchain_fingerprint]).encode())
+    h.update(b"arbiter-compile-v2\0")
+    h.update(json.dumps([language, source_name, list(flags), toolchain_fingerprint]).encode())
     h.update(b"\0")
     h.update(source)
     return h.hexdigest()

@@ -62,7 +62,7 @@ class Toolchain:
     - ``libstdcxx``: the real file name of the libstdc++ the binary runs against
       (``libstdc++.so.6.0.30``).
     - ``link_mode``: ``static`` when the flags contain ``-static``, else ``dynamic``.
-    - ``flags``: the effective compile flags (:class:`~arbiter.languages.cpp_command.CompileCommand`).
+    - ``flags``: the effective compile flags (:class:`~arbiter.languages.cpp.command.CompileCommand`).
     - ``cpu``: the host CPU model, only when the flags contain ``-march=native``/``-mtune=native``
       (the code then depends on the machine); else empty.
     - ``include_dirs``: the compiler's system include search list (not part of the fingerprint;

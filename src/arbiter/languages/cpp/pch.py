@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arbiter.languages.compile_cache import GiB, cache_root, env_bytes, file_lock
-from arbiter.languages.toolchain import Toolchain, find_system_header
+from arbiter.languages.cpp.toolchain import Toolchain, find_system_header
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.execution import Status
 from arbiter.sandbox.limits import MiB, Limits
