@@ -1,25 +1,9 @@
-"""Compile an untrusted C++ program inside the sandbox: checked command, limits, PCH, cache.
+"""Compile an untrusted program inside the sandbox: checked command, limits, PCH, cache.
 
-:func:`compile_cpp` is what the judge calls (issue 4). One call:
-
-1. parses the task's compile command without a shell and checks it against an allowlist
-   (:mod:`arbiter.languages.cpp.command`; :class:`CompileCommandError` otherwise), adding
-   ``-DONLINE_JUDGE`` unless the spec says not to (Codeforces and AtCoder define it);
-2. pins the toolchain (:mod:`arbiter.languages.cpp.toolchain`): compiler, libc, link mode, flags;
-3. looks the compile up in the on-disk cache (:mod:`arbiter.languages.compile_cache`), keyed by
-   source bytes + file name + flags + toolchain fingerprint; concurrent requests for the same key
-   compile once;
-4. otherwise compiles in a fresh sandbox (no network, read-only ``/usr``, private ``/work``) under
-   :func:`compile_limits`: CPU and wall time = the task's compile timeout, memory = 2 GiB by
-   default, files up to 256 MiB, 32 tasks for g++'s ``cc1plus``/``as``/``collect2``/``ld``. A
-   precompiled header (:mod:`arbiter.languages.cpp.pch`) is offered read-only at a random
-   ``/pch/<name>`` when the program can use one; it never changes what the program means, the
-   executable is byte-identical with or without it, and no path the program names reaches it.
-
-Compile bombs end as a compile error or a compile time limit, never on the host: ``#include
-"/etc/shadow"`` (not in the sandbox), ``#include "/dev/zero"`` (memory limit), recursive
-self-includes and template recursion (g++'s own depth limits), huge objects (file-size limit),
-constexpr loops (time limit), huge executables (:data:`MAX_EXECUTABLE_BYTES`).
+:func:`compile_program` (and :func:`compile_cpp` for C++) is what the gcc-family languages call:
+parse and check the command (:mod:`~arbiter.languages.cpp.command`), pin the toolchain, look the
+compile up in the cache, else compile in a fresh sandbox under :func:`compile_limits` (with a
+precompiled header for C++ when one fits). Steps, limits and compile bombs: ``docs/languages.md``.
 """
 
 from __future__ import annotations
