@@ -9,8 +9,9 @@ in a sandbox (an argv, or the warm fork server) and carries a self-test program 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
+
+from arbiter.strenum import StrEnum
 
 if TYPE_CHECKING:
     from arbiter.sandbox.execution import Execution
@@ -61,7 +62,7 @@ class Program:
     toolchain: dict[str, Any] | None = None
 
 
-class FailureKind(str, Enum):
+class FailureKind(StrEnum):
     """Whose fault a failed build is: the program's (``CE``), the task's compile command
     (``INVALID_TASK``) or ours (``SANDBOX_ERROR``)."""
 
