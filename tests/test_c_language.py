@@ -83,7 +83,7 @@ def test_codescope_gnu_c_rows_both_programs_ac(shared, command):
     rows = [json.loads(line) for line in
             (shared / "realdata" / "codescope_codeopt" / "code_optimization_data.jsonl").open()]
     c_rows = [r for r in rows if r["lang"] == "GNU C"]
-    assert len(c_rows) == 30
+    assert c_rows
     tasks = []
     for row in c_rows:
         suite = codescope_row_to_suite(row)
