@@ -191,7 +191,7 @@ def parse_compile_command(command: str | None, *, online_judge: bool = True,
     """Parse and check a task's compile command (no shell; see the module docstring).
 
     ``None`` or an empty/whitespace string means the default ``g++ -std=gnu++17 -O2 main.cpp -o
-    main`` (PIE card). ``online_judge`` appends ``-DONLINE_JUDGE`` (issue 4; Codeforces and
+    main`` (PIE card). ``online_judge`` appends ``-DONLINE_JUDGE`` (Codeforces and
     AtCoder compile with it) unless the command itself defines or undefines ``ONLINE_JUDGE``.
 
     Returns a :class:`CompileCommand`. Raises :class:`CompileCommandError` (a ``ValueError``)
