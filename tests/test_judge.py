@@ -504,10 +504,10 @@ def _flaky_sandbox_class(fail_run: int):
 def test_a_failed_sandbox_restart_is_sandbox_error_never_an_exception(monkeypatch, retries):
     """The second case's run fails (dead server), then every restart fails: the verdict is
     SANDBOX_ERROR naming both failures (before issue 19: ``AssertionError`` out of ``judge``)."""
-    import arbiter.judge.judge as judge_mod
+    import arbiter.judge.runner as runner_mod
 
     flaky = _flaky_sandbox_class(fail_run=2)
-    monkeypatch.setattr(judge_mod, "Sandbox", flaky)
+    monkeypatch.setattr(runner_mod, "Sandbox", flaky)
     task = Task(language="python", source="for i in range(int(input())):\n    print(i + 1)\n", suite=COUNT_UP)
     v = judge(task, retries=retries)
     assert v.outcome is Outcome.SANDBOX_ERROR, v.reason
@@ -521,16 +521,16 @@ def test_a_failed_sandbox_restart_is_sandbox_error_never_an_exception(monkeypatc
 
 
 def test_a_failed_restart_is_reported_by_compute_score(monkeypatch):
-    import arbiter.judge.judge as judge_mod
+    import arbiter.judge.runner as runner_mod
     from arbiter.verl.reward import SandboxFailure, compute_score
 
     gt = {"inputs": ["1\n", "2\n"], "outputs": ["2\n", "4\n"]}
     response = "```python\nprint(2 * int(input()))\n```"
-    monkeypatch.setattr(judge_mod, "Sandbox", _flaky_sandbox_class(fail_run=2))
+    monkeypatch.setattr(runner_mod, "Sandbox", _flaky_sandbox_class(fail_run=2))
     r = compute_score("code_taco", response, gt, {"index": 7}, on_sandbox_error="report")
     assert (r["verdict"], r["score"]) == ("SANDBOX_ERROR", 0.0)
     assert r["reason"].startswith("SANDBOX_ERROR") and "could not be restarted" in r["reason"]
-    monkeypatch.setattr(judge_mod, "Sandbox", _flaky_sandbox_class(fail_run=2))
+    monkeypatch.setattr(runner_mod, "Sandbox", _flaky_sandbox_class(fail_run=2))
     with pytest.raises(SandboxFailure, match="could not be restarted"):
         compute_score("code_taco", response, gt, {"index": 7})
 
@@ -581,7 +581,7 @@ def test_the_item_count_never_refuses_a_matching_value():
     from hypothesis import strategies as st
 
     from arbiter.checkers.compare import compare_values
-    from arbiter.judge import judge as judge_mod
+    from arbiter.judge import evaluate as evaluate_mod
 
     leaves = st.one_of(st.integers(-10**20, 10**20), st.floats(allow_nan=False), st.booleans(), st.none(),
                        st.text(alphabet="ab,:[]{}\"\\ \u00e9\U0001F600", max_size=6))
@@ -608,6 +608,6 @@ def test_the_item_count_never_refuses_a_matching_value():
             return
         result = json.dumps({"ok": True, "value": actual}, allow_nan=True).encode()
         case = CallCase("c", "f", (), {}, (expected,))
-        assert judge_mod._too_large_to_match(case, result) == ""
+        assert evaluate_mod._too_large_to_match(case, result) == ""
 
     check()

@@ -11,36 +11,19 @@ sandbox and is driven by the judge, not here.
 
 from __future__ import annotations
 
-from typing import Callable
-
-from arbiter.checkers.lines import check_exact, check_pie, check_trailing_whitespace
 from arbiter.checkers.normalize import fold_case
 from arbiter.checkers.result import ACCEPTED, CheckResult
 from arbiter.checkers.spec import CheckerSpec
-from arbiter.checkers.tokens import check_tokens, check_tokens_float
+from arbiter.checkers.table import CHECKERS
 from arbiter.checkers.values import compare_values
 
-__all__ = ["CheckResult", "check_output", "compare_values", "TEXT_CHECKERS"]
-
-
-def _tokens_float(spec: CheckerSpec) -> Callable[[bytes, bytes], CheckResult]:
-    return lambda got, want: check_tokens_float(got, want, spec.abs_tol, spec.rel_tol)
-
-
-#: The text checkers by name: ``(output, one expected answer) -> CheckResult``.
-TEXT_CHECKERS: dict[str, Callable[[bytes, bytes], CheckResult]] = {
-    "exact": check_exact,
-    "trailing_whitespace": check_trailing_whitespace,
-    "pie": check_pie,
-    "tokens": check_tokens,
-}
+__all__ = ["CheckResult", "check_output", "compare_values"]
 
 
 def check_output(spec: CheckerSpec, output: bytes, expected: tuple[bytes, ...]) -> CheckResult:
     """Compare a program's stdout with the accepted answers of one test case.
 
-    - ``spec``: which checker (``exact``, ``trailing_whitespace``, ``pie``, ``tokens``,
-      ``tokens_float``) and its options: ``case_insensitive`` (applies to every checker here,
+    - ``spec``: which checker (a pure one of :data:`~arbiter.checkers.table.CHECKERS`) and its options: ``case_insensitive`` (applies to every checker here,
       ``exact`` included; see :func:`~arbiter.checkers.normalize.fold_case`), ``abs_tol`` /
       ``rel_tol`` (``tokens_float`` only; ``pie`` uses PIE's fixed 1e-3).
     - ``output``: the program's stdout, raw bytes (invalid UTF-8 is fine: everything is compared
@@ -57,12 +40,10 @@ def check_output(spec: CheckerSpec, output: bytes, expected: tuple[bytes, ...]) 
     all compare in order with multiplicity (no sets, no ``zip`` that ignores extra or missing
     lines), and empty output never matches a non-empty answer.
     """
-    if spec.name == "tokens_float":
-        check = _tokens_float(spec)
-    elif spec.name in TEXT_CHECKERS:
-        check = TEXT_CHECKERS[spec.name]
-    else:
+    entry = CHECKERS.get(spec.name)
+    if entry is None or entry.compare is None:
         raise ValueError(f"checker {spec.name!r} is not a pure output comparison; the judge runs it")
+    compare = entry.compare
     if not expected:
         raise ValueError("check_output needs at least one expected answer")
     if spec.case_insensitive:
@@ -71,7 +52,7 @@ def check_output(spec: CheckerSpec, output: bytes, expected: tuple[bytes, ...]) 
     for answer in expected:
         if spec.case_insensitive:
             answer = fold_case(answer)
-        result = check(output, answer)
+        result = compare(spec, output, answer)
         if result.ok:
             return ACCEPTED
         if first is None:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CHECKER_NAMES = ("exact", "trailing_whitespace", "pie", "tokens", "tokens_float", "external")
+from arbiter.checkers.table import CHECKER_NAMES  # the names come from the checker table
+
+__all__ = ["CHECKER_NAMES", "CheckerSpec"]
 
 
 @dataclass(frozen=True)
 class CheckerSpec:
     """A checker choice (DESIGN.md, "Checkers").
 
-    - ``name``: ``exact`` (bytes equal); ``trailing_whitespace`` (the oracle seed's
+    - ``name``: one of :data:`~arbiter.checkers.table.CHECKER_NAMES`: ``exact`` (bytes equal); ``trailing_whitespace`` (the oracle seed's
       ``public_checker``: equal after stripping trailing whitespace); ``pie`` (PIE card: line-wise,
       floats within 1e-3); ``tokens`` (whitespace-separated tokens, the Codeforces default);
       ``tokens_float`` (tokens, numbers within ``abs_tol`` / ``rel_tol``); ``external`` (a testlib

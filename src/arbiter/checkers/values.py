@@ -1,33 +1,8 @@
 """Comparison of function-call results (JSON-decoded values) with the expected return value.
 
-The called function runs in the sandbox; its return value is serialised to JSON there and decoded
-here (DESIGN.md standing rule: no untrusted ``__eq__``). So both sides are plain JSON data:
-``None``, ``bool``, ``int``, ``float``, ``str``, ``list``, ``dict`` with ``str`` keys.
-
-Rules (in this order):
-
-- ``bool`` equals only ``bool`` (``strict_bool=True``, the default): ``True != 1`` and
-  ``False != 0``. LeetCode serialises a boolean answer as ``true``/``false`` and an integer as
-  ``1``/``0``; its judge rejects ``1`` for a ``bool`` problem, and Python's ``True == 1`` would
-  let a wrong type pass. With ``strict_bool=False`` a ``bool`` is the number ``1``/``0``
-  (Python's ``==``: ``True`` matches ``1`` and ``1.0``, ``False`` matches ``0``), which is what
-  APPS/TACO ``testing_util``, rllm and verl ``prime_code`` accept (they compare the returned
-  value with ``==``); the verl routes of those sources use it
-  (:attr:`arbiter.checkers.spec.CheckerSpec.strict_bool`).
-- ``None`` equals only ``None``.
-- ``int`` vs ``int``: exact, any size (no float conversion: ``10**17`` != ``10**17 + 1``; no
-  int/str conversion either, so integers beyond CPython's 4300-digit limit compare and show in
-  diffs, by their leading and trailing digits, without lifting the limit).
-- a number vs a number when either is a ``float``: equal within ``abs_tol`` or ``rel_tol`` of
-  the expected value (:func:`arbiter.checkers.numbers.close`); ``nan`` matches ``nan``; an
-  infinity matches only the same infinity. (LiveCodeBench and TACO have no tolerance here,
-  NeMo-Gym PR 2956 added one.)
-- ``str``: exact.
-- ``list`` (or ``tuple``): same length, elements compared in order.
-- ``dict``: the same keys (compared as JSON object keys, i.e. after ``json.dumps``' key
-  conversion, so an expected ``{1: 2}`` from a Python literal matches the decoded ``{"1": 2}``),
-  values compared per key.
-- anything else, or different kinds: not equal.
+Both sides are plain JSON data (no untrusted ``__eq__``); ``bool`` is not ``int`` unless
+``strict_bool=False``; ints exact at any size; floats within tolerance; containers in order.
+The rules: ``docs/checkers.md``.
 """
 
 from __future__ import annotations

@@ -11,10 +11,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from arbiter.checkers.table import CHECKER_NAMES
 
-class Lang(str, Enum):
-    python = "python"
-    cpp = "cpp"
+
+from arbiter.languages.registry import get_language, language_for_file, language_names
+
+#: ``--lang`` choices: the language registry's names.
+Lang = Enum("Lang", {name: name for name in language_names()}, type=str)  # type: ignore[misc]
 
 
 class Scoring(str, Enum):
@@ -52,7 +55,8 @@ def _prelude(option: str, suite, lang: str) -> str:
             raise BadOption(f"--prelude: cannot read {option} ({exc.strerror or exc})") from None
         except UnicodeDecodeError as exc:
             raise BadOption(f"--prelude: {option} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    if lang != "python" or option == "none":
+    language = get_language(lang)
+    if language is None or not language.prelude or option == "none":
         return ""
     if option == "auto" and not suite.origin.split(":")[0] in ("apps", "verl"):
         return ""
@@ -74,19 +78,27 @@ def _check_limits(time_limit: float, memory_limit: int) -> None:
 
 
 def _check_compile_command(command: str | None, lang: str) -> None:
-    """Raise :class:`BadOption` naming ``--compile-command`` when it is given for a Python
-    program or fails :func:`arbiter.languages.cpp_command.parse_compile_command` (a shell-free
-    g++/clang++ command line naming one source file)."""
+    """Raise :class:`BadOption` naming ``--compile-command`` when it is given for an interpreted
+    language or fails the language's check (for C++ and C
+    :func:`arbiter.languages.cpp.command.parse_compile_command`: a shell-free gcc-family command
+    line naming one source file)."""
     if command is None:
         return
-    if lang != "cpp":
-        raise BadOption("--compile-command applies to --lang cpp only")
-    from arbiter.languages.cpp_command import CompileCommandError, parse_compile_command
-
+    language = get_language(lang)
+    if language is None or not language.compiled:
+        compiled = [n for n in language_names() if get_language(n).compiled]  # type: ignore[union-attr]
+        others = f" (and {', '.join(compiled[1:])})" if len(compiled) > 1 else ""
+        raise BadOption(f"--compile-command applies to --lang {compiled[0]} only{others}")
     try:
-        parse_compile_command(command)
-    except CompileCommandError as exc:
+        language.check_command(command)
+    except ValueError as exc:
         raise BadOption(f"--compile-command {command!r}: {exc}") from None
+
+
+def _checker_language(path: Path | None) -> str:
+    """The language of a ``--checker-program`` file by its suffix (``.py``, ``.c``); C++ otherwise."""
+    language = language_for_file(path.name) if path is not None else None
+    return language.name if language is not None else "cpp"
 
 
 def _read_text(path: Path, what: str) -> str:
@@ -102,11 +114,10 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def judge(
         file: Path = typer.Argument(..., exists=True, dir_okay=False, help="the program to judge"),
-        lang: Lang = typer.Option(..., "--lang", help="python or cpp"),
+        lang: Lang = typer.Option(..., "--lang", help=" | ".join(language_names())),
         tests: Path = typer.Option(..., "--tests",
                                    help="test suite: PIE folder/.tar.gz, APPS input_output.json, verl JSON, or a visible_tests list"),
-        checker: str = typer.Option("tokens", "--checker",
-                                    help="exact | trailing_whitespace | pie | tokens | tokens_float | external"),
+        checker: str = typer.Option("tokens", "--checker", help=" | ".join(CHECKER_NAMES)),
         checker_program: Optional[Path] = typer.Option(None, "--checker-program", exists=True,
                                                        help="source of an external (testlib-style) checker"),
         case_insensitive: bool = typer.Option(False, "--case-insensitive"),
@@ -151,7 +162,7 @@ def register(app: typer.Typer) -> None:
             except InvalidTestSuite as exc:
                 raise BadOption(f"--tests: {exc}") from None
             spec = CheckerSpec(checker, case_insensitive=case_insensitive, program=checker_source,
-                               program_language="python" if checker_program and checker_program.suffix == ".py" else "cpp")
+                               program_language=_checker_language(checker_program))
             task = Task(language=lang.value, source=source,
                         suite=suite, limits=Limits(cpu_seconds=time_limit, memory_bytes=memory_limit * MiB),
                         checker=spec, scoring=scoring.value, run_all=run_all,  # type: ignore[arg-type]

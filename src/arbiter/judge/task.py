@@ -7,10 +7,11 @@ from typing import Literal
 
 from arbiter.checkers.spec import CheckerSpec
 from arbiter.judge.testsuite import TestSuite
-from arbiter.languages.cpp import CompileSpec  # defined below the judge layer; re-exported here
+from arbiter.languages.base import CompileSpec  # defined below the judge layer; re-exported here
 from arbiter.sandbox.limits import Limits
 
-Language = Literal["python", "cpp"]
+#: A registry name (:data:`arbiter.languages.registry.LANGUAGES`: ``python``, ``cpp``, ``c``, ...).
+Language = str
 Scoring = Literal["all_or_nothing", "fraction"]
 
 
@@ -18,7 +19,8 @@ Scoring = Literal["all_or_nothing", "fraction"]
 class Task:
     """One program to judge.
 
-    - ``language``: ``python`` or ``cpp``.
+    - ``language``: a registry name (:func:`arbiter.languages.registry.language_names`); the
+      judge raises ``ValueError`` for any other.
     - ``source``: the program text.
     - ``suite``: the test cases (:class:`~arbiter.judge.testsuite.TestSuite`).
     - ``limits``: per-case limits.
@@ -28,7 +30,7 @@ class Task:
       ``fraction`` (passed / total).
     - ``run_all``: keep running after the first failing case (all-or-nothing mode stops there by
       default).
-    - ``compile``: C++ compile spec.
+    - ``compile``: compile spec (compiled languages).
     - ``prelude``: Python code run before the program in the same namespace (e.g. LeetCodeDataset's
       import preamble that defines ``List``, ``ListNode``, ``TreeNode``).
     - ``task_id``: the row key, for messages.

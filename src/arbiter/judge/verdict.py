@@ -70,8 +70,8 @@ class Verdict:
     - ``passed`` / ``total``: cases passed, cases in the suite (``total`` counts skipped cases).
     - ``cases``: one :class:`CaseResult` per case in suite order (skipped cases included).
     - ``reason``: one line a human can act on.
-    - ``compile_output``: compiler messages (truncated) for C++.
-    - ``toolchain``: the toolchain fingerprint (C++), see :mod:`arbiter.languages.toolchain`.
+    - ``compile_output``: compiler messages (truncated) for compiled languages.
+    - ``toolchain``: the toolchain fingerprint (compiled languages), see :mod:`arbiter.languages.cpp.toolchain`.
     - ``seconds``: wall seconds the judge spent (compile + run).
     """
 

@@ -1,29 +1,8 @@
 """The on-disk compile cache: the same program is compiled once per machine, across runs.
 
-Issue 4 ("Fast"): a cache keyed by (source bytes, flags, toolchain fingerprint), bounded in size,
-safe under concurrent use. Layout under :func:`cache_root` (``$ARBITER_CACHE_DIR``, default
-``~/.cache/arbiter``)::
-
-    compile/
-      ab/abcdef....entry      one file per key: header + JSON meta + executable bytes
-      locks/abc.lock          4096 striped lock files (single-flight compiles)
-
-Rules:
-- **Key**: sha256 over the source bytes, its file name, the effective flags and the toolchain
-  fingerprint (:func:`compile_key`); nothing else can change the executable.
-- **Atomic writes**: an entry is written to a temporary file in the same directory and renamed
-  into place, so a reader sees either nothing or a whole entry; the entry embeds the sha256 of its
-  payload and a torn or corrupt file is treated as a miss and removed (never a wrong binary).
-- **What is cached**: executables, and compile errors that are the program's own (the compiler
-  exited non-zero by itself). Compile time limits, memory limits, file-size limits and compiler
-  crashes depend on the machine and the limits, so they are never cached (see
-  :func:`arbiter.languages.cpp.compile_cpp`).
-- **Bounded**: least recently used entries (by mtime, refreshed on every hit) are evicted when the
-  total exceeds ``max_bytes`` (``$ARBITER_COMPILE_CACHE_BYTES``, default 2 GiB), down to 90 % of
-  it. An executable larger than ``max_entry_bytes`` (default :data:`MAX_ENTRY_BYTES`, 16 MiB) is
-  never stored: a few such programs would flush everyone's entries.
-- **Single flight**: :meth:`CompileCache.lock` serialises compiles of the same key across threads
-  and processes (``flock`` on a striped lock file), so N concurrent requests compile once.
+Keyed by language, source bytes, file name, flags and toolchain fingerprint; atomic writes, a
+torn entry is a miss; executables and the program's own compile errors are cached, limits never;
+LRU-bounded; single-flight locks. The rules: ``docs/languages.md``.
 """
 
 from __future__ import annotations
@@ -129,13 +108,14 @@ def atomic_write(path: Path, chunks: list[bytes], mode: int = 0o644) -> None:
         raise
 
 
-def compile_key(source: bytes, source_name: str, flags: tuple[str, ...], toolchain_fingerprint: str) -> str:
-    """The cache key (64 hex chars) of one compile: sha256 of the source bytes, the source file
-    name (it reaches ``__FILE__`` and assert messages), the flags in order and the toolchain
-    fingerprint."""
+def compile_key(source: bytes, source_name: str, flags: tuple[str, ...], toolchain_fingerprint: str, *,
+                language: str = "cpp") -> str:
+    """The cache key (64 hex chars) of one compile: sha256 of the language's registry name, the
+    source bytes, the source file name (it reaches ``__FILE__`` and assert messages), the flags in
+    order and the toolchain fingerprint."""
     h = hashlib.sha256()
-    h.update(b"arbiter-compile-v1\0")
-    h.update(json.dumps([source_name, list(flags), toolchain_fingerprint]).encode())
+    h.update(b"arbiter-compile-v2\0")
+    h.update(json.dumps([language, source_name, list(flags), toolchain_fingerprint]).encode())
     h.update(b"\0")
     h.update(source)
     return h.hexdigest()

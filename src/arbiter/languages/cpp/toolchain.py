@@ -1,16 +1,8 @@
-"""The pinned C++ toolchain fingerprint: what built a binary, so measurements can be compared.
+"""The pinned toolchain fingerprint: what built a binary, so measurements can be compared.
 
-The PIE card warns that timings from different toolchains are not comparable (pie.md: PIE compiles
-with ``g++ ... -O3`` in a fixed Docker image; CodeNet's own timings come from other compilers).
-Every C++ compile in arbiter carries a :class:`Toolchain`: compiler driver and version, target
-triple, assembler/linker version, C library and libstdc++ versions, link mode (static/dynamic) and
-the effective flags. :func:`assert_comparable` refuses to compare two measurements whose
-fingerprints differ (issue 4, "Pinned toolchain"; DESIGN.md "Speed": every measurement records the
-toolchain fingerprint).
-
-The probe runs the (trusted) system compiler on the host with fixed arguments, once per compiler
-binary per process: ``--version``, ``-dumpmachine``, ``-print-file-name=libstdc++.so.6``, and the
-include search list (``-E -v``), plus ``ldd --version`` and ``as --version``.
+:func:`probe_toolchain` runs the trusted system compiler on the host with fixed arguments, once
+per compiler binary per process; :func:`assert_comparable` refuses to compare measurements whose
+fingerprints differ. See ``docs/languages.md``.
 """
 
 from __future__ import annotations
@@ -62,7 +54,7 @@ class Toolchain:
     - ``libstdcxx``: the real file name of the libstdc++ the binary runs against
       (``libstdc++.so.6.0.30``).
     - ``link_mode``: ``static`` when the flags contain ``-static``, else ``dynamic``.
-    - ``flags``: the effective compile flags (:class:`~arbiter.languages.cpp_command.CompileCommand`).
+    - ``flags``: the effective compile flags (:class:`~arbiter.languages.cpp.command.CompileCommand`).
     - ``cpu``: the host CPU model, only when the flags contain ``-march=native``/``-mtune=native``
       (the code then depends on the machine); else empty.
     - ``include_dirs``: the compiler's system include search list (not part of the fingerprint;

@@ -1,25 +1,9 @@
-"""Compile an untrusted C++ program inside the sandbox: checked command, limits, PCH, cache.
+"""Compile an untrusted program inside the sandbox: checked command, limits, PCH, cache.
 
-:func:`compile_cpp` is what the judge calls (issue 4). One call:
-
-1. parses the task's compile command without a shell and checks it against an allowlist
-   (:mod:`arbiter.languages.cpp_command`; :class:`CompileCommandError` otherwise), adding
-   ``-DONLINE_JUDGE`` unless the spec says not to (Codeforces and AtCoder define it);
-2. pins the toolchain (:mod:`arbiter.languages.toolchain`): compiler, libc, link mode, flags;
-3. looks the compile up in the on-disk cache (:mod:`arbiter.languages.compile_cache`), keyed by
-   source bytes + file name + flags + toolchain fingerprint; concurrent requests for the same key
-   compile once;
-4. otherwise compiles in a fresh sandbox (no network, read-only ``/usr``, private ``/work``) under
-   :func:`compile_limits`: CPU and wall time = the task's compile timeout, memory = 2 GiB by
-   default, files up to 256 MiB, 32 tasks for g++'s ``cc1plus``/``as``/``collect2``/``ld``. A
-   precompiled header (:mod:`arbiter.languages.pch`) is offered read-only at a random
-   ``/pch/<name>`` when the program can use one; it never changes what the program means, the
-   executable is byte-identical with or without it, and no path the program names reaches it.
-
-Compile bombs end as a compile error or a compile time limit, never on the host: ``#include
-"/etc/shadow"`` (not in the sandbox), ``#include "/dev/zero"`` (memory limit), recursive
-self-includes and template recursion (g++'s own depth limits), huge objects (file-size limit),
-constexpr loops (time limit), huge executables (:data:`MAX_EXECUTABLE_BYTES`).
+:func:`compile_program` (and :func:`compile_cpp` for C++) is what the gcc-family languages call:
+parse and check the command (:mod:`~arbiter.languages.cpp.command`), pin the toolchain, look the
+compile up in the cache, else compile in a fresh sandbox under :func:`compile_limits` (with a
+precompiled header for C++ when one fits). Steps, limits and compile bombs: ``docs/languages.md``.
 """
 
 from __future__ import annotations
@@ -30,17 +14,20 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from arbiter.languages.base import CompileSpec
 from arbiter.languages.compile_cache import CacheEntry, CompileCache, compile_key
-from arbiter.languages.cpp_command import (
+from arbiter.languages.cpp.command import (
+    CXX,
     DEFAULT_FLAGS,
     ONLINE_JUDGE_FLAG,
     CompileCommand,
     CompileCommandError,
+    Dialect,
     command_line,
     parse_compile_command,
 )
-from arbiter.languages.pch import MOUNT_POINT, PchStore, gch_lines, new_mount_point, plan_pch
-from arbiter.languages.toolchain import (
+from arbiter.languages.cpp.pch import MOUNT_POINT, PchStore, gch_lines, new_mount_point, plan_pch
+from arbiter.languages.cpp.toolchain import (
     Toolchain,
     ToolchainMismatch,
     ToolchainUnavailable,
@@ -54,7 +41,7 @@ from arbiter.sandbox.sandbox import Sandbox, SandboxError
 
 __all__ = [
     "CompileCommandError", "CompileResult", "CompileSpec", "Toolchain", "ToolchainMismatch",
-    "ToolchainUnavailable", "assert_comparable", "compile_cpp", "compile_limits", "default_cache",
+    "ToolchainUnavailable", "assert_comparable", "compile_cpp", "compile_program", "compile_limits", "default_cache",
     "default_pch_store", "DEFAULT_FLAGS", "MAX_EXECUTABLE_BYTES", "ONLINE_JUDGE_FLAG",
     "parse_compile_command", "pch_used",
 ]
@@ -77,28 +64,6 @@ _RESOURCE_MARKERS = re.compile(
     r"file size limit exceeded|file too large|no space left on device|virtual memory exhausted|"
     r"out of memory|memory exhausted|cannot allocate memory|resource temporarily unavailable|"
     r"cannot create temporary file|cannot fork|vfork|posix_spawn", re.I)
-
-
-@dataclass(frozen=True)
-class CompileSpec:
-    """How to compile a C++ program (a task field; lives here, below the judge layer).
-
-    - ``command``: the task's own compile command (e.g. the oracle seed's
-      ``g++ -std=c++20 -O2 -pipe main.cpp -o main``); ``None`` means the default
-      ``g++ -std=gnu++17 -O2`` (PIE card: the dataset was built with ``g++ -O2 -std=gnu++17``).
-      Checked by :func:`~arbiter.languages.cpp_command.parse_compile_command`.
-    - ``timeout_seconds``: compile CPU and wall limit, seconds (the seed's
-      ``compile.timeout_sec``).
-    - ``online_judge``: add ``-DONLINE_JUDGE`` as Codeforces and AtCoder do (issue 4).
-    """
-
-    command: str | None = None
-    timeout_seconds: float = 30.0
-    online_judge: bool = True
-
-    def __post_init__(self) -> None:
-        if not self.timeout_seconds > 0:
-            raise ValueError(f"CompileSpec.timeout_seconds must be positive, got {self.timeout_seconds!r}")
 
 
 @dataclass
@@ -156,7 +121,7 @@ def default_cache() -> CompileCache:
 
 
 def default_pch_store() -> PchStore:
-    """The process-wide :class:`PchStore` (see :func:`arbiter.languages.pch.default_pch_root`)."""
+    """The process-wide :class:`PchStore` (see :func:`arbiter.languages.cpp.pch.default_pch_root`)."""
     s = PchStore()
     with _defaults_lock:
         return _default_store.setdefault(str(s.root), s)
@@ -179,11 +144,16 @@ def pch_used(message: str) -> bool:
     return any(p.startswith(MOUNT_POINT + "/") for p in used)
 
 
-def compile_cpp(source: str, spec: CompileSpec | None = None, *, memory_bytes: int = DEFAULT_MEMORY_BYTES,
-                use_cache: bool = True, use_pch: bool = True, cache: CompileCache | None = None,
-                pch_store: PchStore | None = None, config: SandboxConfig | None = None,
-                extra_args: tuple[str, ...] = ()) -> CompileResult:
-    """Compile ``source`` (C++ text) as the task's ``spec`` says, in the sandbox.
+def compile_cpp(source: str, spec: CompileSpec | None = None, **kw) -> CompileResult:
+    """:func:`compile_program` for C++ (the :data:`~arbiter.languages.cpp.command.CXX` dialect)."""
+    return compile_program(source, spec, CXX, **kw)
+
+
+def compile_program(source: str, spec: CompileSpec | None = None, dialect: Dialect = CXX, *,
+                    memory_bytes: int = DEFAULT_MEMORY_BYTES, use_cache: bool = True, use_pch: bool = True,
+                    cache: CompileCache | None = None, pch_store: PchStore | None = None,
+                    config: SandboxConfig | None = None, extra_args: tuple[str, ...] = ()) -> CompileResult:
+    """Compile ``source`` (text in ``dialect``'s language) as the task's ``spec`` says, in the sandbox.
 
     - ``spec``: :class:`CompileSpec` (``None``: the default ``g++ -std=gnu++17 -O2
       -DONLINE_JUDGE``).
@@ -206,16 +176,16 @@ def compile_cpp(source: str, spec: CompileSpec | None = None, *, memory_bytes: i
     """
     t0 = time.monotonic()
     spec = spec if spec is not None else CompileSpec()
-    cmd = parse_compile_command(spec.command, online_judge=spec.online_judge)
+    cmd = parse_compile_command(spec.command, online_judge=spec.online_judge, dialect=dialect)
     tc = probe_toolchain(cmd.compiler, cmd.flags)
     src = source.encode("utf-8", "surrogateescape")
-    if not (config if config is not None else SandboxConfig()).isolated:
+    if not dialect.pch or not (config if config is not None else SandboxConfig()).isolated:
         use_pch = False  # without bwrap there is no /pch mount
     if not use_cache or extra_args:
         return _compile_classified(source, src, cmd, tc, spec, memory_bytes, use_pch, pch_store, config,
                                    extra_args, t0)[0]
     cache = cache if cache is not None else default_cache()
-    key = compile_key(src, cmd.source_name, cmd.flags, tc.fingerprint)
+    key = compile_key(src, cmd.source_name, cmd.flags, tc.fingerprint, language=dialect.language)
     hit = cache.get(key)
     if hit is not None:
         return _from_entry(hit, cmd, tc, t0)

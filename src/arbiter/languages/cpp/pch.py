@@ -1,48 +1,9 @@
 """Precompiled headers for C++ compiles, one per exact flag set and toolchain.
 
-Including ``bits/stdc++.h`` costs 1.5-1.9 s at -O2; a PCH cuts the compile to ~0.45 s
-(reference/sandboxing.md section 4). g++ silently ignores a PCH built with other flags (an -O0
-build skipped the -O2 PCH), so a PCH is keyed by the compile flags and the toolchain (issue 4).
-
-Two kinds, both semantically invisible to the program:
-
-- ``stdcxx``: ``bits/stdc++.h.gch`` in a directory shown read-only under ``/pch`` and searched
-  first with ``-I``. It only takes effect where the program itself writes
-  ``#include <bits/stdc++.h>``; g++ checks validity (flags, macros defined before the include,
-  first-token position) and falls back to the real header otherwise, so a program never compiles
-  differently. Built the first time a program with those flags includes ``bits/stdc++.h``.
-- ``prefix``: the program's *leading run* of standard-header includes (e.g. the oracle seed's
-  ``iostream vector string unordered_set unordered_map climits algorithm``), precompiled as
-  ``prefix.h`` and given with ``-include``. Forcing an include is only equivalent to
-  the program's own text when it is exactly the program's first tokens: the prefix stops at the
-  first line that is not a blank line, a comment or ``#include <std-header>`` (no macros, pragmas,
-  splices or unguarded headers such as ``<cassert>`` before it), so ``-include`` adds nothing the
-  program did not already include first, and its own includes then hit the include guards. (A
-  blanket ``-include bits/stdc++.h`` would change programs: a user ``count`` or ``gcd`` next to
-  ``using namespace std`` becomes ambiguous.) Built the second time a prefix is seen with the same
-  flags (a PCH costs more than one compile), and only when the prefix has a C++ library header
-  (C headers alone compile in ~50 ms).
-
-Nor can a program see the store. Each compile shows the entry's files at a new random directory
-``/pch/<32 hex>`` (its name appears only in g++'s arguments: no path a program's ``#include``,
-``__has_include`` or ``.incbin`` can name reaches them), and the ``stdcxx`` PCH is the directory
-form ``bits/stdc++.h.gch/<random name>.gch``, so a relative ``__has_include(<bits/stdc++.h.gch>)``
-through ``-I`` finds a directory, which the preprocessor ignores. The entry's ``meta.json`` is
-outside what is shown. So whether another submission already used a header list (the PCH exists)
-never changes what a program's compile can read (once ``__has_include(</pch/prefix.h>)`` turned
-true after the first compile of a header list, and ``#include <meta.json>`` worked).
-
-PCHs are built inside the sandbox (the flags come from the task), checked with ``-H`` (the probe
-must show ``! /pch/....gch``), and installed with an atomic directory rename under a lock file
-(concurrent builders: one builds, the others compile without a PCH meanwhile). The store is
-bounded (``$ARBITER_PCH_CACHE_BYTES``, default 2 GiB) with LRU eviction that never removes an
-entry used in the last 10 minutes.
-
-Store location: ``$ARBITER_PCH_DIR``, else ``$ARBITER_CACHE_DIR/pch`` (default
-``~/.cache/arbiter/pch``) when the sandbox user can reach it; when arbiter runs as root the sandbox
-runs as ``nobody`` and cannot enter ``/root``, so the store falls back to
-``/var/tmp/arbiter-pch-<uid>`` (created 0755, must be owned by us). A PCH holds only compiled
-system headers.
+Two kinds (``stdcxx``: ``bits/stdc++.h.gch``; ``prefix``: the program's leading standard-header
+includes), both invisible to the program and unreachable from its ``#include``; built in the
+sandbox, installed atomically, LRU-bounded. The rules and the store's location:
+``docs/languages.md``.
 """
 
 from __future__ import annotations
@@ -60,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arbiter.languages.compile_cache import GiB, cache_root, env_bytes, file_lock
-from arbiter.languages.toolchain import Toolchain, find_system_header
+from arbiter.languages.cpp.toolchain import Toolchain, find_system_header
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.execution import Status
 from arbiter.sandbox.limits import MiB, Limits

@@ -1,35 +1,9 @@
-"""Parse a task's C++ compile command into a checked, shell-free invocation.
+"""Parse a task's compile command into a checked, shell-free invocation.
 
-A compile command comes from the task (e.g. the oracle seed's ``compile.command``,
-``g++ -std=c++20 -O2 -pipe main.cpp -o main``) and is untrusted input like the program itself
-(issue 4: "parse it without a shell and accept only a g++/clang++ invocation on the task's own
-file names; anything else is a clear task error"). :func:`parse_compile_command` splits it with
-:func:`shlex.split` (no shell: ``;``, ``$(...)``, ``>`` are plain characters and get rejected as
-unknown tokens) and checks every token against the allowlist below.
-
-Allowed tokens (anything else raises :class:`CompileCommandError` naming the token):
-
-| token | why it is safe / needed |
-|---|---|
-| compiler: ``g++``, ``g++-12``, ``c++``, ``clang++``, ``clang++-15``, optionally ``/usr/bin/`` or ``/usr/local/bin/`` and a ``x86_64-linux-gnu-`` prefix | the C++ drivers judges use |
-| one source file: a plain name ending ``.cpp .cc .cxx .c++ .C`` (no ``/``) | the task's own file |
-| ``-o NAME`` / ``-oNAME`` once, plain name | the task's own output name |
-| ``-std=c++NN`` / ``-std=gnu++NN`` (98 03 0x 11 1y 14 1z 17 2a 20 2b 23 2c 26), also spelt ``--std=`` (PIE's harness) | language level |
-| ``-O`` ``-O0`` ``-O1`` ``-O2`` ``-O3`` ``-Os`` ``-Ofast`` ``-Og`` | optimisation |
-| ``-DNAME`` ``-DNAME=VALUE`` ``-D NAME`` ``-UNAME`` | macros (CMS ``-DEVAL``, ``-DONLINE_JUDGE``) |
-| ``-pipe`` ``-static`` ``-static-libgcc`` ``-static-libstdc++`` ``-s`` ``-pthread`` | CMS / DOMjudge flags (reference/sandboxing.md section 4) |
-| ``-lm`` ``-lpthread`` ``-lrt`` ``-ldl`` ``-latomic`` ``-lquadmath`` ``-lstdc++fs`` | system libraries only (no ``-L``) |
-| ``-w`` ``-Wall`` ``-Wextra`` ``-Werror`` ``-W<name>`` ``-Wno-<name>`` ``-pedantic`` ``-pedantic-errors`` | diagnostics (never ``-Wl,`` ``-Wa,`` ``-Wp,``) |
-| ``-g`` ``-g0``..``-g3`` | debug info |
-| ``-march=<cpu>`` ``-mtune=<cpu>`` (``native`` records the CPU in the toolchain) ``-m64`` ``-mavx`` ``-mavx2`` ``-msse4.2`` ``-mpopcnt`` ``-mbmi`` ``-mbmi2`` ``-mfma`` ``-mlzcnt`` ... | code generation |
-| ``-f`` options from :data:`ALLOWED_F_FLAGS`, plus ``-fno-<one of them>`` and the numeric ``-ftemplate-depth=N`` ``-fconstexpr-depth=N`` ``-fconstexpr-steps=N`` ``-fconstexpr-loop-limit=N`` ``-fconstexpr-ops-limit=N`` ``-fmax-errors=N`` | common judge/code-generation switches; they only change what the compiler spends, which the compile sandbox bounds |
-
-Rejected on purpose (with a specific message): ``-I`` ``-isystem`` ``-iquote`` ``-include``
-``-imacros`` (read other files), ``-L`` ``-B`` ``--sysroot`` ``-specs`` ``-wrapper`` ``-fplugin``
-``@file`` (load other programs/files), ``-Wl,`` ``-Wa,`` ``-Wp,`` ``-Xlinker`` ``-Xassembler``
-``-Xpreprocessor`` (pass-through), ``-c`` ``-S`` ``-E`` (no executable), ``-x`` (language
-override), ``-fsanitize=`` ``-fprofile-*`` ``-fdump-*`` ``-save-temps`` (extra runtime or files),
-absolute or relative paths, more than one source file, object files.
+The command is untrusted input like the program: :func:`parse_compile_command` splits it with
+:func:`shlex.split` (no shell) and checks every token against an allowlist; a
+:class:`Dialect` names the drivers, source names and standards of one language (C++ here, C in
+:mod:`arbiter.languages.c`). The allowlist and what it rejects: ``docs/languages.md``.
 """
 
 from __future__ import annotations
@@ -48,11 +22,10 @@ DEFAULT_OUTPUT = "main"
 #: without it).
 ONLINE_JUDGE_FLAG = "-DONLINE_JUDGE"
 
-_COMPILER_RE = re.compile(
-    r"^(?:/usr(?:/local)?/bin/)?(?:(?:x86_64|aarch64|i686)-linux-gnu-)?(g\+\+|c\+\+|clang\+\+)(-\d+(?:\.\d+)*)?$")
-_SOURCE_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*\.(?:cpp|cc|cxx|c\+\+|C)$")
+_DRIVER_PREFIX = r"^(?:/usr(?:/local)?/bin/)?(?:(?:x86_64|aarch64|i686)-linux-gnu-)?"
+_VERSION_SUFFIX = r"(-\d+(?:\.\d+)*)?$"
+_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*"
 _OUTPUT_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
-_STD_RE = re.compile(r"^--?std=(?:c|gnu)\+\+(?:98|03|0x|11|1y|14|1z|17|2a|20|2b|23|2c|26)$")
 _OPT_RE = re.compile(r"^-O(?:[0-3]|s|fast|g)?$")
 _MACRO_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _DEFINE_RE = re.compile(rf"^-D{_MACRO_NAME}(?:=[^\x00\n]*)?$")
@@ -113,6 +86,41 @@ _REJECT_REASONS = (
 )
 
 
+@dataclass(frozen=True)
+class Dialect:
+    """What a gcc-family language accepts in a compile command: drivers, source names, standards.
+
+    - ``language``: the registry name (``cpp``); ``driver_re``, ``source_re``, ``std_re``: the
+      patterns of the compiler token, the source file name and ``-std=``; ``drivers``,
+      ``sources``, ``standards``: how messages name them.
+    - ``default_compiler``, ``default_flags``, ``default_source``: the command when the task gives
+      none; ``pch``: a precompiled header may be offered (C++ only).
+    """
+
+    language: str
+    driver_re: re.Pattern
+    source_re: re.Pattern
+    std_re: re.Pattern
+    drivers: str
+    driver_examples: str
+    sources: str
+    standards: str
+    default_compiler: str
+    default_flags: tuple[str, ...]
+    default_source: str
+    pch: bool = False
+
+
+CXX = Dialect(
+    language="cpp",
+    driver_re=re.compile(_DRIVER_PREFIX + r"(g\+\+|c\+\+|clang\+\+)" + _VERSION_SUFFIX),
+    source_re=re.compile(_NAME + r"\.(?:cpp|cc|cxx|c\+\+|C)$"),
+    std_re=re.compile(r"^--?std=(?:c|gnu)\+\+(?:98|03|0x|11|1y|14|1z|17|2a|20|2b|23|2c|26)$"),
+    drivers="g++/clang++", driver_examples="g++, g++-N, c++, clang++ or clang++-N",
+    sources="C++ source file name (.cpp .cc .cxx .c++ .C)", standards="-std=c++NN or -std=gnu++NN",
+    default_compiler=DEFAULT_COMPILER, default_flags=DEFAULT_FLAGS, default_source=DEFAULT_SOURCE, pch=True)
+
+
 class CompileCommandError(ValueError):
     """The task's compile command is unusable: not a g++/clang++ invocation on the task's own
     files, or a token outside the allowlist (see the module docstring). The message names the
@@ -153,8 +161,8 @@ def _reject(token: str, why: str) -> CompileCommandError:
     return CompileCommandError(f"compile command: token {token!r} is not allowed: {why}", token)
 
 
-def _check_flag(tok: str) -> None:
-    if tok in SIMPLE_FLAGS or _STD_RE.match(tok) or _OPT_RE.match(tok) or _DEFINE_RE.match(tok) \
+def _check_flag(tok: str, dialect: Dialect) -> None:
+    if tok in SIMPLE_FLAGS or dialect.std_re.match(tok) or _OPT_RE.match(tok) or _DEFINE_RE.match(tok) \
             or _UNDEF_RE.match(tok) or _CPU_RE.match(tok) or _NUMERIC_F_RE.match(tok):
         return
     if tok.startswith("-f"):
@@ -172,26 +180,28 @@ def _check_flag(tok: str) -> None:
     if tok.startswith("@"):
         raise _reject(tok, "response files are not allowed")
     if tok.startswith(("-std=", "--std=")):
-        raise _reject(tok, "unknown language standard (use -std=c++NN or -std=gnu++NN)")
+        raise _reject(tok, f"unknown language standard (use {dialect.standards})")
     if tok.startswith("-D") or tok.startswith("-U"):
         raise _reject(tok, "a macro name must match [A-Za-z_][A-Za-z0-9_]*")
-    raise _reject(tok, "not in the allowlist of compile flags (arbiter.languages.cpp_command)")
+    raise _reject(tok, "not in the allowlist of compile flags (arbiter.languages.cpp.command)")
 
 
-def parse_compile_command(command: str | None, *, online_judge: bool = True) -> CompileCommand:
+def parse_compile_command(command: str | None, *, online_judge: bool = True,
+                          dialect: Dialect = CXX) -> CompileCommand:
     """Parse and check a task's compile command (no shell; see the module docstring).
 
     ``None`` or an empty/whitespace string means the default ``g++ -std=gnu++17 -O2 main.cpp -o
-    main`` (PIE card). ``online_judge`` appends ``-DONLINE_JUDGE`` (issue 4; Codeforces and
+    main`` (PIE card). ``online_judge`` appends ``-DONLINE_JUDGE`` (Codeforces and
     AtCoder compile with it) unless the command itself defines or undefines ``ONLINE_JUDGE``.
 
     Returns a :class:`CompileCommand`. Raises :class:`CompileCommandError` (a ``ValueError``)
     naming the offending token for anything outside the allowlist, a missing or second source
-    file, a second ``-o``, or unbalanced quotes.
+    file, a second ``-o``, or unbalanced quotes. ``dialect``: the language's drivers, source
+    names and standards (default C++).
     """
     if command is None or not command.strip():
-        flags = DEFAULT_FLAGS
-        return CompileCommand(DEFAULT_COMPILER, _with_online_judge(flags, online_judge))
+        return CompileCommand(dialect.default_compiler, _with_online_judge(dialect.default_flags, online_judge),
+                              dialect.default_source)
     try:
         tokens = shlex.split(command, comments=False, posix=True)
     except ValueError as exc:
@@ -199,10 +209,10 @@ def parse_compile_command(command: str | None, *, online_judge: bool = True) -> 
     if not tokens:
         raise CompileCommandError("compile command is empty")
     compiler, rest = tokens[0], tokens[1:]
-    if not _COMPILER_RE.match(compiler):
+    if not dialect.driver_re.match(compiler):
         raise CompileCommandError(
-            f"compile command: token {compiler!r} is not a g++/clang++ compiler "
-            "(expected g++, g++-N, c++, clang++ or clang++-N, optionally under /usr/bin/)", compiler)
+            f"compile command: token {compiler!r} is not a {dialect.drivers} compiler "
+            f"(expected {dialect.driver_examples}, optionally under /usr/bin/)", compiler)
     flags: list[str] = []
     source: str | None = None
     output: str | None = None
@@ -227,22 +237,22 @@ def parse_compile_command(command: str | None, *, online_judge: bool = True) -> 
                 raise _reject(tok, f"{tok} needs a macro name")
             tok = tok + rest[i]
             i += 1
-            _check_flag(tok)
+            _check_flag(tok, dialect)
             flags.append(tok)
             continue
         if not tok.startswith("-") and not tok.startswith("@"):
             if "/" in tok:
                 raise _reject(tok, "paths are not allowed; the source must be a plain file name")
-            if _SOURCE_RE.match(tok):
+            if dialect.source_re.match(tok):
                 if source is not None:
                     raise _reject(tok, f"a second source file (the task has one: {source!r})")
                 source = tok
                 continue
-            raise _reject(tok, "not a C++ source file name (.cpp .cc .cxx .c++ .C) or a flag")
-        _check_flag(tok)
+            raise _reject(tok, f"not a {dialect.sources} or a flag")
+        _check_flag(tok, dialect)
         flags.append(tok)
     if source is None:
-        raise CompileCommandError("compile command names no source file (e.g. main.cpp)")
+        raise CompileCommandError(f"compile command names no source file (e.g. {dialect.default_source})")
     if output is not None and output == source:
         raise _reject(output, "the output would overwrite the source")
     return CompileCommand(compiler, _with_online_judge(tuple(flags), online_judge), source,

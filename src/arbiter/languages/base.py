@@ -1,0 +1,145 @@
+"""The :class:`Language` protocol: what the judge needs from one programming language.
+
+A language is one module (``python.py``, ``c.py``, the ``cpp/`` package) plus one line in
+:mod:`arbiter.languages.registry`. It builds a program (compile, or just keep the source), runs it
+in a sandbox (an argv, or the warm fork server) and carries a self-test program that
+``arbiter doctor`` judges. See ``docs/languages.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from arbiter.strenum import StrEnum
+
+if TYPE_CHECKING:
+    from arbiter.sandbox.execution import Execution
+    from arbiter.sandbox.limits import Limits
+    from arbiter.sandbox.sandbox import Sandbox
+
+
+@dataclass(frozen=True)
+class CompileSpec:
+    """How to compile a program (a task field; ignored by interpreted languages).
+
+    - ``command``: the task's own compile command (e.g. the oracle seed's
+      ``g++ -std=c++20 -O2 -pipe main.cpp -o main``); ``None`` means the language's default
+      (C++: ``g++ -std=gnu++17 -O2``, the PIE card's flags). Checked by the language
+      (:func:`~arbiter.languages.cpp.command.parse_compile_command`).
+    - ``timeout_seconds``: compile CPU and wall limit, seconds (the seed's ``compile.timeout_sec``).
+    - ``online_judge``: add ``-DONLINE_JUDGE`` as Codeforces and AtCoder do.
+    """
+
+    command: str | None = None
+    timeout_seconds: float = 30.0
+    online_judge: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.timeout_seconds > 0:
+            raise ValueError(f"CompileSpec.timeout_seconds must be positive, got {self.timeout_seconds!r}")
+
+
+@dataclass(frozen=True)
+class SelfTest:
+    """A known-good program with one input and its expected stdout (``arbiter doctor``)."""
+
+    source: str
+    stdin: bytes
+    expected: bytes
+
+
+@dataclass(frozen=True)
+class Program:
+    """A built program: ``files`` for the sandbox's program folder, ``entry`` the one to run,
+    ``source`` its text, ``compile_output`` the compiler's messages, ``toolchain`` its
+    fingerprint (a dict, ``None`` for interpreted languages)."""
+
+    files: dict[str, bytes]
+    entry: str
+    source: str = ""
+    compile_output: str = ""
+    toolchain: dict[str, Any] | None = None
+
+
+class FailureKind(StrEnum):
+    """Whose fault a failed build is: the program's (``CE``), the task's compile command
+    (``INVALID_TASK``) or ours (``SANDBOX_ERROR``)."""
+
+    COMPILE_ERROR = "compile_error"
+    TASK_ERROR = "task_error"
+    ENVIRONMENT = "environment"
+
+
+@dataclass(frozen=True)
+class BuildFailure:
+    """A build that produced no program: ``reason`` for the verdict, the compiler's output,
+    the toolchain, and for task and environment failures the exception (``error``)."""
+
+    kind: FailureKind
+    reason: str
+    compile_output: str = ""
+    toolchain: dict[str, Any] | None = None
+    error: BaseException | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class LoadFailure:
+    """A program that did not load into the fork server: ``message`` (the traceback),
+    ``in_prelude`` (the task's prelude failed, not the program), ``reason`` for a ``CE``."""
+
+    message: str
+    in_prelude: bool
+    reason: str
+
+
+class Language(Protocol):
+    """One programming language (see ``docs/languages.md``).
+
+    - ``name``: the registry name (``Task.language``); ``suffixes``: file name endings.
+    - ``compiled``: takes a compile command (``CompileSpec.command``); ``check_command`` checks one
+      (raises ``ValueError`` naming the bad token).
+    - ``fork_server``: programs are loaded into the sandbox's warm server (``load``) instead of
+      being placed as files; ``call_cases``: function-call test cases are possible;
+      ``prelude``: a task's prelude applies.
+    - ``crash_marker``: stderr text that marks the interpreter's own crash report (a checker
+      program that prints it has crashed, whatever its exit status).
+    """
+
+    name: str
+    suffixes: tuple[str, ...]
+    compiled: bool
+    fork_server: bool
+    call_cases: bool
+    prelude: bool
+    crash_marker: str
+    self_test: SelfTest
+
+    def check_command(self, command: str) -> None: ...
+
+    def build(self, source: str, spec: CompileSpec, *, entry: str = "main") -> Program | BuildFailure: ...
+
+    def argv(self, program: Program, sandbox: Sandbox) -> list[str]: ...
+
+    def load(self, sandbox: Sandbox, program: Program, prelude: str) -> LoadFailure | None: ...
+
+    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits) -> Execution: ...
+
+
+class ArgvLanguage:
+    """Defaults for a language whose programs run as an argv (nothing to load)."""
+
+    fork_server = False
+    call_cases = False
+    prelude = False
+    crash_marker = ""
+
+    def argv(self, program: Program, sandbox: Sandbox) -> list[str]:
+        """``[<program folder>/<entry>]``: run the built executable."""
+        return [f"{sandbox.prog_dir}/{program.entry}"]
+
+    def load(self, sandbox: Sandbox, program: Program, prelude: str) -> LoadFailure | None:
+        return None
+
+    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits) -> Execution:
+        return sandbox.run(self.argv(program, sandbox), stdin, limits)

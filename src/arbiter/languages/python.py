@@ -1,0 +1,53 @@
+"""Python: the source is loaded once into the sandbox's warm fork server; each case forks it.
+
+Function-call cases and a task's prelude apply to Python only. A checker program in Python runs
+as ``python3 -I -S checker.py``. See ``docs/languages.md``.
+"""
+
+from __future__ import annotations
+
+from arbiter.languages.base import CompileSpec, LoadFailure, Program, SelfTest
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from arbiter.sandbox.execution import Execution
+    from arbiter.sandbox.limits import Limits
+    from arbiter.sandbox.sandbox import Sandbox
+
+
+class PythonLanguage:
+    """CPython, the sandbox's own interpreter (:attr:`SandboxConfig.python`)."""
+
+    name = "python"
+    suffixes = (".py",)
+    compiled = False
+    fork_server = True
+    call_cases = True
+    prelude = True
+    crash_marker = "Traceback (most recent call last)"
+    self_test = SelfTest(source="import sys\nprint(sum(map(int, sys.stdin.read().split())))\n",
+                         stdin=b"1 2 3\n", expected=b"6\n")
+
+    def check_command(self, command: str) -> None:
+        raise ValueError("a Python program takes no compile command")
+
+    def build(self, source: str, spec: CompileSpec, *, entry: str = "main") -> Program:
+        """Nothing to compile: the source as ``<entry>.py`` (a ``SyntaxError`` shows at load)."""
+        return Program(files={f"{entry}.py": source.encode("utf-8", "surrogateescape")}, entry=f"{entry}.py",
+                       source=source)
+
+    def argv(self, program: Program, sandbox: Sandbox) -> list[str]:
+        return [sandbox.config.python, "-I", "-S", f"{sandbox.prog_dir}/{program.entry}"]
+
+    def load(self, sandbox: Sandbox, program: Program, prelude: str) -> LoadFailure | None:
+        """Load the program (after ``prelude``) into the fork server; why it failed, or ``None``."""
+        error = sandbox.load_python(program.source, prelude)
+        if error is None:
+            return None
+        return LoadFailure(error, sandbox.load_stage == "prelude", "the program does not compile (SyntaxError)")
+
+    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits) -> Execution:
+        return sandbox.run_python(stdin, limits)
+
+
+PYTHON = PythonLanguage()
