@@ -105,10 +105,10 @@ def main() -> int:
 
 def run(rounds: int, tmp: Path) -> int:
     from arbiter.languages.compile_cache import CompileCache
-    from arbiter.languages.cpp import CompileSpec, compile_cpp, pch_used
-    from arbiter.languages.pch import PchStore, plan_pch
-    from arbiter.languages.cpp_command import parse_compile_command
-    from arbiter.languages.toolchain import probe_toolchain
+    from arbiter.languages.cpp.compile import CompileSpec, compile_cpp, pch_used
+    from arbiter.languages.cpp.pch import PchStore, plan_pch
+    from arbiter.languages.cpp.command import parse_compile_command
+    from arbiter.languages.cpp.toolchain import probe_toolchain
     from arbiter.sandbox.sandbox import Sandbox
 
     seed_src, seed_cmd, seed_from = seed_program()

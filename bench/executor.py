@@ -28,7 +28,7 @@ from arbiter.checkers.spec import CheckerSpec
 from arbiter.judge.judge import judge
 from arbiter.judge.task import Task
 from arbiter.judge.testsuite import StdioCase, TestSuite
-from arbiter.languages.cpp import CompileSpec, compile_cpp
+from arbiter.languages.cpp.compile import CompileSpec, compile_cpp
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import Sandbox, _root_layout_args

@@ -4,7 +4,7 @@ Data: ``bench/data/pie_sum_of_divisors`` (a slow/fast C++ pair and 50 tiny PIE-l
 For 1, 5, 20 and 50 cases it runs, end to end as a pipeline would (fresh sandboxes included):
 
 - ``native``  — each program once per case in its own sandbox (what the judge's correctness pass costs);
-- ``instr``   — :func:`arbiter.timing.compare.compare` with ``method="instructions"`` (one valgrind run per
+- ``instr``   — :func:`arbiter.timing.measure.compare` with ``method="instructions"`` (one valgrind run per
   case and program, valgrind start-up included);
 - ``wall``    — ``compare(method="wall")`` with PIE's sample schedule shrunk to 1 warm-up + 5 repeats, ABBA
   (headline on the CPU clock, wall clock alongside).
@@ -24,10 +24,10 @@ import sys
 import time
 from pathlib import Path
 
-from arbiter.languages.cpp import CompileSpec, compile_cpp
+from arbiter.languages.cpp.compile import CompileSpec, compile_cpp
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import Sandbox
-from arbiter.timing.compare import Program, compare, startup_floor
+from arbiter.timing.measure import Program, compare, startup_floor
 from arbiter.timing.instructions import find_valgrind, measure_instructions
 from arbiter.timing.wallclock import core_lease
 

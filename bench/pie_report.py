@@ -47,7 +47,7 @@ from arbiter.datasets.pie.source import PieSource
 from arbiter.rewards.pie.measure import SrcCountCache
 from arbiter.rewards.pie.options import DEFAULT_LIMITS
 from arbiter.rewards.pie.reward import pie_reward
-from arbiter.timing.compare import startup_floor
+from arbiter.timing.measure import startup_floor
 
 SHARED = Path(os.environ.get("ARBITER_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 VAL = SHARED / "realdata" / "pie_purdue" / "val.jsonl"

@@ -1,7 +1,7 @@
 """Reference implementations for the parser fuzz tests (``tests/test_parsers.py``).
 
 ``fenced_blocks`` / ``extract_code`` below are the regex-based code-block extraction that
-``arbiter.verl.extract`` had before it was made linear (issue 19, item 2): the same rules, written
+``arbiter.rewards.extract`` had before it was made linear (issue 19, item 2): the same rules, written
 the simple way (``str.split`` into lines, a regex per line). It is quadratic on some inputs (a long
 run of spaces before an inline fence), so the tests only feed it short texts, and check that the
 linear implementation gives exactly the same results.

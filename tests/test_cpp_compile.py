@@ -17,7 +17,7 @@ import pytest
 
 from arbiter.languages import cpp as cpp_mod
 from arbiter.languages.compile_cache import CompileCache, compile_key
-from arbiter.languages.cpp import (
+from arbiter.languages.cpp.compile import (
     MESSAGE_LIMIT,
     CompileCommandError,
     CompileSpec,
@@ -25,9 +25,9 @@ from arbiter.languages.cpp import (
     default_pch_store,
     pch_used,
 )
-from arbiter.languages.cpp_command import parse_compile_command
-from arbiter.languages.pch import PchStore, gch_lines, leading_std_headers, new_mount_point, plan_pch
-from arbiter.languages.toolchain import ToolchainUnavailable, installed_compilers, probe_toolchain
+from arbiter.languages.cpp.command import parse_compile_command
+from arbiter.languages.cpp.pch import PchStore, gch_lines, leading_std_headers, new_mount_point, plan_pch
+from arbiter.languages.cpp.toolchain import ToolchainUnavailable, installed_compilers, probe_toolchain
 from arbiter.sandbox.limits import MiB, Limits
 from arbiter.sandbox.sandbox import Sandbox
 
@@ -530,7 +530,7 @@ def test_concurrent_compiles_from_several_processes_make_one_entry(cache):
     code = (
         "import sys, json\n"
         "from arbiter.languages.compile_cache import CompileCache\n"
-        "from arbiter.languages.cpp import CompileSpec, compile_cpp\n"
+        "from arbiter.languages.cpp.compile import CompileSpec, compile_cpp\n"
         "r = compile_cpp(sys.stdin.read(), CompileSpec(None, 120), cache=CompileCache(sys.argv[1]))\n"
         "import hashlib\n"
         "print(json.dumps([r.ok, r.cached, hashlib.sha256(r.binary or b'').hexdigest()]))\n")

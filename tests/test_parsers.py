@@ -56,7 +56,7 @@ def _regex_patterns(module) -> list[object]:
 
 
 def test_the_response_parser_runs_no_backtracking_regex():
-    """By construction: the only regexes of ``arbiter.verl.extract`` are literal strings (one pass
+    """By construction: the only regexes of ``arbiter.rewards.extract`` are literal strings (one pass
     of the engine, nothing to backtrack); lines are found with ``str.find``. Before issue 19 a
     per-block pattern ``(?P<code>.*?)[ \\t]*`{3,}[ \\t]*$`` took O(N^2) on N spaces."""
     patterns = _regex_patterns(extract)

@@ -25,7 +25,7 @@ from arbiter.datasets.pie.source import PieSource
 from arbiter.rewards.pie.measure import SrcCountCache
 from arbiter.rewards.pie.options import DEFAULT_LIMITS
 from arbiter.rewards.pie.reward import pie_reward
-from arbiter.timing.compare import startup_floor
+from arbiter.timing.measure import startup_floor
 from arbiter.timing.instructions import valgrind_available
 
 needs_valgrind = pytest.mark.skipif(not valgrind_available(), reason="valgrind is not installed")

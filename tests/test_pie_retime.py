@@ -479,7 +479,7 @@ int main() {
 def test_avx512_candidate_is_measured_with_wall_time_not_failed(tests_root):
     """valgrind 3.19 cannot decode AVX-512 (SIGILL under valgrind) although the candidate is correct natively: the
     reward must come from the wall/CPU-time method (both programs interleaved), never RE 0.0, and say so."""
-    from arbiter.languages.cpp import compile_cpp
+    from arbiter.languages.cpp.compile import compile_cpp
     from arbiter.timing.instructions import MeasureStatus, measure_instructions
 
     r = pie_reward(src(), FAST_AVX512, tests_root, transform="log", repeats=3, only_cases=["input.0", "input.4"])

@@ -12,11 +12,11 @@ import threading
 
 import pytest
 
-from arbiter.languages.cpp import CompileResult, CompileSpec, compile_cpp
-from arbiter.languages.toolchain import ToolchainMismatch
+from arbiter.languages.cpp.compile import CompileResult, CompileSpec, compile_cpp
+from arbiter.languages.cpp.toolchain import ToolchainMismatch
 from arbiter.sandbox.limits import MiB, Limits
 from arbiter.sandbox.sandbox import Sandbox
-from arbiter.timing.compare import (
+from arbiter.timing.measure import (
     FingerprintMismatch,
     Program,
     check_comparable,

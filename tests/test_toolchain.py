@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from arbiter.languages.cpp import CompileSpec, compile_cpp
-from arbiter.languages.toolchain import (
+from arbiter.languages.cpp.compile import CompileSpec, compile_cpp
+from arbiter.languages.cpp.toolchain import (
     Toolchain,
     ToolchainMismatch,
     assert_comparable,

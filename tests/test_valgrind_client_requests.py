@@ -19,7 +19,7 @@ import pytest
 
 from arbiter.datasets.io import read_jsonl
 from arbiter.datasets.oracle_rows import load_seeds
-from arbiter.languages.cpp import CompileSpec, compile_cpp
+from arbiter.languages.cpp.compile import CompileSpec, compile_cpp
 from arbiter.pipelines.oracle_verify import VerifyOptions, verify_returns
 from arbiter.datasets.pie.source import PieSource
 from arbiter.rewards.pie.result import UNMEASURABLE

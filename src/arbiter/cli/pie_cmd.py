@@ -61,7 +61,7 @@ def _params(pairs: list[str]) -> dict[str, float]:
 def _check_options(k: int, cpu_seconds: float, memory_mib: int, repeats: int,
                    compile_command: Optional[str] = None) -> None:
     """Options checked before any file is read or written; raises ValueError naming the option (exit 2)."""
-    from arbiter.languages.cpp_command import CompileCommandError, parse_compile_command
+    from arbiter.languages.cpp.command import CompileCommandError, parse_compile_command
     from arbiter.rewards.pie.options import MAX_REPEATS
     from arbiter.sandbox.limits import MAX_SECONDS
 

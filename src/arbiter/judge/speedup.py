@@ -1,7 +1,7 @@
 """The one correctness-gated speedup: a candidate is measured against its source only once it is correct.
 
 :func:`gated_speedup` compiles the source, gates the candidate on the cases (its verdict there must be AC),
-measures both with :func:`arbiter.timing.compare.compare` (instruction counts, falling back to interleaved wall
+measures both with :func:`arbiter.timing.measure.compare` (instruction counts, falling back to interleaved wall
 time when valgrind cannot run a program; or wall time) and classifies what happened into one
 :class:`SpeedupOutcome`. The oracle and the PIE reward map these codes to their own output records.
 See ``docs/oracle.md`` ("The gated speedup").
@@ -155,8 +155,8 @@ def gated_speedup(source: str, candidate: str, cases: Sequence[StdioCase], spec:
     command; ``ValgrindUnavailable`` for instructions without valgrind. Sandbox failures come back as
     ``SANDBOX_ERROR`` with ``error`` set.
     """
-    from arbiter.languages.cpp import compile_cpp
-    from arbiter.languages.toolchain import ToolchainUnavailable
+    from arbiter.languages.cpp.compile import compile_cpp
+    from arbiter.languages.cpp.toolchain import ToolchainUnavailable
     from arbiter.sandbox.sandbox import SandboxError
 
     if not cases:
@@ -185,7 +185,7 @@ def gated_speedup(source: str, candidate: str, cases: Sequence[StdioCase], spec:
     except (SandboxError, ToolchainUnavailable) as exc:
         return SpeedupResult(SpeedupOutcome.SANDBOX_ERROR, str(exc), stage, error=exc)
     except Exception as exc:
-        from arbiter.languages.toolchain import ToolchainMismatch
+        from arbiter.languages.cpp.toolchain import ToolchainMismatch
 
         if isinstance(exc, ToolchainMismatch):
             return SpeedupResult(SpeedupOutcome.SANDBOX_ERROR, str(exc), stage, error=exc)
@@ -229,7 +229,7 @@ def _same_output(checker: CheckerSpec, cases: Sequence[StdioCase]) -> Callable[[
 
 def _compare(src: Any, cand: Any, cases: Sequence[StdioCase], spec: SpeedupSpec, hold: Hold) -> tuple[Any, int | None]:
     """The comparison (after a meter fallback, if any) and the source's cache hits (instructions only)."""
-    from arbiter.timing.compare import Program, compare, mark_fallback, meter_fallback_reason
+    from arbiter.timing.measure import Program, compare, mark_fallback, meter_fallback_reason
     from arbiter.timing.count_cache import CountCache
 
     a = Program(src.binary, src.toolchain, spec.names[0])

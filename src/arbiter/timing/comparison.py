@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
-from arbiter.languages.toolchain import ToolchainMismatch
+from arbiter.languages.cpp.toolchain import ToolchainMismatch
 from arbiter.timing.status import MeasureStatus
 from arbiter.timing.valgrind_log import meter_reason
 
@@ -47,7 +47,7 @@ LARGEST_FRACTION = 0.2
 
 class FingerprintMismatch(ToolchainMismatch):
     """The two programs were built by different toolchains (compiler, flags, libc, link mode): their figures are
-    not comparable (card: "Caveat — pin your toolchain"). A :class:`~arbiter.languages.toolchain.ToolchainMismatch`
+    not comparable (card: "Caveat — pin your toolchain"). A :class:`~arbiter.languages.cpp.toolchain.ToolchainMismatch`
     (catch either); ``.a`` / ``.b`` are the two fingerprints, ``.differences`` maps each differing field to
     ``(a, b)`` when both toolchains are structured."""
 
@@ -59,7 +59,7 @@ class FingerprintMismatch(ToolchainMismatch):
 
 
 def fingerprint_of(toolchain: Any) -> str:
-    """The comparable identity of a toolchain: its ``.fingerprint`` (a :class:`~arbiter.languages.toolchain.Toolchain`),
+    """The comparable identity of a toolchain: its ``.fingerprint`` (a :class:`~arbiter.languages.cpp.toolchain.Toolchain`),
     the ``"fingerprint"`` entry of a mapping (``Toolchain.to_dict()`` as stored in results), any other mapping as
     canonical JSON (sorted keys), or a string as is. Raises ValueError for ``None`` (every measurement records a
     fingerprint, DESIGN.md) and TypeError otherwise."""
@@ -126,8 +126,8 @@ def check_comparable(a: Any, b: Any) -> None:
     ``a`` / ``b``: a :class:`Program` (or a compile result with ``.binary`` and ``.toolchain``), or a toolchain as
     :func:`fingerprint_of` accepts it (``Toolchain``, its ``to_dict()`` mapping, a fingerprint string). Returns
     ``None`` when the fingerprints are equal. Raises :class:`FingerprintMismatch` (a
-    :class:`~arbiter.languages.toolchain.ToolchainMismatch`) naming every differing field of structured toolchains
-    (``include_dirs`` / ``exec_path`` ignored, as :func:`~arbiter.languages.toolchain.assert_comparable` does);
+    :class:`~arbiter.languages.cpp.toolchain.ToolchainMismatch`) naming every differing field of structured toolchains
+    (``include_dirs`` / ``exec_path`` ignored, as :func:`~arbiter.languages.cpp.toolchain.assert_comparable` does);
     ValueError / TypeError as :func:`fingerprint_of`."""
     ta = a.toolchain if isinstance(a, Program) or hasattr(a, "binary") else a
     tb = b.toolchain if isinstance(b, Program) or hasattr(b, "binary") else b

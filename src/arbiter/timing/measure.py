@@ -319,7 +319,7 @@ def startup_floor(compiler: Any = None, *, iostream: bool = False, limits: Limit
     if callable(compiler):
         compiled = compiler(source)
     else:
-        from arbiter.languages.cpp import compile_cpp
+        from arbiter.languages.cpp.compile import compile_cpp
         compiled = compile_cpp(source, compiler)
     try:
         prog = Program.of(compiled, "startup")

@@ -11,10 +11,10 @@ import os
 from arbiter.datasets.pie.card import LOW_HEADROOM_THRESHOLD
 from arbiter.judge.speedup import SpeedupOutcome, SpeedupResult, SpeedupSpec, gated_speedup
 from arbiter.judge.verdict import Outcome
-from arbiter.languages.toolchain import ToolchainMismatch
+from arbiter.languages.cpp.toolchain import ToolchainMismatch
 from arbiter.rewards.pie.options import _checker_key
 from arbiter.rewards.pie.result import UNMEASURABLE, RewardCall, Stop
-from arbiter.timing.compare import Comparison, startup_floor
+from arbiter.timing.measure import Comparison, startup_floor
 from arbiter.timing.count_cache import CountCache
 from arbiter.timing.count_cache import sha256_hex as _sha
 
@@ -28,7 +28,7 @@ class SrcCountCache(CountCache):
     """Per-case instruction counts of source programs, so many candidates for one source measure it once: an
     :class:`arbiter.timing.count_cache.CountCache` that also remembers failed source runs.
 
-    Keys: :func:`arbiter.timing.count_cache.count_key` as :func:`arbiter.timing.compare.compare` computes them for
+    Keys: :func:`arbiter.timing.count_cache.count_key` as :func:`arbiter.timing.measure.compare` computes them for
     its baseline (executable, toolchain fingerprint, case input and expected output, the valgrind meter and
     limits), with the checker and every accepted output as the output check (:func:`pie_reward`) — at case
     granularity, so two candidates sampling overlapping cases share counts.

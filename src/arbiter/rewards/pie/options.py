@@ -35,9 +35,9 @@ def check_reward_options(reward_kw: Mapping[str, Any], *, need_meter: bool = Tru
     by the wall method and by a meter fallback). Raises ``ValueError`` naming the option;
     :class:`~arbiter.timing.instructions.ValgrindUnavailable` when instructions are asked for without valgrind
     (``need_meter=False`` skips that check: options checked before it is known whether anything is measured).
-    A ``compile_spec`` whose command :func:`~arbiter.languages.cpp_command.parse_compile_command` refuses (not a
+    A ``compile_spec`` whose command :func:`~arbiter.languages.cpp.command.parse_compile_command` refuses (not a
     g++/clang++ command, a flag outside the allowlist, no source file) raises its
-    :class:`~arbiter.languages.cpp_command.CompileCommandError` (a ``ValueError``) here, before anything runs,
+    :class:`~arbiter.languages.cpp.command.CompileCommandError` (a ``ValueError``) here, before anything runs,
     instead of making every candidate a SANDBOX_ERROR."""
     make_transform(reward_kw.get("transform", "raw"), **dict(reward_kw.get("transform_params") or {}))
     method = reward_kw.get("method", "instructions")
@@ -53,7 +53,7 @@ def check_reward_options(reward_kw: Mapping[str, Any], *, need_meter: bool = Tru
         raise ValueError(f"warmup must be a whole number of dropped rounds from 0 to {MAX_REPEATS}, got {warmup!r}")
     spec = reward_kw.get("compile_spec")
     if spec is not None and spec.command is not None and spec.command.strip():
-        from arbiter.languages.cpp_command import parse_compile_command
+        from arbiter.languages.cpp.command import parse_compile_command
 
         parse_compile_command(spec.command, online_judge=spec.online_judge)
     if method == "instructions" and need_meter:

@@ -15,7 +15,7 @@ from arbiter.datasets.pie.source import as_source
 from arbiter.judge.task import CompileSpec
 from arbiter.judge.testsuite import InvalidTestSuite
 from arbiter.judge.verdict import Outcome
-from arbiter.languages.cpp import ToolchainUnavailable, compile_cpp
+from arbiter.languages.cpp.compile import ToolchainUnavailable, compile_cpp
 from arbiter.rewards.pie.measure import SrcCountCache, speedup
 from arbiter.rewards.pie.options import DEFAULT_LIMITS, Method
 from arbiter.rewards.pie.result import DATASET_DEFECT, PieRewardResult, RewardCall, Stop

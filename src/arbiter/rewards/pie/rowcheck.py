@@ -15,7 +15,7 @@ from arbiter.judge.judge import judge
 from arbiter.judge.task import Task
 from arbiter.judge.testsuite import StdioCase
 from arbiter.judge.verdict import Outcome, Verdict
-from arbiter.languages.cpp import ToolchainUnavailable, compile_cpp
+from arbiter.languages.cpp.compile import ToolchainUnavailable, compile_cpp
 from arbiter.rewards.pie.options import _case_key, _checker_key, _limits_key
 from arbiter.rewards.pie.result import DATASET_DEFECT, RESOURCE_OUTCOMES, RewardCall, Stop
 from arbiter.sandbox.sandbox import SandboxError
