@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from arbiter.languages import cpp as cpp_mod
+from arbiter.languages.cpp import compile as cpp_mod
 from arbiter.languages.compile_cache import CompileCache, compile_key
 from arbiter.languages.cpp.compile import (
     MESSAGE_LIMIT,
