@@ -35,9 +35,11 @@ from arbiter.sandbox import cgroups, seccomp
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.execution import Execution, Status
 from arbiter.sandbox.limits import MiB, Limits
-from arbiter.sandbox.server_main import _LEN, MAX_HEADER, encode_frame
+from arbiter.sandbox.guest.protocol import LEN, MAX_HEADER, encode_frame
 
-SERVER_PATH = Path(__file__).with_name("server_main.py")
+#: The guest server's folder (bind-mounted into the sandbox) and its start-up script.
+GUEST_DIR = Path(__file__).with_name("guest")
+SERVER_PATH = GUEST_DIR / "__main__.py"
 #: Memory the server itself may use on top of the program's limit (its own reads and writes).
 SERVER_HEADROOM = 32 * MiB
 #: Inputs larger than this (bytes) are written into the sandbox before a run starts, so the
@@ -266,13 +268,13 @@ class Sandbox:
                      "--perms", "1777", "--size", str(scratch), "--tmpfs", "/dev/shm",
                      "--perms", "0755", "--size", str(scratch), "--tmpfs", "/work",
                      "--ro-bind", prog, "/prog",
-                     "--ro-bind", str(SERVER_PATH), "/arbiter/server.py"]
+                     "--ro-bind", str(GUEST_DIR), "/arbiter/guest"]
             for host, inside in self._mounts:
                 argv += ["--ro-bind", host, inside]
             if seccomp_fd >= 0:
                 argv += ["--seccomp", str(seccomp_fd)]
             argv += ["--remount-ro", "/", "--chdir", "/work", "--info-fd", str(info_w),
-                     *py, "/arbiter/server.py", str(to_r), str(from_w),
+                     *py, "/arbiter/guest/__main__.py", str(to_r), str(from_w),
                      "--site", ":".join(cfg.python_site or ())]
             cwd = "/"
         else:
@@ -461,7 +463,7 @@ class Sandbox:
 
     def _read_frame(self, deadline: float, watch: Callable[[], bool] | None = None
                     ) -> tuple[dict[str, Any], list[bytes]]:
-        (n,) = _LEN.unpack(self._read_exact(4, deadline, watch))
+        (n,) = LEN.unpack(self._read_exact(4, deadline, watch))
         if n > MAX_HEADER:
             raise SandboxError("oversized frame from the sandbox server")
         header = json.loads(self._read_exact(n, deadline))
