@@ -19,17 +19,7 @@ class CasesMixin:
 
         A Python case of the loaded program goes to the forker (:meth:`run_in_forker`); the rest
         (native programs, the compile probe, a Python case when there is no forker) is forked
-        or spawned here, and cleaned up with ``kill(-1)``.
-
-        stdout goes to a memfd capped by RLIMIT_FSIZE (over the cap is OLE); stderr goes to a
-        pipe this server drains while the case runs, keeping its first and last
-        ``stderr_bytes / 2`` (never a limit: contest judges ignore stderr); ``log_fd`` (exec only)
-        is another drained pipe whose last bytes are kept."""
-        import time
-
-        limits = req.get("limits", {})
-        out_cap = int(limits.get("output_bytes", 64 << 20))
-        err_cap = int(limits.get("stderr_bytes", 64 << 10))
+        or spawned here (:meth:`_fork_here`), and cleaned up with ``kill(-1)``."""
         mode = req.get("mode", "exec")
         staged = self.staged_stdin if req.get("stdin_staged") else None
         self.staged_stdin = None
@@ -48,20 +38,23 @@ class CasesMixin:
                         os.close(staged)
                     return result
         self.drop_forker()  # a direct fork's cleanup (kill(-1)) would take it anyway
-        stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
-        out_fd = os.memfd_create("stdout", os.MFD_CLOEXEC)
-        err_r, err_w = os.pipe()
-        res_fd = os.memfd_create("result", os.MFD_CLOEXEC) if mode == "call" else -1
-        if staged is not None:
-            os.close(stdin_fd)
-            stdin_fd = staged
-            os.lseek(stdin_fd, 0, os.SEEK_SET)
-        else:
-            write_all(stdin_fd, stdin)
-            os.lseek(stdin_fd, 0, os.SEEK_SET)
-        os.set_blocking(err_r, False)
-        err = Capture(err_cap, head=err_cap // 2)
+        return self._fork_here(req, staged, stdin, call_args, source_for_probe)
 
+    def _fork_here(self, req, staged, stdin, call_args, source_for_probe):
+        """Fork (or ``posix_spawn``) the case from this server and wait for it.
+
+        stdout goes to a memfd capped by RLIMIT_FSIZE (over the cap is OLE); stderr goes to a
+        pipe this server drains while the case runs, keeping its first and last
+        ``stderr_bytes / 2`` (never a limit: contest judges ignore stderr); ``log_fd`` (exec only)
+        is another drained pipe whose last bytes are kept."""
+        import time
+
+        limits = req.get("limits", {})
+        out_cap = int(limits.get("output_bytes", 64 << 20))
+        err_cap = int(limits.get("stderr_bytes", 64 << 10))
+        mode = req.get("mode", "exec")
+        stdin_fd, out_fd, err_r, err_w, res_fd = _case_files(mode, staged, stdin)
+        err = Capture(err_cap, head=err_cap // 2)
         log_fd = int(req.get("log_fd") or 0) if mode == "exec" else 0
         log_r = log_w = -1
         if log_fd:  # a channel only the exec'd tool writes last to (e.g. valgrind's --log-fd)
@@ -93,15 +86,23 @@ class CasesMixin:
                                         call_args, source_for_probe, keep_fd=log_fd)
                 finally:
                     kernel.EXIT(status)
-        # ------------------------------------------------------------------------- parent
         for fd in (stdin_fd, log_w, err_w):
             if fd >= 0:
                 os.close(fd)
         readers = {err_r: err}
         if log_r >= 0:
             readers[log_r] = log
-        wall_limit = float(limits.get("wall_seconds", 10.0))
-        deadline = t0 + wall_limit
+        status, rusage, wall, timed_out = self._wait_here(
+            pid, readers, t0, t0 + float(limits.get("wall_seconds", 10.0)))
+        return self.finish_case(status, rusage, wall, timed_out, out_fd, err, res_fd, out_cap,
+                                mode, log, spawned=spawned)
+
+    def _wait_here(self, pid, readers, t0, deadline):
+        """Wait for the case ``pid`` forked here at ``t0`` (draining ``readers`` until
+        ``deadline``), kill and reap what it left; returns ``(wait status, rusage, wall seconds,
+        timed out)``. Closes ``readers``."""
+        import time
+
         pidfd = os.pidfd_open(pid)
         try:
             timed_out = wait_for_exit(pidfd, readers, deadline)
@@ -116,8 +117,7 @@ class CasesMixin:
         for fd, capture in readers.items():
             drain(fd, capture)  # everything that could write is gone now
             os.close(fd)
-        return self.finish_case(status, rusage, wall, timed_out, out_fd, err, res_fd, out_cap,
-                                mode, log, spawned=spawned)
+        return status, rusage, wall, timed_out
 
     def finish_case(self, status, rusage, wall, timed_out, out_fd, err, res_fd, out_cap, mode,
                     log=None, spawned=False):
@@ -215,6 +215,24 @@ class CasesMixin:
             except (OSError, ValueError):
                 pass
         return pid
+
+
+def _case_files(mode, staged, stdin):
+    """The files of a case forked here: ``(stdin, stdout, stderr read end, stderr write end,
+    call result or -1)``; stdin is the ``staged`` memfd (rewound) or a new one holding ``stdin``."""
+    stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+    out_fd = os.memfd_create("stdout", os.MFD_CLOEXEC)
+    err_r, err_w = os.pipe()
+    res_fd = os.memfd_create("result", os.MFD_CLOEXEC) if mode == "call" else -1
+    if staged is not None:
+        os.close(stdin_fd)
+        stdin_fd = staged
+        os.lseek(stdin_fd, 0, os.SEEK_SET)
+    else:
+        write_all(stdin_fd, stdin)
+        os.lseek(stdin_fd, 0, os.SEEK_SET)
+    os.set_blocking(err_r, False)
+    return stdin_fd, out_fd, err_r, err_w, res_fd
 
 
 class Capture:

@@ -127,75 +127,18 @@ class ForkerMixin:
     def _watch_forked_case(self, fk, req, t0, err, err_r, out_fd, res_fd, out_cap):
         """The rest of :meth:`run_in_forker`, once the request is sent: takes ``out_fd`` and
         ``res_fd`` (handed to :meth:`finish_case`, or closed)."""
-        import select
-        import time
-
         limits = req.get("limits", {})
-        deadline = t0 + float(limits.get("wall_seconds", 10.0))
-        poller = select.poll()
-        for fd in (fk.report_r, fk.pidfd, err_r):
-            poller.register(fd, select.POLLIN)
-        pid = case_pidfd = None
-        done = None  # the forker's report: {"pid", "status", "utime", "stime", "maxrss"}
-        forker_dead = exited = timed_out = False
-        end = None
-        waits = 0  # polls for the forker's report since the case ended
+        w = _CaseWatch(fk, err, err_r, t0 + float(limits.get("wall_seconds", 10.0)))
         try:
-            while done is None:
-                now = time.monotonic()
-                if exited or timed_out:
-                    # The case is over; the forker's report is due. From the second poll on,
-                    # every other process is killed at each pass (daemons writing to stderr
-                    # would keep this loop busy), and a forker that is stopped or late
-                    # (REPORT_GRACE) is killed: the case is then collected as an orphan.
-                    if waits and not forker_dead:
-                        self.kill_all(0, fk.pid)
-                        if stopped(fk.pid) or now > end + REPORT_GRACE:
-                            os.kill(fk.pid, signal.SIGKILL)
-                    waits += 1
-                    events = poller.poll(20 if waits > 1 else 2)
-                else:
-                    left = deadline - now
-                    events = poller.poll(left * 1000.0) if left > 0 else []
-                    if not events:
-                        timed_out = True
-                        end = time.monotonic()
-                        self.kill_all(0, fk.pid if not forker_dead else None)
-                        continue
-                for fd, _ in events:
-                    if fd == err_r:
-                        if not drain(fd, err):
-                            poller.unregister(fd)  # every writer is gone
-                    elif fd == fk.report_r:
-                        frame = read_report(fd)
-                        if frame is None:  # the forker is gone: its pidfd says so too
-                            poller.unregister(fd)
-                        elif frame["seq"] != self.seq:
-                            continue  # left by an earlier run that failed in this server
-                        elif "status" in frame:
-                            done = frame
-                        elif pid is None:
-                            pid = int(frame["pid"])
-                            try:
-                                case_pidfd = os.pidfd_open(pid)
-                                poller.register(case_pidfd, select.POLLIN)
-                            except ProcessLookupError:
-                                pass  # it has exited already: the report follows
-                    elif fd == case_pidfd:
-                        exited = True
-                        end = end or time.monotonic()
-                        poller.unregister(fd)
-                    elif fd == fk.pidfd and not forker_dead:
-                        forker_dead = True
-                        poller.unregister(fd)
-                        try:
-                            os.waitpid(fk.pid, 0)
-                        except ChildProcessError:
-                            pass
-                if forker_dead and done is None:
-                    if fk.report_r in dict(poller.poll(0)):
+            while w.done is None:
+                events = self._next_events(w)
+                if events is None:
+                    continue
+                self._take_events(w, events)
+                if w.forker_dead and w.done is None:
+                    if fk.report_r in dict(w.poller.poll(0)):
                         continue  # read what it wrote before it died
-                    if pid is None:  # it died before it reported its child (if it forked one)
+                    if w.pid is None:  # it died before it reported its child (if it forked one)
                         self.kill_all(0)
                         self.reap_all()
                         self.wipe_scratch()
@@ -203,23 +146,98 @@ class ForkerMixin:
                             if fd >= 0:
                                 os.close(fd)
                         return None
-                    done = self._collect_orphan(pid, case_pidfd, exited, deadline, err, err_r)
-                    if done.get("timed_out"):
-                        timed_out = True
+                    w.done = self._collect_orphan(w.pid, w.case_pidfd, w.exited, w.deadline,
+                                                  err, err_r)
+                    if w.done.get("timed_out"):
+                        w.timed_out = True
         finally:
-            if case_pidfd is not None:
-                os.close(case_pidfd)
-        end = end or time.monotonic()
+            if w.case_pidfd is not None:
+                os.close(w.case_pidfd)
+        return self._end_forked_case(w, req, t0, out_fd, res_fd, out_cap)
+
+    def _next_events(self, w):
+        """Poll once for what :meth:`_watch_forked_case` waits for; None when the wall deadline
+        passed just now (every process but the forker is then killed)."""
+        import time
+
+        fk = w.fk
+        now = time.monotonic()
+        if w.exited or w.timed_out:
+            # The case is over; the forker's report is due. From the second poll on, every
+            # other process is killed at each pass (daemons writing to stderr would keep this
+            # loop busy), and a forker that is stopped or late (REPORT_GRACE) is killed: the
+            # case is then collected as an orphan.
+            if w.waits and not w.forker_dead:
+                self.kill_all(0, fk.pid)
+                if stopped(fk.pid) or now > w.end + REPORT_GRACE:
+                    os.kill(fk.pid, signal.SIGKILL)
+            w.waits += 1
+            return w.poller.poll(20 if w.waits > 1 else 2)
+        left = w.deadline - now
+        events = w.poller.poll(left * 1000.0) if left > 0 else []
+        if not events:
+            w.timed_out = True
+            w.end = time.monotonic()
+            self.kill_all(0, fk.pid if not w.forker_dead else None)
+            return None
+        return events
+
+    def _take_events(self, w, events):
+        """Act on polled ``events``: stderr drained, the forker's reports read, the case's or the
+        forker's exit noted."""
+        import select
+        import time
+
+        fk = w.fk
+        for fd, _ in events:
+            if fd == w.err_r:
+                if not drain(fd, w.err):
+                    w.poller.unregister(fd)  # every writer is gone
+            elif fd == fk.report_r:
+                frame = read_report(fd)
+                if frame is None:  # the forker is gone: its pidfd says so too
+                    w.poller.unregister(fd)
+                elif frame["seq"] != self.seq:
+                    continue  # left by an earlier run that failed in this server
+                elif "status" in frame:
+                    w.done = frame
+                elif w.pid is None:
+                    w.pid = int(frame["pid"])
+                    try:
+                        w.case_pidfd = os.pidfd_open(w.pid)
+                        w.poller.register(w.case_pidfd, select.POLLIN)
+                    except ProcessLookupError:
+                        pass  # it has exited already: the report follows
+            elif fd == w.case_pidfd:
+                w.exited = True
+                w.end = w.end or time.monotonic()
+                w.poller.unregister(fd)
+            elif fd == fk.pidfd and not w.forker_dead:
+                w.forker_dead = True
+                w.poller.unregister(fd)
+                try:
+                    os.waitpid(fk.pid, 0)
+                except ChildProcessError:
+                    pass
+
+    def _end_forked_case(self, w, req, t0, out_fd, res_fd, out_cap):
+        """Once the forker reported (or the case was collected): kill and reap what is left,
+        build the result; drop the forker if it died or is no longer as forked."""
+        import time
+
+        fk, forker_dead = w.fk, w.forker_dead
+        end = w.end or time.monotonic()
         keep = None if forker_dead else fk.pid
         self.kill_all(0, keep)
-        if not self.reap_all(keep, pid):  # a process only the forker could reap: it goes too
+        if not self.reap_all(keep, w.pid):  # a process only the forker could reap: it goes too
             forker_dead = True
             os.kill(fk.pid, signal.SIGKILL)
             self.reap_all()
-        drain(err_r, err)  # everything that could write is gone now
+        drain(w.err_r, w.err)  # everything that could write is gone now
+        done = w.done
         status = done.get("status")
         rusage = Rusage(done.get("utime", 0.0), done.get("stime", 0.0), done.get("maxrss", 0))
-        result = self.finish_case(status, rusage, end - t0, timed_out, out_fd, err, res_fd,
+        result = self.finish_case(status, rusage, end - t0, w.timed_out, out_fd, w.err, res_fd,
                                   out_cap, req.get("mode"))
         if forker_dead:
             self.forker = None
@@ -249,3 +267,20 @@ class ForkerMixin:
             return lost
         return {"status": status, "utime": ru.ru_utime, "stime": ru.ru_stime,
                 "maxrss": ru.ru_maxrss, "timed_out": timed_out}
+
+
+class _CaseWatch:
+    """What the server knows of a case the forker runs, while it watches it."""
+
+    def __init__(self, fk, err, err_r, deadline):
+        import select
+
+        self.fk, self.err, self.err_r, self.deadline = fk, err, err_r, deadline
+        self.poller = select.poll()
+        for fd in (fk.report_r, fk.pidfd, err_r):
+            self.poller.register(fd, select.POLLIN)
+        self.pid = self.case_pidfd = None
+        self.done = None  # the forker's report: {"pid", "status", "utime", "stime", "maxrss"}
+        self.forker_dead = self.exited = self.timed_out = False
+        self.end = None  # when the case ended (exit or deadline)
+        self.waits = 0  # polls for the forker's report since the case ended
