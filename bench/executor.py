@@ -32,7 +32,8 @@ from arbiter.judge.testsuite import StdioCase, TestSuite
 from arbiter.languages.cpp import CompileSpec, compile_cpp
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.limits import Limits
-from arbiter.sandbox.sandbox import Sandbox, _root_layout_args
+from arbiter.sandbox.bwrap import root_layout_args
+from arbiter.sandbox.sandbox import Sandbox
 
 PY_SRC = "import sys\nprint(int(sys.stdin.readline()) + 1)\n"
 CPP_SRC = "#include <cstdio>\nint main(){long x; if(scanf(\"%ld\",&x)!=1) return 1; printf(\"%ld\\n\", x+1);}\n"
@@ -95,7 +96,7 @@ def bench_baseline(n: int, binary: bytes) -> dict[str, list[float]]:
             f.write(binary)
         os.chmod(os.path.join(d, "main"), 0o755)
         bwrap = [cfg.bwrap, "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
-                 *_root_layout_args(), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+                 *root_layout_args(), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
                  "--ro-bind", d, "/prog", "--chdir", "/tmp"]
         kw = dict(user=cfg.uid, group=cfg.gid, extra_groups=[]) if os.geteuid() == 0 else {}
         for lang, argv in (("python", [cfg.python, "-I", "-S", "/prog/main.py"]), ("cpp", ["/prog/main"])):

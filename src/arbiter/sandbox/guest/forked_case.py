@@ -19,20 +19,9 @@ class ForkerMixin:
 
     def make_forker(self):
         """Fork the forker: a child of this server, as warm as it (the program compiled, the
-        prelude run), that forks every Python case of the loaded program (see
-        :func:`forker_main`). Forking from a process that does nothing else keeps the per-case
-        copy-on-write faults down: this server's own work on a request (decoding it, waiting,
-        replying) writes to pages a forked case would share, each write a page copy, ~250 a
-        case; the forker's loop writes to a few dozen. Each case's files (stdin, stdout, the
-        call result: memfds; stderr: a pipe) are new, made by this server and passed to the
-        forker with the request (``SCM_RIGHTS``): nothing a program leaves on an open file or its
-        inode (locks, leases, owner, flags, mode, times, extended attributes) reaches a later case.
-
-        A program shares the sandbox with its forker (same uid; it cannot ptrace it or open its
-        ``/proc`` files, the forker being non-dumpable): it may kill or stop it, or lower its
-        rlimits. :meth:`check_forker` drops it after a case unless it is as forked; a dead
-        forker's case is collected by this server (the case's process is reparented to PID 1).
-        A failed fork (the pids limit reached) leaves no forker: cases fork from this server."""
+        prelude run), that forks every Python case of the loaded program (:func:`forker_main`; why and
+        what a program may do to it: docs/sandbox.md, "The forker"). A failed fork (the pids limit
+        reached) leaves no forker: cases fork from this server."""
         if not self.is_init or self.code is None:
             return
         fk = Forker()
@@ -82,16 +71,8 @@ class ForkerMixin:
         the caller closes it) and new stdout, stderr and result files; returns what
         :meth:`fork_case` returns, or None when the forker died before it reported its child's
         pid (the child, if any, is killed and the scratch directories wiped: the caller forks
-        the case itself).
-
-        The forker reports its child's pid right after the fork; this server then watches the
-        child as it watches a child of its own (``pidfd``, wall deadline, stderr drained). The
-        exit status and rusage come from the forker, which reports them before it reaps the
-        child, or from this server's own ``wait4`` when the forker died or was stopped before
-        its report (the child, unreaped, is then reparented to PID 1; a stopped forker is
-        killed). Only where the forker must reap to learn the status (:func:`exit_peeker`'s
-        fallback) can a program that kills it at that instant lose the status: the reply then
-        says ``status_lost``."""
+        the case itself). The exit status and rusage come from the forker's report, or from this
+        server's own ``wait4`` when the forker died or was stopped first (docs/sandbox.md)."""
         import time
 
         fk = self.forker

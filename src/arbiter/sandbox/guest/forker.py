@@ -103,18 +103,9 @@ def recv_case(sock):
 
 def forker_main(server, fk):
     """The forker's loop: read a request, fork its child, report the child's pid, report its
-    exit status and rusage once it has exited, reap it.
-
-    The forker blocks every signal but SIGKILL, SIGSTOP and SIGCHLD. What every case's process
-    needs is set up here, once or before each fork, and inherited:
-    the case's own files on fds 0-3 (stdin, stdout, stderr, the call result: received with the
-    request, closed here right after the fork), ``oom_score_adj``
-    1000 (the OOM killer's first choice, never the server), no int/str digit limit, CPython-like
-    stdio objects, the pristine ``__main__``, the SIGINT handler, the case's rlimits (computed),
-    a freshly seeded ``random``. The child then only closes the forker's channels, unblocks
-    signals, sets its rlimits and runs the program: each page it writes costs a
-    copy. Like a case the server forks, it stays in the server's process group and session, so
-    ``os.setsid()`` and ``os.setpgrp()`` work as under a judge's ``subprocess``."""
+    exit status and rusage once it has exited, reap it. What every case's process needs is set up
+    here, once or before each fork, and inherited (docs/sandbox.md, "The forker"); like a case the
+    server forks, it stays in the server's process group and session, so ``os.setsid()`` works."""
     import fcntl
     moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fk.forker_fds()]
     close_all_but(moved)  # CASE_FDS too: each request brings its own

@@ -49,13 +49,10 @@ def fork(reseed=True):
     """Fork this process; returns like ``os.fork()``. Raises OSError.
 
     Through libc's ``fork()`` called with the GIL held (``ctypes.PyDLL``), not ``os.fork()``:
-    CPython's after-fork work in the child (thread-state and lock re-initialisation, the
-    ``threading`` module's at-fork hook) writes to ~170 pages of the parent's heap, each a
-    copy-on-write fault, ~0.4 ms a case. The server is single-threaded and holds no lock
-    while it forks, so the child needs none of it; the one at-fork hook whose effect a program can
-    see, ``random`` reseeding itself, is run here. Falls back to ``os.fork()`` without libc or
-    once a module that registers its own at-fork hook (``logging``,
-    ``concurrent.futures.thread``) is imported into the server."""
+    CPython's after-fork work in the child writes to many pages of the parent's heap (each a
+    copy-on-write fault); the server is single-threaded and holds no lock while it forks, and
+    ``random``'s reseeding is done here. Falls back to ``os.fork()`` without libc or once a module
+    with its own at-fork hook (``logging``, ``concurrent.futures.thread``) is imported."""
     raw = RAW_FORK
     if raw is None or "logging" in sys.modules or "concurrent.futures.thread" in sys.modules:
         return os.fork()
