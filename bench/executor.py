@@ -11,6 +11,7 @@ For a trivial Python program and a trivial C++ binary, over N cases (default 200
   ``python3 file.py`` (or ``./binary``) per case, as a per-run sandbox such as SandboxFusion or
   isolate does.
 
+Also times a sandbox's start-up (``Sandbox()`` + ``load_python`` + close).
 Prints medians (ms), cases/s and the ratios. Targets (2-core machine): median per-case overhead
 <= 3 ms for both; Python cases/s >= 5x the baseline. Usage: ``python bench/executor.py [N]``.
 """
@@ -31,7 +32,8 @@ from arbiter.judge.testsuite import StdioCase, TestSuite
 from arbiter.languages.cpp.compile import CompileSpec, compile_cpp
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.limits import Limits
-from arbiter.sandbox.sandbox import Sandbox, _root_layout_args
+from arbiter.sandbox.bwrap import root_layout_args
+from arbiter.sandbox.sandbox import Sandbox
 
 PY_SRC = "import sys\nprint(int(sys.stdin.readline()) + 1)\n"
 CPP_SRC = "#include <cstdio>\nint main(){long x; if(scanf(\"%ld\",&x)!=1) return 1; printf(\"%ld\\n\", x+1);}\n"
@@ -59,6 +61,17 @@ def bench_sandbox(n: int, binary: bytes) -> dict[str, list[float]]:
     return out
 
 
+def bench_start(n: int) -> list[float]:
+    """Seconds from ``Sandbox()`` to a loaded program and back (start, ``load_python``, close)."""
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        with Sandbox(limits=Limits(cpu_seconds=2)) as sb:
+            assert sb.load_python(PY_SRC) is None
+        out.append(time.perf_counter() - t)
+    return out
+
+
 def bench_judge(n: int) -> dict[str, float]:
     suite = TestSuite(tuple(StdioCase(str(i), f"{i}\n".encode(), (f"{i + 1}\n".encode(),)) for i in range(n)))
     res = {}
@@ -83,7 +96,7 @@ def bench_baseline(n: int, binary: bytes) -> dict[str, list[float]]:
             f.write(binary)
         os.chmod(os.path.join(d, "main"), 0o755)
         bwrap = [cfg.bwrap, "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
-                 *_root_layout_args(), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+                 *root_layout_args(), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
                  "--ro-bind", d, "/prog", "--chdir", "/tmp"]
         kw = dict(user=cfg.uid, group=cfg.gid, extra_groups=[]) if os.geteuid() == 0 else {}
         for lang, argv in (("python", [cfg.python, "-I", "-S", "/prog/main.py"]), ("cpp", ["/prog/main"])):
@@ -103,6 +116,7 @@ def main() -> None:
     ours = bench_sandbox(n, binary)
     base = bench_baseline(n, binary)
     judged = bench_judge(n)
+    started = bench_start(max(10, n // 10))
     print(f"executor benchmark: {n} cases per program, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
     print(f"{'program':<8} {'arbiter median ms':>18} {'p90 ms':>8} {'cases/s':>9} {'judge() cases/s':>16} "
           f"{'baseline median ms':>19} {'baseline cases/s':>17} {'speedup':>8}")
@@ -114,6 +128,8 @@ def main() -> None:
         bm = median_ms(base[lang])
         bcps = n / sum(base[lang])
         print(f"{lang:<8} {m:>18.2f} {p90:>8.2f} {cps:>9.0f} {jcps:>16.0f} {bm:>19.2f} {bcps:>17.0f} {cps / bcps:>7.1f}x")
+    print(f"sandbox start + load_python + close: median {median_ms(started):.1f} ms, "
+          f"min {min(started) * 1e3:.1f} ms over {len(started)}")
     print("targets: median per-case overhead <= 3 ms (python and cpp); python cases/s >= 5x baseline")
 
 

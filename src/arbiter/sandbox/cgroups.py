@@ -1,12 +1,8 @@
 """cgroup v1 groups for one sandbox: memory (limit, peak, OOM kills), pids (max tasks), cpuacct.
 
-The machine arbiter targets has cgroup v1 hierarchies for ``memory``, ``pids``, ``cpu`` and
-``cpuacct`` (see reference/sandboxing.md); isolate >= 2.0 needs cgroup v2, so arbiter drives v1
-itself, as isolate 1.10, nsjail and go-judge do. Groups are created under the judge's own group in
-each hierarchy (so a limit on the judge also bounds its sandboxes) in a sub-directory ``arbiter``.
-
-A failed cgroup operation raises :class:`CgroupError`; the sandbox reports that as
-``sandbox_error``, never as a program verdict.
+Groups are created under the judge's own group in each hierarchy, in a sub-directory ``arbiter``.
+A failed cgroup operation raises :class:`CgroupError` (``sandbox_error``, never a program verdict).
+See docs/sandbox.md ("Cgroups").
 """
 
 from __future__ import annotations

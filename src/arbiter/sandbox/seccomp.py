@@ -1,27 +1,9 @@
 """A seccomp filter for everything that runs in the sandbox (installed by ``bwrap --seccomp``).
 
-Namespaces already hide the network, other processes and the host's files. The filter closes the
-channels that namespaces do not wipe between the cases of one sandbox, and kernel interfaces a
-judged program never needs (isolate 2.4+ blocks the same families, reference/sandboxing.md §1):
-
-- System V shared memory, semaphores and message queues, and POSIX message queues: objects that
-  outlive the process that made them, so a program could leave its answers for its next run
-  (state across cases would let a measured program replay instead of compute);
-- kernel keyrings (``add_key``, ``request_key``, ``keyctl``): per-uid storage that survives too;
-- ``ptrace``, ``process_vm_readv``/``writev``: reaching into other processes of the sandbox;
-- ``io_uring_*``, ``userfaultfd``, ``bpf``, ``perf_event_open``: large kernel attack surface;
-- every system call of a foreign ABI (32-bit ``int 0x80``, x32), which would bypass a filter
-  written for x86-64 numbers: the process is killed;
-- changing the sandbox server's (PID 1's) rlimits, nice value, CPU affinity, scheduling or I/O
-  priority: it runs as the program's uid, so ``prlimit``, ``setpriority``, ``sched_set*`` and
-  ``ioprio_set`` would reach it, and every later case would inherit the change (or the server
-  die: its CPU rlimit). Denied: ``prlimit64(1, ..., new)``; ``setpriority`` and ``ioprio_set``
-  except on one process other than 1 (no process group, no user: both include PID 1);
-  ``sched_setaffinity``, ``sched_setscheduler``, ``sched_setparam``, ``sched_setattr`` on 1.
-  Reading them stays allowed, and so does changing them on oneself (pid 0) or one's children.
-
-Blocked calls fail with ``EPERM``. The filter is x86-64 only; on other machines
-:func:`filter_bytes` returns ``None`` and sandboxes run without it (``arbiter doctor`` says so).
+It closes the channels namespaces do not wipe between the cases of one sandbox (System V IPC, POSIX
+message queues, keyrings), reaching into other processes, large kernel interfaces, foreign ABIs,
+and changes to PID 1's rlimits and scheduling. Blocked calls fail with ``EPERM``; x86-64 only
+(:func:`filter_bytes` is ``None`` elsewhere). The list and the reasons: docs/sandbox.md ("Seccomp").
 """
 
 from __future__ import annotations

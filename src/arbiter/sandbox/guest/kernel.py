@@ -1,0 +1,131 @@
+"""Process plumbing of the guest server: libc access, fork, own oom_score_adj, the namespace's pids.
+
+:data:`LIBC` and :data:`RAW_FORK` are set once by :func:`load_libc` at start-up. See docs/sandbox.md.
+"""
+
+import os
+import signal
+import sys
+
+from .protocol import write_all
+
+
+#: ``os._exit``, captured before any program runs (a program may replace it in its process).
+EXIT = os._exit
+LIBC = None
+RAW_FORK = None  # libc's fork(), called with the GIL held (see fork)
+
+
+def load_libc():
+    """Open libc (ctypes) and make this process non-dumpable: no ptrace, no /proc access by
+    programs. Leaves :data:`LIBC` None when ctypes is missing."""
+    global LIBC, RAW_FORK
+    try:
+        import ctypes
+        LIBC = ctypes.CDLL(None)
+        RAW_FORK = ctypes.PyDLL(None, use_errno=True).fork
+        LIBC.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no ptrace, no /proc access by programs
+    except Exception:
+        LIBC = None
+
+
+def memfd(name, data):
+    """A new memfd holding ``data``, at offset 0."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    write_all(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def reseed_random():
+    """Reseed ``random`` (when imported) from 256 bits of ``os.urandom``, as its at-fork hook
+    does (from 2,496 bytes: the same effect, fewer pages written)."""
+    rnd = sys.modules.get("random")
+    if rnd is not None:
+        rnd._inst.seed(int.from_bytes(os.urandom(32), "little"))
+
+
+def fork(reseed=True):
+    """Fork this process; returns like ``os.fork()``. Raises OSError.
+
+    Through libc's ``fork()`` called with the GIL held (``ctypes.PyDLL``), not ``os.fork()``:
+    CPython's after-fork work in the child writes to many pages of the parent's heap (each a
+    copy-on-write fault); the server is single-threaded and holds no lock while it forks, and
+    ``random``'s reseeding is done here. Falls back to ``os.fork()`` without libc or once a module
+    with its own at-fork hook (``logging``, ``concurrent.futures.thread``) is imported."""
+    raw = RAW_FORK
+    if raw is None or "logging" in sys.modules or "concurrent.futures.thread" in sys.modules:
+        return os.fork()
+    pid = raw()
+    if pid < 0:
+        import ctypes
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    if pid == 0 and reseed:
+        reseed_random()  # what random's os.register_at_fork hook does
+    return pid
+
+
+def close_all_but(keep):
+    """Close every descriptor but those in ``keep``."""
+    low = 0
+    for fd in sorted(keep):
+        if fd > low:
+            os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
+
+
+def namespace_pids(keep=None):
+    """The pids in this PID namespace (``/proc``) other than this process and ``keep``."""
+    me = os.getpid()
+    return [int(name) for name in os.listdir("/proc")
+            if name.isdigit() and int(name) not in (me, keep)]
+
+
+def sigkill_each(pids):
+    """SIGKILL each pid (those already gone are skipped)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def parent_pid(pid):
+    """The parent pid of ``pid`` (from ``/proc``), None when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def stopped(pid):
+    """True when child ``pid`` is stopped (SIGSTOP from a program); reaps it if it exited."""
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
+    except ChildProcessError:
+        return False
+    return bool(done) and os.WIFSTOPPED(status)
+
+
+def set_own_oom_adj(value):
+    """Set this (non-dumpable) server's own ``oom_score_adj``; returns the old value (bytes) or
+    None. Dumpable only for the instant of the write, while no program is alive in the sandbox
+    (the previous case's processes are reaped, the forker is dropped), so nothing can ptrace it."""
+    if LIBC is None:
+        return None
+    LIBC.prctl(4, 1, 0, 0, 0)
+    try:
+        fd = os.open("/proc/self/oom_score_adj", os.O_RDWR)
+        try:
+            old = os.pread(fd, 16, 0).strip()
+            os.write(fd, value)
+            return old
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    finally:
+        LIBC.prctl(4, 0, 0, 0, 0)

@@ -1,0 +1,87 @@
+"""Loading the Python program: compile it like ``python3 main.py``, its ``__main__``, heavy imports.
+
+See docs/sandbox.md ("load").
+"""
+
+import builtins
+import os
+import sys
+
+
+#: Installed modules too heavy to import for every sandbox (numpy: ~50 ms, ~20 MB) that are
+#: imported once, before any case forks, when the loaded program mentions them: name -> module
+#: (``np`` too: preludes may bind it lazily).
+HEAVY_MODULES = {"numpy": "numpy", "np": "numpy"}
+
+
+def _imported_names(code):
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _imported_names(const)
+    return names
+
+
+def warm_heavy_imports(code):
+    """Import the heavy modules the program's code mentions (by name), in the server: every case
+    then forks with them loaded. Only installed library modules from :data:`HEAVY_MODULES`, never
+    the program's own code."""
+    import importlib
+    names = _imported_names(code)
+    for name, mod in HEAVY_MODULES.items():
+        if name in names and mod not in sys.modules:
+            try:
+                importlib.import_module(mod)
+            except Exception:
+                pass
+
+
+def compile_program(source, filename):
+    """Compile ``source`` (bytes, decoded as ``python3 main.py`` would: PEP 263 coding line, BOM,
+    else UTF-8) as a module. A module-level ``return`` (legal in the APPS/TACO harness, which
+    wraps stdin programs in a function) is accepted by wrapping the body the same way, only when
+    plain compilation fails for that reason. Returns ``(code, wrapped)``."""
+    try:
+        code = compile(source, filename, "exec", dont_inherit=True)
+        _remember_source(source, filename)
+        return code, False
+    except SyntaxError as exc:
+        if "'return' outside function" not in str(exc.msg):
+            raise
+    source = _decode_source(source)
+    body = "".join("    " + line if line.strip() else line for line in source.splitlines(True))
+    wrapped = "def __arbiter_main__():\n" + body + "\n__arbiter_main__()\n"
+    code = compile(wrapped, filename, "exec", dont_inherit=True)
+    _remember_source(wrapped, filename)
+    return code, True
+
+
+def _decode_source(source):
+    """``source`` as text, decoded as ``python3 main.py`` would (PEP 263 coding line, BOM, UTF-8)."""
+    if isinstance(source, bytes):
+        import io
+        import tokenize
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+        source = source.decode(encoding)
+    return source
+
+
+def _remember_source(source, filename):
+    """Put the program's text in :mod:`linecache` (compiled from memory, it has no file the
+    traceback printer could read), so tracebacks show source lines as ``python3 main.py`` does.
+    Best effort: never fails the compile."""
+    try:
+        import linecache
+        text = _decode_source(source)
+        if len(text) <= (4 << 20):
+            linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    except Exception:
+        pass
+
+
+def new_main(filename):
+    import types
+    main = types.ModuleType("__main__")
+    main.__file__ = os.path.join(os.getcwd(), filename)
+    main.__builtins__ = builtins  # (what a script's __main__ has: the module)
+    return main
