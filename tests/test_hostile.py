@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from arbiter.languages import cpp
+from arbiter.languages.cpp import compile as cpp
 from arbiter.sandbox.execution import Status
 from arbiter.sandbox.limits import MiB, Limits
 from arbiter.sandbox.sandbox import Sandbox

@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from arbiter.sandbox.server_main import DEFAULT_ENV
+from arbiter.sandbox.guest.protocol import DEFAULT_ENV
 
 __all__ = [
     "EXEC_REFUSED_LAUNCHER",
