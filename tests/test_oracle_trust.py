@@ -17,7 +17,7 @@ import pytest
 
 from arbiter.datasets.jsonl_sink import read_jsonl
 from arbiter.datasets.oracle_rows import load_seeds
-from arbiter.pipelines.oracle_verify import VerifyOptions, verify_returns
+from arbiter.pipelines.oracle.verify import VerifyOptions, verify_returns
 from arbiter.timing.instructions import valgrind_available
 
 pytestmark = pytest.mark.skipif(not valgrind_available(), reason="valgrind is not installed")

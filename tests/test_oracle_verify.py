@@ -14,8 +14,8 @@ import pytest
 
 from arbiter.datasets.jsonl_sink import read_jsonl
 from arbiter.datasets.oracle_rows import load_seeds
-from arbiter.pipelines.oracle_generated_tests import GenPlan, build_generated_suite
-from arbiter.pipelines.oracle_verify import VerifyOptions, verify_returns
+from arbiter.pipelines.oracle.generated_tests import GenPlan, build_generated_suite
+from arbiter.pipelines.oracle.verify import VerifyOptions, verify_returns
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data/oracle"

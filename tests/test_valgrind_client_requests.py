@@ -20,7 +20,7 @@ import pytest
 from arbiter.datasets.jsonl_sink import read_jsonl
 from arbiter.datasets.oracle_rows import load_seeds
 from arbiter.languages.cpp import CompileSpec, compile_cpp
-from arbiter.pipelines.oracle_verify import VerifyOptions, verify_returns
+from arbiter.pipelines.oracle.verify import VerifyOptions, verify_returns
 from arbiter.pipelines.pie_retime import UNMEASURABLE, PieSource, pie_reward
 from arbiter.pipelines.pie_speedup import DEFAULT_LOG_FAILURE_PENALTY
 from arbiter.sandbox.limits import Limits

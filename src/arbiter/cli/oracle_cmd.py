@@ -1,5 +1,5 @@
 """``arbiter oracle``: verify oracle return rows into SFT data (``verify``), or ask a model and verify
-(``generate``). Issue 5; the rules live in :mod:`arbiter.pipelines.oracle_verify`.
+(``generate``). Issue 5; the rules live in :mod:`arbiter.pipelines.oracle.verify`.
 
 Exit status of both commands: 0 when every row got a verdict (accepted or rejected), 3 when some rows could not
 be verified because of our own failure (sandbox, valgrind; see ``errors.jsonl``; rerun to retry them), 2 for bad
@@ -43,7 +43,7 @@ class MeasureMethod(str, Enum):
 
 def _options(measure: MeasureMethod, min_speedup: float, measure_cases: int, largest_fraction: float,
              gen_plan: str, workers: Optional[int], parquet: bool, no_cache: bool, cache_dir: Optional[Path]):
-    from arbiter.pipelines.oracle_verify import VerifyOptions
+    from arbiter.pipelines.oracle.verify import VerifyOptions
 
     opts = VerifyOptions(measure=measure.value, min_speedup=min_speedup, measure_cases=measure_cases,
                          largest_fraction=largest_fraction, gen_plan=gen_plan, workers=workers, parquet=parquet,
@@ -199,7 +199,7 @@ def _console() -> Console:
 
 def _run_verify(seeds: Path, returns: Path, out: Path, hidden: Optional[Path], generators: Optional[Path],
                 opts: Any, console: Console, progress: bool, show_rows: bool) -> int:
-    from arbiter.pipelines.oracle_verify import NoUsableSeeds, verify_returns
+    from arbiter.pipelines.oracle.verify import NoUsableSeeds, verify_returns
 
     bar = Progress(TextColumn("[bold]verifying[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
                    TimeElapsedColumn(), console=console, disable=not progress, transient=True)
@@ -260,7 +260,7 @@ def verify(
     try:
         opts = _options(measure, min_speedup, measure_cases, largest_fraction, gen_plan, workers, parquet,
                         no_cache, cache_dir)
-        from arbiter.pipelines.oracle_verify import check_returns_not_empty
+        from arbiter.pipelines.oracle.verify import check_returns_not_empty
 
         check_returns_not_empty(returns)  # 0 rows: exit 2 before anything is written, as for --seeds
         code = _run_verify(seeds, returns, out, hidden, generators, opts, console, not no_progress, not no_rows)
@@ -304,7 +304,7 @@ def generate(
     Resumable: samples already in OUT/returns.jsonl are not asked for again; rows already verified are
     skipped.
     """
-    from arbiter.pipelines.oracle_writer import generate as run_generate
+    from arbiter.pipelines.oracle.writer import generate as run_generate
 
     console = _console()
     try:
@@ -312,7 +312,7 @@ def generate(
                         cache_dir)
         if not seeds.is_file():
             raise FileNotFoundError(f"seeds file not found: {seeds}")
-        from arbiter.pipelines.oracle_verify import check_generators_dir, ensure_out_dir, load_hidden_or_raise
+        from arbiter.pipelines.oracle.verify import check_generators_dir, ensure_out_dir, load_hidden_or_raise
 
         if hidden is not None:  # before asking the model anything
             load_hidden_or_raise(hidden)

@@ -279,7 +279,7 @@ class Verification(_Model):
 class ReturnRow(_Model):
     """One validated oracle return row: the seed ``messages`` plus the assistant answer, and the
     writer's ``verification`` claim. ``sample_index`` and ``model`` are set by arbiter's own writer
-    (:mod:`arbiter.pipelines.oracle_writer`); other writers may omit them. Extra fields are kept.
+    (:mod:`arbiter.pipelines.oracle.writer`); other writers may omit them. Extra fields are kept.
     """
 
     task_id: str
@@ -684,7 +684,7 @@ def iter_returns(
     instead of ``UNKNOWN_TASK_ID``; an unknown ``task_id`` while some rejected seed rows have no
     readable id says so in its message. Whether ``messages`` equals the
     seed's messages plus one assistant message is *not* checked here: see
-    :func:`arbiter.pipelines.oracle_format.check_messages`. A file that cannot be opened yields one
+    :func:`arbiter.pipelines.oracle.format.check_messages`. A file that cannot be opened yields one
     ``UNREADABLE_FILE`` rejection. Raises nothing for bad content.
     """
     p = Path(path)

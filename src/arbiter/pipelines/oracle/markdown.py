@@ -1,6 +1,6 @@
 """Reader checks of an oracle answer: what a Markdown reader, an editor and g++ see must be the one program.
 
-:func:`arbiter.pipelines.oracle_format.parse_answer` runs these after its own grammar (issue 19, items
+:func:`arbiter.pipelines.oracle.format.parse_answer` runs these after its own grammar (issue 19, items
 10-13); the rules and the reasons are in ``docs/oracle-format.md``. Three kinds:
 
 - characters (:func:`character_problems`): NUL, a lone CR (a line break for CommonMark and g++, not for the

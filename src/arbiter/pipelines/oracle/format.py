@@ -38,7 +38,7 @@ Decisions where the card is silent (each is a deliberate, documented rule):
   anywhere is ``LONE_CR`` (CommonMark and g++ break lines there, the grammar does not).
 - The ```` ```cpp ```` opener starts its own line (column 0): after ``</reasoning>`` on the same line, or
   indented, a Markdown reader sees no code block (or other code), so it is ``MALFORMED_FENCE``.
-- **What readers see** (:mod:`arbiter.pipelines.oracle_markdown`, ``docs/oracle-format.md``): ``~~~``
+- **What readers see** (:mod:`arbiter.pipelines.oracle.markdown`, ``docs/oracle-format.md``): ``~~~``
   in the reasoning is ``TILDE_FENCE_IN_REASONING``, an indented code block there
   ``INDENTED_CODE_IN_REASONING``; NUL is ``NUL_CHARACTER``, a Unicode bidi control ``BIDI_CONTROL``;
   an answer the grammar accepts is parsed again by markdown-it-py (CommonMark) and any disagreement
@@ -55,7 +55,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from arbiter.pipelines import oracle_markdown as _md
+from arbiter.pipelines.oracle import markdown as _md
 
 REASONING_OPEN = "<reasoning>"
 REASONING_CLOSE = "</reasoning>"
@@ -81,7 +81,7 @@ class FormatCode(str, enum.Enum):
     MALFORMED_FENCE = "MALFORMED_FENCE"
     UNCLOSED_FENCE = "UNCLOSED_FENCE"
     EMPTY_CODE = "EMPTY_CODE"
-    # what readers see (issue 19; arbiter.pipelines.oracle_markdown, docs/oracle-format.md)
+    # what readers see (issue 19; arbiter.pipelines.oracle.markdown, docs/oracle-format.md)
     TILDE_FENCE_IN_REASONING = "TILDE_FENCE_IN_REASONING"
     INDENTED_CODE_IN_REASONING = "INDENTED_CODE_IN_REASONING"
     LONE_CR = "LONE_CR"
@@ -270,7 +270,7 @@ def _snippet(text: str, limit: int = 60) -> str:
 
 
 def _reader_checks(text: str, R: list[_Tok], F: list[_Tok], fails: list[Failure], fail: Any) -> None:
-    """What readers see (:mod:`arbiter.pipelines.oracle_markdown`): characters always, the reasoning when
+    """What readers see (:mod:`arbiter.pipelines.oracle.markdown`): characters always, the reasoning when
     it closed, the CommonMark cross-check only on an answer the grammar accepted so far."""
     grammar_ok = not fails and len(R) == 1 and len(F) == 1 and F[0].closed
     code_start = F[0].start if F else None

@@ -15,7 +15,7 @@ cases:
   there is no evidence that it is wrong: **kept as given**, counted and named (``unconfirmed``).
 
 Judging is the judge's (:func:`arbiter.judge.judge.judge`, all cases run, the seed's checker, one sandbox). The
-source is compiled with the seed's own command (:func:`~arbiter.pipelines.oracle_generated_tests.seed_compile_spec`,
+source is compiled with the seed's own command (:func:`~arbiter.pipelines.oracle.generated_tests.seed_compile_spec`,
 compile cache). Results are cached per task and hidden suite: in process (the verifier checks a task once per run)
 and as JSON under ``<cache>/oracle_hidden_checks/`` (cache root ``$ARBITER_CACHE_DIR``, default
 ``~/.cache/arbiter``), keyed by sha256 of (:data:`CACHE_VERSION`, task id, source sha256, compile command, toolchain
@@ -94,9 +94,9 @@ class HiddenCheck:
 
 def source_check_limits(seed: Any) -> Limits:
     """The limits of the source's runs on hidden cases: the seed's run limits
-    (:func:`~arbiter.pipelines.oracle_generated_tests.seed_run_limits`) with CPU ``SOURCE_TIME_FACTOR x
+    (:func:`~arbiter.pipelines.oracle.generated_tests.seed_run_limits`) with CPU ``SOURCE_TIME_FACTOR x
     run.timeout_sec`` seconds and wall ``2 x`` that ``+ 1``."""
-    from arbiter.pipelines.oracle_generated_tests import seed_run_limits
+    from arbiter.pipelines.oracle.generated_tests import seed_run_limits
 
     base = seed_run_limits(seed)
     cpu = float(seed.run.timeout_sec) * SOURCE_TIME_FACTOR
@@ -135,7 +135,7 @@ def check_hidden_tests(seed: Any, cases: Sequence[Any], checker: Any, *, cache_d
     from arbiter.judge.verdict import Outcome
     from arbiter.languages.compile_cache import cache_root
     from arbiter.languages.cpp import CompileCommandError, compile_cpp
-    from arbiter.pipelines.oracle_generated_tests import _store, seed_compile_spec
+    from arbiter.pipelines.oracle.generated_tests import _store, seed_compile_spec
     from arbiter.sandbox.sandbox import SandboxError
 
     t0 = time.monotonic()

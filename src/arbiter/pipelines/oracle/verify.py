@@ -11,7 +11,7 @@ every reason that applies is collected (a row can be rejected for altered messag
 1. **task** -- the row's ``task_id`` is a seed task (checked by the loader: ``UNKNOWN_TASK_ID``); the task is
    usable: its hidden tests loaded (``INVALID_TASK`` when its hidden entry was rejected), its compile command is
    accepted, its source compiles for generated tests. An unusable task stops the row after the text checks.
-   **Hidden tests are checked against the seed's source first** (:mod:`arbiter.pipelines.oracle_hidden_tests`,
+   **Hidden tests are checked against the seed's source first** (:mod:`arbiter.pipelines.oracle.hidden_tests`,
    once per task, cached by task + hidden cases): ``source_code`` is correct by contract, so a hidden case it
    fails (``WA``/``RE``/``OLE``) is bad data and is dropped, counted in the report's warnings and noted in the
    task's rows (``verification.hidden_tests_dropped``); no answer is blamed for it. A task all of whose hidden
@@ -19,12 +19,12 @@ every reason that applies is collected (a row can be rejected for altered messag
    finish (``TLE``/``MLE`` with 5x the seed's CPU time) are kept as given and reported as unconfirmed.
 2. **messages** and **format** -- ``messages`` equals the seed's ``messages`` exactly plus one final assistant
    message; the answer is exactly one ``<reasoning>`` block then one ```` ```cpp ```` fence
-   (:mod:`arbiter.pipelines.oracle_format`, card "Required Oracle Return Format"). A messages failure does not
+   (:mod:`arbiter.pipelines.oracle.format`, card "Required Oracle Return Format"). A messages failure does not
    stop the row (its code can still be judged); a format failure does (there is no program).
 3. **compile** -- with the seed's ``compile.command`` and ``compile.timeout_sec``, as is (no ``-DONLINE_JUDGE``,
-   see :func:`~arbiter.pipelines.oracle_generated_tests.seed_compile_spec`). ``CE`` stops the row.
+   see :func:`~arbiter.pipelines.oracle.generated_tests.seed_compile_spec`). ``CE`` stops the row.
 4. **tests** -- visible tests (``visible_tests``), hidden tests (``--hidden``), generated tests
-   (``--generators``, :mod:`arbiter.pipelines.oracle_generated_tests`), each judged by
+   (``--generators``, :mod:`arbiter.pipelines.oracle.generated_tests`), each judged by
    :func:`arbiter.judge.judge.judge` with the seed's ``run.timeout_sec`` (CPU seconds; wall ``2 t + 1``) and
    ``run.memory_mb``, compared with the seed's ``public_checker`` (``exact_stdout`` +
    ``strip_trailing_whitespace`` -> checker ``trailing_whitespace``; without stripping -> ``exact``). Visible and
@@ -33,7 +33,7 @@ every reason that applies is collected (a row can be rejected for altered messag
 5. **measure** -- only for an answer that passed every test (the speed of a wrong program is not an
    optimization; PIE's reward is correctness-gated as well): the answer is measured against the seed's
    ``source_code`` (compiled with the same command, so the toolchain fingerprints match) by
-   :func:`arbiter.pipelines.oracle_measure.measure_against_source` (the timing module: instruction counts under
+   :func:`arbiter.pipelines.oracle.measure.measure_against_source` (the timing module: instruction counts under
    valgrind by default, each of the source's counts measured once per test and memoized since counts are
    deterministic; wall time with interleaved repeats via :func:`arbiter.timing.compare.compare` as an option) on
    the :attr:`VerifyOptions.measure_cases` largest tests by input size (ties: visible, hidden, generated order).
@@ -146,11 +146,11 @@ from arbiter.datasets.oracle_rows import (
     load_seeds,
     return_row_key,
 )
-from arbiter.pipelines.oracle_format import check_answer
-from arbiter.pipelines.oracle_measure import COUNT_CACHE_SUBDIR
-from arbiter.pipelines.oracle_hidden_tests import CACHE_SUBDIR as HIDDEN_CACHE_SUBDIR
-from arbiter.pipelines.oracle_hidden_tests import HiddenCheck, HiddenCheckError, check_hidden_tests
-from arbiter.pipelines.oracle_generated_tests import (
+from arbiter.pipelines.oracle.format import check_answer
+from arbiter.pipelines.oracle.measure import COUNT_CACHE_SUBDIR
+from arbiter.pipelines.oracle.hidden_tests import CACHE_SUBDIR as HIDDEN_CACHE_SUBDIR
+from arbiter.pipelines.oracle.hidden_tests import HiddenCheck, HiddenCheckError, check_hidden_tests
+from arbiter.pipelines.oracle.generated_tests import (
     CACHE_SUBDIR,
     DEFAULT_PLAN,
     GeneratedSuite,
@@ -200,7 +200,7 @@ class VerifyOptions:
     - ``measure_cases``: how many tests (the largest by input bytes) are measured, >= 1.
     - ``largest_fraction``: which share of the measured tests, costliest for the source first, is "the largest
       tests" of the gate (``compare``'s ``largest_fraction``), in (0, 1].
-    - ``gen_plan``: generator plan (:class:`~arbiter.pipelines.oracle_generated_tests.GenPlan` or text).
+    - ``gen_plan``: generator plan (:class:`~arbiter.pipelines.oracle.generated_tests.GenPlan` or text).
     - ``cache_dir``: root of this pipeline's caches: generated suites in ``<cache_dir>/oracle_generated``, the
       source's instruction counts in ``<cache_dir>/oracle_source_counts`` (default ``$ARBITER_CACHE_DIR``, else
       ``~/.cache/arbiter``); ``use_cache=False`` neither reads nor writes them.
@@ -392,7 +392,7 @@ class VerifyContext:
             return info
 
     def _check_hidden(self, seed: SeedRow, info: _TaskInfo) -> None:
-        """Check the task's hidden cases against its source (:mod:`~arbiter.pipelines.oracle_hidden_tests`)."""
+        """Check the task's hidden cases against its source (:mod:`~arbiter.pipelines.oracle.hidden_tests`)."""
         from arbiter.languages.toolchain import ToolchainUnavailable
         from arbiter.sandbox.sandbox import SandboxError
 
@@ -574,7 +574,7 @@ def _claim_check(claim: Mapping[str, Any] | None, ver: Mapping[str, Any], row: R
     itself")."""
     if not isinstance(claim, Mapping):
         return []
-    from arbiter.pipelines.oracle_writer import placeholder_verification
+    from arbiter.pipelines.oracle.writer import placeholder_verification
 
     if row.model and dict(claim) == placeholder_verification(row.model):
         notes.append("the claim is the arbiter writer's placeholder (nothing claimed)")
@@ -810,7 +810,7 @@ _UNMEASURABLE_CODES = {"creates_processes": "CREATES_PROCESSES", "client_request
 def _measure(seed: SeedRow, comp: Any, spec: Any, all_cases: list[_Case], ctx: VerifyContext, res: RowResult,
              ver: dict[str, Any], notes: list[str]) -> None:
     from arbiter.languages.cpp import compile_cpp
-    from arbiter.pipelines.oracle_measure import measure_against_source
+    from arbiter.pipelines.oracle.measure import measure_against_source
     from arbiter.timing.compare import Program, mark_fallback, meter_fallback_reason
 
     opts = ctx.options
@@ -1386,7 +1386,7 @@ def build_report(out_dir: str | os.PathLike, *, options: VerifyOptions | None = 
     valgrind could not run a program), ``counts.speedup_units`` (measured rows per unit of their speedups:
     ``instructions`` / ``seconds``; each row's ``unit``), ``counts.tasks_best_across_units`` (tasks whose best
     answer was ranked among speedups of different units; a warning names them); ``hidden_checks`` (per task: the
-    seed's source on its hidden cases, :mod:`~arbiter.pipelines.oracle_hidden_tests`: dropped bad cases,
+    seed's source on its hidden cases, :mod:`~arbiter.pipelines.oracle.hidden_tests`: dropped bad cases,
     unconfirmed ones); ``coverage`` (which seed tasks have hidden / generated tests, given by the caller);
     ``load_rejections`` (seed and hidden-test entries
     that were rejected: line, task, JSON path, code, message); ``warnings``: one line per problem, recommending
