@@ -1,79 +1,138 @@
-"""Measure an oracle answer against its seed's ``source_code``, measuring the source once per test.
-
-Issue 5, step 5: "Measure the answer against ``source_code`` on the same tests: instruction counts with valgrind
-(deterministic; the default) or wall time with interleaved repeats; record both programs' figures and the
-speedup, with the toolchain fingerprint."
-
-- ``method="wall"``: :func:`arbiter.timing.compare.compare` as is (source = ``a``, answer = ``b``): wall time must
-  interleave the two programs' runs, so both are measured together every time.
-- ``method="instructions"``: :func:`~arbiter.timing.compare.compare` with the source's counts memoized
-  (``baseline_cache``, :class:`arbiter.timing.count_cache.CountCache`). A count is a pure function of (executable,
-  toolchain, stdin, meter): :mod:`arbiter.timing.instructions` documents and tests that the same binary and input
-  give the same count. The seed's source is the same executable for every answer to the task (same command, compile
-  cache), so measuring it once per test instead of once per answer gives identical figures at a fraction of the
-  cost (the demo's sources run 2e9-7e9 instructions per large test, ~2-6 s each under valgrind). Memo: in process,
-  and on disk under ``<cache>/oracle_source_counts/`` (cache root ``$ARBITER_CACHE_DIR``, default
-  ``~/.cache/arbiter``) keyed by :func:`arbiter.timing.count_cache.count_key` (sha256 of the executable, its
-  toolchain fingerprint, stdin, expected stdout, the valgrind meter fingerprint incl. CPU model and flags, the
-  valgrind limits). Only successful counts are stored. Concurrent rows of one task wait for the first one's source
-  measurement (single flight). The source's cases are looked up or measured first, then the answer's (the answer
-  is always measured afresh, and not at all when the source failed).
-
-Both paths: the toolchains must match (:func:`arbiter.timing.compare.check_comparable`: raises
-``FingerprintMismatch``, a ``ToolchainMismatch``), every measurement holds one core exclusively
-(:func:`arbiter.timing.wallclock.core_lease`), a measured run must print the expected output (``same_output``),
-and ``largest_speedup`` covers the costliest ``largest_fraction`` of the cases by the source's cost
-(:func:`arbiter.timing.compare.largest_cases`).
+"""The measure and speed stages of a row: the answer against the seed's ``source_code`` on the largest tests,
+through :func:`arbiter.judge.speedup.gated_speedup`, then the speed gate. See ``docs/oracle.md``.
 """
 
 from __future__ import annotations
 
-import os
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from arbiter.sandbox.limits import Limits
+from arbiter.judge.speedup import SpeedupOutcome, SpeedupSpec, gated_speedup
+from arbiter.pipelines.oracle.generated_tests import seed_compile_spec, seed_run_limits
+from arbiter.pipelines.oracle.options import InfraError, VerifyOptions, cache_subdir
+from arbiter.pipelines.oracle.suites import Case, checker_of, largest_by_input
+from arbiter.rewards.oracle import measurable, measure_reasons, reason, speed_gate
 
-#: The directory of the on-disk memo of source counts, under the cache root (oracle_verify: under its ``cache_dir``).
+if TYPE_CHECKING:
+    from arbiter.datasets.oracle_rows import SeedRow
+    from arbiter.pipelines.oracle.context import VerifyContext
+    from arbiter.pipelines.oracle.row import RowResult
+
+#: The directory of the on-disk memo of source counts, under the cache root.
 COUNT_CACHE_SUBDIR = "oracle_source_counts"
 
 
-def measure_against_source(source: Any, answer: Any, cases: Sequence[tuple[str, bytes, bytes | None]], *,
-                           method: str = "instructions", limits: Limits | None = None,
-                           same_output: Callable[[bytes, bytes], bool] | None = None,
-                           largest_fraction: float = 0.2, repeats: int = 5,
-                           cache_dir: str | os.PathLike | None = None, use_cache: bool = True):
-    """Measure ``source`` (baseline ``a``) and ``answer`` (candidate ``b``) on ``cases``; see the module docstring.
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(float(x), 6)
 
-    - ``source`` / ``answer``: :class:`arbiter.timing.compare.Program` (executable bytes + toolchain).
-    - ``cases``: ``(name, stdin bytes, expected stdout bytes or None)``, names unique, at least one.
-    - ``method``: ``"instructions"`` (counts; source memoized) or ``"wall"`` (seconds; ``repeats`` interleaved
-      rounds after one warm-up, :func:`~arbiter.timing.compare.compare`).
-    - ``limits``: the programs' native per-run limits (scaled for valgrind).
-    - ``cache_dir`` / ``use_cache``: the directory of the on-disk memo of source counts (default
-      ``<cache root>/oracle_source_counts``; one in-process :class:`~arbiter.timing.count_cache.CountCache` per
-      directory); ``use_cache=False`` neither reads nor writes it (instructions only).
 
-    Returns a :class:`~arbiter.timing.compare.Comparison`: per-case figures, ``a_total``/``b_total``,
-    ``speedup = a_total / b_total``, ``largest_cases``/``largest_speedup``, the toolchain record and the meter
-    (instructions: ``meter["source_memo_hits"]``, the source's figures taken from the memo; ``meter["limits"]``:
-    the valgrind run's ``cpu_seconds`` and ``memory_bytes``). Raises ``ToolchainMismatch``
-    (:class:`~arbiter.timing.compare.FingerprintMismatch`) when the toolchains differ, ``ValueError`` for bad
-    cases/options, ``ValgrindUnavailable`` without valgrind; a sandbox failure is reported in
-    ``Comparison.failures`` with status ``sandbox_error`` (``Comparison.sandbox_error``), never as a figure.
-    """
-    from arbiter.timing.compare import compare
+def speedup_spec(seed: SeedRow, opts: VerifyOptions) -> SpeedupSpec:
+    """How the oracle measures a row: the seed's command, limits and checker; the run's method and options."""
     from arbiter.timing.count_cache import CountCache
 
-    if method == "wall":
-        return compare(source, answer, cases, "wall", limits=limits, same_output=same_output,
-                       largest_fraction=largest_fraction, repeats=repeats)
-    if method != "instructions":
-        raise ValueError(f"method must be 'instructions' or 'wall', got {method!r}")
-    cache = CountCache.shared(cache_dir, subdir=COUNT_CACHE_SUBDIR) if use_cache else CountCache.disabled()
-    cmp = compare(source, answer, cases, "instructions", limits=limits, same_output=same_output,
-                  largest_fraction=largest_fraction, baseline_cache=cache)
-    # the record this pipeline has always written: meter limits without the stack, hits named source_memo_hits
-    hits = cmp.extra.pop("baseline_cache_hits")
-    cmp.meter["limits"] = {k: v for k, v in cmp.meter["limits"].items() if k != "stack_bytes"}
-    cmp.meter["source_memo_hits"] = hits
-    return cmp
+    cache = (CountCache.shared(cache_subdir(opts, COUNT_CACHE_SUBDIR), subdir=COUNT_CACHE_SUBDIR)
+             if opts.use_cache and opts.measure == "instructions" else None)
+    return SpeedupSpec(compile=seed_compile_spec(seed), limits=seed_run_limits(seed), checker=checker_of(seed),
+                       method=opts.measure, largest_fraction=opts.largest_fraction, repeats=int(opts.wall_repeats),
+                       cache=cache, names=("source", "answer"), config=opts.config)
+
+
+def trim_measurement(d: dict[str, Any], timing: dict[str, Any]) -> dict[str, Any]:
+    """The comparison record kept in ``verification.measurement``: run order dropped; the leased core (not
+    deterministic) moved to ``timing``."""
+    d = dict(d)
+    d.pop("order", None)
+    meter = dict(d.get("meter") or {})
+    if "core" in meter:
+        timing["measure_core"] = meter.pop("core")
+    if "source_memo_hits" in meter:
+        timing["source_memo_hits"] = meter.pop("source_memo_hits")
+    d["meter"] = meter
+    d.pop("toolchain", None)  # recorded once, in verification.toolchain
+    return d
+
+
+def _speedup(seed: SeedRow, code: str, chosen: list[Case], passed: list[Any], ctx: VerifyContext, key: str) -> Any:
+    """The gated speedup of the row; our failures raise (as they were raised)."""
+    from arbiter.judge.testsuite import StdioCase
+
+    cases = [StdioCase(c.name, c.stdin, (c.stdout,)) for c in chosen]
+    got = gated_speedup(seed.source_code, code, cases, speedup_spec(seed, ctx.options), passed=passed,
+                        hold=ctx.hold, task_id=key)
+    if got.error is not None:
+        raise got.error
+    if got.outcome in (SpeedupOutcome.NOT_CORRECT, SpeedupOutcome.INVALID_TASK):  # the tests stage passed them
+        raise InfraError(f"measurement gate: {got.reason}")
+    if got.outcome is SpeedupOutcome.SANDBOX_ERROR and got.comparison is None:
+        raise InfraError(f"measurement: {got.stage}: {got.reason}")
+    if got.cache_hits is not None:  # the record this pipeline has always written
+        meter = got.comparison.meter
+        meter["limits"] = {k: v for k, v in meter["limits"].items() if k != "stack_bytes"}
+        meter["source_memo_hits"] = got.cache_hits
+    return got
+
+
+def measure(seed: SeedRow, code: str, all_cases: list[Case], passed: list[Any], ctx: VerifyContext,
+            res: RowResult, notes: list[str]) -> None:
+    """Measure a correct answer and apply the speed gate; findings go to ``res``."""
+    ver = res.verification
+    chosen = largest_by_input(all_cases, int(ctx.options.measure_cases))
+    got = _speedup(seed, code, chosen, passed, ctx, res.key)
+    if got.outcome is SpeedupOutcome.SOURCE_CE:
+        res.reasons.append(reason("task", "INVALID_TASK", "the seed's source_code does not compile with its own "
+                                  f"command: {got.source.message[:500]}"))
+        return
+    cmp = got.comparison
+    if cmp.fallback_reason is not None:
+        notes.append(f"measured with wall/CPU time instead of instructions: {cmp.fallback_reason}")
+    if cmp.sandbox_error:
+        raise InfraError("measurement: sandbox error: " + "; ".join(
+            f"{f['program']}/{f['case']}: {f.get('detail', '')}" for f in cmp.failures))
+    d = trim_measurement(cmp.to_dict(), res.timing)
+    d["measured_cases"] = [c.name for c in chosen]
+    ver["measurement"] = d
+    if cmp.method == "wall":
+        res.timing["wall"] = {"source_total": cmp.a_total, "answer_total": cmp.b_total}
+    res.reasons.extend(measure_reasons(got.failures))
+    if not cmp.ok:
+        return
+    _record_speedups(cmp, ver)
+    _apply_gate(seed, cmp, d, ctx, res, notes)
+
+
+def _record_speedups(cmp: Any, ver: dict[str, Any]) -> None:
+    ver["speedup"] = _round(cmp.speedup)
+    ver["largest_speedup"] = _round(cmp.largest_speedup)
+    if cmp.method == "instructions":
+        ver["instructions"] = {"source": cmp.a_total, "answer": cmp.b_total,
+                               "largest_cases": cmp.largest_cases,
+                               "source_largest": sum(c.a for c in cmp.cases if c.case in cmp.largest_cases),
+                               "answer_largest": sum(c.b for c in cmp.cases if c.case in cmp.largest_cases)}
+
+
+def _apply_gate(seed: SeedRow, cmp: Any, d: dict[str, Any], ctx: VerifyContext, res: RowResult,
+                notes: list[str]) -> None:
+    """The speed stage: is the gate meaningful on these tests, and does the answer pass it?"""
+    opts = ctx.options
+    big = [c for c in cmp.cases if c.case in cmp.largest_cases]
+    src_cost = sum(c.a for c in big)
+    floor = ctx.startup_floor(seed) if cmp.method == "instructions" else None
+    if floor is not None:
+        d["startup_floor"] = floor
+    shows = measurable(cmp.method, src_cost, len(big), floor)
+    gate = res.verification["speed_gate"] = speed_gate(cmp.largest_speedup, opts.min_speedup, shows)
+    if gate == "not_applied":
+        notes.append("speed gate not applied: the largest tests are too small to show speed "
+                     f"(source cost {src_cost} {cmp.unit} on {len(big)} case(s) is within start-up cost); "
+                     "give generated tests (--generators) to measure speed")
+        return
+    if gate == "passed":
+        return
+    if not shows:
+        notes.append("the largest tests are too small to show speed (within start-up cost); a speedup above "
+                     f"{opts.min_speedup:g} cannot be demonstrated on them: give generated tests (--generators)")
+    ls = cmp.largest_speedup
+    res.reasons.append(reason(
+        "speed", "SLOWER_THAN_SOURCE",
+        f"largest-tests speedup {ls:.4f} < {opts.min_speedup:g} ({cmp.unit}: source "
+        f"{src_cost} vs answer {sum(c.b for c in big)} on {', '.join(cmp.largest_cases)})",
+        cases=list(cmp.largest_cases)))
