@@ -295,8 +295,6 @@ def build_generated_suite(seed: Any, generator: str | os.PathLike, plan: GenPlan
     ``ToolchainUnavailable`` for our own failures; ``OSError`` when the generator cannot be read; ``ValueError``
     for a bad plan text.
     """
-    from arbiter.languages.cpp import CompileCommandError, compile_cpp
-
     t0 = time.monotonic()
     plan = GenPlan.parse(plan) if isinstance(plan, str) else plan
     gen_bytes = Path(generator).read_bytes()
@@ -306,67 +304,88 @@ def build_generated_suite(seed: Any, generator: str | os.PathLike, plan: GenPlan
     safe_id = re.sub(r"[^A-Za-z0-9_.-]", "_", seed.task_id)[:80]
     path = root / f"{safe_id}-{key[:32]}.json"
     with _lock_for(key):
-        if use_cache and path.is_file():
-            try:
-                d = json.loads(path.read_text(encoding="utf-8"))
-                if d.get("version") == CACHE_VERSION and d.get("key") == key:
-                    suite = _from_json(d)
-                    suite.seconds = time.monotonic() - t0
-                    return suite
-            except (OSError, ValueError, KeyError, TypeError):
-                pass  # unreadable entry: rebuild and overwrite it
-        cfg = config or SandboxConfig()
-        dropped: list[dict[str, Any]] = []
-        inputs: list[tuple[int, int, bytes]] = []
-        seen: dict[bytes, str] = {}
-        with Sandbox(files={"gen.py": gen_bytes}, limits=generator_limits, config=cfg) as sb:
-            for size, s in plan.pairs():
-                name = case_name(size, s)
-                ex = sb.run([cfg.python, "-I", "-S", f"{sb.prog_dir}/gen.py", str(s), str(size)], b"",
-                            generator_limits)
-                if ex.status is Status.SANDBOX_ERROR:
-                    raise SandboxError(f"generator run {name} of {seed.task_id}: {ex.detail}")
-                if not ex.ok or not ex.stdout.strip():
-                    detail = _exec_detail(ex) if not ex.ok else "empty output"
-                    dropped.append({"name": name, "size": size, "seed": s, "reason": "generator_failed",
-                                    "detail": detail})
-                    continue
-                digest = hashlib.sha256(ex.stdout).digest()
-                if digest in seen:
-                    dropped.append({"name": name, "size": size, "seed": s, "reason": "duplicate_input",
-                                    "detail": f"same input as {seen[digest]}"})
-                    continue
-                seen[digest] = name
-                inputs.append((size, s, ex.stdout))
-        try:
-            comp = compile_cpp(seed.source_code, seed_compile_spec(seed))
-        except CompileCommandError as exc:
-            raise GeneratedTestsError(f"task {seed.task_id}: compile command refused: {exc}") from exc
-        if not comp.ok:
-            raise GeneratedTestsError(f"task {seed.task_id}: the seed's source_code does not compile with its own "
-                                      f"command: {comp.message[:500]}")
-        limits = seed_run_limits(seed)
-        cases: list[GeneratedCase] = []
-        with Sandbox(files={"main": comp.binary}, limits=limits, config=cfg) as sb:
-            for size, s, stdin in inputs:
-                name = case_name(size, s)
-                ex = sb.run([f"{sb.prog_dir}/main"], stdin, limits)
-                if ex.status is Status.SANDBOX_ERROR:
-                    raise SandboxError(f"source run {name} of {seed.task_id}: {ex.detail}")
-                if not ex.ok or ex.stdout_truncated:
-                    detail = _exec_detail(ex) if not ex.ok else "output truncated"
-                    dropped.append({"name": name, "size": size, "seed": s, "reason": "source_failed",
-                                    "detail": detail})
-                    continue
-                cases.append(GeneratedCase(name, stdin, ex.stdout, size, s))
-        suite = GeneratedSuite(task_id=seed.task_id, cases=cases, dropped=dropped, key=key,
-                               generator_sha256=gsha,
-                               source_sha256=hashlib.sha256(seed.source_code.encode("utf-8", "surrogateescape"))
-                               .hexdigest(), plan=str(plan))
-        if use_cache:
-            _store(path, _to_json(suite))
+        suite = _cached(path, key) if use_cache else None
+        if suite is None:
+            cfg = config or SandboxConfig()
+            dropped: list[dict[str, Any]] = []
+            inputs = _generate_inputs(seed, gen_bytes, plan, cfg, generator_limits, dropped)
+            cases = _source_outputs(seed, inputs, cfg, dropped)
+            suite = GeneratedSuite(task_id=seed.task_id, cases=cases, dropped=dropped, key=key,
+                                   generator_sha256=gsha,
+                                   source_sha256=hashlib.sha256(seed.source_code.encode("utf-8", "surrogateescape"))
+                                   .hexdigest(), plan=str(plan))
+            if use_cache:
+                _store(path, _to_json(suite))
         suite.seconds = time.monotonic() - t0
         return suite
+
+
+def _cached(path: Path, key: str) -> GeneratedSuite | None:
+    """The stored suite of ``key``, or ``None`` (absent or unreadable: rebuilt and overwritten)."""
+    if not path.is_file():
+        return None
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        if d.get("version") == CACHE_VERSION and d.get("key") == key:
+            return _from_json(d)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def _generate_inputs(seed: Any, gen_bytes: bytes, plan: GenPlan, cfg: SandboxConfig, generator_limits: Limits,
+                     dropped: list[dict[str, Any]]) -> list[tuple[int, int, bytes]]:
+    """Run the generator for every ``(SIZE, SEED)`` of the plan; failed runs and repeated inputs are dropped."""
+    inputs: list[tuple[int, int, bytes]] = []
+    seen: dict[bytes, str] = {}
+    with Sandbox(files={"gen.py": gen_bytes}, limits=generator_limits, config=cfg) as sb:
+        for size, s in plan.pairs():
+            name = case_name(size, s)
+            ex = sb.run([cfg.python, "-I", "-S", f"{sb.prog_dir}/gen.py", str(s), str(size)], b"",
+                        generator_limits)
+            if ex.status is Status.SANDBOX_ERROR:
+                raise SandboxError(f"generator run {name} of {seed.task_id}: {ex.detail}")
+            if not ex.ok or not ex.stdout.strip():
+                detail = _exec_detail(ex) if not ex.ok else "empty output"
+                dropped.append({"name": name, "size": size, "seed": s, "reason": "generator_failed",
+                                "detail": detail})
+                continue
+            digest = hashlib.sha256(ex.stdout).digest()
+            if digest in seen:
+                dropped.append({"name": name, "size": size, "seed": s, "reason": "duplicate_input",
+                                "detail": f"same input as {seen[digest]}"})
+                continue
+            seen[digest] = name
+            inputs.append((size, s, ex.stdout))
+    return inputs
+
+
+def _source_outputs(seed: Any, inputs: list[tuple[int, int, bytes]], cfg: SandboxConfig,
+                    dropped: list[dict[str, Any]]) -> list[GeneratedCase]:
+    """The seed's source on every input: the expected outputs; inputs it fails on are dropped."""
+    from arbiter.languages.cpp import CompileCommandError, compile_cpp
+
+    try:
+        comp = compile_cpp(seed.source_code, seed_compile_spec(seed))
+    except CompileCommandError as exc:
+        raise GeneratedTestsError(f"task {seed.task_id}: compile command refused: {exc}") from exc
+    if not comp.ok:
+        raise GeneratedTestsError(f"task {seed.task_id}: the seed's source_code does not compile with its own "
+                                  f"command: {comp.message[:500]}")
+    limits = seed_run_limits(seed)
+    cases: list[GeneratedCase] = []
+    with Sandbox(files={"main": comp.binary}, limits=limits, config=cfg) as sb:
+        for size, s, stdin in inputs:
+            name = case_name(size, s)
+            ex = sb.run([f"{sb.prog_dir}/main"], stdin, limits)
+            if ex.status is Status.SANDBOX_ERROR:
+                raise SandboxError(f"source run {name} of {seed.task_id}: {ex.detail}")
+            if not ex.ok or ex.stdout_truncated:
+                detail = _exec_detail(ex) if not ex.ok else "output truncated"
+                dropped.append({"name": name, "size": size, "seed": s, "reason": "source_failed", "detail": detail})
+                continue
+            cases.append(GeneratedCase(name, stdin, ex.stdout, size, s))
+    return cases
 
 
 def _store(path: Path, data: dict[str, Any]) -> None:

@@ -159,15 +159,9 @@ def check_hidden_tests(seed: Any, cases: Sequence[Any], checker: Any, *, cache_d
     root = Path(cache_dir) if cache_dir is not None else cache_root() / CACHE_SUBDIR
     path = root / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', seed.task_id)[:80]}-{key[:32]}.json"
     with _lock_for(key):
-        if use_cache and path.is_file():
-            try:
-                d = json.loads(path.read_text(encoding="utf-8"))
-                if d.get("version") == CACHE_VERSION and d.get("key") == key:
-                    return HiddenCheck(task_id=seed.task_id, total=int(d["total"]), kept=list(d["kept"]),
-                                       dropped=list(d["dropped"]), unconfirmed=list(d["unconfirmed"]), key=key,
-                                       cached=True, seconds=time.monotonic() - t0)
-            except (OSError, ValueError, KeyError, TypeError):
-                pass  # unreadable entry: check again and overwrite it
+        hit = _cached(path, key, seed.task_id, t0) if use_cache else None
+        if hit is not None:
+            return hit
         suite = TestSuite(tuple(StdioCase(n, i, (o,)) for n, i, o in data), origin="oracle:hidden-check")
         task = Task(language="cpp", source=seed.source_code, suite=suite, limits=limits, checker=checker,
                     scoring="fraction", run_all=True, compile=spec, task_id=f"{seed.task_id}:hidden-check")
@@ -177,19 +171,7 @@ def check_hidden_tests(seed: Any, cases: Sequence[Any], checker: Any, *, cache_d
         if v.outcome in (Outcome.CE, Outcome.INVALID_TASK) or len(v.cases) != len(data):
             raise HiddenCheckError(f"task {seed.task_id}: the source could not be run on its hidden tests: "
                                    f"{v.outcome.value}: {v.reason}")
-        kept: list[str] = []
-        dropped: list[dict[str, str]] = []
-        unconfirmed: list[dict[str, str]] = []
-        for r in v.cases:
-            detail = (r.diff or r.detail or "").strip().replace("\n", " ")[:300]
-            entry = {"name": r.name, "outcome": r.outcome.value, "detail": detail}
-            if r.outcome is Outcome.AC:
-                kept.append(r.name)
-            elif r.outcome.value in BAD_OUTCOMES:
-                dropped.append(entry)
-            else:  # TLE / MLE (or anything that is no evidence against the expected output): kept as given
-                kept.append(r.name)
-                unconfirmed.append(entry)
+        kept, dropped, unconfirmed = _sort_cases(v.cases)
         check = HiddenCheck(task_id=seed.task_id, total=len(data), kept=kept, dropped=dropped,
                             unconfirmed=unconfirmed, key=key)
         if use_cache:
@@ -197,3 +179,38 @@ def check_hidden_tests(seed: Any, cases: Sequence[Any], checker: Any, *, cache_d
                                 "dropped": dropped, "unconfirmed": unconfirmed})
         check.seconds = time.monotonic() - t0
         return check
+
+
+def _cached(path: Path, key: str, task_id: str, t0: float) -> HiddenCheck | None:
+    """The stored check of ``key``, or ``None`` (absent or unreadable: checked again and overwritten)."""
+    if not path.is_file():
+        return None
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        if d.get("version") == CACHE_VERSION and d.get("key") == key:
+            return HiddenCheck(task_id=task_id, total=int(d["total"]), kept=list(d["kept"]),
+                               dropped=list(d["dropped"]), unconfirmed=list(d["unconfirmed"]), key=key,
+                               cached=True, seconds=time.monotonic() - t0)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def _sort_cases(results: Sequence[Any]) -> tuple[list[str], list[dict[str, str]], list[dict[str, str]]]:
+    """``(kept, dropped, unconfirmed)`` from the source's case results."""
+    from arbiter.judge.verdict import Outcome
+
+    kept: list[str] = []
+    dropped: list[dict[str, str]] = []
+    unconfirmed: list[dict[str, str]] = []
+    for r in results:
+        detail = (r.diff or r.detail or "").strip().replace("\n", " ")[:300]
+        entry = {"name": r.name, "outcome": r.outcome.value, "detail": detail}
+        if r.outcome is Outcome.AC:
+            kept.append(r.name)
+        elif r.outcome.value in BAD_OUTCOMES:
+            dropped.append(entry)
+        else:  # TLE / MLE (or anything that is no evidence against the expected output): kept as given
+            kept.append(r.name)
+            unconfirmed.append(entry)
+    return kept, dropped, unconfirmed

@@ -13,37 +13,27 @@ from arbiter.pipelines.oracle.options import OUTPUT_FILES, VerifyOptions
 from arbiter.rewards.oracle import STAGES
 
 
-def build_report(out_dir: str | os.PathLike, *, options: VerifyOptions | None = None,
-                 inputs: Mapping[str, Any] | None = None, generated: Mapping[str, Any] | None = None,
-                 best: Mapping[str, Any] | None = None, run: Mapping[str, Any] | None = None,
-                 hidden_checks: Mapping[str, Any] | None = None,
-                 coverage: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The ``report.json`` content, read back from ``verified.jsonl`` / ``rejected.jsonl`` (so it covers rows
-    decided by earlier, interrupted runs too) plus this run's ``errors.jsonl`` records.
+def _summary(r: Mapping[str, Any], outcome: str, codes: list[str]) -> dict[str, Any]:
+    """The report's line of one verified or rejected return row."""
+    v = r.get("verification") or {}
+    out = {"line": r.get("line"), "key": r.get("key"), "task_id": r.get("task_id"), "demo_id": r.get("demo_id"),
+           "outcome": outcome, "stage": r.get("stage") if outcome == "rejected" else None, "codes": codes,
+           "speedup": v.get("speedup"), "largest_speedup": v.get("largest_speedup"),
+           "speed_gate": v.get("speed_gate"), "unit": speedup_unit(r)}
+    if outcome == "accepted":
+        out["visible_only"] = _visible_only(r)
+    out["measure_fallback"] = (v.get("measurement") or {}).get("fallback_reason")
+    out["claim_disagreements"] = [d["field"] for d in v.get("claim_disagreements") or []]
+    return out
 
-    Keys: ``counts`` (``rows``, ``accepted``, ``rejected``, ``errors``), ``by_stage`` (first failing stage of
-    rejected rows), ``by_reason`` (``stage:code`` over every reason of every rejected row), ``by_kind``
-    (rejected rows by ``return``/``seed``/``hidden``), ``claims`` (rows whose claim disagrees with us), ``tasks``
-    (per task: accepted, rejected, best), ``rows`` (one summary per return row, by line), ``generated``,
-    ``options``, ``inputs``, ``run`` (this run's timings in seconds).
 
-    How much the accepted rows can be trusted (issue: known-wrong rows must not slip into SFT data silently):
-    ``counts.accepted_visible_only`` (accepted rows whose task had neither hidden nor generated tests: checked on
-    the seed's visible tests only), ``counts.accepted_speed_gate_not_applied`` (accepted without the speed gate:
-    their tests were too small to show speed), ``counts.measure_fallbacks`` (rows measured with wall time because
-    valgrind could not run a program), ``counts.speedup_units`` (measured rows per unit of their speedups:
-    ``instructions`` / ``seconds``; each row's ``unit``), ``counts.tasks_best_across_units`` (tasks whose best
-    answer was ranked among speedups of different units; a warning names them); ``hidden_checks`` (per task: the
-    seed's source on its hidden cases, :mod:`~arbiter.pipelines.oracle.hidden_tests`: dropped bad cases,
-    unconfirmed ones); ``coverage`` (which seed tasks have hidden / generated tests, given by the caller);
-    ``load_rejections`` (seed and hidden-test entries
-    that were rejected: line, task, JSON path, code, message); ``warnings``: one line per problem, recommending
-    ``--hidden`` / ``--generators`` where they would help.
-    """
-    out = Path(out_dir)
-    ver = read_records(out / "verified.jsonl")
-    rej = read_records(out / "rejected.jsonl")
-    errs = [e for e in read_records(out / "errors.jsonl") if run is None or e.get("run_id") == run.get("run_id")]
+def _visible_only(r: Mapping[str, Any]) -> bool:
+    v = r.get("verification") or {}
+    return v.get("all_hidden_tests_pass") is None and v.get("all_generated_tests_pass") is None
+
+
+def _tally(ver: list[dict[str, Any]], rej: list[dict[str, Any]], errs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Rows, tasks, and the counters by stage, reason and kind."""
     by_stage: Counter[str] = Counter()
     by_reason: Counter[str] = Counter()
     by_kind: Counter[str] = Counter()
@@ -55,59 +45,63 @@ def build_report(out_dir: str | os.PathLike, *, options: VerifyOptions | None = 
         return tasks.setdefault(str(tid), {"accepted": 0, "rejected": 0})
 
     for r in ver:
-        v = r.get("verification") or {}
         task(r.get("task_id"))["accepted"] += 1
-        claims += bool(v.get("claim_disagreements"))
-        rows.append({"line": r.get("line"), "key": r.get("key"), "task_id": r.get("task_id"),
-                     "demo_id": r.get("demo_id"), "outcome": "accepted", "stage": None, "codes": [],
-                     "speedup": v.get("speedup"), "largest_speedup": v.get("largest_speedup"),
-                     "speed_gate": v.get("speed_gate"), "unit": speedup_unit(r),
-                     "visible_only": v.get("all_hidden_tests_pass") is None
-                     and v.get("all_generated_tests_pass") is None,
-                     "measure_fallback": (v.get("measurement") or {}).get("fallback_reason"),
-                     "claim_disagreements": [d["field"] for d in v.get("claim_disagreements") or []]})
+        claims += bool((r.get("verification") or {}).get("claim_disagreements"))
+        rows.append(_summary(r, "accepted", []))
     for r in rej:
         by_kind[r.get("kind", "?")] += 1
         by_stage[r.get("stage", "?")] += 1
-        codes = []
-        for reason in r.get("reasons") or []:
-            c = f"{reason.get('stage')}:{reason.get('code')}"
-            by_reason[c] += 1
-            codes.append(c)
+        codes = [f"{x.get('stage')}:{x.get('code')}" for x in r.get("reasons") or []]
+        by_reason.update(codes)
         if r.get("kind") != "return":
             continue
-        v = r.get("verification") or {}
         if r.get("task_id") is not None and r.get("stage") != "load":
             task(r.get("task_id"))["rejected"] += 1
-        claims += bool(v.get("claim_disagreements"))
-        rows.append({"line": r.get("line"), "key": r.get("key"), "task_id": r.get("task_id"),
-                     "demo_id": r.get("demo_id"), "outcome": "rejected", "stage": r.get("stage"), "codes": codes,
-                     "speedup": v.get("speedup"), "largest_speedup": v.get("largest_speedup"),
-                     "speed_gate": v.get("speed_gate"), "unit": speedup_unit(r),
-                     "measure_fallback": (v.get("measurement") or {}).get("fallback_reason"),
-                     "claim_disagreements": [d["field"] for d in v.get("claim_disagreements") or []]})
+        claims += bool((r.get("verification") or {}).get("claim_disagreements"))
+        rows.append(_summary(r, "rejected", codes))
     for e in errs:
         rows.append({"line": e.get("line"), "key": e.get("key"), "task_id": e.get("task_id"), "demo_id": None,
                      "outcome": "error", "stage": None, "codes": [], "error": e.get("error")})
     rows.sort(key=lambda x: (x.get("line") is None, x.get("line") or 0, str(x.get("key"))))
+    return {"by_stage": by_stage, "by_reason": by_reason, "by_kind": by_kind, "tasks": tasks, "rows": rows,
+            "claims": claims, "task": task}
+
+
+def _lines(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"line": r.get("line"), "key": r.get("key"), "task_id": r.get("task_id")}
+            for r in sorted(recs, key=lambda r: r.get("line") or 0)]
+
+
+def build_report(out_dir: str | os.PathLike, *, options: VerifyOptions | None = None,
+                 inputs: Mapping[str, Any] | None = None, generated: Mapping[str, Any] | None = None,
+                 best: Mapping[str, Any] | None = None, run: Mapping[str, Any] | None = None,
+                 hidden_checks: Mapping[str, Any] | None = None,
+                 coverage: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``report.json`` content, read back from ``verified.jsonl`` / ``rejected.jsonl`` (so it covers rows
+    decided by earlier, interrupted runs too) plus this run's ``errors.jsonl`` records. The keys are listed in
+    ``docs/oracle.md`` ("report.json")."""
+    out = Path(out_dir)
+    ver = read_records(out / "verified.jsonl")
+    rej = read_records(out / "rejected.jsonl")
+    errs = [e for e in read_records(out / "errors.jsonl") if run is None or e.get("run_id") == run.get("run_id")]
+    t = _tally(ver, rej, errs)
     for tid, b in (best or {}).items():
-        task(tid)["best"] = b
+        t["task"](tid)["best"] = b
     n_return_rej = sum(1 for r in rej if r.get("kind") == "return")
-    vis_only = [r for r in ver if (r.get("verification") or {}).get("all_hidden_tests_pass") is None
-                and (r.get("verification") or {}).get("all_generated_tests_pass") is None]
+    vis_only = [r for r in ver if _visible_only(r)]
     no_gate = [r for r in ver if (r.get("verification") or {}).get("speed_gate") == "not_applied"]
     fallbacks = [r for r in ver + [x for x in rej if x.get("kind") == "return"]
                  if ((r.get("verification") or {}).get("measurement") or {}).get("fallback_reason")]
     load_rej = [{"kind": r.get("kind"), "line": r.get("line"), "task_id": r.get("task_id"),
                  "path": (r.get("reasons") or [{}])[0].get("path"), "code": (r.get("reasons") or [{}])[0].get("code"),
                  "message": r.get("message")} for r in rej if r.get("kind") in ("seed", "hidden")]
-    units = Counter(str(x["unit"]) for x in rows if x.get("unit"))
+    units = Counter(str(x["unit"]) for x in t["rows"] if x.get("unit"))
     mixed = {str(tid): list(b.get("units") or []) for tid, b in (best or {}).items() if len(b.get("units") or []) > 1}
     warnings = _warnings(len(ver), vis_only, no_gate, fallbacks, hidden_checks or {}, coverage or {}, load_rej)
     if mixed:
         warnings.append(f"{len(mixed)} task(s) have accepted answers measured in different units (instructions and "
                         "wall/CPU seconds, after a meter fallback); their best answer was ranked across units: "
-                        + _ids([f"{t} ({', '.join(u)})" for t, u in mixed.items()]))
+                        + _ids([f"{tid} ({', '.join(u)})" for tid, u in mixed.items()]))
     return {
         "counts": {"rows": len(ver) + n_return_rej + len(errs), "accepted": len(ver), "rejected": n_return_rej,
                    "errors": len(errs), "sft_rows": len(read_records(out / "sft.jsonl")),
@@ -116,19 +110,18 @@ def build_report(out_dir: str | os.PathLike, *, options: VerifyOptions | None = 
                    "measure_fallbacks": len(fallbacks), "speedup_units": dict(sorted(units.items())),
                    "tasks_best_across_units": len(mixed)},
         "warnings": warnings,
-        "accepted_visible_only": [{"line": r.get("line"), "key": r.get("key"), "task_id": r.get("task_id")}
-                                  for r in sorted(vis_only, key=lambda r: r.get("line") or 0)],
-        "accepted_speed_gate_not_applied": [{"line": r.get("line"), "key": r.get("key"), "task_id": r.get("task_id")}
-                                            for r in sorted(no_gate, key=lambda r: r.get("line") or 0)],
+        "accepted_visible_only": _lines(vis_only),
+        "accepted_speed_gate_not_applied": _lines(no_gate),
         "hidden_checks": dict(hidden_checks or {}),
         "coverage": dict(coverage or {}),
         "load_rejections": load_rej,
-        "by_stage": dict(sorted(by_stage.items(), key=lambda kv: (STAGES.index(kv[0]) if kv[0] in STAGES else 99))),
-        "by_reason": dict(sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "by_kind": dict(sorted(by_kind.items())),
-        "claims_disagreeing": claims,
-        "tasks": dict(sorted(tasks.items())),
-        "rows": rows,
+        "by_stage": dict(sorted(t["by_stage"].items(),
+                                key=lambda kv: (STAGES.index(kv[0]) if kv[0] in STAGES else 99))),
+        "by_reason": dict(sorted(t["by_reason"].items(), key=lambda kv: (-kv[1], kv[0]))),
+        "by_kind": dict(sorted(t["by_kind"].items())),
+        "claims_disagreeing": t["claims"],
+        "tasks": dict(sorted(t["tasks"].items())),
+        "rows": t["rows"],
         "generated": dict(generated or {}),
         "options": options.to_dict() if options else None,
         "inputs": dict(inputs or {}),
