@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -163,7 +162,9 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         verdict = run_judge(task)
         if as_json:
-            print(json.dumps(verdict.to_dict(), indent=2))
+            from arbiter.judge.codec import dumps_verdict
+
+            print(dumps_verdict(verdict))
         else:
             table = Table(title=f"{file.name}: {verdict.outcome.value}  score {verdict.score:g}")
             for col in ("case", "verdict", "cpu s", "wall s", "memory MiB", "detail"):

@@ -1,9 +1,9 @@
 """Output folders and whole-file outputs shared by the pipelines (oracle verification, PIE reward
 and eval, codegen scoring, goldilocks curation).
 
-Row-by-row outputs go through :class:`arbiter.datasets.jsonl_sink.JsonlSink`; the files written
-whole (``report.json``, ``config.json``, ``summary.json``) are replaced atomically here, so a run
-killed mid-write leaves the previous version, never a torn file.
+Row-by-row outputs go through :class:`arbiter.datasets.io.JsonlSink`; the files written whole
+(``report.json``, ``config.json``, ``summary.json``) are replaced atomically
+(:func:`arbiter.datasets.io.write_json_atomic`). :class:`arbiter.pipelines.runs.RunFolder` puts it together.
 
 One writer per folder: :func:`ensure_out_dir` takes an exclusive ``flock`` on ``<folder>/.arbiter.lock``
 (:func:`lock_out_dir`); a second run on the same folder, in another process or another thread, gets
@@ -17,13 +17,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
-import json
 import os
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
+
+from arbiter.datasets.io.atomic import write_json_atomic  # noqa: F401  (re-exported: the one atomic writer)
 
 #: the lock file inside every output folder (kept: removing a lock file races with its next user)
 LOCK_NAME = ".arbiter.lock"
@@ -141,18 +141,3 @@ def holds_out_dirs(fn: F) -> F:
             return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON (indent 1, UTF-8, ``default=str``, trailing newline) to ``path`` through a
-    temporary file in the same folder and a rename; the temporary file is removed on any error."""
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False, indent=1, default=str)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

@@ -1,0 +1,108 @@
+"""Append-only JSONL outputs that survive interruption and resume without duplicates.
+
+Every record carries a stable key (a field, e.g. ``task_id``, or a function of the record). A sink
+reads the keys already in its file when opened; writing a key that is already there is a no-op, so
+re-running an interrupted job never duplicates rows. A line torn by a kill (no trailing newline, or
+not valid JSON) is cut off when the file is opened. Each record is flushed as it is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from arbiter.datasets.io.atomic import dumps_line
+from arbiter.datasets.io.lines import read_jsonl
+
+
+class JsonlSink:
+    """One JSONL output file keyed by ``key`` (a field name or a function of the record).
+
+    Thread-safe. ``fsync=True`` makes every write durable (slower); the default flushes to the OS,
+    which survives SIGKILL of the writer.
+    """
+
+    def __init__(self, path: str | os.PathLike, key: str | Callable[[dict[str, Any]], str], *, fsync: bool = False):
+        self.path = Path(path)
+        self._key = (lambda r: str(r[key])) if isinstance(key, str) else key
+        self._fsync = fsync
+        self._lock = threading.Lock()
+        self.keys: set[str] = set()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._repair_and_load()
+        self._f = open(self.path, "a", encoding="utf-8")
+
+    def _repair_and_load(self) -> None:
+        if not self.path.exists():
+            return
+        good_end = 0
+        with open(self.path, "rb") as f:
+            data = f.read()
+        pos = 0
+        while pos < len(data):
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                break  # torn last line
+            line = data[pos:nl]
+            if line.strip():
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    break  # torn or corrupt: keep what came before
+                self.keys.add(self._key(rec))
+            pos = nl + 1
+            good_end = pos
+        if good_end < len(data):
+            with open(self.path, "r+b") as f:
+                f.truncate(good_end)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.keys
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def write(self, record: dict[str, Any]) -> bool:
+        """Append ``record`` unless its key is already present; returns True when written."""
+        k = self._key(record)
+        line = dumps_line(record) + "\n"
+        with self._lock:
+            if k in self.keys:
+                return False
+            self._f.write(line)
+            self._f.flush()
+            if self._fsync:
+                os.fsync(self._f.fileno())
+            self.keys.add(k)
+        return True
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._f.closed:
+                self._f.close()
+
+    def __enter__(self) -> "JsonlSink":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def jsonl_to_parquet(jsonl_path: str | os.PathLike, parquet_path: str | os.PathLike) -> int:
+    """Write a JSONL file as Parquet (pyarrow); nested values are kept as structs/lists.
+
+    Returns the number of rows. Raises ``ValueError`` when the records cannot share one schema.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = list(read_jsonl(jsonl_path))
+    table = pa.Table.from_pylist(rows) if rows else pa.table({})
+    pq.write_table(table, parquet_path)
+    return len(rows)
+
+
+__all__ = ["JsonlSink", "jsonl_to_parquet"]
