@@ -18,7 +18,6 @@ flagged (``seconds*``).
 from __future__ import annotations
 
 import os
-from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
@@ -28,12 +27,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from arbiter.pipelines.outputs import holds_out_dirs
+from arbiter.strenum import StrEnum
 
 oracle_app = typer.Typer(name="oracle", help="Oracle SFT data: verify oracle answers, or generate and verify.",
                          no_args_is_help=True)
 
 
-class MeasureMethod(str, Enum):
+class MeasureMethod(StrEnum):
     """``--measure``: instruction counts under valgrind (deterministic, default) or wall time (interleaved
     repeats)."""
 

@@ -40,7 +40,6 @@ different (e.g. altered) prompts are still different rows.
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import json
 import math
@@ -53,6 +52,8 @@ from pathlib import Path
 from typing import Any, Generic, Iterable, Iterator, Literal, Mapping, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from arbiter.strenum import StrEnum
 
 MiB = 1024 * 1024
 
@@ -74,7 +75,7 @@ _CHUNK = 1 * MiB
 # Rejections
 
 
-class RejectCode(str, enum.Enum):
+class RejectCode(StrEnum):
     """Why a row was not loaded. See the module docstring for the order of the checks."""
 
     TOO_LARGE = "TOO_LARGE"
@@ -89,9 +90,6 @@ class RejectCode(str, enum.Enum):
     SEED_REJECTED = "SEED_REJECTED"
     DUPLICATE_ROW = "DUPLICATE_ROW"
     UNREADABLE_FILE = "UNREADABLE_FILE"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

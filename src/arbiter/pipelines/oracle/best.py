@@ -2,27 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import tempfile
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
-from arbiter.datasets.jsonl_sink import read_jsonl
-
-
-def _write_jsonl_atomic(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for r in records:
-                f.write(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+from arbiter.datasets.io import read_jsonl, write_jsonl_atomic
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -60,7 +44,7 @@ def write_best(out_dir: str | os.PathLike) -> dict[str, dict[str, Any]]:
             best[tid] = rec
     records = [{"task_id": tid, "messages": [{"role": m["role"], "content": m["content"]}
                                             for m in best[tid]["messages"]]} for tid in sorted(best)]
-    _write_jsonl_atomic(out / "best.jsonl", records)
+    write_jsonl_atomic(out / "best.jsonl", records)
     return {tid: {"key": r["key"], "demo_id": r.get("demo_id"),
                   "speedup": (r.get("verification") or {}).get("speedup"),
                   "largest_speedup": (r.get("verification") or {}).get("largest_speedup"),

@@ -3,21 +3,19 @@ See ``docs/oracle.md``."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 from arbiter.pipelines.oracle.options import VerifyOptions
-from arbiter.pipelines.outputs import write_json_atomic
+from arbiter.pipelines import runs
+from arbiter.pipelines.runs import CONFIG_FILE, ConfigMismatch, ConfigRules
+
+__all__ = ["CONFIG_FILE", "ConfigMismatch", "check_config", "config_fingerprint"]
 
 
-class ConfigMismatch(ValueError):
-    """``out_dir`` holds verdicts made with other seeds, hidden tests, generators or verdict-changing options;
-    resuming into it would mix verdicts. Use another output folder (or delete that one)."""
-
-
-CONFIG_FILE = "config.json"
+#: The oracle's wording of a refused rerun ("... holds verdicts made with other inputs or options ...").
+RULES = ConfigRules(what="verdicts")
 
 
 def _file_sha(path: str | os.PathLike | None) -> str | None:
@@ -48,21 +46,5 @@ def config_fingerprint(seeds: str | os.PathLike, hidden: str | os.PathLike | Non
 
 def check_config(out_dir: Path, fingerprint: dict[str, Any]) -> None:
     """Record ``fingerprint`` in ``out_dir/config.json`` on the first run; on a rerun, raise
-    :class:`ConfigMismatch` naming what changed (DESIGN.md "Reliability": a rerun resumes the *same* job)."""
-    path = out_dir / CONFIG_FILE
-    if path.exists():
-        try:
-            old = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
-            old = None
-        if isinstance(old, dict) and old != fingerprint:
-            changed = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != fingerprint.get(k))
-            if "options" in changed:
-                o, n = old.get("options") or {}, fingerprint.get("options") or {}
-                changed = [c for c in changed if c != "options"] + [
-                    f"option {k} ({o.get(k)!r} -> {n.get(k)!r})" for k in sorted(set(o) | set(n)) if o.get(k) != n.get(k)]
-            raise ConfigMismatch(f"{out_dir} holds verdicts made with other inputs or options (changed: "
-                                 f"{', '.join(changed)}); use another --out folder or delete it")
-        if isinstance(old, dict):
-            return
-    write_json_atomic(path, fingerprint)
+    :class:`~arbiter.pipelines.runs.ConfigMismatch` naming what changed (a rerun resumes the *same* job)."""
+    runs.check_config(out_dir, fingerprint, RULES)

@@ -50,11 +50,11 @@ Decisions where the card is silent (each is a deliberate, documented rule):
 
 from __future__ import annotations
 
-import enum
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from arbiter.strenum import StrEnum
 from arbiter.pipelines.oracle import markdown as _md
 
 REASONING_OPEN = "<reasoning>"
@@ -65,7 +65,7 @@ WHITESPACE = " \t\r\n\f\v"
 _FENCE_AT_LINE_START = re.compile(r"^[ \t]*(?:`{3,}|~{3,})", re.M)
 
 
-class FormatCode(str, enum.Enum):
+class FormatCode(StrEnum):
     """Why the final assistant message does not follow the card's answer format."""
 
     MISSING_REASONING = "MISSING_REASONING"
@@ -89,11 +89,8 @@ class FormatCode(str, enum.Enum):
     BIDI_CONTROL = "BIDI_CONTROL"
     MARKDOWN_MISMATCH = "MARKDOWN_MISMATCH"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class MessagesCode(str, enum.Enum):
+class MessagesCode(StrEnum):
     """Why ``messages`` is not "the seed messages exactly, plus one final assistant message"."""
 
     MISSING_ASSISTANT = "MISSING_ASSISTANT"
@@ -104,9 +101,6 @@ class MessagesCode(str, enum.Enum):
     MISSING_MESSAGES = "MISSING_MESSAGES"
     EXTRA_MESSAGES = "EXTRA_MESSAGES"
     EXTRA_FIELDS = "EXTRA_FIELDS"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

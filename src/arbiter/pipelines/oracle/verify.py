@@ -10,12 +10,11 @@ import datetime as _dt
 import os
 import time
 import uuid
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from arbiter.datasets.jsonl_sink import JsonlSink, read_jsonl
+from arbiter.datasets.io import read_jsonl, write_json_atomic
 from arbiter.datasets.oracle_rows import Rejection, ReturnRow, iter_returns, load_seeds
 from arbiter.pipelines.oracle.best import write_best
 from arbiter.pipelines.oracle.config import ConfigMismatch, check_config, config_fingerprint
@@ -34,7 +33,9 @@ from arbiter.pipelines.oracle.parquet import write_parquet
 from arbiter.pipelines.oracle.records import load_rejection_record, rejected_record, sft_key, sft_record, verified_record
 from arbiter.pipelines.oracle.report import build_report
 from arbiter.pipelines.oracle.row import RowResult, verify_row
-from arbiter.pipelines.outputs import ensure_out_dir, holds_out_dirs, write_json_atomic
+from arbiter.pipelines.executor import unordered_map
+from arbiter.pipelines.outputs import ensure_out_dir, holds_out_dirs
+from arbiter.pipelines.runs import RunFolder
 
 __all__ = [
     "ConfigMismatch",
@@ -70,15 +71,11 @@ class VerifyRun:
 class _Sinks:
     """The four JSONL outputs of a run, keyed so a rerun skips finished rows and never duplicates."""
 
-    def __init__(self, out: Path):
-        self.sft = JsonlSink(out / "sft.jsonl", key=sft_key)
-        self.verified = JsonlSink(out / "verified.jsonl", key="key")
-        self.rejected = JsonlSink(out / "rejected.jsonl", key="key")
-        self.errors = JsonlSink(out / "errors.jsonl", key=lambda r: f"{r.get('run_id')}:{r.get('seq')}")
-
-    def close(self) -> None:
-        for s in (self.sft, self.verified, self.rejected, self.errors):
-            s.close()
+    def __init__(self, folder: RunFolder):
+        self.sft = folder.sink("sft.jsonl", key=sft_key)
+        self.verified = folder.sink("verified.jsonl", key="key")
+        self.rejected = folder.sink("rejected.jsonl", key="key")
+        self.errors = folder.sink("errors.jsonl", key=lambda r: f"{r.get('run_id')}:{r.get('seq')}")
 
     def repair_sft(self) -> None:
         """A kill between sft and verified: sft is written first; repair the other direction too."""
@@ -130,24 +127,20 @@ def _skip_or_reject(item: Any, sinks: _Sinks, stats: VerifyRun, emit: Progress) 
     return False
 
 
+def _to_verify(items: Any, sinks: _Sinks, stats: VerifyRun, emit: Progress) -> Any:
+    """The rows that need verifying; load rejections and rows already decided are handled on the way."""
+    for item in items:
+        if not _skip_or_reject(item, sinks, stats, emit):
+            yield item
+
+
 def _verify_all(items: Any, ctx: VerifyContext, sinks: _Sinks, stats: VerifyRun, emit: Progress) -> None:
     """Verify the rows with a bounded number in flight; outcomes are written as they come."""
     workers = int(ctx.options.workers) if ctx.options.workers else _default_workers()
-    pending: dict[Future, ReturnRow] = {}
-
-    def drain(limit: int) -> None:
-        while len(pending) > limit:
-            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-            for fut in done:
-                _settle(fut.result(), pending.pop(fut), sinks, stats, emit)
-
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="oracle-verify") as pool:
-        for item in items:
-            if _skip_or_reject(item, sinks, stats, emit):
-                continue
-            pending[pool.submit(verify_row, item, ctx.seeds[item.task_id], ctx)] = item
-            drain(2 * workers - 1)
-        drain(0)
+    rows = _to_verify(items, sinks, stats, emit)
+    for row, res in unordered_map(lambda r: verify_row(r, ctx.seeds[r.task_id], ctx), rows, workers=workers,
+                                  name="oracle-verify"):
+        _settle(res, row, sinks, stats, emit)
 
 
 def _check_inputs(seeds: Any, returns: Any, generators: Any) -> None:
@@ -178,20 +171,18 @@ def verify_returns(seeds: str | os.PathLike, returns: str | os.PathLike, out_dir
     if not by_id:
         raise NoUsableSeeds(seeds_loaded.rejections, seeds)
     hidden_loaded = load_hidden_or_raise(hidden, known_task_ids=by_id) if hidden is not None else None
-    out = ensure_out_dir(out_dir)
-    emit = on_progress or (lambda event, data: None)
-    check_config(out, config_fingerprint(seeds, hidden, generators, opts))
-    ctx = VerifyContext(by_id, hidden=hidden_loaded, generators=generators, options=opts)
-    sinks = _Sinks(out)
-    stats = VerifyRun(out_dir=out, report={})
-    try:
+    with RunFolder(out_dir) as folder:
+        out = folder.path
+        emit = on_progress or (lambda event, data: None)
+        check_config(out, config_fingerprint(seeds, hidden, generators, opts))
+        ctx = VerifyContext(by_id, hidden=hidden_loaded, generators=generators, options=opts)
+        sinks = _Sinks(folder)
+        stats = VerifyRun(out_dir=out, report={})
         sinks.repair_sft()
         for rej in seeds_loaded.rejections + (hidden_loaded.rejections if hidden_loaded else []):
             sinks.rejected.write(load_rejection_record(rej))
         emit("start", {"total": count_rows(Path(returns))})
         _verify_all(iter_returns(returns, by_id, seed_rejections=seeds_loaded.rejections), ctx, sinks, stats, emit)
-    finally:
-        sinks.close()
     stats.seconds = time.monotonic() - t_run
     inputs = {"seeds": str(seeds), "returns": str(returns), "hidden": str(hidden) if hidden is not None else None,
               "generators": str(generators) if generators is not None else None,
