@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from arbiter.datasets.oracle_rows import load_returns, load_seeds
+from arbiter.datasets.oracle import load_returns, load_seeds
 from arbiter.pipelines.oracle.format import (
     FormatCode,
     MessagesCode,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from arbiter.datasets.jsonl_sink import read_jsonl
-from arbiter.datasets.oracle_rows import load_seeds
+from arbiter.datasets.oracle import load_seeds
 from arbiter.pipelines.oracle.verify import VerifyOptions, verify_returns
 from arbiter.timing.instructions import valgrind_available
 

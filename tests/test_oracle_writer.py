@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle_fake_server import FakeOpenAIServer, Script  # noqa: E402
 
 from arbiter.datasets.jsonl_sink import read_jsonl
-from arbiter.datasets.oracle_rows import load_returns, load_seeds, schema_issues
+from arbiter.datasets.oracle import load_returns, load_seeds, schema_issues
 from arbiter.pipelines.oracle.format import check_return_row
 from arbiter.pipelines.oracle.writer import backoff_delay, generate
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from arbiter.datasets.jsonl_sink import read_jsonl
-from arbiter.datasets.oracle_rows import load_seeds
+from arbiter.datasets.oracle import load_seeds
 from arbiter.languages.cpp import CompileSpec, compile_cpp
 from arbiter.pipelines.oracle.verify import VerifyOptions, verify_returns
 from arbiter.pipelines.pie_retime import UNMEASURABLE, PieSource, pie_reward

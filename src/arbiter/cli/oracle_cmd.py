@@ -1,18 +1,6 @@
 """``arbiter oracle``: verify oracle return rows into SFT data (``verify``), or ask a model and verify
-(``generate``). Issue 5; the rules live in :mod:`arbiter.pipelines.oracle.verify`.
-
-Exit status of both commands: 0 when every row got a verdict (accepted or rejected), 3 when some rows could not
-be verified because of our own failure (sandbox, valgrind; see ``errors.jsonl``; rerun to retry them), 2 for bad
-arguments, missing input files, an ``--out`` that is not a folder, a folder of another run, a seeds file with no
-usable row (every seed rejection is printed: line, JSON path, reason), a ``--returns`` file with no row at all (empty
-or blank; a file of bad rows is not empty: each is rejected with its reason), or a ``--hidden`` file / ``--generators``
-folder that cannot be used as a whole (missing, a folder for a file or the reverse, unreadable, not UTF-8, not
-JSON, JSON of another shape; the message names the option and the file, and nothing is written or asked of the
-model). A single bad entry of the hidden tests file is rejected alone (its task becomes ``INVALID_TASK``). Seed
-and hidden-test rejections and the report's warnings (rows accepted on visible tests only, rows accepted without
-the speed gate, hidden cases dropped as bad data, tasks without hidden / generated tests) are printed after the
-summary. Every speedup is shown with its unit; rows measured with wall/CPU time after a meter fallback are
-flagged (``seconds*``).
+(``generate``). Exit status: 0 when every row got a verdict, 3 when some rows failed on our side (see
+``errors.jsonl``; rerun to retry them), 2 for unusable arguments or inputs. See ``docs/oracle.md`` ("The CLI").
 """
 
 from __future__ import annotations

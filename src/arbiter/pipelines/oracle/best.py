@@ -28,7 +28,7 @@ def speedup_unit(rec: Mapping[str, Any]) -> str | None:
 
 def write_best(out_dir: str | os.PathLike) -> dict[str, dict[str, Any]]:
     """Rewrite ``best.jsonl`` from ``verified.jsonl``: per task, the accepted row with the highest
-    ``largest_speedup`` (then ``speedup``, then key) as ``{"task_id", "messages"}`` (issue 5: "keep the best
+    ``largest_speedup`` (then ``speedup``, then key) as ``{"task_id", "messages"}`` ("keep the best
     verified answer per task (fastest among full marks)"). Returns ``task_id -> {"key", "speedup",
     "largest_speedup", "unit", "units"}``: ``unit`` is the unit of the best row's speedups, ``units`` every unit
     among the task's accepted rows; more than one means the ranking compared instruction speedups with wall/CPU

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from arbiter.datasets.oracle_rows import HiddenTests, SeedRow
+from arbiter.datasets.oracle import HiddenTests, SeedRow
 from arbiter.pipelines.oracle.generated_tests import (
     CACHE_SUBDIR,
     GeneratedSuite,

@@ -1,51 +1,9 @@
 """The oracle answer contract: the final assistant message's format and the ``messages`` check.
 
-Source: ``spec/oracle_seed_card.txt``, "Required Oracle Return Format":
-
-    "Copy the input messages exactly, then append the assistant answer."
-    "The assistant message must contain exactly: One <reasoning>...</reasoning> block. One fenced C++
-    block starting with ```cpp. No extra prose outside those two parts."
-
-and the seed rows' system/user text: "Return exactly one <reasoning>...</reasoning> block followed by
-exactly one fenced ```cpp code block ... Do not include any other text." Issue 5 lists the failure
-reasons to name. Nothing here runs a process; this module only reads text.
-
-Grammar accepted by the parser (``WS`` is ASCII whitespace: space, tab, CR, LF, FF, VT)::
-
-    answer   := WS* "<reasoning>" REASONING "</reasoning>" WS* OPENER CODE CLOSER WS*
-    OPENER   := "```cpp" [ \\t\\r]* "\\n"            (at the start of a line; exactly three backticks,
-                                                 info string exactly "cpp")
-    CLOSER   := a line of at most 3 spaces, then >= 3 backticks, then only spaces/tabs/CR
-
-Decisions where the card is silent (each is a deliberate, documented rule):
-
-- **Fence language**: only ```` ```cpp ```` is accepted; ```` ```c++ ````, ```` ```C++ ````,
-  ```` ```cxx ````, ```` ```python ```` and a bare ```` ``` ```` are ``WRONG_FENCE_LANGUAGE``. The
-  card says "starting with ```cpp" and every seed prompt spells ```` ```cpp ````; SFT data must teach
-  the exact contract. ``~~~cpp``, four or more backticks, code on the opening line and extra words
-  after ``cpp`` (```` ```cpp title ````) are ``MALFORMED_FENCE``.
-- **Closing fence**: CommonMark's rule: a line with at most three spaces of indentation, at least as
-  many backticks as the opener, and nothing else but spaces/tabs. Hence ```` ``` ```` *inside* a
-  line of code (``R"(```)"``) does not close the block, but a line that is exactly ```` ``` ```` does
-  (even inside a raw string literal: that answer is rejected, as any Markdown reader would cut it
-  there). ``return 0;}```  `` with the backticks at the end of a code line is ``UNCLOSED_FENCE``.
-- **Empty reasoning** (only whitespace between the tags) is ``EMPTY_REASONING``, rejected: the card's
-  SFT rows teach a reasoning-then-code answer, and an empty block teaches skipping it.
-- **Reasoning containing ```` ``` ````** is ``FENCE_IN_REASONING``, rejected: it makes a second fenced
-  block in the rendered answer ("exactly one fenced ```cpp code block").
-- **Whitespace** is ASCII only; a BOM, a non-breaking space or a zero-width space outside the two
-  parts is ``TEXT_OUTSIDE``. CRLF line endings are accepted (``\\r`` is whitespace); a lone ``\\r``
-  anywhere is ``LONE_CR`` (CommonMark and g++ break lines there, the grammar does not).
-- The ```` ```cpp ```` opener starts its own line (column 0): after ``</reasoning>`` on the same line, or
-  indented, a Markdown reader sees no code block (or other code), so it is ``MALFORMED_FENCE``.
-- **What readers see** (:mod:`arbiter.pipelines.oracle.markdown`, ``docs/oracle-format.md``): ``~~~``
-  in the reasoning is ``TILDE_FENCE_IN_REASONING``, an indented code block there
-  ``INDENTED_CODE_IN_REASONING``; NUL is ``NUL_CHARACTER``, a Unicode bidi control ``BIDI_CONTROL``;
-  an answer the grammar accepts is parsed again by markdown-it-py (CommonMark) and any disagreement
-  is ``MARKDOWN_MISMATCH`` (or the reasoning reason of the code block it found there).
-- Tags are case-sensitive and exact: ``<Reasoning>`` or ``<reasoning >`` are text.
-- The returned code is the exact text between the opener line and the closing line (line endings
-  kept, no trimming); ``<reasoning>`` inside the code (e.g. in a comment) is code.
+The answer is exactly one ``<reasoning>`` block, then one ```` ```cpp ```` fence, nothing else (the card's
+"Required Oracle Return Format"); :func:`parse_answer` applies that grammar, then the reader checks of
+:mod:`arbiter.pipelines.oracle.markdown`. Nothing here runs a process. The grammar, the decisions where the card
+is silent and every reason code are in ``docs/oracle-format.md``.
 """
 
 from __future__ import annotations
@@ -81,7 +39,7 @@ class FormatCode(StrEnum):
     MALFORMED_FENCE = "MALFORMED_FENCE"
     UNCLOSED_FENCE = "UNCLOSED_FENCE"
     EMPTY_CODE = "EMPTY_CODE"
-    # what readers see (issue 19; arbiter.pipelines.oracle.markdown, docs/oracle-format.md)
+    # what readers see (arbiter.pipelines.oracle.markdown, docs/oracle-format.md)
     TILDE_FENCE_IN_REASONING = "TILDE_FENCE_IN_REASONING"
     INDENTED_CODE_IN_REASONING = "INDENTED_CODE_IN_REASONING"
     LONE_CR = "LONE_CR"
@@ -500,8 +458,8 @@ def check_answer(messages: Sequence[Any], seed_messages: Sequence[Any]) -> Answe
 
 
 def check_return_row(row: Any, seed: Any) -> AnswerCheck:
-    """:func:`check_answer` for a :class:`~arbiter.datasets.oracle_rows.ReturnRow` and its
-    :class:`~arbiter.datasets.oracle_rows.SeedRow` (anything with a ``messages`` attribute).
+    """:func:`check_answer` for a :class:`~arbiter.datasets.oracle.ReturnRow` and its
+    :class:`~arbiter.datasets.oracle.SeedRow` (anything with a ``messages`` attribute).
     Raises ``ValueError`` when their ``task_id`` differ (a caller bug, not bad data)."""
     if getattr(row, "task_id", None) != getattr(seed, "task_id", None):
         raise ValueError(f"return row {getattr(row, 'task_id', None)!r} checked against seed {getattr(seed, 'task_id', None)!r}")

@@ -1,38 +1,9 @@
 """Generated test suites for oracle seed tasks: generator inputs, expected outputs from the seed's source.
 
-Source of the rules: issue 5 ("Optional test generators: per task, a Python program run in the sandbox as
-``gen.py SEED [SIZE]`` that prints one input. Expected outputs come from running the row's ``source_code``
-(correct by contract); inputs on which the source fails or times out are dropped and counted. Generated suites
-are cached by (task, generator hash, seeds)") and the card (``source_code``: "the original inefficient but
-correct C++20 program").
-
-How a suite is built (:func:`build_generated_suite`):
-
-1. **Plan** (:class:`GenPlan`): which ``(SEED, SIZE)`` pairs to ask for. The default
-   (:data:`DEFAULT_PLAN`, ``"0:10,1:10,2:4,3:2"``) is 20 small inputs (SIZE 0 edge cases and SIZE 1 random),
-   4 medium and 2 large ones, seeds ``0..count-1`` per size. SIZE 3 is where the shipped generators make the
-   source's complexity show (``data/oracle/README.md``); those inputs are the "largest tests" the speed gate
-   uses. The plan is a list of levels ``SIZE:COUNT``; a level may also name its seeds (``3:7+9``).
-2. **Inputs**: the generator file is untrusted-ish (it comes from a data folder), so it runs in the sandbox,
-   never on the host: it is placed read-only at ``/prog/gen.py`` in one :class:`~arbiter.sandbox.sandbox.Sandbox`
-   per task and started as ``<sandbox python> -I -S /prog/gen.py SEED SIZE`` for each pair (the sandbox's
-   warm Python runs programs with ``sys.argv = [filename]`` only, so the generator is executed as a command).
-   Limits per run: :data:`GENERATOR_LIMITS` (10 s CPU, 512 MiB, 64 MiB of output). A run that fails (non-zero
-   exit, limit, empty output) drops that input (``generator_failed``). Inputs equal to an earlier one (tiny
-   SIZE 0 cases repeat) are dropped as ``duplicate_input``, so no test is run twice.
-3. **Expected outputs**: the seed's ``source_code`` is compiled with the seed's own ``compile`` command (see
-   :func:`seed_compile_spec`) and run on each input with the seed's ``run`` limits (``timeout_sec`` CPU seconds,
-   ``memory_mb`` MiB; wall limit ``2 * timeout_sec + 1`` s, :func:`seed_run_limits`). An input on which the
-   source does not exit 0 within the limits is dropped (``source_failed``, with the verdict) and counted: the
-   source is correct by contract, so such an input is outside the task's constraints or too large for its
-   limits. A source that does not compile makes the task unusable (:class:`GeneratedTestsError`).
-4. **Cache**: the finished suite is stored as JSON under ``<cache>/oracle_generated/`` (cache root
-   ``$ARBITER_CACHE_DIR``, default ``~/.cache/arbiter``), keyed by sha256 of (task_id, generator sha256, the
-   plan's ``(size, seed)`` pairs, source sha256, compile command, run limits, :data:`CACHE_VERSION`); written to a
-   temporary file then renamed, so concurrent builders and a kill mid-write never leave a torn entry. A rerun
-   with the same key reads the suite back and runs nothing.
-
-Case names are ``gen_s{SIZE}_{SEED}``.
+:func:`build_generated_suite` runs the task's generator (``gen.py SEED SIZE``, in the sandbox) for each pair of
+the :class:`GenPlan`, runs the seed's ``source_code`` (correct by contract) on each input for the expected
+output, drops inputs the source fails on, and caches the suite on disk. Case names are ``gen_s{SIZE}_{SEED}``.
+See ``docs/oracle.md`` ("Generated tests").
 """
 
 from __future__ import annotations
@@ -282,7 +253,7 @@ def build_generated_suite(seed: Any, generator: str | os.PathLike, plan: GenPlan
                           generator_limits: Limits = GENERATOR_LIMITS) -> GeneratedSuite:
     """Build (or read from the cache) the generated suite of one seed task; see the module docstring.
 
-    - ``seed``: a :class:`~arbiter.datasets.oracle_rows.SeedRow` (uses ``task_id``, ``source_code``,
+    - ``seed``: a :class:`~arbiter.datasets.oracle.SeedRow` (uses ``task_id``, ``source_code``,
       ``compile``, ``run``).
     - ``generator``: path of the task's generator (``gen.py SEED [SIZE]``, prints one input).
     - ``plan``: a :class:`GenPlan` or its text form. ``cache_dir``: default :func:`default_cache_dir`;

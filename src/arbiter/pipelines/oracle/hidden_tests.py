@@ -1,26 +1,8 @@
 """Hidden tests checked against the seed's ``source_code`` before any answer is judged on them.
 
-Source of the rule: the card says ``source_code`` is "the original inefficient but correct C++20 program" (correct by
-contract), and issue 5 derives generated tests' expected outputs from it. So a hidden test on which the source itself
-fails is bad data: its expected output (or its input) is wrong, and judging answers on it would reject every correct
-answer as ``tests:WA``. :func:`check_hidden_tests` runs the source once on every hidden case of a task and sorts the
-cases:
-
-- ``AC``: the source prints the expected output: **kept** (confirmed).
-- ``WA`` / ``RE`` / ``OLE``: the source disagrees with the expected output, crashes, or floods: **dropped**, counted
-  and named (``dropped``), so no answer is blamed for them. A task all of whose hidden cases are dropped has no
-  hidden suite (the verifier treats it as absent and warns).
-- ``TLE`` / ``MLE``: the source could not finish within :func:`source_check_limits` (the seed's limits with
-  :data:`SOURCE_TIME_FACTOR` times the CPU time: the source is slow by design). Its output cannot be confirmed, and
-  there is no evidence that it is wrong: **kept as given**, counted and named (``unconfirmed``).
-
-Judging is the judge's (:func:`arbiter.judge.judge.judge`, all cases run, the seed's checker, one sandbox). The
-source is compiled with the seed's own command (:func:`~arbiter.pipelines.oracle.generated_tests.seed_compile_spec`,
-compile cache). Results are cached per task and hidden suite: in process (the verifier checks a task once per run)
-and as JSON under ``<cache>/oracle_hidden_checks/`` (cache root ``$ARBITER_CACHE_DIR``, default
-``~/.cache/arbiter``), keyed by sha256 of (:data:`CACHE_VERSION`, task id, source sha256, compile command, toolchain
-fingerprint, checker, limits, and every hidden case's name and the sha256 of its input and expected output); written
-atomically.
+:func:`check_hidden_tests` judges the source on every hidden case: ``AC`` cases are kept, ``WA``/``RE``/``OLE``
+cases are dropped as bad data, ``TLE``/``MLE`` cases are kept unconfirmed. Cached per task and hidden suite.
+See ``docs/oracle.md`` ("Hidden tests").
 """
 
 from __future__ import annotations
@@ -120,8 +102,8 @@ def check_hidden_tests(seed: Any, cases: Sequence[Any], checker: Any, *, cache_d
                        use_cache: bool = True, config: Any = None) -> HiddenCheck:
     """Run ``seed.source_code`` on each hidden case and sort the cases (module docstring).
 
-    - ``seed``: a :class:`~arbiter.datasets.oracle_rows.SeedRow`; ``cases``: its hidden cases (objects with ``name``,
-      ``stdin``, ``stdout`` strings, :class:`~arbiter.datasets.oracle_rows.TestCaseIO`), at least one;
+    - ``seed``: a :class:`~arbiter.datasets.oracle.SeedRow`; ``cases``: its hidden cases (objects with ``name``,
+      ``stdin``, ``stdout`` strings, :class:`~arbiter.datasets.oracle.TestCaseIO`), at least one;
       ``checker``: the seed's :class:`~arbiter.checkers.spec.CheckerSpec`.
     - ``cache_dir``: default ``<cache root>/oracle_hidden_checks``; ``use_cache=False`` neither reads nor writes it.
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from arbiter.datasets.oracle_rows import HiddenTests, Rejection, load_hidden_tests
+from arbiter.datasets.oracle import HiddenTests, Rejection, load_hidden_tests
 from arbiter.pipelines.oracle.options import MAX_CASES_LISTED
 
 
@@ -54,7 +54,7 @@ class InputFileError(ValueError):
 
 
 def load_hidden_or_raise(path: str | os.PathLike, known_task_ids: Iterable[str] | None = None) -> HiddenTests:
-    """Load ``--hidden`` (:func:`~arbiter.datasets.oracle_rows.load_hidden_tests`), refusing a file that cannot be
+    """Load ``--hidden`` (:func:`~arbiter.datasets.oracle.load_hidden_tests`), refusing a file that cannot be
     used as a whole with :class:`InputFileError` (a ``ValueError``: the CLI exits 2) naming the file: it does not
     exist, is not a regular file, cannot be read, is not UTF-8, is not JSON (a JSON document that does not parse, or
     a JSONL file none of whose lines is an entry), is JSON of another shape (e.g. a list), or none of its entries

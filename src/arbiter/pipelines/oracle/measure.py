@@ -13,7 +13,7 @@ from arbiter.pipelines.oracle.suites import Case, checker_of, largest_by_input
 from arbiter.rewards.oracle import measurable, measure_reasons, reason, speed_gate
 
 if TYPE_CHECKING:
-    from arbiter.datasets.oracle_rows import SeedRow
+    from arbiter.datasets.oracle import SeedRow
     from arbiter.pipelines.oracle.context import VerifyContext
     from arbiter.pipelines.oracle.row import RowResult
 

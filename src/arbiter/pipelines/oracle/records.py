@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from arbiter.datasets.oracle_rows import Rejection, ReturnRow, return_row_key
+from arbiter.datasets.oracle import Rejection, ReturnRow, return_row_key
 from arbiter.pipelines.oracle.row import RowResult
 from arbiter.rewards.oracle import STAGES
 

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from arbiter.datasets.oracle_rows import ReturnRow, SeedRow
+from arbiter.datasets.oracle import ReturnRow, SeedRow
 from arbiter.pipelines.oracle.context import TaskInfo, VerifyContext
 from arbiter.pipelines.oracle.format import check_answer
 from arbiter.pipelines.oracle.generated_tests import seed_compile_spec

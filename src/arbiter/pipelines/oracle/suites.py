@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from arbiter.datasets.oracle_rows import SeedRow
+from arbiter.datasets.oracle import SeedRow
 from arbiter.pipelines.oracle.generated_tests import seed_compile_spec, seed_run_limits
 from arbiter.pipelines.oracle.options import InfraError
 

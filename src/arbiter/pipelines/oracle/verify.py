@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from arbiter.datasets.io import read_jsonl, write_json_atomic
-from arbiter.datasets.oracle_rows import Rejection, ReturnRow, iter_returns, load_seeds
+from arbiter.datasets.oracle import Rejection, ReturnRow, iter_returns, load_seeds
 from arbiter.pipelines.oracle.best import write_best
 from arbiter.pipelines.oracle.config import ConfigMismatch, check_config, config_fingerprint
 from arbiter.pipelines.oracle.context import VerifyContext
