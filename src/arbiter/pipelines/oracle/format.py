@@ -237,29 +237,8 @@ def _reader_checks(text: str, R: list[_Tok], F: list[_Tok], fails: list[Failure]
         fail(FormatCode(code), msg)
 
 
-def parse_answer(text: str, *, path: str = "$") -> ParsedAnswer:
-    """Parse one assistant answer into reasoning and C++ code, or say precisely why it cannot be.
-
-    ``text``: the final assistant message's content. ``path``: JSON path used in the failures
-    (e.g. ``$.messages[2].content``). Returns a :class:`ParsedAnswer`; every applicable
-    :class:`FormatCode` is reported once, in a fixed order: reasoning problems, ``NO_FENCE`` /
-    ``MULTIPLE_FENCES``, stray text (``TEXT_OUTSIDE``), then problems of a fence itself. Never
-    raises. Rules: the card's "Required Oracle Return Format" and the decisions in this module's
-    docstring. Linear in the length of ``text``.
-    """
-    if not isinstance(text, str):
-        return ParsedAnswer(failures=[Failure("format", FormatCode.NO_FENCE,
-                                              f"the answer is not text ({type(text).__name__})", path)])
-    toks = _tokenize(text)
-    R = [t for t in toks if t.kind == "reasoning"]
-    F = [t for t in toks if t.kind == "fence"]
-    T = [t for t in toks if t.kind == "text"]
-    fails: list[Failure] = []
-
-    def fail(code: FormatCode, msg: str) -> None:
-        if all(f.code is not code for f in fails):
-            fails.append(Failure("format", code, msg, path))
-
+def _reasoning_checks(R: list[_Tok], F: list[_Tok], T: list[_Tok], fail: Any) -> bool:
+    """The reasoning block's problems; returns whether a reasoning block is left unclosed."""
     unclosed_reasoning = any(not r.closed for r in R)
     if not R:
         hint = ""
@@ -283,8 +262,11 @@ def parse_answer(text: str, *, path: str = "$") -> ParsedAnswer:
             fail(FormatCode.FENCE_IN_REASONING, f"the reasoning block contains ``` at offset {r.start + len(REASONING_OPEN) + r.content.index('```')}; code belongs in the one ```cpp block after it")
     if R and F and any(r.start > F[0].start for r in R):
         fail(FormatCode.REASONING_AFTER_CODE, f"a <reasoning> block comes after the code block (offset {max(r.start for r in R)})")
+    return unclosed_reasoning
 
-    reasoning_count = len(fails)
+
+def _fence_checks(text: str, F: list[_Tok], unclosed_reasoning: bool, fail: Any) -> None:
+    """The fences' problems: none or several, then each fence's own."""
     if not F and not unclosed_reasoning:
         hint = "" if "```" in text else " (no ``` anywhere)"
         fail(FormatCode.NO_FENCE, f"no fenced code block opened by ```cpp{hint}")
@@ -309,11 +291,9 @@ def parse_answer(text: str, *, path: str = "$") -> ParsedAnswer:
         elif not f.content.strip(WHITESPACE):
             fail(FormatCode.EMPTY_CODE, f"{which} contains no code (whitespace only)")
 
-    # order: reasoning problems, fence count problems, stray text, then per-fence problems
-    fence_fails, fails[:] = fails[reasoning_count:], fails[:reasoning_count]
-    structural = (FormatCode.NO_FENCE, FormatCode.MULTIPLE_FENCES)
-    fails.extend(f for f in fence_fails if f.code in structural)
-    fence_fails = [f for f in fence_fails if f.code not in structural]
+
+def _text_checks(R: list[_Tok], F: list[_Tok], T: list[_Tok], fail: Any) -> None:
+    """Text outside the two parts, named by where it is."""
     for t in T:
         before_r = R and t.start < R[0].start
         after_f = F and t.start > F[0].start
@@ -326,6 +306,41 @@ def parse_answer(text: str, *, path: str = "$") -> ParsedAnswer:
         else:
             where = "outside the reasoning block and the code block"
         fail(FormatCode.TEXT_OUTSIDE, f"text {where} at offset {t.start}: {_snippet(t.content)}; only whitespace is allowed there")
+
+
+def parse_answer(text: str, *, path: str = "$") -> ParsedAnswer:
+    """Parse one assistant answer into reasoning and C++ code, or say precisely why it cannot be.
+
+    ``text``: the final assistant message's content. ``path``: JSON path used in the failures
+    (e.g. ``$.messages[2].content``). Returns a :class:`ParsedAnswer`; every applicable
+    :class:`FormatCode` is reported once, in a fixed order: reasoning problems, ``NO_FENCE`` /
+    ``MULTIPLE_FENCES``, stray text (``TEXT_OUTSIDE``), then problems of a fence itself. Never
+    raises. Rules: the card's "Required Oracle Return Format" and the decisions in
+    ``docs/oracle-format.md``. Linear in the length of ``text``.
+    """
+    if not isinstance(text, str):
+        return ParsedAnswer(failures=[Failure("format", FormatCode.NO_FENCE,
+                                              f"the answer is not text ({type(text).__name__})", path)])
+    toks = _tokenize(text)
+    R = [t for t in toks if t.kind == "reasoning"]
+    F = [t for t in toks if t.kind == "fence"]
+    T = [t for t in toks if t.kind == "text"]
+    fails: list[Failure] = []
+
+    def fail(code: FormatCode, msg: str) -> None:
+        if all(f.code is not code for f in fails):
+            fails.append(Failure("format", code, msg, path))
+
+    unclosed_reasoning = _reasoning_checks(R, F, T, fail)
+    reasoning_count = len(fails)
+    _fence_checks(text, F, unclosed_reasoning, fail)
+
+    # order: reasoning problems, fence count problems, stray text, then per-fence problems
+    fence_fails, fails[:] = fails[reasoning_count:], fails[:reasoning_count]
+    structural = (FormatCode.NO_FENCE, FormatCode.MULTIPLE_FENCES)
+    fails.extend(f for f in fence_fails if f.code in structural)
+    fence_fails = [f for f in fence_fails if f.code not in structural]
+    _text_checks(R, F, T, fail)
     fails.extend(f for f in fence_fails if all(g.code is not f.code for g in fails))
     _reader_checks(text, R, F, fails, fail)
 
