@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, Sequence
 
-from arbiter.datasets.jsonl_sink import JsonlSink
+from arbiter.datasets.io import JsonlSink
 from arbiter.datasets.oracle import RETURN_SCHEMA_NAME, SeedRow, load_seeds, schema_issues
 
 Sampling = Literal["n", "repeat"]
@@ -305,64 +305,24 @@ async def agenerate(
     import openai
 
     t0 = time.monotonic()
-    if not model:
-        raise ValueError("model is required (the served model name, e.g. the vLLM --served-model-name)")
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    if concurrency < 1:
-        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
-    if max_retries < 0:
-        raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-    if sampling not in ("n", "repeat"):
-        raise ValueError(f"sampling must be 'n' or 'repeat', got {sampling!r}")
+    _check_args(model, n, concurrency, max_retries, sampling)
     base_url = _resolve(base_url, "OPENAI_BASE_URL")
     api_key = _resolve(api_key, "OPENAI_API_KEY")
     if not api_key:
         raise ValueError("no API key: pass api_key or set OPENAI_API_KEY "
                          "(any non-empty string, e.g. EMPTY, for a local vLLM server without --api-key)")
-
     summary = GenerateSummary(model=model)
-    if isinstance(seeds, (str, os.PathLike)):
-        loaded = load_seeds(seeds)
-        seed_rows = loaded.rows
-        summary.seed_rejections = len(loaded.rejections)
-    else:
-        seed_rows = list(seeds)
+    seed_rows = _seed_rows(seeds, summary)
     out = Path(out_path)
     err_path = Path(errors_path) if errors_path is not None else out.with_name(out.stem + ".errors.jsonl")
     summary.out_path, summary.errors_path = str(out), str(err_path)
-
-    params: dict[str, Any] = {}
-    if temperature is not None:
-        params["temperature"] = temperature
-    if top_p is not None:
-        params["top_p"] = top_p
-    if max_tokens is not None:
-        params["max_tokens"] = max_tokens
-    if extra_body:
-        params["extra_body"] = extra_body
-
+    params = _request_params(temperature, top_p, max_tokens, extra_body)
     sink = JsonlSink(out, key=_row_key, fsync=fsync)
     run_id = uuid.uuid4().hex[:12]
     errors = JsonlSink(err_path, key=lambda r: f"{r.get('run_id')}:{r.get('seq')}", fsync=fsync)
     client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=request_timeout)
     try:
-        jobs: list[_Job] = []
-        seen_ids: set[str] = set()
-        for s in seed_rows:
-            if s.task_id in seen_ids:
-                continue  # duplicate seeds (when given as objects): ask once
-            seen_ids.add(s.task_id)
-            summary.tasks += 1
-            missing = [i for i in range(n) if sample_key(s.task_id, i) not in sink]
-            summary.samples_existing += n - len(missing)
-            if not missing:
-                continue
-            if sampling == "n":
-                jobs.append(_Job(s, missing))
-            else:
-                jobs.extend(_Job(s, [i]) for i in missing)
-        summary.samples_wanted = summary.tasks * n
+        jobs, seen_ids = _plan_jobs(seed_rows, n, sampling, sink, summary)
         ctx = _Ctx(client=client, model=model, params=params, max_retries=max_retries,
                    backoff_base=backoff_base, backoff_max=backoff_max, rng=random.Random(rng_seed),
                    sink=sink, errors=errors, run_id=run_id, on_progress=on_progress,
@@ -381,6 +341,63 @@ async def agenerate(
     summary.samples_missing = _count_missing(seen_ids, n, sink)
     summary.seconds = round(time.monotonic() - t0, 3)
     return summary
+
+
+def _check_args(model: str, n: int, concurrency: int, max_retries: int, sampling: str) -> None:
+    if not model:
+        raise ValueError("model is required (the served model name, e.g. the vLLM --served-model-name)")
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    if max_retries < 0:
+        raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+    if sampling not in ("n", "repeat"):
+        raise ValueError(f"sampling must be 'n' or 'repeat', got {sampling!r}")
+
+
+def _seed_rows(seeds: str | os.PathLike | Iterable[SeedRow], summary: GenerateSummary) -> list[SeedRow]:
+    if isinstance(seeds, (str, os.PathLike)):
+        loaded = load_seeds(seeds)
+        summary.seed_rejections = len(loaded.rejections)
+        return loaded.rows
+    return list(seeds)
+
+
+def _request_params(temperature: float | None, top_p: float | None, max_tokens: int | None,
+                    extra_body: dict[str, Any] | None) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    if temperature is not None:
+        params["temperature"] = temperature
+    if top_p is not None:
+        params["top_p"] = top_p
+    if max_tokens is not None:
+        params["max_tokens"] = max_tokens
+    if extra_body:
+        params["extra_body"] = extra_body
+    return params
+
+
+def _plan_jobs(seed_rows: Sequence[SeedRow], n: int, sampling: str, sink: JsonlSink,
+               summary: GenerateSummary) -> tuple[list[_Job], set[str]]:
+    """The requests to make: the samples missing from the output, one request per task or per sample."""
+    jobs: list[_Job] = []
+    seen_ids: set[str] = set()
+    for s in seed_rows:
+        if s.task_id in seen_ids:
+            continue  # duplicate seeds (when given as objects): ask once
+        seen_ids.add(s.task_id)
+        summary.tasks += 1
+        missing = [i for i in range(n) if sample_key(s.task_id, i) not in sink]
+        summary.samples_existing += n - len(missing)
+        if not missing:
+            continue
+        if sampling == "n":
+            jobs.append(_Job(s, missing))
+        else:
+            jobs.extend(_Job(s, [i]) for i in missing)
+    summary.samples_wanted = summary.tasks * n
+    return jobs, seen_ids
 
 
 def _count_missing(task_ids: Iterable[str], n: int, sink: JsonlSink) -> int:
