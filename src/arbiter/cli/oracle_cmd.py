@@ -61,7 +61,6 @@ def print_report(report: dict[str, Any], console: Console, *, rows: bool = True)
     (``instructions``, or ``seconds*`` in yellow for a row measured with wall/CPU time after a meter fallback: its
     speedup is a time ratio, not to be averaged with instruction ratios). The summary counts rows per unit; the
     best-answer table names each best row's unit and flags tasks ranked across units."""
-    counts = report["counts"]
     ids = sorted({str(r.get("task_id")) for r in report["rows"] if r.get("task_id")} | set(report.get("tasks", {})))
     prefix = _common_prefix(ids)
 
@@ -70,46 +69,61 @@ def print_report(report: dict[str, Any], console: Console, *, rows: bool = True)
         return t[len(prefix):] if prefix and t.startswith(prefix) else t
 
     if rows:
-        title = "oracle verification" + (f" (tasks {prefix}*)" if prefix else "")
-        t = Table(title=title)
-        for name, just in (("line", "right"), ("row", "left"), ("task", "left"), ("outcome", "left"),
-                           ("stage", "left"), ("reasons", "left"), ("claim", "left"),
-                           ("largest-tests speedup", "right"), ("unit", "left")):
-            t.add_column(name, justify=just)  # type: ignore[arg-type]
-        for r in report["rows"]:
-            label = r.get("demo_id") or ("" if r.get("stage") == "load" else str(r.get("key") or "")[-16:])
-            outcome = {"accepted": "[green]ACCEPTED[/]", "rejected": "[red]REJECTED[/]",
-                       "error": "[yellow]ERROR[/]"}.get(r["outcome"], r["outcome"])
-            reasons = " ".join(dict.fromkeys(c.split(":", 1)[1] for c in r.get("codes") or []))
-            if r["outcome"] == "error":
-                reasons = str(r.get("error", ""))[:80]
-            if r.get("speed_gate") == "not_applied":
-                reasons = (reasons + " " if reasons else "") + "(speed not gated: small tests)"
-            if r.get("visible_only"):
-                reasons = (reasons + " " if reasons else "") + "(visible tests only)"
-            if r.get("measure_fallback"):
-                reasons = (reasons + " " if reasons else "") + "(measured with wall time: valgrind cannot run it)"
-            claim = "false" if r.get("claim_disagreements") else ""
-            t.add_row(str(r.get("line") or ""), label, short(r.get("task_id")), outcome, r.get("stage") or "",
-                      reasons, claim, _fmt_speed(r.get("largest_speedup")), _unit_cell(r))
-        console.print(t)
+        console.print(_rows_table(report, prefix, short))
+    console.print(_summary_table(report))
+    best = [(tid, v.get("best")) for tid, v in report.get("tasks", {}).items() if v.get("best")]
+    if best:
+        console.print(_best_table(best, short))
+    print_rejections_and_warnings(report, console)
+    _print_footer(report, console)
+
+
+def _row_reasons(r: dict[str, Any]) -> str:
+    """The reasons cell: every reason code once, or the error, plus the row's trust flags."""
+    reasons = " ".join(dict.fromkeys(c.split(":", 1)[1] for c in r.get("codes") or []))
+    if r["outcome"] == "error":
+        reasons = str(r.get("error", ""))[:80]
+    if r.get("speed_gate") == "not_applied":
+        reasons = (reasons + " " if reasons else "") + "(speed not gated: small tests)"
+    if r.get("visible_only"):
+        reasons = (reasons + " " if reasons else "") + "(visible tests only)"
+    if r.get("measure_fallback"):
+        reasons = (reasons + " " if reasons else "") + "(measured with wall time: valgrind cannot run it)"
+    return reasons
+
+
+def _rows_table(report: dict[str, Any], prefix: str, short: Any) -> Table:
+    t = Table(title="oracle verification" + (f" (tasks {prefix}*)" if prefix else ""))
+    for name, just in (("line", "right"), ("row", "left"), ("task", "left"), ("outcome", "left"),
+                       ("stage", "left"), ("reasons", "left"), ("claim", "left"),
+                       ("largest-tests speedup", "right"), ("unit", "left")):
+        t.add_column(name, justify=just)  # type: ignore[arg-type]
+    for r in report["rows"]:
+        label = r.get("demo_id") or ("" if r.get("stage") == "load" else str(r.get("key") or "")[-16:])
+        outcome = {"accepted": "[green]ACCEPTED[/]", "rejected": "[red]REJECTED[/]",
+                   "error": "[yellow]ERROR[/]"}.get(r["outcome"], r["outcome"])
+        claim = "false" if r.get("claim_disagreements") else ""
+        t.add_row(str(r.get("line") or ""), label, short(r.get("task_id")), outcome, r.get("stage") or "",
+                  _row_reasons(r), claim, _fmt_speed(r.get("largest_speedup")), _unit_cell(r))
+    return t
+
+
+def _summary_table(report: dict[str, Any]) -> Table:
+    counts = report["counts"]
     s = Table(title="summary")
     s.add_column("what")
     s.add_column("count", justify="right")
     s.add_row("return rows", str(counts["rows"]))
     s.add_row("[green]accepted (SFT rows)[/]", str(counts["accepted"]))
     s.add_row("[red]rejected[/]", str(counts["rejected"]))
-    if counts.get("errors"):
-        s.add_row("[yellow]not verified (our error; rerun)[/]", str(counts["errors"]))
-    if counts.get("other_rejections"):
-        s.add_row("rejected seed / hidden-test entries", str(counts["other_rejections"]))
-    if counts.get("accepted_visible_only"):
-        s.add_row("[yellow]  accepted on visible tests only[/]", str(counts["accepted_visible_only"]))
-    if counts.get("accepted_speed_gate_not_applied"):
-        s.add_row("[yellow]  accepted without the speed gate (tests too small)[/]",
-                  str(counts["accepted_speed_gate_not_applied"]))
-    if counts.get("measure_fallbacks"):
-        s.add_row("  measured with wall time (valgrind cannot run the program)", str(counts["measure_fallbacks"]))
+    for key, label in (("errors", "[yellow]not verified (our error; rerun)[/]"),
+                       ("other_rejections", "rejected seed / hidden-test entries"),
+                       ("accepted_visible_only", "[yellow]  accepted on visible tests only[/]"),
+                       ("accepted_speed_gate_not_applied",
+                        "[yellow]  accepted without the speed gate (tests too small)[/]"),
+                       ("measure_fallbacks", "  measured with wall time (valgrind cannot run the program)")):
+        if counts.get(key):
+            s.add_row(label, str(counts[key]))
     asked = "seconds" if (report.get("options") or {}).get("measure") == "wall" else "instructions"
     for unit, n in (counts.get("speedup_units") or {}).items():
         flag = unit != asked
@@ -120,25 +134,28 @@ def print_report(report: dict[str, Any], console: Console, *, rows: bool = True)
         s.add_row(f"  first failing stage: {stage}", str(n))
     for reason, n in report["by_reason"].items():
         s.add_row(f"  reason {reason}", str(n))
-    console.print(s)
-    best = [(tid, v.get("best")) for tid, v in report.get("tasks", {}).items() if v.get("best")]
-    if best:
-        b = Table(title="best answer per task (fastest among full marks)")
-        b.add_column("task")
-        b.add_column("row")
-        b.add_column("largest-tests speedup", justify="right")
-        b.add_column("speedup", justify="right")
-        b.add_column("unit")
-        for tid, v in best:
-            unit = str(v.get("unit") or "")
-            if len(v.get("units") or []) > 1:
-                unit = f"[yellow]{unit} (ranked across {' and '.join(v['units'])})[/]"
-            elif unit == "seconds":
-                unit = "[yellow]seconds*[/]"
-            b.add_row(short(tid), v.get("demo_id") or str(v.get("key"))[-16:], _fmt_speed(v.get("largest_speedup")),
-                      _fmt_speed(v.get("speedup")), unit)
-        console.print(b)
-    print_rejections_and_warnings(report, console)
+    return s
+
+
+def _best_table(best: list[tuple[Any, dict[str, Any]]], short: Any) -> Table:
+    b = Table(title="best answer per task (fastest among full marks)")
+    b.add_column("task")
+    b.add_column("row")
+    b.add_column("largest-tests speedup", justify="right")
+    b.add_column("speedup", justify="right")
+    b.add_column("unit")
+    for tid, v in best:
+        unit = str(v.get("unit") or "")
+        if len(v.get("units") or []) > 1:
+            unit = f"[yellow]{unit} (ranked across {' and '.join(v['units'])})[/]"
+        elif unit == "seconds":
+            unit = "[yellow]seconds*[/]"
+        b.add_row(short(tid), v.get("demo_id") or str(v.get("key"))[-16:], _fmt_speed(v.get("largest_speedup")),
+                  _fmt_speed(v.get("speedup")), unit)
+    return b
+
+
+def _print_footer(report: dict[str, Any], console: Console) -> None:
     run = report.get("run") or {}
     opts = report.get("options") or {}
     stage_s = ", ".join(f"{k} {v:.1f}s" for k, v in (run.get("stage_seconds") or {}).items())
