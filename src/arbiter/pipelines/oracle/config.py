@@ -38,7 +38,7 @@ def config_fingerprint(seeds: str | os.PathLike, hidden: str | os.PathLike | Non
     gens = None
     if generators is not None:
         gens = {p.name: _file_sha(p) for p in sorted(Path(generators).glob("*.py"))}
-    # version 2: hidden cases the seed's source fails are dropped (oracle_hidden_tests), which changes verdicts
+    # version 2: hidden cases the seed's source fails are dropped (pipelines.oracle.hidden_tests), which changes verdicts
     return {"version": 2, "seeds": _file_sha(seeds), "hidden": _file_sha(hidden), "generators": gens,
             "options": {k: v for k, v in opts.to_dict().items() if k not in ("workers", "wall_repeats")}
             | ({"wall_repeats": opts.wall_repeats} if opts.measure == "wall" else {})}
