@@ -8,6 +8,7 @@ See ``docs/oracle.md`` ("Generated tests").
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -18,11 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arbiter.judge.outputs import PROG, PYTHON, run_each
 from arbiter.languages.compile_cache import atomic_write
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.execution import Status
 from arbiter.sandbox.limits import MiB, Limits
-from arbiter.sandbox.sandbox import Sandbox, SandboxError
+from arbiter.sandbox.sandbox import SandboxError
 
 #: Bumped when the stored format or the meaning of a cached suite changes.
 CACHE_VERSION = 1
@@ -309,11 +311,11 @@ def _generate_inputs(seed: Any, gen_bytes: bytes, plan: GenPlan, cfg: SandboxCon
     """Run the generator for every ``(SIZE, SEED)`` of the plan; failed runs and repeated inputs are dropped."""
     inputs: list[tuple[int, int, bytes]] = []
     seen: dict[bytes, str] = {}
-    with Sandbox(files={"gen.py": gen_bytes}, limits=generator_limits, config=cfg) as sb:
-        for size, s in plan.pairs():
+    pairs = list(plan.pairs())
+    runs = (([PYTHON, "-I", "-S", f"{PROG}/gen.py", str(s), str(size)], b"") for size, s in pairs)
+    with contextlib.closing(run_each({"gen.py": gen_bytes}, runs, generator_limits, config=cfg)) as execs:
+        for (size, s), ex in zip(pairs, execs):
             name = case_name(size, s)
-            ex = sb.run([cfg.python, "-I", "-S", f"{sb.prog_dir}/gen.py", str(s), str(size)], b"",
-                        generator_limits)
             if ex.status is Status.SANDBOX_ERROR:
                 raise SandboxError(f"generator run {name} of {seed.task_id}: {ex.detail}")
             if not ex.ok or not ex.stdout.strip():
@@ -345,10 +347,10 @@ def _source_outputs(seed: Any, inputs: list[tuple[int, int, bytes]], cfg: Sandbo
                                   f"command: {comp.message[:500]}")
     limits = seed_run_limits(seed)
     cases: list[GeneratedCase] = []
-    with Sandbox(files={"main": comp.binary}, limits=limits, config=cfg) as sb:
-        for size, s, stdin in inputs:
+    runs = (([f"{PROG}/main"], stdin) for _, _, stdin in inputs)
+    with contextlib.closing(run_each({"main": comp.binary}, runs, limits, config=cfg)) as execs:
+        for (size, s, stdin), ex in zip(inputs, execs):
             name = case_name(size, s)
-            ex = sb.run([f"{sb.prog_dir}/main"], stdin, limits)
             if ex.status is Status.SANDBOX_ERROR:
                 raise SandboxError(f"source run {name} of {seed.task_id}: {ex.detail}")
             if not ex.ok or ex.stdout_truncated:
