@@ -18,8 +18,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle_fake_server import FakeOpenAIServer, Script  # noqa: E402
 
+from arbiter.datasets.oracle import load_seeds
 from arbiter.datasets.io import read_jsonl
-from arbiter.datasets.oracle_rows import load_seeds
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data/oracle"

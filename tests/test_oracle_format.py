@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from arbiter.datasets.oracle_rows import load_returns, load_seeds
-from arbiter.pipelines.oracle_format import (
+from arbiter.datasets.oracle import load_returns, load_seeds
+from arbiter.pipelines.oracle.format import (
     FormatCode,
     MessagesCode,
     check_answer,
@@ -420,7 +420,7 @@ def test_bidi_controls_in_the_reasoning_are_refused_too():
 def test_commonmark_disagreement_is_markdown_mismatch():
     # the backstop: a parse the CommonMark reader does not share (here: a code string that is not the
     # block's content) is MARKDOWN_MISMATCH
-    from arbiter.pipelines.oracle_markdown import commonmark_problems
+    from arbiter.pipelines.oracle.markdown import commonmark_problems
 
     start = GOOD.index("```cpp")
     assert commonmark_problems(GOOD, CODE, start) == []

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from arbiter.datasets.oracle_rows import (
+from arbiter.datasets.oracle import (
     MAX_ANSWER_BYTES,
     RejectCode,
     ReturnRow,

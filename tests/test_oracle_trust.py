@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from arbiter.datasets.oracle import load_seeds
+from arbiter.pipelines.oracle.verify import VerifyOptions, verify_returns
 from arbiter.datasets.io import read_jsonl
-from arbiter.datasets.oracle_rows import load_seeds
-from arbiter.pipelines.oracle_verify import VerifyOptions, verify_returns
 from arbiter.timing.instructions import valgrind_available
 
 pytestmark = pytest.mark.skipif(not valgrind_available(), reason="valgrind is not installed")

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from arbiter.datasets.oracle import load_seeds
+from arbiter.pipelines.oracle.generated_tests import GenPlan, build_generated_suite
+from arbiter.pipelines.oracle.verify import VerifyOptions, verify_returns
 from arbiter.datasets.io import read_jsonl
-from arbiter.datasets.oracle_rows import load_seeds
-from arbiter.pipelines.oracle_generated_tests import GenPlan, build_generated_suite
-from arbiter.pipelines.oracle_verify import VerifyOptions, verify_returns
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data/oracle"

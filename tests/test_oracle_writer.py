@@ -21,10 +21,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle_fake_server import FakeOpenAIServer, Script  # noqa: E402
 
+from arbiter.datasets.oracle import load_returns, load_seeds, schema_issues
+from arbiter.pipelines.oracle.format import check_return_row
+from arbiter.pipelines.oracle.writer import backoff_delay, generate
 from arbiter.datasets.io import read_jsonl
-from arbiter.datasets.oracle_rows import load_returns, load_seeds, schema_issues
-from arbiter.pipelines.oracle_format import check_return_row
-from arbiter.pipelines.oracle_writer import backoff_delay, generate
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data/oracle"
@@ -289,7 +289,7 @@ def test_sigkill_mid_run_then_restart_completes_without_duplicates(tmp_path):
     slow = {s.task_id: {"delay": 0.3} for s in SEEDS}
     with FakeOpenAIServer(scripts(**slow), api_key=KEY) as srv:
         code = textwrap.dedent(f"""
-            from arbiter.pipelines.oracle_writer import generate
+            from arbiter.pipelines.oracle.writer import generate
             generate({str(DATA / 'seeds.jsonl')!r}, {str(out)!r}, model="fake-model", base_url={srv.base_url!r},
                      api_key={KEY!r}, n=2, sampling="repeat", concurrency=1)
         """)

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import parsers_reference as ref
-from arbiter.pipelines import oracle_format
+from arbiter.pipelines.oracle import format as oracle_format
 from arbiter.rewards import extract
 from arbiter.rewards.extract import MAX_RESPONSE_CHARS, extract_code, fenced_blocks, strip_reasoning
 from arbiter.verl.reward import compute_score

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from arbiter.datasets.oracle import load_seeds
+from arbiter.pipelines.oracle.verify import VerifyOptions, verify_returns
 from arbiter.datasets.io import read_jsonl
-from arbiter.datasets.oracle_rows import load_seeds
 from arbiter.languages.cpp.compile import CompileSpec, compile_cpp
-from arbiter.pipelines.oracle_verify import VerifyOptions, verify_returns
 from arbiter.datasets.pie.source import PieSource
 from arbiter.rewards.pie.result import UNMEASURABLE
 from arbiter.rewards.pie.reward import pie_reward

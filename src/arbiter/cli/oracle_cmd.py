@@ -1,24 +1,11 @@
 """``arbiter oracle``: verify oracle return rows into SFT data (``verify``), or ask a model and verify
-(``generate``). Issue 5; the rules live in :mod:`arbiter.pipelines.oracle_verify`.
-
-Exit status of both commands: 0 when every row got a verdict (accepted or rejected), 3 when some rows could not
-be verified because of our own failure (sandbox, valgrind; see ``errors.jsonl``; rerun to retry them), 2 for bad
-arguments, missing input files, an ``--out`` that is not a folder, a folder of another run, a seeds file with no
-usable row (every seed rejection is printed: line, JSON path, reason), a ``--returns`` file with no row at all (empty
-or blank; a file of bad rows is not empty: each is rejected with its reason), or a ``--hidden`` file / ``--generators``
-folder that cannot be used as a whole (missing, a folder for a file or the reverse, unreadable, not UTF-8, not
-JSON, JSON of another shape; the message names the option and the file, and nothing is written or asked of the
-model). A single bad entry of the hidden tests file is rejected alone (its task becomes ``INVALID_TASK``). Seed
-and hidden-test rejections and the report's warnings (rows accepted on visible tests only, rows accepted without
-the speed gate, hidden cases dropped as bad data, tasks without hidden / generated tests) are printed after the
-summary. Every speedup is shown with its unit; rows measured with wall/CPU time after a meter fallback are
-flagged (``seconds*``).
+(``generate``). Exit status: 0 when every row got a verdict, 3 when some rows failed on our side (see
+``errors.jsonl``; rerun to retry them), 2 for unusable arguments or inputs. See ``docs/oracle.md`` ("The CLI").
 """
 
 from __future__ import annotations
 
 import os
-from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
@@ -28,12 +15,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from arbiter.pipelines.outputs import holds_out_dirs
+from arbiter.strenum import StrEnum
 
 oracle_app = typer.Typer(name="oracle", help="Oracle SFT data: verify oracle answers, or generate and verify.",
                          no_args_is_help=True)
 
 
-class MeasureMethod(str, Enum):
+class MeasureMethod(StrEnum):
     """``--measure``: instruction counts under valgrind (deterministic, default) or wall time (interleaved
     repeats)."""
 
@@ -43,7 +31,7 @@ class MeasureMethod(str, Enum):
 
 def _options(measure: MeasureMethod, min_speedup: float, measure_cases: int, largest_fraction: float,
              gen_plan: str, workers: Optional[int], parquet: bool, no_cache: bool, cache_dir: Optional[Path]):
-    from arbiter.pipelines.oracle_verify import VerifyOptions
+    from arbiter.pipelines.oracle.verify import VerifyOptions
 
     opts = VerifyOptions(measure=measure.value, min_speedup=min_speedup, measure_cases=measure_cases,
                          largest_fraction=largest_fraction, gen_plan=gen_plan, workers=workers, parquet=parquet,
@@ -73,7 +61,6 @@ def print_report(report: dict[str, Any], console: Console, *, rows: bool = True)
     (``instructions``, or ``seconds*`` in yellow for a row measured with wall/CPU time after a meter fallback: its
     speedup is a time ratio, not to be averaged with instruction ratios). The summary counts rows per unit; the
     best-answer table names each best row's unit and flags tasks ranked across units."""
-    counts = report["counts"]
     ids = sorted({str(r.get("task_id")) for r in report["rows"] if r.get("task_id")} | set(report.get("tasks", {})))
     prefix = _common_prefix(ids)
 
@@ -82,46 +69,61 @@ def print_report(report: dict[str, Any], console: Console, *, rows: bool = True)
         return t[len(prefix):] if prefix and t.startswith(prefix) else t
 
     if rows:
-        title = "oracle verification" + (f" (tasks {prefix}*)" if prefix else "")
-        t = Table(title=title)
-        for name, just in (("line", "right"), ("row", "left"), ("task", "left"), ("outcome", "left"),
-                           ("stage", "left"), ("reasons", "left"), ("claim", "left"),
-                           ("largest-tests speedup", "right"), ("unit", "left")):
-            t.add_column(name, justify=just)  # type: ignore[arg-type]
-        for r in report["rows"]:
-            label = r.get("demo_id") or ("" if r.get("stage") == "load" else str(r.get("key") or "")[-16:])
-            outcome = {"accepted": "[green]ACCEPTED[/]", "rejected": "[red]REJECTED[/]",
-                       "error": "[yellow]ERROR[/]"}.get(r["outcome"], r["outcome"])
-            reasons = " ".join(dict.fromkeys(c.split(":", 1)[1] for c in r.get("codes") or []))
-            if r["outcome"] == "error":
-                reasons = str(r.get("error", ""))[:80]
-            if r.get("speed_gate") == "not_applied":
-                reasons = (reasons + " " if reasons else "") + "(speed not gated: small tests)"
-            if r.get("visible_only"):
-                reasons = (reasons + " " if reasons else "") + "(visible tests only)"
-            if r.get("measure_fallback"):
-                reasons = (reasons + " " if reasons else "") + "(measured with wall time: valgrind cannot run it)"
-            claim = "false" if r.get("claim_disagreements") else ""
-            t.add_row(str(r.get("line") or ""), label, short(r.get("task_id")), outcome, r.get("stage") or "",
-                      reasons, claim, _fmt_speed(r.get("largest_speedup")), _unit_cell(r))
-        console.print(t)
+        console.print(_rows_table(report, prefix, short))
+    console.print(_summary_table(report))
+    best = [(tid, v.get("best")) for tid, v in report.get("tasks", {}).items() if v.get("best")]
+    if best:
+        console.print(_best_table(best, short))
+    print_rejections_and_warnings(report, console)
+    _print_footer(report, console)
+
+
+def _row_reasons(r: dict[str, Any]) -> str:
+    """The reasons cell: every reason code once, or the error, plus the row's trust flags."""
+    reasons = " ".join(dict.fromkeys(c.split(":", 1)[1] for c in r.get("codes") or []))
+    if r["outcome"] == "error":
+        reasons = str(r.get("error", ""))[:80]
+    if r.get("speed_gate") == "not_applied":
+        reasons = (reasons + " " if reasons else "") + "(speed not gated: small tests)"
+    if r.get("visible_only"):
+        reasons = (reasons + " " if reasons else "") + "(visible tests only)"
+    if r.get("measure_fallback"):
+        reasons = (reasons + " " if reasons else "") + "(measured with wall time: valgrind cannot run it)"
+    return reasons
+
+
+def _rows_table(report: dict[str, Any], prefix: str, short: Any) -> Table:
+    t = Table(title="oracle verification" + (f" (tasks {prefix}*)" if prefix else ""))
+    for name, just in (("line", "right"), ("row", "left"), ("task", "left"), ("outcome", "left"),
+                       ("stage", "left"), ("reasons", "left"), ("claim", "left"),
+                       ("largest-tests speedup", "right"), ("unit", "left")):
+        t.add_column(name, justify=just)  # type: ignore[arg-type]
+    for r in report["rows"]:
+        label = r.get("demo_id") or ("" if r.get("stage") == "load" else str(r.get("key") or "")[-16:])
+        outcome = {"accepted": "[green]ACCEPTED[/]", "rejected": "[red]REJECTED[/]",
+                   "error": "[yellow]ERROR[/]"}.get(r["outcome"], r["outcome"])
+        claim = "false" if r.get("claim_disagreements") else ""
+        t.add_row(str(r.get("line") or ""), label, short(r.get("task_id")), outcome, r.get("stage") or "",
+                  _row_reasons(r), claim, _fmt_speed(r.get("largest_speedup")), _unit_cell(r))
+    return t
+
+
+def _summary_table(report: dict[str, Any]) -> Table:
+    counts = report["counts"]
     s = Table(title="summary")
     s.add_column("what")
     s.add_column("count", justify="right")
     s.add_row("return rows", str(counts["rows"]))
     s.add_row("[green]accepted (SFT rows)[/]", str(counts["accepted"]))
     s.add_row("[red]rejected[/]", str(counts["rejected"]))
-    if counts.get("errors"):
-        s.add_row("[yellow]not verified (our error; rerun)[/]", str(counts["errors"]))
-    if counts.get("other_rejections"):
-        s.add_row("rejected seed / hidden-test entries", str(counts["other_rejections"]))
-    if counts.get("accepted_visible_only"):
-        s.add_row("[yellow]  accepted on visible tests only[/]", str(counts["accepted_visible_only"]))
-    if counts.get("accepted_speed_gate_not_applied"):
-        s.add_row("[yellow]  accepted without the speed gate (tests too small)[/]",
-                  str(counts["accepted_speed_gate_not_applied"]))
-    if counts.get("measure_fallbacks"):
-        s.add_row("  measured with wall time (valgrind cannot run the program)", str(counts["measure_fallbacks"]))
+    for key, label in (("errors", "[yellow]not verified (our error; rerun)[/]"),
+                       ("other_rejections", "rejected seed / hidden-test entries"),
+                       ("accepted_visible_only", "[yellow]  accepted on visible tests only[/]"),
+                       ("accepted_speed_gate_not_applied",
+                        "[yellow]  accepted without the speed gate (tests too small)[/]"),
+                       ("measure_fallbacks", "  measured with wall time (valgrind cannot run the program)")):
+        if counts.get(key):
+            s.add_row(label, str(counts[key]))
     asked = "seconds" if (report.get("options") or {}).get("measure") == "wall" else "instructions"
     for unit, n in (counts.get("speedup_units") or {}).items():
         flag = unit != asked
@@ -132,25 +134,28 @@ def print_report(report: dict[str, Any], console: Console, *, rows: bool = True)
         s.add_row(f"  first failing stage: {stage}", str(n))
     for reason, n in report["by_reason"].items():
         s.add_row(f"  reason {reason}", str(n))
-    console.print(s)
-    best = [(tid, v.get("best")) for tid, v in report.get("tasks", {}).items() if v.get("best")]
-    if best:
-        b = Table(title="best answer per task (fastest among full marks)")
-        b.add_column("task")
-        b.add_column("row")
-        b.add_column("largest-tests speedup", justify="right")
-        b.add_column("speedup", justify="right")
-        b.add_column("unit")
-        for tid, v in best:
-            unit = str(v.get("unit") or "")
-            if len(v.get("units") or []) > 1:
-                unit = f"[yellow]{unit} (ranked across {' and '.join(v['units'])})[/]"
-            elif unit == "seconds":
-                unit = "[yellow]seconds*[/]"
-            b.add_row(short(tid), v.get("demo_id") or str(v.get("key"))[-16:], _fmt_speed(v.get("largest_speedup")),
-                      _fmt_speed(v.get("speedup")), unit)
-        console.print(b)
-    print_rejections_and_warnings(report, console)
+    return s
+
+
+def _best_table(best: list[tuple[Any, dict[str, Any]]], short: Any) -> Table:
+    b = Table(title="best answer per task (fastest among full marks)")
+    b.add_column("task")
+    b.add_column("row")
+    b.add_column("largest-tests speedup", justify="right")
+    b.add_column("speedup", justify="right")
+    b.add_column("unit")
+    for tid, v in best:
+        unit = str(v.get("unit") or "")
+        if len(v.get("units") or []) > 1:
+            unit = f"[yellow]{unit} (ranked across {' and '.join(v['units'])})[/]"
+        elif unit == "seconds":
+            unit = "[yellow]seconds*[/]"
+        b.add_row(short(tid), v.get("demo_id") or str(v.get("key"))[-16:], _fmt_speed(v.get("largest_speedup")),
+                  _fmt_speed(v.get("speedup")), unit)
+    return b
+
+
+def _print_footer(report: dict[str, Any], console: Console) -> None:
     run = report.get("run") or {}
     opts = report.get("options") or {}
     stage_s = ", ".join(f"{k} {v:.1f}s" for k, v in (run.get("stage_seconds") or {}).items())
@@ -199,7 +204,7 @@ def _console() -> Console:
 
 def _run_verify(seeds: Path, returns: Path, out: Path, hidden: Optional[Path], generators: Optional[Path],
                 opts: Any, console: Console, progress: bool, show_rows: bool) -> int:
-    from arbiter.pipelines.oracle_verify import NoUsableSeeds, verify_returns
+    from arbiter.pipelines.oracle.verify import NoUsableSeeds, verify_returns
 
     bar = Progress(TextColumn("[bold]verifying[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
                    TimeElapsedColumn(), console=console, disable=not progress, transient=True)
@@ -260,7 +265,7 @@ def verify(
     try:
         opts = _options(measure, min_speedup, measure_cases, largest_fraction, gen_plan, workers, parquet,
                         no_cache, cache_dir)
-        from arbiter.pipelines.oracle_verify import check_returns_not_empty
+        from arbiter.pipelines.oracle.verify import check_returns_not_empty
 
         check_returns_not_empty(returns)  # 0 rows: exit 2 before anything is written, as for --seeds
         code = _run_verify(seeds, returns, out, hidden, generators, opts, console, not no_progress, not no_rows)
@@ -304,7 +309,7 @@ def generate(
     Resumable: samples already in OUT/returns.jsonl are not asked for again; rows already verified are
     skipped.
     """
-    from arbiter.pipelines.oracle_writer import generate as run_generate
+    from arbiter.pipelines.oracle.writer import generate as run_generate
 
     console = _console()
     try:
@@ -312,7 +317,7 @@ def generate(
                         cache_dir)
         if not seeds.is_file():
             raise FileNotFoundError(f"seeds file not found: {seeds}")
-        from arbiter.pipelines.oracle_verify import check_generators_dir, ensure_out_dir, load_hidden_or_raise
+        from arbiter.pipelines.oracle.verify import check_generators_dir, ensure_out_dir, load_hidden_or_raise
 
         if hidden is not None:  # before asking the model anything
             load_hidden_or_raise(hidden)

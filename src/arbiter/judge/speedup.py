@@ -13,7 +13,6 @@ import contextlib
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, ContextManager, Literal
 
 from arbiter.checkers.compare import check_output
@@ -22,6 +21,7 @@ from arbiter.judge.task import CompileSpec, Task
 from arbiter.judge.testsuite import StdioCase, TestSuite
 from arbiter.judge.verdict import Outcome, Verdict
 from arbiter.sandbox.limits import Limits
+from arbiter.strenum import StrEnum
 
 __all__ = [
     "MeasureFailure",

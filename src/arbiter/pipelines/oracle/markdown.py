@@ -1,16 +1,9 @@
 """Reader checks of an oracle answer: what a Markdown reader, an editor and g++ see must be the one program.
 
-:func:`arbiter.pipelines.oracle_format.parse_answer` runs these after its own grammar (issue 19, items
-10-13); the rules and the reasons are in ``docs/oracle-format.md``. Three kinds:
-
-- characters (:func:`character_problems`): NUL, a lone CR (a line break for CommonMark and g++, not for the
-  grammar), Unicode ``Bidi_Control`` characters (Trojan Source, CVE-2021-42574);
-- the reasoning (:func:`reasoning_problems`): a ``~~~`` fence or an indented code block inside it;
-- a real CommonMark parser (:func:`commonmark_problems`, markdown-it-py, block level only): it must see
-  exactly the one ```` ```cpp ```` block with exactly the parsed code, and no code block in the reasoning.
-
-Each function returns ``(code, message)`` pairs; ``code`` is a ``FormatCode`` value. Everything is linear
-in the text: ``str.find``/``count``, one pass over lines, markdown-it's line-based block parser.
+:func:`arbiter.pipelines.oracle.format.parse_answer` runs these after its own grammar: characters
+(:func:`character_problems`: NUL, lone CR, bidi controls), the reasoning (:func:`reasoning_problems`) and a real
+CommonMark parse (:func:`commonmark_problems`, markdown-it-py, block level only). Each returns ``(code, message)``
+pairs. Everything is linear in the text. See ``docs/oracle-format.md``.
 """
 
 from __future__ import annotations

@@ -1,42 +1,14 @@
 """Generated test suites for oracle seed tasks: generator inputs, expected outputs from the seed's source.
 
-Source of the rules: issue 5 ("Optional test generators: per task, a Python program run in the sandbox as
-``gen.py SEED [SIZE]`` that prints one input. Expected outputs come from running the row's ``source_code``
-(correct by contract); inputs on which the source fails or times out are dropped and counted. Generated suites
-are cached by (task, generator hash, seeds)") and the card (``source_code``: "the original inefficient but
-correct C++20 program").
-
-How a suite is built (:func:`build_generated_suite`):
-
-1. **Plan** (:class:`GenPlan`): which ``(SEED, SIZE)`` pairs to ask for. The default
-   (:data:`DEFAULT_PLAN`, ``"0:10,1:10,2:4,3:2"``) is 20 small inputs (SIZE 0 edge cases and SIZE 1 random),
-   4 medium and 2 large ones, seeds ``0..count-1`` per size. SIZE 3 is where the shipped generators make the
-   source's complexity show (``data/oracle/README.md``); those inputs are the "largest tests" the speed gate
-   uses. The plan is a list of levels ``SIZE:COUNT``; a level may also name its seeds (``3:7+9``).
-2. **Inputs**: the generator file is untrusted-ish (it comes from a data folder), so it runs in the sandbox,
-   never on the host: it is placed read-only at ``/prog/gen.py`` in one :class:`~arbiter.sandbox.sandbox.Sandbox`
-   per task and started as ``<sandbox python> -I -S /prog/gen.py SEED SIZE`` for each pair (the sandbox's
-   warm Python runs programs with ``sys.argv = [filename]`` only, so the generator is executed as a command).
-   Limits per run: :data:`GENERATOR_LIMITS` (10 s CPU, 512 MiB, 64 MiB of output). A run that fails (non-zero
-   exit, limit, empty output) drops that input (``generator_failed``). Inputs equal to an earlier one (tiny
-   SIZE 0 cases repeat) are dropped as ``duplicate_input``, so no test is run twice.
-3. **Expected outputs**: the seed's ``source_code`` is compiled with the seed's own ``compile`` command (see
-   :func:`seed_compile_spec`) and run on each input with the seed's ``run`` limits (``timeout_sec`` CPU seconds,
-   ``memory_mb`` MiB; wall limit ``2 * timeout_sec + 1`` s, :func:`seed_run_limits`). An input on which the
-   source does not exit 0 within the limits is dropped (``source_failed``, with the verdict) and counted: the
-   source is correct by contract, so such an input is outside the task's constraints or too large for its
-   limits. A source that does not compile makes the task unusable (:class:`GeneratedTestsError`).
-4. **Cache**: the finished suite is stored as JSON under ``<cache>/oracle_generated/`` (cache root
-   ``$ARBITER_CACHE_DIR``, default ``~/.cache/arbiter``), keyed by sha256 of (task_id, generator sha256, the
-   plan's ``(size, seed)`` pairs, source sha256, compile command, run limits, :data:`CACHE_VERSION`); written to a
-   temporary file then renamed, so concurrent builders and a kill mid-write never leave a torn entry. A rerun
-   with the same key reads the suite back and runs nothing.
-
-Case names are ``gen_s{SIZE}_{SEED}``.
+:func:`build_generated_suite` runs the task's generator (``gen.py SEED SIZE``, in the sandbox) for each pair of
+the :class:`GenPlan`, runs the seed's ``source_code`` (correct by contract) on each input for the expected
+output, drops inputs the source fails on, and caches the suite on disk. Case names are ``gen_s{SIZE}_{SEED}``.
+See ``docs/oracle.md`` ("Generated tests").
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -47,11 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arbiter.judge.outputs import PROG, PYTHON, run_each
 from arbiter.languages.compile_cache import atomic_write
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.execution import Status
 from arbiter.sandbox.limits import MiB, Limits
-from arbiter.sandbox.sandbox import Sandbox, SandboxError
+from arbiter.sandbox.sandbox import SandboxError
 
 #: Bumped when the stored format or the meaning of a cached suite changes.
 CACHE_VERSION = 1
@@ -67,7 +40,7 @@ class GeneratedTestsError(RuntimeError):
     """The task cannot have generated tests: its ``source_code`` does not compile with its own command, or the
     compile command is refused. A task error (``INVALID_TASK``), not the answer's fault. Infrastructure
     failures (sandbox, missing compiler) raise :class:`~arbiter.sandbox.sandbox.SandboxError` or
-    :class:`~arbiter.languages.toolchain.ToolchainUnavailable` instead."""
+    :class:`~arbiter.languages.cpp.toolchain.ToolchainUnavailable` instead."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -141,7 +114,7 @@ def seed_compile_spec(seed: Any):
     convention) would change the command the task states. The answer and the source are compiled with this same
     spec, so their toolchain fingerprints match and their figures are comparable.
     """
-    from arbiter.languages.cpp import CompileSpec
+    from arbiter.languages.cpp.compile import CompileSpec
 
     return CompileSpec(command=seed.compile.command, timeout_seconds=float(seed.compile.timeout_sec),
                        online_judge=False)
@@ -282,7 +255,7 @@ def build_generated_suite(seed: Any, generator: str | os.PathLike, plan: GenPlan
                           generator_limits: Limits = GENERATOR_LIMITS) -> GeneratedSuite:
     """Build (or read from the cache) the generated suite of one seed task; see the module docstring.
 
-    - ``seed``: a :class:`~arbiter.datasets.oracle_rows.SeedRow` (uses ``task_id``, ``source_code``,
+    - ``seed``: a :class:`~arbiter.datasets.oracle.SeedRow` (uses ``task_id``, ``source_code``,
       ``compile``, ``run``).
     - ``generator``: path of the task's generator (``gen.py SEED [SIZE]``, prints one input).
     - ``plan``: a :class:`GenPlan` or its text form. ``cache_dir``: default :func:`default_cache_dir`;
@@ -295,8 +268,6 @@ def build_generated_suite(seed: Any, generator: str | os.PathLike, plan: GenPlan
     ``ToolchainUnavailable`` for our own failures; ``OSError`` when the generator cannot be read; ``ValueError``
     for a bad plan text.
     """
-    from arbiter.languages.cpp import CompileCommandError, compile_cpp
-
     t0 = time.monotonic()
     plan = GenPlan.parse(plan) if isinstance(plan, str) else plan
     gen_bytes = Path(generator).read_bytes()
@@ -306,67 +277,88 @@ def build_generated_suite(seed: Any, generator: str | os.PathLike, plan: GenPlan
     safe_id = re.sub(r"[^A-Za-z0-9_.-]", "_", seed.task_id)[:80]
     path = root / f"{safe_id}-{key[:32]}.json"
     with _lock_for(key):
-        if use_cache and path.is_file():
-            try:
-                d = json.loads(path.read_text(encoding="utf-8"))
-                if d.get("version") == CACHE_VERSION and d.get("key") == key:
-                    suite = _from_json(d)
-                    suite.seconds = time.monotonic() - t0
-                    return suite
-            except (OSError, ValueError, KeyError, TypeError):
-                pass  # unreadable entry: rebuild and overwrite it
-        cfg = config or SandboxConfig()
-        dropped: list[dict[str, Any]] = []
-        inputs: list[tuple[int, int, bytes]] = []
-        seen: dict[bytes, str] = {}
-        with Sandbox(files={"gen.py": gen_bytes}, limits=generator_limits, config=cfg) as sb:
-            for size, s in plan.pairs():
-                name = case_name(size, s)
-                ex = sb.run([cfg.python, "-I", "-S", f"{sb.prog_dir}/gen.py", str(s), str(size)], b"",
-                            generator_limits)
-                if ex.status is Status.SANDBOX_ERROR:
-                    raise SandboxError(f"generator run {name} of {seed.task_id}: {ex.detail}")
-                if not ex.ok or not ex.stdout.strip():
-                    detail = _exec_detail(ex) if not ex.ok else "empty output"
-                    dropped.append({"name": name, "size": size, "seed": s, "reason": "generator_failed",
-                                    "detail": detail})
-                    continue
-                digest = hashlib.sha256(ex.stdout).digest()
-                if digest in seen:
-                    dropped.append({"name": name, "size": size, "seed": s, "reason": "duplicate_input",
-                                    "detail": f"same input as {seen[digest]}"})
-                    continue
-                seen[digest] = name
-                inputs.append((size, s, ex.stdout))
-        try:
-            comp = compile_cpp(seed.source_code, seed_compile_spec(seed))
-        except CompileCommandError as exc:
-            raise GeneratedTestsError(f"task {seed.task_id}: compile command refused: {exc}") from exc
-        if not comp.ok:
-            raise GeneratedTestsError(f"task {seed.task_id}: the seed's source_code does not compile with its own "
-                                      f"command: {comp.message[:500]}")
-        limits = seed_run_limits(seed)
-        cases: list[GeneratedCase] = []
-        with Sandbox(files={"main": comp.binary}, limits=limits, config=cfg) as sb:
-            for size, s, stdin in inputs:
-                name = case_name(size, s)
-                ex = sb.run([f"{sb.prog_dir}/main"], stdin, limits)
-                if ex.status is Status.SANDBOX_ERROR:
-                    raise SandboxError(f"source run {name} of {seed.task_id}: {ex.detail}")
-                if not ex.ok or ex.stdout_truncated:
-                    detail = _exec_detail(ex) if not ex.ok else "output truncated"
-                    dropped.append({"name": name, "size": size, "seed": s, "reason": "source_failed",
-                                    "detail": detail})
-                    continue
-                cases.append(GeneratedCase(name, stdin, ex.stdout, size, s))
-        suite = GeneratedSuite(task_id=seed.task_id, cases=cases, dropped=dropped, key=key,
-                               generator_sha256=gsha,
-                               source_sha256=hashlib.sha256(seed.source_code.encode("utf-8", "surrogateescape"))
-                               .hexdigest(), plan=str(plan))
-        if use_cache:
-            _store(path, _to_json(suite))
+        suite = _cached(path, key) if use_cache else None
+        if suite is None:
+            cfg = config or SandboxConfig()
+            dropped: list[dict[str, Any]] = []
+            inputs = _generate_inputs(seed, gen_bytes, plan, cfg, generator_limits, dropped)
+            cases = _source_outputs(seed, inputs, cfg, dropped)
+            suite = GeneratedSuite(task_id=seed.task_id, cases=cases, dropped=dropped, key=key,
+                                   generator_sha256=gsha,
+                                   source_sha256=hashlib.sha256(seed.source_code.encode("utf-8", "surrogateescape"))
+                                   .hexdigest(), plan=str(plan))
+            if use_cache:
+                _store(path, _to_json(suite))
         suite.seconds = time.monotonic() - t0
         return suite
+
+
+def _cached(path: Path, key: str) -> GeneratedSuite | None:
+    """The stored suite of ``key``, or ``None`` (absent or unreadable: rebuilt and overwritten)."""
+    if not path.is_file():
+        return None
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        if d.get("version") == CACHE_VERSION and d.get("key") == key:
+            return _from_json(d)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def _generate_inputs(seed: Any, gen_bytes: bytes, plan: GenPlan, cfg: SandboxConfig, generator_limits: Limits,
+                     dropped: list[dict[str, Any]]) -> list[tuple[int, int, bytes]]:
+    """Run the generator for every ``(SIZE, SEED)`` of the plan; failed runs and repeated inputs are dropped."""
+    inputs: list[tuple[int, int, bytes]] = []
+    seen: dict[bytes, str] = {}
+    pairs = list(plan.pairs())
+    runs = (([PYTHON, "-I", "-S", f"{PROG}/gen.py", str(s), str(size)], b"") for size, s in pairs)
+    with contextlib.closing(run_each({"gen.py": gen_bytes}, runs, generator_limits, config=cfg)) as execs:
+        for (size, s), ex in zip(pairs, execs):
+            name = case_name(size, s)
+            if ex.status is Status.SANDBOX_ERROR:
+                raise SandboxError(f"generator run {name} of {seed.task_id}: {ex.detail}")
+            if not ex.ok or not ex.stdout.strip():
+                detail = _exec_detail(ex) if not ex.ok else "empty output"
+                dropped.append({"name": name, "size": size, "seed": s, "reason": "generator_failed",
+                                "detail": detail})
+                continue
+            digest = hashlib.sha256(ex.stdout).digest()
+            if digest in seen:
+                dropped.append({"name": name, "size": size, "seed": s, "reason": "duplicate_input",
+                                "detail": f"same input as {seen[digest]}"})
+                continue
+            seen[digest] = name
+            inputs.append((size, s, ex.stdout))
+    return inputs
+
+
+def _source_outputs(seed: Any, inputs: list[tuple[int, int, bytes]], cfg: SandboxConfig,
+                    dropped: list[dict[str, Any]]) -> list[GeneratedCase]:
+    """The seed's source on every input: the expected outputs; inputs it fails on are dropped."""
+    from arbiter.languages.cpp.compile import CompileCommandError, compile_cpp
+
+    try:
+        comp = compile_cpp(seed.source_code, seed_compile_spec(seed))
+    except CompileCommandError as exc:
+        raise GeneratedTestsError(f"task {seed.task_id}: compile command refused: {exc}") from exc
+    if not comp.ok:
+        raise GeneratedTestsError(f"task {seed.task_id}: the seed's source_code does not compile with its own "
+                                  f"command: {comp.message[:500]}")
+    limits = seed_run_limits(seed)
+    cases: list[GeneratedCase] = []
+    runs = (([f"{PROG}/main"], stdin) for _, _, stdin in inputs)
+    with contextlib.closing(run_each({"main": comp.binary}, runs, limits, config=cfg)) as execs:
+        for (size, s, stdin), ex in zip(inputs, execs):
+            name = case_name(size, s)
+            if ex.status is Status.SANDBOX_ERROR:
+                raise SandboxError(f"source run {name} of {seed.task_id}: {ex.detail}")
+            if not ex.ok or ex.stdout_truncated:
+                detail = _exec_detail(ex) if not ex.ok else "output truncated"
+                dropped.append({"name": name, "size": size, "seed": s, "reason": "source_failed", "detail": detail})
+                continue
+            cases.append(GeneratedCase(name, stdin, ex.stdout, size, s))
+    return cases
 
 
 def _store(path: Path, data: dict[str, Any]) -> None:

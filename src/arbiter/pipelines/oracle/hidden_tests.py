@@ -1,26 +1,8 @@
 """Hidden tests checked against the seed's ``source_code`` before any answer is judged on them.
 
-Source of the rule: the card says ``source_code`` is "the original inefficient but correct C++20 program" (correct by
-contract), and issue 5 derives generated tests' expected outputs from it. So a hidden test on which the source itself
-fails is bad data: its expected output (or its input) is wrong, and judging answers on it would reject every correct
-answer as ``tests:WA``. :func:`check_hidden_tests` runs the source once on every hidden case of a task and sorts the
-cases:
-
-- ``AC``: the source prints the expected output: **kept** (confirmed).
-- ``WA`` / ``RE`` / ``OLE``: the source disagrees with the expected output, crashes, or floods: **dropped**, counted
-  and named (``dropped``), so no answer is blamed for them. A task all of whose hidden cases are dropped has no
-  hidden suite (the verifier treats it as absent and warns).
-- ``TLE`` / ``MLE``: the source could not finish within :func:`source_check_limits` (the seed's limits with
-  :data:`SOURCE_TIME_FACTOR` times the CPU time: the source is slow by design). Its output cannot be confirmed, and
-  there is no evidence that it is wrong: **kept as given**, counted and named (``unconfirmed``).
-
-Judging is the judge's (:func:`arbiter.judge.judge.judge`, all cases run, the seed's checker, one sandbox). The
-source is compiled with the seed's own command (:func:`~arbiter.pipelines.oracle_generated_tests.seed_compile_spec`,
-compile cache). Results are cached per task and hidden suite: in process (the verifier checks a task once per run)
-and as JSON under ``<cache>/oracle_hidden_checks/`` (cache root ``$ARBITER_CACHE_DIR``, default
-``~/.cache/arbiter``), keyed by sha256 of (:data:`CACHE_VERSION`, task id, source sha256, compile command, toolchain
-fingerprint, checker, limits, and every hidden case's name and the sha256 of its input and expected output); written
-atomically.
+:func:`check_hidden_tests` judges the source on every hidden case: ``AC`` cases are kept, ``WA``/``RE``/``OLE``
+cases are dropped as bad data, ``TLE``/``MLE`` cases are kept unconfirmed. Cached per task and hidden suite.
+See ``docs/oracle.md`` ("Hidden tests").
 """
 
 from __future__ import annotations
@@ -94,9 +76,9 @@ class HiddenCheck:
 
 def source_check_limits(seed: Any) -> Limits:
     """The limits of the source's runs on hidden cases: the seed's run limits
-    (:func:`~arbiter.pipelines.oracle_generated_tests.seed_run_limits`) with CPU ``SOURCE_TIME_FACTOR x
+    (:func:`~arbiter.pipelines.oracle.generated_tests.seed_run_limits`) with CPU ``SOURCE_TIME_FACTOR x
     run.timeout_sec`` seconds and wall ``2 x`` that ``+ 1``."""
-    from arbiter.pipelines.oracle_generated_tests import seed_run_limits
+    from arbiter.pipelines.oracle.generated_tests import seed_run_limits
 
     base = seed_run_limits(seed)
     cpu = float(seed.run.timeout_sec) * SOURCE_TIME_FACTOR
@@ -120,8 +102,8 @@ def check_hidden_tests(seed: Any, cases: Sequence[Any], checker: Any, *, cache_d
                        use_cache: bool = True, config: Any = None) -> HiddenCheck:
     """Run ``seed.source_code`` on each hidden case and sort the cases (module docstring).
 
-    - ``seed``: a :class:`~arbiter.datasets.oracle_rows.SeedRow`; ``cases``: its hidden cases (objects with ``name``,
-      ``stdin``, ``stdout`` strings, :class:`~arbiter.datasets.oracle_rows.TestCaseIO`), at least one;
+    - ``seed``: a :class:`~arbiter.datasets.oracle.SeedRow`; ``cases``: its hidden cases (objects with ``name``,
+      ``stdin``, ``stdout`` strings, :class:`~arbiter.datasets.oracle.TestCaseIO`), at least one;
       ``checker``: the seed's :class:`~arbiter.checkers.spec.CheckerSpec`.
     - ``cache_dir``: default ``<cache root>/oracle_hidden_checks``; ``use_cache=False`` neither reads nor writes it.
 
@@ -134,8 +116,8 @@ def check_hidden_tests(seed: Any, cases: Sequence[Any], checker: Any, *, cache_d
     from arbiter.judge.testsuite import StdioCase, TestSuite
     from arbiter.judge.verdict import Outcome
     from arbiter.languages.compile_cache import cache_root
-    from arbiter.languages.cpp import CompileCommandError, compile_cpp
-    from arbiter.pipelines.oracle_generated_tests import _store, seed_compile_spec
+    from arbiter.languages.cpp.compile import CompileCommandError, compile_cpp
+    from arbiter.pipelines.oracle.generated_tests import _store, seed_compile_spec
     from arbiter.sandbox.sandbox import SandboxError
 
     t0 = time.monotonic()
@@ -159,15 +141,9 @@ def check_hidden_tests(seed: Any, cases: Sequence[Any], checker: Any, *, cache_d
     root = Path(cache_dir) if cache_dir is not None else cache_root() / CACHE_SUBDIR
     path = root / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', seed.task_id)[:80]}-{key[:32]}.json"
     with _lock_for(key):
-        if use_cache and path.is_file():
-            try:
-                d = json.loads(path.read_text(encoding="utf-8"))
-                if d.get("version") == CACHE_VERSION and d.get("key") == key:
-                    return HiddenCheck(task_id=seed.task_id, total=int(d["total"]), kept=list(d["kept"]),
-                                       dropped=list(d["dropped"]), unconfirmed=list(d["unconfirmed"]), key=key,
-                                       cached=True, seconds=time.monotonic() - t0)
-            except (OSError, ValueError, KeyError, TypeError):
-                pass  # unreadable entry: check again and overwrite it
+        hit = _cached(path, key, seed.task_id, t0) if use_cache else None
+        if hit is not None:
+            return hit
         suite = TestSuite(tuple(StdioCase(n, i, (o,)) for n, i, o in data), origin="oracle:hidden-check")
         task = Task(language="cpp", source=seed.source_code, suite=suite, limits=limits, checker=checker,
                     scoring="fraction", run_all=True, compile=spec, task_id=f"{seed.task_id}:hidden-check")
@@ -177,19 +153,7 @@ def check_hidden_tests(seed: Any, cases: Sequence[Any], checker: Any, *, cache_d
         if v.outcome in (Outcome.CE, Outcome.INVALID_TASK) or len(v.cases) != len(data):
             raise HiddenCheckError(f"task {seed.task_id}: the source could not be run on its hidden tests: "
                                    f"{v.outcome.value}: {v.reason}")
-        kept: list[str] = []
-        dropped: list[dict[str, str]] = []
-        unconfirmed: list[dict[str, str]] = []
-        for r in v.cases:
-            detail = (r.diff or r.detail or "").strip().replace("\n", " ")[:300]
-            entry = {"name": r.name, "outcome": r.outcome.value, "detail": detail}
-            if r.outcome is Outcome.AC:
-                kept.append(r.name)
-            elif r.outcome.value in BAD_OUTCOMES:
-                dropped.append(entry)
-            else:  # TLE / MLE (or anything that is no evidence against the expected output): kept as given
-                kept.append(r.name)
-                unconfirmed.append(entry)
+        kept, dropped, unconfirmed = _sort_cases(v.cases)
         check = HiddenCheck(task_id=seed.task_id, total=len(data), kept=kept, dropped=dropped,
                             unconfirmed=unconfirmed, key=key)
         if use_cache:
@@ -197,3 +161,38 @@ def check_hidden_tests(seed: Any, cases: Sequence[Any], checker: Any, *, cache_d
                                 "dropped": dropped, "unconfirmed": unconfirmed})
         check.seconds = time.monotonic() - t0
         return check
+
+
+def _cached(path: Path, key: str, task_id: str, t0: float) -> HiddenCheck | None:
+    """The stored check of ``key``, or ``None`` (absent or unreadable: checked again and overwritten)."""
+    if not path.is_file():
+        return None
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        if d.get("version") == CACHE_VERSION and d.get("key") == key:
+            return HiddenCheck(task_id=task_id, total=int(d["total"]), kept=list(d["kept"]),
+                               dropped=list(d["dropped"]), unconfirmed=list(d["unconfirmed"]), key=key,
+                               cached=True, seconds=time.monotonic() - t0)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def _sort_cases(results: Sequence[Any]) -> tuple[list[str], list[dict[str, str]], list[dict[str, str]]]:
+    """``(kept, dropped, unconfirmed)`` from the source's case results."""
+    from arbiter.judge.verdict import Outcome
+
+    kept: list[str] = []
+    dropped: list[dict[str, str]] = []
+    unconfirmed: list[dict[str, str]] = []
+    for r in results:
+        detail = (r.diff or r.detail or "").strip().replace("\n", " ")[:300]
+        entry = {"name": r.name, "outcome": r.outcome.value, "detail": detail}
+        if r.outcome is Outcome.AC:
+            kept.append(r.name)
+        elif r.outcome.value in BAD_OUTCOMES:
+            dropped.append(entry)
+        else:  # TLE / MLE (or anything that is no evidence against the expected output): kept as given
+            kept.append(r.name)
+            unconfirmed.append(entry)
+    return kept, dropped, unconfirmed

@@ -1,61 +1,19 @@
 """The oracle answer contract: the final assistant message's format and the ``messages`` check.
 
-Source: ``spec/oracle_seed_card.txt``, "Required Oracle Return Format":
-
-    "Copy the input messages exactly, then append the assistant answer."
-    "The assistant message must contain exactly: One <reasoning>...</reasoning> block. One fenced C++
-    block starting with ```cpp. No extra prose outside those two parts."
-
-and the seed rows' system/user text: "Return exactly one <reasoning>...</reasoning> block followed by
-exactly one fenced ```cpp code block ... Do not include any other text." Issue 5 lists the failure
-reasons to name. Nothing here runs a process; this module only reads text.
-
-Grammar accepted by the parser (``WS`` is ASCII whitespace: space, tab, CR, LF, FF, VT)::
-
-    answer   := WS* "<reasoning>" REASONING "</reasoning>" WS* OPENER CODE CLOSER WS*
-    OPENER   := "```cpp" [ \\t\\r]* "\\n"            (at the start of a line; exactly three backticks,
-                                                 info string exactly "cpp")
-    CLOSER   := a line of at most 3 spaces, then >= 3 backticks, then only spaces/tabs/CR
-
-Decisions where the card is silent (each is a deliberate, documented rule):
-
-- **Fence language**: only ```` ```cpp ```` is accepted; ```` ```c++ ````, ```` ```C++ ````,
-  ```` ```cxx ````, ```` ```python ```` and a bare ```` ``` ```` are ``WRONG_FENCE_LANGUAGE``. The
-  card says "starting with ```cpp" and every seed prompt spells ```` ```cpp ````; SFT data must teach
-  the exact contract. ``~~~cpp``, four or more backticks, code on the opening line and extra words
-  after ``cpp`` (```` ```cpp title ````) are ``MALFORMED_FENCE``.
-- **Closing fence**: CommonMark's rule: a line with at most three spaces of indentation, at least as
-  many backticks as the opener, and nothing else but spaces/tabs. Hence ```` ``` ```` *inside* a
-  line of code (``R"(```)"``) does not close the block, but a line that is exactly ```` ``` ```` does
-  (even inside a raw string literal: that answer is rejected, as any Markdown reader would cut it
-  there). ``return 0;}```  `` with the backticks at the end of a code line is ``UNCLOSED_FENCE``.
-- **Empty reasoning** (only whitespace between the tags) is ``EMPTY_REASONING``, rejected: the card's
-  SFT rows teach a reasoning-then-code answer, and an empty block teaches skipping it.
-- **Reasoning containing ```` ``` ````** is ``FENCE_IN_REASONING``, rejected: it makes a second fenced
-  block in the rendered answer ("exactly one fenced ```cpp code block").
-- **Whitespace** is ASCII only; a BOM, a non-breaking space or a zero-width space outside the two
-  parts is ``TEXT_OUTSIDE``. CRLF line endings are accepted (``\\r`` is whitespace); a lone ``\\r``
-  anywhere is ``LONE_CR`` (CommonMark and g++ break lines there, the grammar does not).
-- The ```` ```cpp ```` opener starts its own line (column 0): after ``</reasoning>`` on the same line, or
-  indented, a Markdown reader sees no code block (or other code), so it is ``MALFORMED_FENCE``.
-- **What readers see** (:mod:`arbiter.pipelines.oracle_markdown`, ``docs/oracle-format.md``): ``~~~``
-  in the reasoning is ``TILDE_FENCE_IN_REASONING``, an indented code block there
-  ``INDENTED_CODE_IN_REASONING``; NUL is ``NUL_CHARACTER``, a Unicode bidi control ``BIDI_CONTROL``;
-  an answer the grammar accepts is parsed again by markdown-it-py (CommonMark) and any disagreement
-  is ``MARKDOWN_MISMATCH`` (or the reasoning reason of the code block it found there).
-- Tags are case-sensitive and exact: ``<Reasoning>`` or ``<reasoning >`` are text.
-- The returned code is the exact text between the opener line and the closing line (line endings
-  kept, no trimming); ``<reasoning>`` inside the code (e.g. in a comment) is code.
+The answer is exactly one ``<reasoning>`` block, then one ```` ```cpp ```` fence, nothing else (the card's
+"Required Oracle Return Format"); :func:`parse_answer` applies that grammar, then the reader checks of
+:mod:`arbiter.pipelines.oracle.markdown`. Nothing here runs a process. The grammar, the decisions where the card
+is silent and every reason code are in ``docs/oracle-format.md``.
 """
 
 from __future__ import annotations
 
-import enum
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from arbiter.pipelines import oracle_markdown as _md
+from arbiter.strenum import StrEnum
+from arbiter.pipelines.oracle import markdown as _md
 
 REASONING_OPEN = "<reasoning>"
 REASONING_CLOSE = "</reasoning>"
@@ -65,7 +23,7 @@ WHITESPACE = " \t\r\n\f\v"
 _FENCE_AT_LINE_START = re.compile(r"^[ \t]*(?:`{3,}|~{3,})", re.M)
 
 
-class FormatCode(str, enum.Enum):
+class FormatCode(StrEnum):
     """Why the final assistant message does not follow the card's answer format."""
 
     MISSING_REASONING = "MISSING_REASONING"
@@ -81,7 +39,7 @@ class FormatCode(str, enum.Enum):
     MALFORMED_FENCE = "MALFORMED_FENCE"
     UNCLOSED_FENCE = "UNCLOSED_FENCE"
     EMPTY_CODE = "EMPTY_CODE"
-    # what readers see (issue 19; arbiter.pipelines.oracle_markdown, docs/oracle-format.md)
+    # what readers see (arbiter.pipelines.oracle.markdown, docs/oracle-format.md)
     TILDE_FENCE_IN_REASONING = "TILDE_FENCE_IN_REASONING"
     INDENTED_CODE_IN_REASONING = "INDENTED_CODE_IN_REASONING"
     LONE_CR = "LONE_CR"
@@ -89,11 +47,8 @@ class FormatCode(str, enum.Enum):
     BIDI_CONTROL = "BIDI_CONTROL"
     MARKDOWN_MISMATCH = "MARKDOWN_MISMATCH"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class MessagesCode(str, enum.Enum):
+class MessagesCode(StrEnum):
     """Why ``messages`` is not "the seed messages exactly, plus one final assistant message"."""
 
     MISSING_ASSISTANT = "MISSING_ASSISTANT"
@@ -104,9 +59,6 @@ class MessagesCode(str, enum.Enum):
     MISSING_MESSAGES = "MISSING_MESSAGES"
     EXTRA_MESSAGES = "EXTRA_MESSAGES"
     EXTRA_FIELDS = "EXTRA_FIELDS"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
@@ -270,7 +222,7 @@ def _snippet(text: str, limit: int = 60) -> str:
 
 
 def _reader_checks(text: str, R: list[_Tok], F: list[_Tok], fails: list[Failure], fail: Any) -> None:
-    """What readers see (:mod:`arbiter.pipelines.oracle_markdown`): characters always, the reasoning when
+    """What readers see (:mod:`arbiter.pipelines.oracle.markdown`): characters always, the reasoning when
     it closed, the CommonMark cross-check only on an answer the grammar accepted so far."""
     grammar_ok = not fails and len(R) == 1 and len(F) == 1 and F[0].closed
     code_start = F[0].start if F else None
@@ -285,29 +237,8 @@ def _reader_checks(text: str, R: list[_Tok], F: list[_Tok], fails: list[Failure]
         fail(FormatCode(code), msg)
 
 
-def parse_answer(text: str, *, path: str = "$") -> ParsedAnswer:
-    """Parse one assistant answer into reasoning and C++ code, or say precisely why it cannot be.
-
-    ``text``: the final assistant message's content. ``path``: JSON path used in the failures
-    (e.g. ``$.messages[2].content``). Returns a :class:`ParsedAnswer`; every applicable
-    :class:`FormatCode` is reported once, in a fixed order: reasoning problems, ``NO_FENCE`` /
-    ``MULTIPLE_FENCES``, stray text (``TEXT_OUTSIDE``), then problems of a fence itself. Never
-    raises. Rules: the card's "Required Oracle Return Format" and the decisions in this module's
-    docstring. Linear in the length of ``text``.
-    """
-    if not isinstance(text, str):
-        return ParsedAnswer(failures=[Failure("format", FormatCode.NO_FENCE,
-                                              f"the answer is not text ({type(text).__name__})", path)])
-    toks = _tokenize(text)
-    R = [t for t in toks if t.kind == "reasoning"]
-    F = [t for t in toks if t.kind == "fence"]
-    T = [t for t in toks if t.kind == "text"]
-    fails: list[Failure] = []
-
-    def fail(code: FormatCode, msg: str) -> None:
-        if all(f.code is not code for f in fails):
-            fails.append(Failure("format", code, msg, path))
-
+def _reasoning_checks(R: list[_Tok], F: list[_Tok], T: list[_Tok], fail: Any) -> bool:
+    """The reasoning block's problems; returns whether a reasoning block is left unclosed."""
     unclosed_reasoning = any(not r.closed for r in R)
     if not R:
         hint = ""
@@ -331,8 +262,11 @@ def parse_answer(text: str, *, path: str = "$") -> ParsedAnswer:
             fail(FormatCode.FENCE_IN_REASONING, f"the reasoning block contains ``` at offset {r.start + len(REASONING_OPEN) + r.content.index('```')}; code belongs in the one ```cpp block after it")
     if R and F and any(r.start > F[0].start for r in R):
         fail(FormatCode.REASONING_AFTER_CODE, f"a <reasoning> block comes after the code block (offset {max(r.start for r in R)})")
+    return unclosed_reasoning
 
-    reasoning_count = len(fails)
+
+def _fence_checks(text: str, F: list[_Tok], unclosed_reasoning: bool, fail: Any) -> None:
+    """The fences' problems: none or several, then each fence's own."""
     if not F and not unclosed_reasoning:
         hint = "" if "```" in text else " (no ``` anywhere)"
         fail(FormatCode.NO_FENCE, f"no fenced code block opened by ```cpp{hint}")
@@ -357,11 +291,9 @@ def parse_answer(text: str, *, path: str = "$") -> ParsedAnswer:
         elif not f.content.strip(WHITESPACE):
             fail(FormatCode.EMPTY_CODE, f"{which} contains no code (whitespace only)")
 
-    # order: reasoning problems, fence count problems, stray text, then per-fence problems
-    fence_fails, fails[:] = fails[reasoning_count:], fails[:reasoning_count]
-    structural = (FormatCode.NO_FENCE, FormatCode.MULTIPLE_FENCES)
-    fails.extend(f for f in fence_fails if f.code in structural)
-    fence_fails = [f for f in fence_fails if f.code not in structural]
+
+def _text_checks(R: list[_Tok], F: list[_Tok], T: list[_Tok], fail: Any) -> None:
+    """Text outside the two parts, named by where it is."""
     for t in T:
         before_r = R and t.start < R[0].start
         after_f = F and t.start > F[0].start
@@ -374,6 +306,41 @@ def parse_answer(text: str, *, path: str = "$") -> ParsedAnswer:
         else:
             where = "outside the reasoning block and the code block"
         fail(FormatCode.TEXT_OUTSIDE, f"text {where} at offset {t.start}: {_snippet(t.content)}; only whitespace is allowed there")
+
+
+def parse_answer(text: str, *, path: str = "$") -> ParsedAnswer:
+    """Parse one assistant answer into reasoning and C++ code, or say precisely why it cannot be.
+
+    ``text``: the final assistant message's content. ``path``: JSON path used in the failures
+    (e.g. ``$.messages[2].content``). Returns a :class:`ParsedAnswer`; every applicable
+    :class:`FormatCode` is reported once, in a fixed order: reasoning problems, ``NO_FENCE`` /
+    ``MULTIPLE_FENCES``, stray text (``TEXT_OUTSIDE``), then problems of a fence itself. Never
+    raises. Rules: the card's "Required Oracle Return Format" and the decisions in
+    ``docs/oracle-format.md``. Linear in the length of ``text``.
+    """
+    if not isinstance(text, str):
+        return ParsedAnswer(failures=[Failure("format", FormatCode.NO_FENCE,
+                                              f"the answer is not text ({type(text).__name__})", path)])
+    toks = _tokenize(text)
+    R = [t for t in toks if t.kind == "reasoning"]
+    F = [t for t in toks if t.kind == "fence"]
+    T = [t for t in toks if t.kind == "text"]
+    fails: list[Failure] = []
+
+    def fail(code: FormatCode, msg: str) -> None:
+        if all(f.code is not code for f in fails):
+            fails.append(Failure("format", code, msg, path))
+
+    unclosed_reasoning = _reasoning_checks(R, F, T, fail)
+    reasoning_count = len(fails)
+    _fence_checks(text, F, unclosed_reasoning, fail)
+
+    # order: reasoning problems, fence count problems, stray text, then per-fence problems
+    fence_fails, fails[:] = fails[reasoning_count:], fails[:reasoning_count]
+    structural = (FormatCode.NO_FENCE, FormatCode.MULTIPLE_FENCES)
+    fails.extend(f for f in fence_fails if f.code in structural)
+    fence_fails = [f for f in fence_fails if f.code not in structural]
+    _text_checks(R, F, T, fail)
     fails.extend(f for f in fence_fails if all(g.code is not f.code for g in fails))
     _reader_checks(text, R, F, fails, fail)
 
@@ -506,8 +473,8 @@ def check_answer(messages: Sequence[Any], seed_messages: Sequence[Any]) -> Answe
 
 
 def check_return_row(row: Any, seed: Any) -> AnswerCheck:
-    """:func:`check_answer` for a :class:`~arbiter.datasets.oracle_rows.ReturnRow` and its
-    :class:`~arbiter.datasets.oracle_rows.SeedRow` (anything with a ``messages`` attribute).
+    """:func:`check_answer` for a :class:`~arbiter.datasets.oracle.ReturnRow` and its
+    :class:`~arbiter.datasets.oracle.SeedRow` (anything with a ``messages`` attribute).
     Raises ``ValueError`` when their ``task_id`` differ (a caller bug, not bad data)."""
     if getattr(row, "task_id", None) != getattr(seed, "task_id", None):
         raise ValueError(f"return row {getattr(row, 'task_id', None)!r} checked against seed {getattr(seed, 'task_id', None)!r}")

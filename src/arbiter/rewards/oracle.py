@@ -1,0 +1,63 @@
+"""The oracle's rules for one row: reason records, the speed gate, the measurement's reason codes and the full
+mark (:func:`full_mark`, the one place that decides ``score = 1.0``). Pure functions of the findings; the
+stages that produce them live in :mod:`arbiter.pipelines.oracle.row`. See ``docs/oracle.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from arbiter.judge.speedup import MeasureFailure
+
+#: The stages of a row, in order (a rejected row's ``stage`` is the first failing one).
+STAGES = ("load", "task", "messages", "format", "compile", "tests", "measure", "speed")
+#: The speed gate applies only when the source's instructions on the largest tests are at least this many
+#: times the start-up floor (per case): below it, the figures measure start-up, not the algorithm.
+MEASURABLE_FACTOR = 2.0
+#: Wall-time analogue of :data:`MEASURABLE_FACTOR`: seconds per case the source must take.
+WALL_MEASURABLE_SECONDS = 0.01
+#: Measured-run statuses of an answer that passed every test but cannot be measured, and their reason codes.
+UNMEASURABLE_CODES = {"creates_processes": "CREATES_PROCESSES", "client_request": "CLIENT_REQUEST"}
+#: Speed-gate values that let a row pass.
+GATE_PASSES = ("passed", "not_applied")
+
+
+def reason(stage: str, code: str, message: str, **extra: Any) -> dict[str, Any]:
+    """A reason record: ``{"stage", "code", "message"}`` plus the extra fields that are not ``None``."""
+    r = {"stage": stage, "code": code, "message": message}
+    r.update({k: v for k, v in extra.items() if v is not None})
+    return r
+
+
+def full_mark(reasons: Sequence[Mapping[str, Any]], verification: Mapping[str, Any]) -> bool:
+    """Score 1.0: no reason against the row, the answer compiled, and the speed gate passed (or did not apply)."""
+    return not reasons and bool(verification.get("compile_ok")) and verification.get("speed_gate") in GATE_PASSES
+
+
+def measure_reasons(failures: Sequence[MeasureFailure]) -> list[dict[str, Any]]:
+    """One ``measure`` reason per failed measured run (the source's, the answer's, or unmeasurable)."""
+    out = []
+    for f in failures:
+        if f.program == "candidate" and f.status in UNMEASURABLE_CODES:
+            out.append(reason("measure", UNMEASURABLE_CODES[f.status], f"the answer passed the tests, but on "
+                              f"{f.case}: {f.detail}".strip(), cases=[f.case]))
+            continue
+        who, code = ("source", "SOURCE_MEASURE_FAILED") if f.program == "source" else ("answer", "MEASURE_FAILED")
+        out.append(reason("measure", code, f"the {who} failed a measured run on {f.case}: {f.status} {f.detail}"
+                          .strip(), cases=[f.case]))
+    return out
+
+
+def measurable(method: str, source_cost: float, n_cases: int, floor: int | None) -> bool:
+    """Whether the largest tests can show speed: the source's cost on them is above start-up noise."""
+    if method == "instructions":
+        return floor is None or source_cost >= MEASURABLE_FACTOR * floor * n_cases
+    return source_cost >= WALL_MEASURABLE_SECONDS * n_cases
+
+
+def speed_gate(largest_speedup: float | None, min_speedup: float, shows_speed: bool) -> str:
+    """``"not_applied"`` (tests too small to show speed and only "not slower" asked), ``"passed"`` or ``"failed"``."""
+    if not shows_speed and min_speedup <= 1.0:
+        return "not_applied"
+    return "passed" if largest_speedup is not None and largest_speedup >= min_speedup else "failed"
