@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from arbiter.pipelines.oracle_format import parse_answer  # noqa: E402
+from arbiter.pipelines.oracle.format import parse_answer  # noqa: E402
 
 
 def answer(code: str, reasoning: str = "x") -> str:

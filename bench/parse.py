@@ -146,7 +146,7 @@ def parse_one(kind: str, shape: str, n: int) -> dict:
         text = response_shapes(n)[shape]
         fn = extract_code
     elif kind == "oracle":
-        from arbiter.pipelines.oracle_format import parse_answer
+        from arbiter.pipelines.oracle.format import parse_answer
         text = oracle_shapes(n)[shape]
         fn = parse_answer
     elif kind == "statement":
