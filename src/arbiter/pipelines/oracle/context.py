@@ -243,7 +243,7 @@ class VerifyContext:
     def startup_floor(self, seed: SeedRow) -> int | None:
         """Instructions of an empty ``<iostream>`` program compiled with the seed's command (the card's
         "startup floor" analogue), measured once per compile command; ``None`` when it cannot be measured."""
-        from arbiter.languages.cpp.compile import compile_cpp
+        from arbiter.judge.build import build_cpp
         from arbiter.timing.measure import startup_floor
 
         spec = seed_compile_spec(seed)
@@ -251,7 +251,7 @@ class VerifyContext:
             if spec.command in self._floors:
                 return self._floors[spec.command]
         try:
-            floor = startup_floor(lambda src: compile_cpp(src, spec), iostream=True)
+            floor = startup_floor(lambda src: build_cpp(src, spec), iostream=True)
         except RuntimeError:
             floor = None
         with self._guard:

@@ -114,7 +114,7 @@ def seed_compile_spec(seed: Any):
     convention) would change the command the task states. The answer and the source are compiled with this same
     spec, so their toolchain fingerprints match and their figures are comparable.
     """
-    from arbiter.languages.cpp.compile import CompileSpec
+    from arbiter.judge.build import CompileSpec
 
     return CompileSpec(command=seed.compile.command, timeout_seconds=float(seed.compile.timeout_sec),
                        online_judge=False)
@@ -336,10 +336,10 @@ def _generate_inputs(seed: Any, gen_bytes: bytes, plan: GenPlan, cfg: SandboxCon
 def _source_outputs(seed: Any, inputs: list[tuple[int, int, bytes]], cfg: SandboxConfig,
                     dropped: list[dict[str, Any]]) -> list[GeneratedCase]:
     """The seed's source on every input: the expected outputs; inputs it fails on are dropped."""
-    from arbiter.languages.cpp.compile import CompileCommandError, compile_cpp
+    from arbiter.judge.build import CompileCommandError, build_cpp
 
     try:
-        comp = compile_cpp(seed.source_code, seed_compile_spec(seed))
+        comp = build_cpp(seed.source_code, seed_compile_spec(seed))
     except CompileCommandError as exc:
         raise GeneratedTestsError(f"task {seed.task_id}: compile command refused: {exc}") from exc
     if not comp.ok:

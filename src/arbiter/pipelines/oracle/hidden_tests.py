@@ -116,7 +116,7 @@ def check_hidden_tests(seed: Any, cases: Sequence[Any], checker: Any, *, cache_d
     from arbiter.judge.testsuite import StdioCase, TestSuite
     from arbiter.judge.verdict import Outcome
     from arbiter.languages.compile_cache import cache_root
-    from arbiter.languages.cpp.compile import CompileCommandError, compile_cpp
+    from arbiter.judge.build import CompileCommandError, build_cpp
     from arbiter.pipelines.oracle.generated_tests import _store, seed_compile_spec
     from arbiter.sandbox.sandbox import SandboxError
 
@@ -125,7 +125,7 @@ def check_hidden_tests(seed: Any, cases: Sequence[Any], checker: Any, *, cache_d
         raise ValueError(f"task {seed.task_id}: no hidden case to check")
     spec = seed_compile_spec(seed)
     try:
-        comp = compile_cpp(seed.source_code, spec)
+        comp = build_cpp(seed.source_code, spec)
     except CompileCommandError as exc:
         raise HiddenCheckError(f"task {seed.task_id}: compile command refused: {exc}") from exc
     if not comp.ok:

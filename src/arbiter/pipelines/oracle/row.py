@@ -154,13 +154,13 @@ def answer_stage(st: RowState) -> bool:
 
 def compile_stage(st: RowState) -> bool:
     """The answer compiles with the seed's own command."""
-    from arbiter.languages.cpp.compile import CompileCommandError, compile_cpp
+    from arbiter.judge.build import CompileCommandError, build_cpp
 
     spec = seed_compile_spec(st.seed)
     t0 = time.monotonic()
     try:
         with st.ctx.work():
-            comp = compile_cpp(st.code, spec)
+            comp = build_cpp(st.code, spec)
     except CompileCommandError as exc:
         st.res.reasons.append(reason("task", "INVALID_TASK", f"the seed's compile command is refused: {exc}"))
         return False

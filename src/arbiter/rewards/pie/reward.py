@@ -15,7 +15,7 @@ from arbiter.datasets.pie.source import as_source
 from arbiter.judge.task import CompileSpec
 from arbiter.judge.testsuite import InvalidTestSuite
 from arbiter.judge.verdict import Outcome
-from arbiter.languages.cpp.compile import ToolchainUnavailable, compile_cpp
+from arbiter.judge.build import ToolchainUnavailable, build_cpp
 from arbiter.rewards.pie.measure import SrcCountCache, speedup
 from arbiter.rewards.pie.options import DEFAULT_LIMITS, Method
 from arbiter.rewards.pie.result import DATASET_DEFECT, PieRewardResult, RewardCall, Stop
@@ -39,7 +39,7 @@ def pick_pool(c: RewardCall) -> Stop | None:
 def compile_source(c: RewardCall) -> Stop | None:
     """Step 4a: the source compiles (else a dataset defect); its toolchain is the one reported."""
     try:
-        c.src_comp = compile_cpp(c.src.src_code, c.spec)
+        c.src_comp = build_cpp(c.src.src_code, c.spec)
     except (SandboxError, ToolchainUnavailable) as e:
         return Stop(Outcome.SANDBOX_ERROR, f"compiling the source: {e}")
     c.res.fingerprint = c.src_comp.toolchain.fingerprint

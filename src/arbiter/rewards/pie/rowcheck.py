@@ -15,7 +15,7 @@ from arbiter.judge.judge import judge
 from arbiter.judge.task import Task
 from arbiter.judge.testsuite import StdioCase
 from arbiter.judge.verdict import Outcome, Verdict
-from arbiter.languages.cpp.compile import ToolchainUnavailable, compile_cpp
+from arbiter.judge.build import ToolchainUnavailable, build_cpp
 from arbiter.rewards.pie.options import _case_key, _checker_key, _limits_key
 from arbiter.rewards.pie.result import DATASET_DEFECT, RESOURCE_OUTCOMES, RewardCall, Stop
 from arbiter.sandbox.sandbox import SandboxError
@@ -108,7 +108,7 @@ def check_target(c: RewardCall) -> Stop | None:
     if c.src.tgt_code is None:
         return None
     try:
-        tgt_comp = compile_cpp(c.src.tgt_code, c.spec)
+        tgt_comp = build_cpp(c.src.tgt_code, c.spec)
     except (SandboxError, ToolchainUnavailable) as e:
         return Stop(Outcome.SANDBOX_ERROR, f"compiling the target: {e}")
     if not tgt_comp.ok:
