@@ -1,19 +1,29 @@
-"""Shared test fixtures. Tests run real programs in the real sandbox."""
+"""Shared test fixtures. Tests run real programs in the real sandbox.
+
+The folders mirror the packages of ``src/arbiter``; shared helpers (``checkers_reference``,
+``parsers_reference``, ``oracle_fake_server``) and the corpora (``hostile/``, ``cheats/``) stay here.
+Test modules import helpers and each other by basename, so every basename is unique.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("ARBITER_SHARED", REPO.parent / "shared"))
+TESTS = Path(__file__).resolve().parent
+for _folder in [TESTS, *sorted(d for d in TESTS.iterdir() if d.is_dir() and any(d.glob("test_*.py")))]:
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 
 @pytest.fixture(scope="session")
 def shared() -> Path:
-    """The ../shared folder (specs, seed, real data); tests that need it are skipped without it."""
+    """The shared reference folder (specs, seed, real data; ``ARBITER_SHARED``); tests that need it are skipped without it."""
     if not SHARED.is_dir():
         pytest.skip(f"{SHARED} not found")
     return SHARED

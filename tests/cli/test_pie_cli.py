@@ -14,12 +14,11 @@ import pytest
 from arbiter.datasets.io import read_jsonl
 from arbiter.timing.instructions import valgrind_available
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_pie_retime import FAST, NOT_CPP, SLOW, WRONG, write_problem  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not valgrind_available(), reason="valgrind is not installed")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ARBITER = [sys.executable, "-m", "arbiter.cli.main", "pie"]
 P = "p09101"
 

@@ -26,7 +26,7 @@ from arbiter.sandbox.execution import Status
 from arbiter.sandbox.limits import MiB, Limits
 from arbiter.sandbox.sandbox import Sandbox
 
-HOSTILE = Path(__file__).parent / "hostile"
+HOSTILE = Path(__file__).resolve().parents[1] / "hostile"
 PROGRAMS = sorted(HOSTILE.glob("python/*.py")) + sorted(HOSTILE.glob("cpp/*.cpp"))
 
 

@@ -48,7 +48,7 @@ from arbiter.judge.encodings.pyliteral import UnsafeLiteral, parse_call_argument
 from arbiter.judge.encodings.safe_pickle import UnsafePickle, decode_lcb_compressed
 from arbiter.judge.testsuite import CallCase, StdioCase
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 REAL = SHARED / "realdata"
 PIE_TAR = REAL / "pie_public_tests" / "public_test_cases.tar.gz"
 

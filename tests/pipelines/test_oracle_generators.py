@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "data/oracle"
 GEN = DATA / "generators"
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1

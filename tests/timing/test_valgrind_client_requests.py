@@ -42,8 +42,8 @@ from arbiter.timing.instructions import (
 
 pytestmark = pytest.mark.skipif(not valgrind_available(), reason="valgrind (with its tool libraries) is not installed")
 
-REPO = Path(__file__).resolve().parents[1]
-CHEATS = sorted((Path(__file__).parent / "cheats" / "valgrind").glob("*.cpp"))
+REPO = Path(__file__).resolve().parents[2]
+CHEATS = sorted((Path(__file__).resolve().parents[1] / "cheats" / "valgrind").glob("*.cpp"))
 CHEAT_IDS = [p.stem for p in CHEATS]
 PREAMBLE = bytes.fromhex("48c1c70348c1c70d48c1c73d48c1c733")
 

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle_fake_server import FakeOpenAIServer, Script  # noqa: E402
 
 from arbiter.datasets.oracle import load_returns, load_seeds, schema_issues
@@ -26,7 +25,7 @@ from arbiter.pipelines.oracle.format import check_return_row
 from arbiter.pipelines.oracle.writer import backoff_delay, generate
 from arbiter.datasets.io import read_jsonl
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "data/oracle"
 SEEDS = load_seeds(DATA / "seeds.jsonl").rows
 KEY = "sk-test"

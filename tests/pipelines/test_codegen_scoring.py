@@ -23,7 +23,7 @@ from arbiter.cli.main import app
 from arbiter.pipelines.codegen import pass_at_k
 
 runner = CliRunner()
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ARBITER = [sys.executable, "-m", "arbiter.cli.main"]
 
 

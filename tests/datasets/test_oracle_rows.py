@@ -24,7 +24,7 @@ from arbiter.datasets.oracle import (
     return_row_key,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "data/oracle"
 
 

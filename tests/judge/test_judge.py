@@ -17,7 +17,7 @@ from arbiter.judge.testsuite import CallCase, StdioCase, TestSuite
 from arbiter.judge.verdict import Outcome, Verdict
 from arbiter.sandbox.limits import Limits
 
-CHEATS = Path(__file__).parent / "cheats"
+CHEATS = Path(__file__).resolve().parents[1] / "cheats"
 
 
 def digits(n: int) -> str:

@@ -17,7 +17,7 @@ from arbiter.pipelines.oracle.generated_tests import GenPlan, build_generated_su
 from arbiter.pipelines.oracle.verify import VerifyOptions, verify_returns
 from arbiter.datasets.io import read_jsonl
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "data/oracle"
 MANIFEST = json.loads((DATA / "expected_outcomes.json").read_text())
 SEEDS = load_seeds(DATA / "seeds.jsonl").by_id

@@ -19,7 +19,7 @@ from arbiter.pipelines.oracle.format import (
     parse_answer,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CODE = '#include <iostream>\nint main(){std::cout<<"hi\\n";}\n'
 GOOD = f"<reasoning>Read once; O(n).</reasoning>\n```cpp\n{CODE}```"
 

@@ -22,7 +22,7 @@ from arbiter.timing.instructions import valgrind_available
 
 pytestmark = pytest.mark.skipif(not valgrind_available(), reason="valgrind is not installed")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "data/oracle"
 SEEDS = load_seeds(DATA / "seeds.jsonl").by_id
 DEMO = {r["demo_id"]: r for r in map(json.loads, (DATA / "returns.jsonl").read_text().splitlines())}

@@ -15,13 +15,12 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle_fake_server import FakeOpenAIServer, Script  # noqa: E402
 
 from arbiter.datasets.oracle import load_seeds
 from arbiter.datasets.io import read_jsonl
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "data/oracle"
 ARBITER = [sys.executable, "-m", "arbiter.cli.main"]
 DEMO = {r["demo_id"]: r for r in map(json.loads, (DATA / "returns.jsonl").read_text().splitlines())}

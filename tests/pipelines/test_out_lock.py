@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle_fake_server import FakeOpenAIServer, Script  # noqa: E402
 from test_codegen_scoring import SUM, SUM_OK, row, write_jsonl  # noqa: E402
 from test_pie_retime import FAST, SLOW, write_problem  # noqa: E402
@@ -25,7 +24,7 @@ from test_pie_retime import FAST, SLOW, write_problem  # noqa: E402
 from arbiter.datasets.io import read_jsonl
 from arbiter.pipelines.outputs import LOCK_NAME, OutputDirBusy, ensure_out_dir, holds_out_dirs, lock_out_dir
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "data/oracle"
 ARBITER = [sys.executable, "-m", "arbiter.cli.main"]
 KEY = "sk-lock-test"

@@ -32,7 +32,6 @@ from arbiter.rewards.pie.transforms import DEFAULT_LOG_FAILURE_PENALTY
 from arbiter.sandbox.limits import Limits
 from arbiter.timing.instructions import valgrind_available
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_pie_rows import make_pairs_raw  # noqa: E402  (the card-shaped gem5 row builder)
 
 needs_valgrind = pytest.mark.skipif(not valgrind_available(), reason="valgrind is not installed")

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "data/oracle"
 ARBITER = [sys.executable, "-m", "arbiter.cli.main"]
 FILES = ("sft.jsonl", "verified.jsonl", "rejected.jsonl", "best.jsonl")
