@@ -1,19 +1,10 @@
 """Decoding JSON values and Python literals in the judge process, whatever their integers' size
 and their nesting depth.
 
-Two hazards, both reachable by a program's return value or by a dataset's ground truth:
-
-- **long integers**: the sandbox lifts CPython's int/str digit limit for programs (DESIGN.md
-  standing rule), so a function may return ``2**20000`` and a ground truth may expect it; the
-  judge process keeps the limit (lifting it is process-wide and not thread-safe), so a plain
-  ``json.loads`` raises ``ValueError: Exceeds the limit (4300 digits)``. :func:`loads` retries
-  such text with a ``parse_int`` hook that converts in chunks
-  (:func:`arbiter.checkers.bigint.int_from_decimal`), capped at
-  :data:`~arbiter.checkers.bigint.MAX_INT_DIGITS` digits. :func:`rewrite_long_int_literals`
-  does the same for Python-literal text before ``ast.parse`` (which has the same limit).
-- **deep nesting**: ``json.loads`` recurses in C and raises ``RecursionError`` past the
-  interpreter's recursion limit (about 1000 levels); :func:`loads` turns that into
-  :class:`JsonTooDeep`, a ``ValueError``, so callers handle one exception type.
+:func:`loads` decodes integers past CPython's 4300-digit limit (up to
+:data:`~arbiter.checkers.bigint.MAX_INT_DIGITS`) and turns too-deep nesting into
+:class:`JsonTooDeep`; :func:`rewrite_long_int_literals` does the same for Python-literal text.
+Why: ``docs/encodings.md``, "JSON values and long integers".
 """
 
 from __future__ import annotations

@@ -2,17 +2,9 @@
 
 One sandbox per submission; the task's language builds the program once
 (:mod:`arbiter.languages.registry`) and every test case runs inside that sandbox in a fresh
-process. Per-case verdicts: :mod:`arbiter.judge.evaluate`.
-
-Submission-level verdicts: ``INVALID_TASK`` (zero cases, call-based cases for a language without
-them, an unusable compile command, a broken checker), ``CE`` (compile error; a Python
-``SyntaxError``), ``SANDBOX_ERROR`` (our failure: the sandbox is restarted and the case retried
-``retries`` times, then the verdict is reported, never turned into a silent 0; a restart that fails
-spends a retry, and when none is left the verdict is ``SANDBOX_ERROR`` naming the failed restart: a
-case never runs without its sandbox).
-
-Scoring: all-or-nothing (the cards' reward) stops at the first failing case unless
-``task.run_all``; fraction mode runs every case.
+process. Per-case verdicts: :mod:`arbiter.judge.evaluate`. The submission-level verdicts
+(``INVALID_TASK``, ``CE``, ``SANDBOX_ERROR`` and its retries) and the scoring modes:
+``docs/checkers.md``, "From a run to a case verdict".
 """
 
 from __future__ import annotations
@@ -65,7 +57,7 @@ def _verdict(task: Task, outcome: Outcome, reason: str, started: float, **kw) ->
 
 def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
           on_case: Callable[[CaseResult], None] | None = None) -> Verdict:
-    """Judge one program on its test suite. See the module docstring for the rules.
+    """Judge one program on its test suite. The rules: docs/checkers.md.
 
     - ``config``: sandbox configuration (default: isolated, Debian's python3).
     - ``retries``: how many times a case that hit ``SANDBOX_ERROR`` is retried in a fresh sandbox.

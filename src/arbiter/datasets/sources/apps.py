@@ -1,21 +1,8 @@
 """APPS and TACO -> verl rows.
 
-Inputs:
-
-- ``apps``: a tree of APPS problem folders (hendrycks/apps layout, as in CodeRL:
-  ``<split>/<id>/{question.txt, input_output.json, solutions.json, metadata.json,
-  starter_code.py}``; the path may be the tree, a split folder or one problem folder), or a
-  row file of HF ``codeparrot/apps`` (``problem_id``, ``question``, ``solutions``,
-  ``input_output``, ``starter_code``, ``difficulty``, ``url``).
-- ``taco``: a row file of HF ``BAAI/TACO`` (``question``, ``solutions``, ``input_output``,
-  ``starter_code``, ``difficulty``, ``url``, ``name``, ``source``; no id column, so rows are
-  numbered by position).
-
-The ground truth keeps the APPS/TACO ``{"inputs", "outputs"[, "fn_name"]}`` dict, which is the
-card's first verl encoding, so the dataset's ``x`` / ``[x]`` output convention
-(:mod:`arbiter.judge.encodings.apps`) is preserved. A problem without tests (APPS test-split
-folders without ``input_output.json``, an empty ``input_output``) is a bad row, never a row that
-would pass vacuously.
+Reads an APPS problem tree or an HF ``codeparrot/apps`` / ``BAAI/TACO`` row file; the ground
+truth keeps the ``{"inputs", "outputs"[, "fn_name"]}`` dict; a problem without tests is a bad row.
+Inputs and rules: ``docs/codegen.md``, "Dataset sources".
 """
 
 from __future__ import annotations
@@ -86,7 +73,7 @@ def _read(path: Path, name: str) -> str | None:
 
 
 def convert_apps(path: Path, *, data_source: str | None = None, index_prefix: str | None = None) -> Iterator[Converted]:
-    """APPS problem folders or ``codeparrot/apps`` rows -> :class:`Converted` (module docstring).
+    """APPS problem folders or ``codeparrot/apps`` rows -> :class:`Converted` (docs/codegen.md).
 
     Index: ``<prefix>_<relative folder with / as _>`` (the split folder name is kept:
     ``apps_train_0001``) or ``<prefix>_<problem_id>``; prefix default ``apps``.

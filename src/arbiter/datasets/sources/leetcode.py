@@ -1,21 +1,8 @@
 """LeetCodeDataset (newfacade/LeetCodeDataset) -> verl rows.
 
-Input: the dataset's JSON Lines (``LeetCodeDataset-v0.3.1-test.jsonl.gz``; also Parquet/HF).
-Per row:
-
-- ``input_output`` pairs are normalised by :func:`arbiter.judge.encodings.leetcode_row_to_suite`
-  (keyword arguments parsed as safe literals, ``-> str`` outputs kept bare, generator-failure
-  pairs dropped: they are listed in ``extra_info.notes``) and written as ``function_call``
-  cases with positional arguments in the order of ``starter_code``'s signature (the card's
-  encoding has no keyword arguments); a row without a parseable signature is a bad row.
-- ``prompt`` (the dataset's import preamble, which defines ``ListNode``/``TreeNode`` and
-  star-imports the standard library) becomes ``extra_info.prelude``: the reward runs it before
-  the program, as the dataset's own ``check`` does; the sandbox's harness builds ``ListNode`` /
-  ``TreeNode`` arguments from the level-order lists and serialises returned nodes back.
-- ``query`` (the dataset's chat prompt) becomes the user turn; ``completion`` is the reference
-  solution.
-
-Index ``<prefix>_<task_id>`` (prefix default ``leetcode``), data_source ``leetcode``.
+``input_output`` becomes ``function_call`` cases (positional, in ``starter_code``'s order), the
+import preamble becomes ``extra_info.prelude``, ``query`` the user turn; index
+``<prefix>_<task_id>``, data_source ``leetcode``. Details: ``docs/codegen.md``, "Dataset sources".
 """
 
 from __future__ import annotations
@@ -56,7 +43,7 @@ def _row(rec: dict[str, Any], label: str, prefix: str, ds: str) -> dict[str, Any
 
 
 def convert_leetcode(path: Path, *, data_source: str | None = None, index_prefix: str | None = None) -> Iterator[Converted]:
-    """LeetCodeDataset rows -> :class:`Converted` (module docstring)."""
+    """LeetCodeDataset rows -> :class:`Converted` (docs/codegen.md)."""
     prefix = index_prefix or "leetcode"
     ds = data_source or "leetcode"
     for position, rec in enumerate(iter_raw_rows(path)):

@@ -1,19 +1,8 @@
 """APPS / TACO ``input_output`` suites: ``{"inputs": [...], "outputs": [...][, "fn_name": name]}``.
 
-The same dict is verl's first ground-truth encoding (codegen card: "a dict {inputs, outputs} —
-stdin/stdout grading (all Code-Contests-O and TACO rows)"), so :mod:`.verl` reuses
-:func:`inputs_outputs_to_suite`.
-
-Conventions (hendrycks/apps and FlagOpen/TACO ``testing_util``; rllm ``taco.py``):
-
-- without ``fn_name`` (or with ``fn_name`` null/empty): stdin/stdout; each input and output is a
-  string, or a list of lines (joined, see :func:`._common.text_to_bytes`);
-- with ``fn_name``: function calls; each input is the list of positional arguments (or a string
-  of newline-separated JSON arguments, as some TACO rows store them); each output is the return
-  value, **sometimes wrapped in a one-element list**. Both conventions occur in real data (APPS
-  2404 stores ``[9]`` for 9, APPS 4184 stores ``[[false], ...]`` for false), so an output that is
-  a one-element list ``[x]`` accepts either ``x`` or ``[x]`` (the harness accepts
-  ``ret == output or ret == output[0]``); any other output accepts only itself.
+Also verl's first ground-truth encoding (:mod:`.verl` reuses :func:`inputs_outputs_to_suite`).
+A one-element output ``[x]`` of a call case accepts ``x`` or ``[x]`` (the datasets' own harness
+rule); the conventions and their sources: ``docs/encodings.md``, "APPS / TACO".
 """
 
 from __future__ import annotations

@@ -1,32 +1,10 @@
 """LeetCodeDataset (newfacade/LeetCodeDataset) ``input_output`` suites.
 
-Row fields used: ``task_id`` (row label), ``entry_point`` (``Solution().method``),
-``starter_code`` (for the parameter and return annotations), ``input_output``: a list of
-``{"input": "n = 7, queries = [[0,5]]", "output": "[2, 2, 2]"}``.
-
-Encoding, as found in all rows of ``LeetCodeDataset-v0.3.1-test.jsonl.gz``:
-
-- ``input`` is a keyword-argument list in Python syntax. It is parsed with
-  ``ast.parse("f(" + input + ")")`` and each value evaluated by
-  :mod:`arbiter.judge.encodings.pyliteral` (literals plus ``inf``, ``null``/``true``/``false``,
-  and bounded ``[x] * n`` arithmetic; never ``eval``). Values stay plain lists/dicts.
-- ``output`` is the ``repr`` of the reference solution's return value (``"[2, 2, 2]"``,
-  ``"True"``, ``"None"``, ``"-inf"``), **except for methods annotated ``-> str``**, whose output is
-  the bare string without quotes (``"dabacaba"``, and ``""`` for the empty string). The return
-  annotation in ``starter_code`` decides, so a ``str`` answer like ``"101"`` is not misread as the
-  int 101.
-- Pairs whose ``output`` starts with ``"Error: "`` or is ``"Execution timed out"`` record a failure
-  of the dataset generator's reference run (e.g. inputs such as ``"board"`` or
-  ``"nums = [1] * 100000"`` with ``"Error: ... missing 1 required positional argument"``). They
-  are **dropped** and listed in :attr:`LeetCodeSuite.dropped`: the row's own ``test`` function
-  (``check(candidate)``, the dataset's ground truth) leaves exactly these pairs out.
-- Linked-list and tree problems: the dataset's ``check`` builds nodes with
-  ``list_node([...])`` / ``tree_node([...])`` and compares with ``is_same_list`` /
-  ``is_same_tree`` (helpers in the row's ``prompt`` preamble); in ``input_output`` those values are
-  plain level-order lists (``head = [1,2,3]``, ``root = [1,null,2]`` in LeetCode notation). The
-  cases keep them as plain lists; :attr:`LeetCodeSignature.node_params` and
-  :attr:`LeetCodeSignature.node_return` tell the harness which arguments to build into
-  ``ListNode``/``TreeNode`` and whether to serialise the returned node back to a list.
+Keyword-argument inputs are evaluated by :mod:`arbiter.judge.encodings.pyliteral`; outputs are
+``repr`` text except for ``-> str`` methods (bare strings); generator-failure pairs are dropped
+(:attr:`LeetCodeSuite.dropped`); list/tree arguments stay level-order lists and
+:class:`LeetCodeSignature` tells the harness which to build into nodes. The encoding and the
+reasons for each rule: ``docs/encodings.md``, "LeetCodeDataset".
 """
 
 from __future__ import annotations
@@ -150,7 +128,7 @@ def leetcode_method(entry_point: Any, row: str) -> str:
 
 
 def leetcode_to_suite(input_output: Any, entry_point: str, *, row: str, starter_code: str | None = None) -> LeetCodeSuite:
-    """Normalise LeetCodeDataset ``input_output`` pairs (encoding in the module docstring).
+    """Normalise LeetCodeDataset ``input_output`` pairs (encoding: docs/encodings.md).
 
     - ``input_output``: list of ``{"input": str, "output": str}``.
     - ``entry_point``: ``Solution().method``.

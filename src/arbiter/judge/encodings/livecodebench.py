@@ -1,19 +1,9 @@
 """LiveCodeBench (``livecodebench/code_generation_lite``) suites.
 
-Row fields (LiveCodeBench ``lcb_runner/benchmarks/code_generation.py``):
-
-- ``public_test_cases``: a JSON string, a list of ``{"input": str, "output": str,
-  "testtype": "stdin" | "functional"}``;
-- ``private_test_cases``: the same list either as a JSON string or as
-  ``base64(zlib(pickle(json_text)))``; decoded here without trusting pickle
-  (:mod:`arbiter.judge.encodings.safe_pickle`);
-- ``metadata``: a JSON string (or dict) with ``func_name`` for functional problems.
-
-Functional tests (``lcb_runner/evaluation/testing_util.py``, ``grade_call_based``): each line of
-``input`` is one JSON-encoded positional argument, ``output`` is the JSON-encoded return value;
-the function is ``Solution().<func_name>`` (or a top-level function). Stdin tests are plain
-stdin/stdout strings. LCB grades on public + private tests; the suite holds both, public first
-(case names ``public.i`` and ``private.i``).
+Public and private tests (the private ones possibly ``base64(zlib(pickle(json)))``, decoded by
+:mod:`arbiter.judge.encodings.safe_pickle`), stdin or functional (``metadata.func_name``); the
+suite holds both, public first (``public.i``, ``private.i``). Row fields and rules:
+``docs/encodings.md``, "LiveCodeBench".
 """
 
 from __future__ import annotations
@@ -66,7 +56,7 @@ def _metadata(metadata: Any, row: str) -> dict:
 
 
 def livecodebench_to_suite(public_test_cases: Any, private_test_cases: Any = None, metadata: Any = None, *, row: str) -> TestSuite:
-    """Normalise one LiveCodeBench problem (fields as in the module docstring).
+    """Normalise one LiveCodeBench problem (fields: docs/encodings.md).
 
     - ``row``: label for errors (e.g. ``question_id``).
 

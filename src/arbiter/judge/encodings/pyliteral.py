@@ -1,24 +1,8 @@
 """A safe evaluator for the Python-literal expressions found in test data (never ``eval``).
 
-``ast.literal_eval`` is too narrow for LeetCode-style test strings (``-inf``, ``[0] * 5``) and
-``eval`` is out of the question for untrusted data, so this walks the ``ast`` itself and allows
-only:
-
-- constants: ``str``, ``int``, ``float``, ``bool``, ``None`` (not bytes, not complex);
-- lists and tuples (both become lists: values are JSON-compatible), dicts with literal keys;
-- unary ``+``/``-`` on numbers;
-- the names ``inf`` (LeetCodeDataset's preamble defines ``inf = float('inf')``) and
-  ``null``/``true``/``false`` (LeetCode's own notation, e.g. ``root = [1,null,2]``);
-- ``+``, ``-``, ``*`` on numbers, ``**`` with an integer exponent up to 4096 bits of result,
-  list/str concatenation with ``+`` and repetition with ``*`` by an integer. The items and
-  characters these operations build, nested ones included, are capped at 10,000,000 **per
-  literal** (not per operation: ``[0] * 9999999 + [0] * 9999999 + ...`` or
-  ``[[[0] * 1000] * 1000] * ...`` would otherwise build gigabytes from a few hundred bytes of
-  text, and a chain of ``+`` would copy its growing list once per term), so evaluation is linear
-  in the text plus at most that many items.
-
-Anything else (calls, comprehensions, attribute access, other names, ``sets``) raises
-:class:`UnsafeLiteral` naming the construct.
+Allows constants, lists/tuples/dicts, unary and binary arithmetic, ``inf``/``null``/``true``/
+``false``, and list/str ``+`` and ``*`` within a budget per literal; anything else raises
+:class:`UnsafeLiteral`. The allowed constructs and why: ``docs/encodings.md``, "Python literals".
 """
 
 from __future__ import annotations
@@ -75,7 +59,7 @@ def _items(value: Any, limit: int) -> int:
 
 
 def evaluate(node: ast.AST, budget: _Budget | None = None) -> Any:
-    """Evaluate one expression node under the rules above (recursion depth is bounded by
+    """Evaluate one expression node (rules: docs/encodings.md; recursion depth is bounded by
     Python's parser, which refuses deeper nesting). ``budget``: shared by the nodes of one
     literal (a fresh one when omitted)."""
     if budget is None:

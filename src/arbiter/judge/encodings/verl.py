@@ -1,18 +1,8 @@
 """verl ``reward_model.ground_truth`` suites: the three encodings of the codegen card.
 
-The codegen card (``spec/codegen_iquest_card.txt``, "reward_model.ground_truth") lists exactly:
-
-1. a dict ``{"inputs": [...], "outputs": [...]}`` (optionally ``"fn_name"``): Code-Contests-O and
-   TACO rows; normalised by :func:`arbiter.judge.encodings.apps.inputs_outputs_to_suite`
-   (origin ``verl:dict``), including the APPS/TACO ``x`` / ``[x]`` output convention;
-2. a list of ``{"type": "stdin_stdout", "input": ..., "output": ...}`` (PrimeIntellect, LCB;
-   origin ``verl:stdin_stdout``);
-3. a list of ``{"type": "function_call", "fn_name": ..., "input": [args...], "output": [ret]}``
-   (1,007 PrimeIntellect rows; origin ``verl:function_call``).
-
-The card's own rule is convert-or-fail ("unknown encodings fail loudly rather than silently
-scoring 0"; its 2026-08 re-annotation fixed list-encoded ground truths that were silently
-unscored), so every other shape raises :class:`InvalidTestSuite`.
+A ``{"inputs", "outputs"}`` dict (via :func:`arbiter.judge.encodings.apps.inputs_outputs_to_suite`),
+a ``stdin_stdout`` case list or a ``function_call`` case list; every other shape raises
+:class:`InvalidTestSuite` (convert-or-fail). The encodings and rules: ``docs/encodings.md``, "verl".
 """
 
 from __future__ import annotations
@@ -66,7 +56,7 @@ def verl_ground_truth_to_suite(ground_truth: Any, *, row: str) -> TestSuite:
       Parquet (converted by duck typing, numpy is never imported).
     - ``row``: a label for error messages (e.g. ``extra_info.index``).
 
-    Shapes and their rules are in the module docstring. For ``function_call`` cases ``output``
+    Shapes and their rules: docs/encodings.md. For ``function_call`` cases ``output``
     must be a one-element list ``[return_value]`` and only ``return_value`` is accepted (the
     card's encoding; rllm's primeintellect path, which goes through TACO's
     ``ret == output or ret == output[0]``, would also accept the wrapper itself; a wrapper that
