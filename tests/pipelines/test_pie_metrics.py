@@ -1,4 +1,4 @@
-"""PIE's evaluation metrics (reference/pie.md §1 "Aggregation"), checked against hand-computed numbers.
+"""PIE's evaluation metrics (PIE's aggregation, LearningOpt/pie gem5_eval.py), checked against hand-computed numbers.
 
 Three programs x four generations (runtimes in seconds; None = failed: incorrect/CE/TLE -> inf):
 

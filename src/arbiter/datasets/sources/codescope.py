@@ -6,7 +6,7 @@ the Python row's two programs are its reference solutions); rows in other langua
 and reported as such. ``testcases`` (a Python literal) is normalised by
 :func:`arbiter.judge.encodings.codescope_row_to_suite` and written as ``stdin_stdout`` cases; a
 test with several accepted answers cannot be expressed in verl's encodings and makes the row
-bad. data_source ``codeforces`` (token comparison: realdata checks every Python row with it);
+bad. data_source ``codeforces`` (token comparison, which accepts every known-correct Python row);
 index ``<prefix>_<id>`` (prefix default ``codescope``).
 """
 

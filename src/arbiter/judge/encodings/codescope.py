@@ -2,7 +2,7 @@
 
 ``testcases`` is a string holding a **Python literal** (single quotes), not JSON: a list of
 ``{'input': str, 'output': [str, ...]}`` where ``output`` lists every accepted answer
-(realdata/SOURCES.md section 1). It is parsed with ``ast.literal_eval`` (literals only, never
+(docs/encodings.md). It is parsed with ``ast.literal_eval`` (literals only, never
 ``eval``). Each test becomes a :class:`StdioCase` whose ``expected`` holds all the answers; the
 checker accepts the output when any of them matches.
 """

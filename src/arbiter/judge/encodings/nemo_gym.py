@@ -9,7 +9,7 @@ single quotes), so both levels may be a string: JSON is tried first, then ``ast.
 The expected outputs carry trailing spaces and blank lines (``'1\\n3 \\n-1\\n0\\n\\n2\\n1 2 \\n'``)
 and some answers are printed on one line where a correct program prints one per line; these are
 Codeforces problems, judged by tokens (checker ``tokens``), which accepts such programs
-(realdata/SOURCES.md section 6). Choosing the checker is the dataset loader's job.
+(docs/encodings.md). Choosing the checker is the dataset loader's job.
 """
 
 from __future__ import annotations

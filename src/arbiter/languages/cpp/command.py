@@ -18,7 +18,7 @@ DEFAULT_FLAGS: tuple[str, ...] = ("-std=gnu++17", "-O2")
 DEFAULT_COMPILER = "g++"
 DEFAULT_SOURCE = "main.cpp"
 DEFAULT_OUTPUT = "main"
-#: The macro Codeforces and AtCoder define (realdata/SOURCES.md: CodeScope row 83 prints nothing
+#: The macro Codeforces and AtCoder define (some CodeScope programs print nothing
 #: without it).
 ONLINE_JUDGE_FLAG = "-DONLINE_JUDGE"
 

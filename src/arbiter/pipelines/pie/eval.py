@@ -219,7 +219,6 @@ def _report(method: str, measured: bool, programs: Sequence[ProgramGenerations],
                              for r in records if r.get("fallback_reason")],
         "metrics": [m.as_record() for m in metrics],
         "per_program": [dict(p, speedups_at_k={m.k: m.speedups[i] for m in metrics}) for i, p in enumerate(per)],
-        # (the rules text of metrics.json, kept as the format has always written it)
-        "rules": "reference/pie.md §1 'Aggregation' (LearningOpt/pie gem5_eval.py): failures = inf runtime; "
+        "rules": "PIE's aggregation (LearningOpt/pie gem5_eval.py; docs/pie.md): failures = inf runtime; "
                  "best@k over the first k; speedup floored at 1.0; %Opt = speedup >= 1.10",
     }
