@@ -33,6 +33,7 @@ __all__ = [
     "mark_fallback",
     "meter_fallback_reason",
     "METHODS",
+    "unit_of",
     "comparable_speedups",
 ]
 
@@ -40,6 +41,11 @@ __all__ = [
 Method = Literal["instructions", "cycles", "wall"]
 #: Every measure ``compare`` knows.
 METHODS: tuple[str, ...] = ("instructions", "cycles", "wall")
+
+
+def unit_of(method: str | None) -> str:
+    """The unit of a measure's figures: ``seconds`` for wall, else the measure's own name."""
+    return "seconds" if method == "wall" else str(method or "instructions")
 
 
 #: One test case: ``(name, stdin bytes, expected stdout bytes or None)``.
