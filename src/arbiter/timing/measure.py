@@ -129,7 +129,8 @@ def _check_options(method: str, baseline_cache: CountCache | None, clock: str, o
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if baseline_cache is not None and method == "wall":
-        raise ValueError("baseline_cache applies to valgrind figures only: wall figures are comparable only when "
+        raise ValueError("baseline_cache applies to instruction counts only (and cycles): wall figures are "
+                         "comparable only when "
                          "both programs' runs are interleaved")
     if clock not in ("wall", "cpu"):
         raise ValueError(f"clock must be 'wall' or 'cpu', got {clock!r}")
