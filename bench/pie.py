@@ -6,6 +6,7 @@ For 1, 5, 20 and 50 cases it runs, end to end as a pipeline would (fresh sandbox
 - ``native``  — each program once per case in its own sandbox (what the judge's correctness pass costs);
 - ``instr``   — :func:`arbiter.timing.measure.compare` with ``method="instructions"`` (one valgrind run per
   case and program, valgrind start-up included);
+- ``cycles``  — last: the cost ratio cycles / instructions per case (cache and branch simulation on);
 - ``wall``    — ``compare(method="wall")`` with PIE's sample schedule shrunk to 1 warm-up + 5 repeats, ABBA
   (headline on the CPU clock, wall clock alongside).
 
@@ -28,6 +29,7 @@ from arbiter.languages.cpp.compile import CompileSpec, compile_cpp
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import Sandbox
 from arbiter.timing.measure import Program, compare, startup_floor
+from arbiter.timing.cycles import DEFAULT_MODEL
 from arbiter.timing.instructions import find_valgrind, measure_instructions
 from arbiter.timing.wallclock import core_lease
 
@@ -131,6 +133,24 @@ def main() -> None:
         print(f"  {clock}-clock per-case coefficient of variation (5 kept repeats): "
               f"median {statistics.median(cvs) * 100:.1f} %, max {max(cvs) * 100:.1f} %")
     print("  instruction counts: coefficient of variation 0 (deterministic; tests/test_timing.py)")
+    cycles_cost(slow, fast, all_cases[:max(sizes)], limits, vg)
+
+
+def cycles_cost(slow: Program, fast: Program, cases, limits: Limits, vg) -> None:
+    """The cost ratio cycles / instructions per case (same programs, same cases, one valgrind run each)."""
+    print(f"\ncost of the cycles measure (cache + branch simulation) per case, {len(cases)} cases per program:")
+    print(f"{'program':>8} {'instr ms/case':>13} {'cycles ms/case':>14} {'ratio':>6} {'same Ir':>7}")
+    for prog in (slow, fast):
+        plain = measure_instructions(prog.binary, cases, limits=limits, valgrind=vg)
+        sim = measure_instructions(prog.binary, cases, limits=limits, valgrind=vg.with_cycles(DEFAULT_MODEL))
+        ti = statistics.median(c.wall_seconds for c in plain.counts)
+        tc = statistics.median(c.wall_seconds for c in sim.counts)
+        same = all(a.instructions == b.instructions for a, b in zip(plain.counts, sim.counts))
+        print(f"{prog.name:>8} {ti * 1e3:>13.0f} {tc * 1e3:>14.0f} {tc / ti:>6.2f} {str(same):>7}")
+    ci = compare(slow, fast, cases, "instructions", limits=limits, valgrind=vg)
+    cc = compare(slow, fast, cases, "cycles", limits=limits, valgrind=vg)
+    print(f"speedup at {len(cases)} cases: instructions {ci.speedup:.2f}, cycles ({DEFAULT_MODEL.name}) "
+          f"{cc.speedup:.2f}")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,11 @@ src, ``memory_baseline_source_code`` = candidate) with their Codeforces tests (c
   start included, as SOURCES.md §1 sums it) and SOURCES.md §1's own ratio where listed;
 - Spearman correlations (ties averaged) and the pairs whose speedups disagree in direction (reversals).
 
-Usage: ``.venv/bin/python bench/pie_report.py [--part 1|2|all] [--rows 84,91] [--json out.json]``.
+Part ``cycles`` (``bench/pie_cycles.py``) — every measure (instructions, cycle models, native CPU time) side by
+side against PIE's published speedups on the Part 1 pairs: Spearman, log-Pearson, median ratio, order reversals;
+then the memory-bound example.
+
+Usage: ``.venv/bin/python bench/pie_report.py [--part 1|2|cycles|all] [--rows 84,91] [--json out.json]``.
 Takes ~10-20 min on a busy 2-core machine (valgrind on the heavy Codeforces cases dominates).
 """
 
@@ -187,7 +191,7 @@ def part2(args, cache) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", default="all", choices=["1", "2", "all"])
+    ap.add_argument("--part", default="all", choices=["1", "2", "cycles", "all"])
     ap.add_argument("--per-problem", type=int, default=3)
     ap.add_argument("--rows", default="", help="CodeScope row ids, comma-separated (default: all GNU C++ rows)")
     ap.add_argument("--large", type=int, default=3)
@@ -204,6 +208,11 @@ def main() -> None:
         report["val"] = part1(args, cache)
     if args.part in ("2", "all"):
         report["codescope"] = part2(args, cache)
+    if args.part in ("cycles", "all"):
+        from pie_cycles import memory_bound_example, validation
+
+        report["cycles"] = validation(sample_pairs(args.per_problem), PUBLIC)
+        report["memory_bound"] = memory_bound_example()
     print(f"\ntotal {time.monotonic() - t0:.0f}s")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")

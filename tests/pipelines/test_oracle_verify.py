@@ -302,7 +302,7 @@ def test_gen_plan_text_form():
 
 
 def test_bad_options_are_errors(tmp_path):
-    for kw in ({"measure": "cycles"}, {"min_speedup": 0}, {"measure_cases": 0}, {"largest_fraction": 1.5},
+    for kw in ({"measure": "nope"}, {"min_speedup": 0}, {"measure_cases": 0}, {"largest_fraction": 1.5},
                {"gen_plan": "nope"}):
         with pytest.raises(ValueError):
             verify_returns(DATA / "seeds.jsonl", DATA / "return_example.jsonl", tmp_path,

@@ -22,10 +22,11 @@ oracle_app = typer.Typer(name="oracle", help="Oracle SFT data: verify oracle ans
 
 
 class MeasureMethod(StrEnum):
-    """``--measure``: instruction counts under valgrind (deterministic, default) or wall time (interleaved
-    repeats)."""
+    """``--measure``: instruction counts under valgrind (deterministic, default), model cycles (cache and branch
+    simulation) or wall time (interleaved repeats)."""
 
     instructions = "instructions"
+    cycles = "cycles"
     wall = "wall"
 
 

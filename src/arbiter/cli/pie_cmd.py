@@ -21,10 +21,11 @@ pie_app = typer.Typer(name="pie", help="PIE speedup reward (re-timed here) and P
 
 
 class Method(StrEnum):
-    """``--method``: instruction counts under valgrind (deterministic, default) or wall time (interleaved
-    repeats, CPU clock)."""
+    """``--method``: instruction counts under valgrind (deterministic, default), model cycles (valgrind with cache
+    and branch simulation, deterministic) or wall time (interleaved repeats, CPU clock)."""
 
     instructions = "instructions"
+    cycles = "cycles"
     wall = "wall"
 
 

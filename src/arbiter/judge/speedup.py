@@ -33,7 +33,7 @@ __all__ = [
     "gated_speedup",
 ]
 
-Method = Literal["instructions", "wall"]
+Method = Literal["instructions", "cycles", "wall"]
 #: A hook around each phase (``"compile"``, ``"judge"``, ``"measure"``, ``"measure_wall"``), e.g. a run's lock.
 Hold = Callable[[str], ContextManager[Any]]
 
@@ -161,8 +161,8 @@ def gated_speedup(source: str, candidate: str, cases: Sequence[StdioCase], spec:
 
     if not cases:
         raise ValueError("no cases to measure (zero tests is INVALID_TASK, never a measurement)")
-    if spec.method not in ("instructions", "wall"):
-        raise ValueError(f"method must be 'instructions' or 'wall', got {spec.method!r}")
+    if spec.method not in ("instructions", "cycles", "wall"):
+        raise ValueError(f"method must be 'instructions', 'cycles' or 'wall', got {spec.method!r}")
     hold = hold or _no_hold
     stage = "source_compile"
     try:
@@ -242,7 +242,7 @@ def _compare(src: Any, cand: Any, cases: Sequence[StdioCase], spec: SpeedupSpec,
             return compare(a, b, timing_cases, "wall", **kw), None
     cache = spec.cache if spec.cache is not None else CountCache.disabled()
     with hold("measure"):
-        cmp = compare(a, b, timing_cases, "instructions", baseline_cache=cache, output_check=spec.output_check,
+        cmp = compare(a, b, timing_cases, spec.method, baseline_cache=cache, output_check=spec.output_check,
                       **kw)
     hits = cmp.extra.pop("baseline_cache_hits", 0)
     reason = meter_fallback_reason(cmp) if spec.fallback else None

@@ -51,7 +51,7 @@ def measure_reasons(failures: Sequence[MeasureFailure]) -> list[dict[str, Any]]:
 
 def measurable(method: str, source_cost: float, n_cases: int, floor: int | None) -> bool:
     """Whether the largest tests can show speed: the source's cost on them is above start-up noise."""
-    if method == "instructions":
+    if method in ("instructions", "cycles"):  # valgrind figures: the floor (instructions only) or none
         return floor is None or source_cost >= MEASURABLE_FACTOR * floor * n_cases
     return source_cost >= WALL_MEASURABLE_SECONDS * n_cases
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
 from arbiter.languages.cpp.toolchain import ToolchainMismatch
+from arbiter.timing.cycles import ModelMismatch, check_same_model
 from arbiter.timing.status import MeasureStatus
 from arbiter.timing.valgrind_log import meter_reason
 
@@ -31,10 +32,20 @@ __all__ = [
     "largest_cases",
     "mark_fallback",
     "meter_fallback_reason",
+    "METHODS",
+    "unit_of",
+    "comparable_speedups",
 ]
 
 
-Method = Literal["instructions", "wall"]
+Method = Literal["instructions", "cycles", "wall"]
+#: Every measure ``compare`` knows.
+METHODS: tuple[str, ...] = ("instructions", "cycles", "wall")
+
+
+def unit_of(method: str | None) -> str:
+    """The unit of a measure's figures: ``seconds`` for wall, else the measure's own name."""
+    return "seconds" if method == "wall" else str(method or "instructions")
 
 
 #: One test case: ``(name, stdin bytes, expected stdout bytes or None)``.
@@ -302,6 +313,18 @@ def meter_fallback_reason(cmp: Comparison) -> str | None:
         if f["status"] == MeasureStatus.UNSUPPORTED_BY_METER.value:
             return meter_reason(str(f.get("detail") or "")) or "the meter cannot run the program"
     return None
+
+
+def comparable_speedups(comparisons: Sequence["Comparison"]) -> list[float | None]:
+    """The speedups of ``comparisons``, after checking that they all come from one measure, cycle model and cache
+    geometry (:func:`~arbiter.timing.cycles.check_same_model`; raises
+    :class:`~arbiter.timing.cycles.ModelMismatch`): the one door for comparing or averaging speedups."""
+    for c in comparisons[1:]:
+        if c.method != comparisons[0].method:
+            raise ModelMismatch(f"speedups of different measures are not comparable: {comparisons[0].method} vs "
+                                f"{c.method}")
+        check_same_model(comparisons[0].meter, c.meter)
+    return [c.speedup for c in comparisons]
 
 
 def mark_fallback(fallback: Comparison, attempt: Comparison, reason: str) -> Comparison:

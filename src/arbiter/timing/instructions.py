@@ -24,6 +24,7 @@ from arbiter.timing.processes import (
     CREATES_PROCESSES_REASON, NO_NEW_PROCESSES, PROBED_STATUSES, find_prlimit, measuring_sandbox_limits,
     process_probe, single_process_argv,
 )
+from arbiter.timing.cycles import parse_sim_line
 from arbiter.timing.status import MeasureStatus, default_same_output, run_status
 from arbiter.timing.valgrind import (
     EXEC_REFUSED_LAUNCHER, SANDBOX_TOOL_DIR, TOOL_NAME, TOOL_OPTIONS, TOOL_SOURCE, Valgrind, ValgrindUnavailable,
@@ -116,11 +117,19 @@ class CaseCount:
     cpu_seconds: float = 0.0
     wall_seconds: float = 0.0
     peak_memory_bytes: int = 0
+    events: dict[str, int] | None = None
+    cycles: int | None = None
 
     @property
     def ok(self) -> bool:
         """True when the run produced a count."""
         return self.status is MeasureStatus.OK and self.instructions is not None
+
+    @property
+    def cost(self) -> int | None:
+        """The run's figure: model cycles under a cycles meter (``events``: the simulated misses), else
+        instructions."""
+        return self.cycles if self.cycles is not None else self.instructions
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -175,7 +184,13 @@ def count_instructions(sandbox: Sandbox, argv: Sequence[str] = ("/prog/main",), 
         n = parse_cachegrind_log(ex.log)
     except ValueError as exc:
         return CaseCount(status=MeasureStatus.NO_COUNT, detail=str(exc), **common)
-    return CaseCount(status=MeasureStatus.OK, instructions=n, **common)
+    if vg.cycle_model is None:
+        return CaseCount(status=MeasureStatus.OK, instructions=n, **common)
+    events = parse_sim_line(ex.log)
+    if events is None:
+        return CaseCount(status=MeasureStatus.NO_COUNT, detail="valgrind's log has no simulation line", **common)
+    return CaseCount(status=MeasureStatus.OK, instructions=n, events=events, cycles=vg.cycle_model.cost(n, events),
+                     **common)
 
 
 def _undecodable_outcome(undecodable: tuple[str, str], native: Execution, expected: bytes | None,
@@ -210,8 +225,8 @@ class InstructionRun:
 
     @property
     def total(self) -> int | None:
-        """Sum of the counts (instructions), ``None`` unless :attr:`ok`."""
-        return sum(c.instructions for c in self.counts) if self.ok else None  # type: ignore[misc]
+        """Sum of the figures (instructions, or model cycles under a cycles meter), ``None`` unless :attr:`ok`."""
+        return sum(c.cost for c in self.counts) if self.ok else None  # type: ignore[misc]
 
 
 def measure_instructions(binary: bytes, cases: Sequence[tuple[str, bytes, bytes | None]], *,

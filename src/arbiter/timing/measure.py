@@ -17,9 +17,10 @@ from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import Sandbox
 from arbiter.timing.comparison import (
-    LARGEST_FRACTION, Case, CaseFigures, Comparison, FingerprintMismatch, Method, Program, build_comparison,
+    LARGEST_FRACTION, METHODS, Case, CaseFigures, Comparison, FingerprintMismatch, Method, Program, build_comparison,
     check_cases, check_comparable, fingerprint_of, largest_cases, mark_fallback, meter_fallback_reason,
 )
+from arbiter.timing.cycles import DEFAULT_MODEL, CycleModel
 from arbiter.timing.count_cache import CountCache, count_key, sha256_hex
 from arbiter.timing.instructions import (
     CaseCount,
@@ -75,14 +76,15 @@ def compare(a: Any, b: Any, cases: Sequence[Case], method: Method = "instruction
             pattern: Pattern = "ABBA", clock: Clock = "cpu", pin: bool = True, stop_on_failure: bool = True,
             valgrind: Valgrind | None = None, baseline_cache: CountCache | None = None,
             output_check: str | Mapping[str, str] = "",
-            on_unsupported: Literal["fail", "wall"] = "fail") -> Comparison:
+            on_unsupported: Literal["fail", "wall"] = "fail", cycle_model: CycleModel = DEFAULT_MODEL) -> Comparison:
     """Measure baseline ``a`` and candidate ``b`` on the same ``cases``; return a :class:`Comparison`.
 
     - ``a`` / ``b``: :class:`Program`, ``(binary, toolchain)`` or a compile result (see :meth:`Program.of`).
     - ``cases``: ``(name, stdin bytes, expected stdout bytes or None)``; names unique; at least one.
     - ``method``: ``"instructions"`` (valgrind, limits scaled by
       :func:`~arbiter.timing.instructions.valgrind_limits`) or ``"wall"`` (``warmup + repeats`` interleaved
-      rounds in ``pattern`` order; headline figures on ``clock``, the other clock in ``extra``).
+      rounds in ``pattern`` order; headline figures on ``clock``, the other clock in ``extra``) or ``"cycles"``
+      (one valgrind run per case with cache and branch simulation, figures from ``cycle_model``).
     - ``limits``: the programs' native per-run limits (default :class:`Limits`).
     - ``same_output(actual, expected)``: the output check (default: trailing whitespace ignored).
     - ``pin``: hold an exclusive core (:func:`~arbiter.timing.wallclock.core_lease`) for the whole measurement.
@@ -110,6 +112,8 @@ def compare(a: Any, b: Any, cases: Sequence[Case], method: Method = "instruction
     if method == "wall":
         return wall()
     vg = valgrind or find_valgrind()
+    if method == "cycles":
+        vg = vg.with_cycles(cycle_model)
     if baseline_cache is not None:
         got = _compare_cached(pa, pb, checked, native, same_output, largest_fraction, pin, stop_on_failure,
                               vg, baseline_cache, output_check)
@@ -122,10 +126,11 @@ def compare(a: Any, b: Any, cases: Sequence[Case], method: Method = "instruction
 
 def _check_options(method: str, baseline_cache: CountCache | None, clock: str, on_unsupported: str,
                    largest_fraction: float) -> None:
-    if method not in ("instructions", "wall"):
-        raise ValueError(f"method must be 'instructions' or 'wall', got {method!r}")
-    if baseline_cache is not None and method != "instructions":
-        raise ValueError("baseline_cache applies to instruction counts only: wall figures are comparable only when "
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if baseline_cache is not None and method == "wall":
+        raise ValueError("baseline_cache applies to instruction counts only (and cycles): wall figures are "
+                         "comparable only when "
                          "both programs' runs are interleaved")
     if clock not in ("wall", "cpu"):
         raise ValueError(f"clock must be 'wall' or 'cpu', got {clock!r}")
@@ -154,7 +159,7 @@ def _compare_instructions(pa: Program, pb: Program, cases: list[Case], native: L
                     c = _count_with_retry(sbs, key, progs[key], vlim, vg, name, stdin, expected, same_output,
                                           native)
                     order.append({"case": name, "program": key})
-                    setattr(fig, key, c.instructions if c.ok else None)
+                    setattr(fig, key, c.cost if c.ok else None)
                     setattr(fig, f"{key}_status", c.status.value)
                     if not c.ok:
                         failures.append({"program": key, "case": name, "status": c.status.value,
@@ -166,8 +171,14 @@ def _compare_instructions(pa: Program, pb: Program, cases: list[Case], native: L
         finally:
             for sb in sbs.values():
                 sb.close()
-    return build_comparison(pa, pb, "instructions", "instructions", None, _instruction_meter(vg, core, vlim), figures,
+    label = _label(vg)
+    return build_comparison(pa, pb, label, label, None, _instruction_meter(vg, core, vlim), figures,
                    failures, order, fraction, {})
+
+
+def _label(vg: Valgrind) -> str:
+    """The method and unit of a valgrind meter's figures."""
+    return "instructions" if vg.cycle_model is None else "cycles"
 
 
 def _instruction_meter(vg: Valgrind, core: int | None, vlim: Limits) -> dict[str, Any]:
@@ -199,10 +210,10 @@ def _compare_cached(pa: Program, pb: Program, cases: list[Case], native: Limits,
                                        stop_on_failure=stop, valgrind=vg, pin=False)
         for c in run.counts:
             order.append({"case": c.case, "program": key})
-            setattr(figs[c.case], key, c.instructions if c.ok else None)
+            setattr(figs[c.case], key, c.cost if c.ok else None)
             setattr(figs[c.case], f"{key}_status", c.status.value)
             if key == "a" and c.ok:
-                cache.put(keys[c.case], int(c.instructions), c.case)  # type: ignore[arg-type]
+                cache.put(keys[c.case], int(c.cost), c.case)  # type: ignore[arg-type]
             elif not c.ok:
                 if key == "a" and c.status is not MeasureStatus.SANDBOX_ERROR:
                     cache.put_failure(keys[c.case], c.status.value, c.detail)
@@ -228,7 +239,7 @@ def _compare_cached(pa: Program, pb: Program, cases: list[Case], native: Limits,
             measure("a", pa, todo)
     if not (failures and stop):
         measure("b", pb, cases)
-    return build_comparison(pa, pb, "instructions", "instructions", None, _instruction_meter(vg, core, vlim),
+    return build_comparison(pa, pb, _label(vg), _label(vg), None, _instruction_meter(vg, core, vlim),
                    [figs[name] for name, _, _ in cases], failures, order, fraction, {"baseline_cache_hits": hits})
 
 

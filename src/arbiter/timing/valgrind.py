@@ -14,10 +14,11 @@ import platform
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from arbiter.sandbox.guest.protocol import DEFAULT_ENV
+from arbiter.timing.cycles import SIM_OPTIONS, CycleModel
 
 __all__ = [
     "EXEC_REFUSED_LAUNCHER",
@@ -98,6 +99,13 @@ class Valgrind:
     options: tuple[str, ...] = TOOL_OPTIONS
     hide_debuginfo: bool = True
     tool_sha256: str = ""
+    cycle_model: CycleModel | None = None
+
+    def with_cycles(self, model: CycleModel) -> "Valgrind":
+        """This meter with cache and branch simulation on (:data:`~arbiter.timing.cycles.SIM_OPTIONS`) and
+        ``model`` turning its events into cycles (the ``cycles`` measure)."""
+        base = tuple(o for o in self.options if o not in SIM_OPTIONS)
+        return replace(self, options=base + SIM_OPTIONS, cycle_model=model)
 
     @property
     def env(self) -> dict[str, str]:
@@ -130,7 +138,9 @@ class Valgrind:
     def fingerprint(self) -> dict[str, Any]:
         """What a count depends on besides the program, its input and its toolchain: the meter, its options,
         the environment's names and the CPU. Two counts are comparable only when these are equal."""
-        return {"meter": f"valgrind-{TOOL_NAME}", "valgrind": self.version, "arch": self.arch,
+        model = {} if self.cycle_model is None else {"cycle_model": self.cycle_model.fingerprint()["model"],
+                                                     "caches": self.cycle_model.fingerprint()["caches"]}
+        return {**model, "meter": f"valgrind-{TOOL_NAME}" + ("-cycles" if model else ""), "valgrind": self.version, "arch": self.arch,
                 "tool_sha256": self.tool_sha256, "options": list(self.options), "env": sorted(self.env), "debuginfo_hidden": self.hide_debuginfo,
                 "cpu_model": self.cpu_model,
                 "cpu_flags_sha256": self.cpu_flags_sha256}

@@ -13,6 +13,13 @@
    Counting: one IMark is one guest instruction; the count of the instructions seen so far is added to a 64-bit
    counter before every side exit and at the end of the block (an exit taken skips the rest), inline (no helper
    call). At exit the total is printed as cachegrind prints it: "I   refs:      1,234".
+   Simulation (--sim=yes, for the "cycles" measure): every instruction fetch goes through a simulated I1 cache,
+   every data access (loads, stores, CAS, LL/SC, dirty helpers' memory effects) through D1, their misses through a
+   unified LL (set-associative, LRU, write-allocate, like cachegrind's simulator; geometry from --I1/--D1/--LL
+   size,assoc,line); conditional branches go through a gshare predictor (16384 2-bit counters, 14 bits of global
+   history) and indirect jumps/calls/returns through a 512-entry target buffer. At exit one more line precedes the
+   count: "arbiter-count sim: I1m=.. D1m=.. LLim=.. LLdm=.. Bc=.. Bcm=.. Bi=.. Bim=..". The count itself is
+   unchanged by simulation. No prefetcher, no timing: see docs/measurement.md, "Cycles".
    Built by arbiter.timing.instructions.build_counter_tool against the libcoregrind/libvex of the installed
    valgrind (Debian's valgrind package ships them for external tools). amd64 only (the request block is at %rax). */
 #include "pub_tool_basics.h"
@@ -22,6 +29,9 @@
 #include "pub_tool_aspacemgr.h"
 #include "pub_tool_vki.h"
 #include "pub_tool_machine.h"
+#include "pub_tool_options.h"
+#include "pub_tool_libcbase.h"
+#include "pub_tool_mallocfree.h"
 #include "libvex_guest_amd64.h"
 #include <stddef.h>
 
@@ -49,6 +59,173 @@ static VG_REGPARM(1) void ac_client_request(HWord args)
    VG_(exit)(REFUSED_EXIT);
 }
 
+/* ---- cache and branch simulation (--sim=yes) ---- */
+typedef struct { const HChar* name; Long size, assoc, line; UWord sets_mask; Int line_bits; UWord* tags; } Cache;
+static Bool sim = False;
+static Cache I1 = {"I1", 32768, 8, 64}, D1 = {"D1", 32768, 8, 64}, LL = {"LL", 8388608, 16, 64};
+static ULong I1m = 0, D1m = 0, LLim = 0, LLdm = 0, Bc = 0, Bcm = 0, Bi = 0, Bim = 0;
+#define COND_BITS 14
+#define COND_SIZE (1u << COND_BITS)
+#define IND_SIZE 512
+static UChar cond_table[COND_SIZE];
+static UWord cond_history = 0;
+static Addr ind_table[IND_SIZE];
+
+static Bool parse_cache(const HChar* arg, const HChar* val, Cache* c)
+{
+   HChar* end;
+   c->size = VG_(strtoll10)(val, &end);
+   if (*end != ',') return False;
+   c->assoc = VG_(strtoll10)(end + 1, &end);
+   if (*end != ',') return False;
+   c->line = VG_(strtoll10)(end + 1, &end);
+   if (*end != '\0' || c->size <= 0 || c->assoc <= 0 || c->line < 16 || (c->line & (c->line - 1)) != 0)
+      return False;
+   Long sets = c->size / (c->assoc * c->line);
+   return sets > 0 && (sets & (sets - 1)) == 0 && sets * c->assoc * c->line == c->size;
+}
+
+static void init_cache(Cache* c)
+{
+   Long sets = c->size / (c->assoc * c->line);
+   c->sets_mask = (UWord)(sets - 1);
+   c->line_bits = 0;
+   while ((1L << c->line_bits) < c->line) c->line_bits++;
+   c->tags = VG_(calloc)("arbiter-count.cache", (SizeT)(sets * c->assoc), sizeof(UWord));
+   /* tag 0 means empty: blocks are stored + 1 */
+}
+
+/* one block reference; True on a miss (LRU: the set's ways are kept most recent first) */
+static Bool ref_block(Cache* c, UWord block)
+{
+   UWord* set = c->tags + (block & c->sets_mask) * (UWord)c->assoc;
+   UWord tag = block + 1;
+   Long i, n = c->assoc;
+   if (set[0] == tag) return False;
+   for (i = 1; i < n; i++) {
+      if (set[i] == tag) {
+         for (; i > 0; i--) set[i] = set[i - 1];
+         set[0] = tag;
+         return False;
+      }
+   }
+   for (i = n - 1; i > 0; i--) set[i] = set[i - 1];
+   set[0] = tag;
+   return True;
+}
+
+/* an access of size bytes at a: one miss at most, however many lines it touches */
+static Bool ref(Cache* c, Addr a, UWord size)
+{
+   UWord first = a >> c->line_bits, last = (a + (size ? size : 1) - 1) >> c->line_bits, b;
+   Bool miss = False;
+   for (b = first; b <= last; b++)
+      miss |= ref_block(c, b);
+   return miss;
+}
+
+static VG_REGPARM(2) void ac_ifetch(Addr a, UWord size)
+{
+   if (ref(&I1, a, size)) { I1m++; if (ref(&LL, a, size)) LLim++; }
+}
+
+static VG_REGPARM(2) void ac_data(Addr a, UWord size)
+{
+   if (ref(&D1, a, size)) { D1m++; if (ref(&LL, a, size)) LLdm++; }
+}
+
+static VG_REGPARM(2) void ac_cond(Addr ia, UWord taken)
+{
+   UWord i = ((ia >> 2) ^ cond_history) & (COND_SIZE - 1);
+   UChar ctr = cond_table[i];
+   Bc++;
+   if ((ctr >= 2) != (taken != 0)) Bcm++;
+   cond_table[i] = taken ? (ctr < 3 ? ctr + 1 : 3) : (ctr > 0 ? ctr - 1 : 0);
+   cond_history = ((cond_history << 1) | (taken != 0)) & (COND_SIZE - 1);
+}
+
+static VG_REGPARM(2) void ac_indirect(Addr ia, Addr dst)
+{
+   UWord i = (ia >> 2) & (IND_SIZE - 1);
+   Bi++;
+   if (ind_table[i] != dst) { Bim++; ind_table[i] = dst; }
+}
+
+static void add_call(IRSB* sb, const HChar* name, void* fn, IRExpr* a1, IRExpr* a2, IRExpr* guard)
+{
+   IRDirty* d = unsafeIRDirty_0_N(2, name, VG_(fnptr_to_fnentry)(fn), mkIRExprVec_2(a1, a2));
+   if (guard != NULL)
+      d->guard = guard;
+   addStmtToIRSB(sb, IRStmt_Dirty(d));
+}
+
+static IRExpr* widen(IRSB* sb, IRExpr* e)
+{
+   IRType ty = typeOfIRExpr(sb->tyenv, e);
+   IRTemp t;
+   if (ty == Ity_I64) return e;
+   t = newIRTemp(sb->tyenv, Ity_I64);
+   addStmtToIRSB(sb, IRStmt_WrTmp(t, IRExpr_Unop(ty == Ity_I1 ? Iop_1Uto64 : ty == Ity_I32 ? Iop_32Uto64
+                                                 : ty == Ity_I16 ? Iop_16Uto64 : Iop_8Uto64, e)));
+   return IRExpr_RdTmp(t);
+}
+
+#define DATA(sb, addr, size, guard) \
+   add_call(sb, "ac_data", &ac_data, addr, mkIRExpr_HWord((HWord)(size)), guard)
+
+/* the simulation calls that go before statement st (ia: address of the current instruction) */
+static void sim_before(IRSB* out, IRStmt* st, Addr ia)
+{
+   IRTypeEnv* env = out->tyenv;
+   switch (st->tag) {
+   case Ist_IMark:
+      break;
+   case Ist_WrTmp:
+      if (st->Ist.WrTmp.data->tag == Iex_Load)
+         DATA(out, st->Ist.WrTmp.data->Iex.Load.addr, sizeofIRType(st->Ist.WrTmp.data->Iex.Load.ty), NULL);
+      break;
+   case Ist_Store:
+      DATA(out, st->Ist.Store.addr, sizeofIRType(typeOfIRExpr(env, st->Ist.Store.data)), NULL);
+      break;
+   case Ist_StoreG: {
+      IRStoreG* sg = st->Ist.StoreG.details;
+      DATA(out, sg->addr, sizeofIRType(typeOfIRExpr(env, sg->data)), sg->guard);
+      break;
+   }
+   case Ist_LoadG: {
+      IRLoadG* lg = st->Ist.LoadG.details;
+      IRType tyW = Ity_INVALID, tyL = Ity_INVALID;
+      typeOfIRLoadGOp(lg->cvt, &tyW, &tyL);
+      DATA(out, lg->addr, sizeofIRType(tyL), lg->guard);
+      break;
+   }
+   case Ist_CAS: {
+      IRCAS* cas = st->Ist.CAS.details;
+      Int size = sizeofIRType(typeOfIRExpr(env, cas->dataLo)) * (cas->dataHi != NULL ? 2 : 1);
+      DATA(out, cas->addr, size, NULL);
+      break;
+   }
+   case Ist_LLSC: {
+      IRType ty = st->Ist.LLSC.storedata == NULL ? typeOfIRTemp(env, st->Ist.LLSC.result)
+                                                   : typeOfIRExpr(env, st->Ist.LLSC.storedata);
+      DATA(out, st->Ist.LLSC.addr, sizeofIRType(ty), NULL);
+      break;
+   }
+   case Ist_Dirty: {
+      IRDirty* d = st->Ist.Dirty.details;
+      if (d->mFx != Ifx_None && d->mSize > 0)
+         DATA(out, d->mAddr, d->mSize, d->guard);
+      break;
+   }
+   case Ist_Exit:
+      if (st->Ist.Exit.jk == Ijk_Boring)
+         add_call(out, "ac_cond", &ac_cond, mkIRExpr_HWord((HWord)ia), widen(out, st->Ist.Exit.guard), NULL);
+      break;
+   default:
+      break;
+   }
+}
+
 static void add_count(IRSB* sb, ULong n)
 {
    if (n == 0)
@@ -67,20 +244,31 @@ static IRSB* ac_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestL
 {
    IRSB* out = deepCopyIRSBExceptStmts(in);
    ULong pending = 0;
+   Addr ia = 0;
    Int i;
    for (i = 0; i < in->stmts_used; i++) {
       IRStmt* st = in->stmts[i];
       if (st == NULL || st->tag == Ist_NoOp)
          continue;
-      if (st->tag == Ist_IMark)
+      if (st->tag == Ist_IMark) {
          pending++;
+         ia = (Addr)st->Ist.IMark.addr;
+      }
+      if (sim)
+         sim_before(out, st, ia);
       if (st->tag == Ist_Exit) {
          add_count(out, pending);
          pending = 0;
       }
       addStmtToIRSB(out, st);
+      if (sim && st->tag == Ist_IMark)
+         add_call(out, "ac_ifetch", &ac_ifetch, mkIRExpr_HWord((HWord)st->Ist.IMark.addr),
+                  mkIRExpr_HWord((HWord)st->Ist.IMark.len), NULL);
    }
    add_count(out, pending);
+   if (sim && in->next->tag != Iex_Const
+       && (in->jumpkind == Ijk_Boring || in->jumpkind == Ijk_Call || in->jumpkind == Ijk_Ret))
+      add_call(out, "ac_indirect", &ac_indirect, mkIRExpr_HWord((HWord)ia), in->next, NULL);
    if (in->jumpkind == Ijk_ClientReq) {
       IRTemp a = newIRTemp(out->tyenv, Ity_I64);
       addStmtToIRSB(out, IRStmt_WrTmp(a, IRExpr_Get(offsetof(VexGuestAMD64State, guest_RAX), Ity_I64)));
@@ -91,12 +279,41 @@ static IRSB* ac_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestL
    return out;
 }
 
+static Bool ac_process_cmd_line_option(const HChar* arg)
+{
+   const HChar* v = NULL;
+   if VG_BOOL_CLO(arg, "--sim", sim) {}
+   else if VG_STR_CLO(arg, "--I1", v) { if (!parse_cache(arg, v, &I1)) VG_(fmsg_bad_option)(arg, "bad cache geometry\n"); }
+   else if VG_STR_CLO(arg, "--D1", v) { if (!parse_cache(arg, v, &D1)) VG_(fmsg_bad_option)(arg, "bad cache geometry\n"); }
+   else if VG_STR_CLO(arg, "--LL", v) { if (!parse_cache(arg, v, &LL)) VG_(fmsg_bad_option)(arg, "bad cache geometry\n"); }
+   else return False;
+   return True;
+}
+
+static void ac_print_usage(void)
+{
+   VG_(printf)("    --sim=no|yes              simulate caches and branch prediction [no]\n"
+               "    --I1=<size>,<assoc>,<line>  --D1=...  --LL=...   cache geometry\n");
+}
+
+static void ac_print_debug_usage(void)
+{
+}
+
 static void ac_post_clo_init(void)
 {
+   if (sim) {
+      init_cache(&I1);
+      init_cache(&D1);
+      init_cache(&LL);
+   }
 }
 
 static void ac_fini(Int exitcode)
 {
+   if (sim)
+      VG_(umsg)("arbiter-count sim: I1m=%llu D1m=%llu LLim=%llu LLdm=%llu Bc=%llu Bcm=%llu Bi=%llu Bim=%llu\n",
+                I1m, D1m, LLim, LLdm, Bc, Bcm, Bi, Bim);
    VG_(umsg)("I   refs:      %'llu\n", n_instrs);
 }
 
@@ -109,6 +326,7 @@ static void ac_pre_clo_init(void)
    VG_(details_bug_reports_to)("arbiter");
    VG_(details_avg_translation_sizeB)(200);
    VG_(basic_tool_funcs)(ac_post_clo_init, ac_instrument, ac_fini);
+   VG_(needs_command_line_options)(ac_process_cmd_line_option, ac_print_usage, ac_print_debug_usage);
 }
 
 VG_DETERMINE_INTERFACE_VERSION(ac_pre_clo_init)

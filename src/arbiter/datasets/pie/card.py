@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from arbiter.datasets.pie.decode import decode_ticks
-from arbiter.datasets.pie.rows import PieBysrcRow, PieRow
+from arbiter.datasets.pie.rows import PieBysrcRow, PieRow, parse_row
 
 
 #: gem5 ticks are picoseconds (card, "TL;DR": seconds = ticks * 1e-12).
@@ -43,6 +43,18 @@ class PieRewardError(ValueError):
 def ticks_to_seconds(ticks: int | float) -> float:
     """gem5 ticks (picoseconds) → seconds: ``ticks * 1e-12`` (card, "TL;DR units & encoding")."""
     return ticks / TICKS_PER_SECOND
+
+
+def as_row(row: Any) -> PieRow | PieBysrcRow:
+    """``row`` as a validated row: a :class:`PieRow` / :class:`PieBysrcRow` as is; a plain mapping with the card's
+    columns (what Hugging Face ``datasets`` yields) is parsed, as a pairs row when it has ``tgt_id``, else as a
+    bysrc row (:func:`~arbiter.datasets.pie.rows.parse_row`; raises its ``PieRowError``). Anything else:
+    ``TypeError``."""
+    if isinstance(row, (PieRow, PieBysrcRow)):
+        return row
+    if isinstance(row, Mapping):
+        return parse_row(row, kind="pairs" if "tgt_id" in row else "bysrc")
+    raise TypeError(f"expected a PieRow, PieBysrcRow or a mapping of the card's columns, got {type(row).__name__}")
 
 
 def _label(row: Any) -> str:
@@ -113,7 +125,7 @@ def sum_ratio(
 _ORACLE_HINT = "pass ticks_column=<the bysrc column holding the oracle target's per-case ticks>"
 
 
-def oracle_ticks(row: PieBysrcRow, ticks_column: str | None = None) -> tuple[str, dict[int, int]]:
+def oracle_ticks(row: PieBysrcRow | Mapping[str, Any], ticks_column: str | None = None) -> tuple[str, dict[int, int]]:
     """The bysrc row's oracle-target per-case ticks, as ``(column, {case_idx: ticks})``.
 
     The card says only that in pie-gem5-bysrc the tgt of the reward snippet is the "oracle" variant ("best
@@ -123,6 +135,7 @@ def oracle_ticks(row: PieBysrcRow, ticks_column: str | None = None) -> tuple[str
     decoded like every ``*_per_tc_ticks`` column. Raises :class:`PieRewardError` when no column or several
     candidates are found, or the value is null/undecodable.
     """
+    row = as_row(row)
     label = _label(row)
     extra = row.model_extra or {}
     if ticks_column is None:
@@ -172,6 +185,7 @@ def speedup(
     reproduces ``our_speedup_usable``. Raises :class:`PieRewardError` (row + column) when usable is empty, a
     selected case has no ticks on either side, or a sum is 0. Source: card, "How to compute the reward".
     """
+    row = as_row(row)
     tgt_col, tgt = _target(row, ticks_column)
     label = _label(row)
     cases = select_cases(row.usable_case_ids, k, rng, row=label)
@@ -186,6 +200,7 @@ def oracle_speedup(
     """:func:`speedup` for a pie-gem5-bysrc row: src over the oracle target (card: "'oracle' variant in the bysrc
     dataset"). bysrc ``usable_case_ids`` is kept ∩ src-timed ∩ wall, so a usable case the oracle was not timed on
     raises :class:`PieRewardError` naming the oracle column rather than being skipped."""
+    row = as_row(row)
     if not isinstance(row, PieBysrcRow):
         raise TypeError(f"oracle_speedup needs a PieBysrcRow, got {type(row).__name__}")
     return speedup(row, k, rng, ticks_column=ticks_column)
@@ -199,6 +214,7 @@ def fastest_speedup(row: PieRow | PieBysrcRow, k: int = -1, rng: random.Random |
     denominator is ``gem5_fastest_sum_ticks_usable``). Source: card, "How to compute the reward" and
     ``gem5_fastest_*``.
     """
+    row = as_row(row)
     label = _label(row)
     cases = select_cases(row.usable_case_ids, k, rng, row=label)
     return sum_ratio(
@@ -219,6 +235,7 @@ def ceiling_speedup(row: PieRow | PieBysrcRow, *, cases: Literal["usable", "time
     case in ``gem5_src_per_tc_ticks``. Returns a ratio (ticks / ticks). Raises :class:`PieRewardError` when the
     case set is empty or a usable case has no src ticks.
     """
+    row = as_row(row)
     label = _label(row)
     if cases == "usable":
         ids = list(row.usable_case_ids)
@@ -238,6 +255,6 @@ def ceiling_speedup(row: PieRow | PieBysrcRow, *, cases: Literal["usable", "time
 def flag_low_headroom(ceiling: float | PieRow | PieBysrcRow) -> bool:
     """``ceiling_speedup < 1.5`` (card, "flag_low_headroom"). Accepts the ceiling or a row (computed with
     :func:`ceiling_speedup` over usable cases)."""
-    if isinstance(ceiling, (PieRow, PieBysrcRow)):
+    if not isinstance(ceiling, (int, float)):
         ceiling = ceiling_speedup(ceiling)
     return ceiling < LOW_HEADROOM_THRESHOLD

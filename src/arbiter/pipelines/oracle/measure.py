@@ -30,7 +30,7 @@ def speedup_spec(seed: SeedRow, opts: VerifyOptions) -> SpeedupSpec:
     from arbiter.timing.count_cache import CountCache
 
     cache = (CountCache.shared(cache_subdir(opts, COUNT_CACHE_SUBDIR), subdir=COUNT_CACHE_SUBDIR)
-             if opts.use_cache and opts.measure == "instructions" else None)
+             if opts.use_cache and opts.measure != "wall" else None)
     return SpeedupSpec(compile=seed_compile_spec(seed), limits=seed_run_limits(seed), checker=checker_of(seed),
                        method=opts.measure, largest_fraction=opts.largest_fraction, repeats=int(opts.wall_repeats),
                        cache=cache, names=("source", "answer"), config=opts.config)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from arbiter.pipelines.oracle.generated_tests import DEFAULT_PLAN, GenPlan
 
-Method = Literal["instructions", "wall"]
+Method = Literal["instructions", "cycles", "wall"]
 
 #: Default number of tests measured per row (the largest by input size).
 DEFAULT_MEASURE_CASES = 3
@@ -64,8 +64,8 @@ class VerifyOptions:
 
     def check(self) -> None:
         """Raise ``ValueError`` naming the first bad option."""
-        if self.measure not in ("instructions", "wall"):
-            raise ValueError(f"measure must be 'instructions' or 'wall', got {self.measure!r}")
+        if self.measure not in ("instructions", "cycles", "wall"):
+            raise ValueError(f"measure must be 'instructions', 'cycles' or 'wall', got {self.measure!r}")
         if not (isinstance(self.min_speedup, (int, float)) and math.isfinite(self.min_speedup)
                 and self.min_speedup > 0):
             raise ValueError(f"min_speedup must be a positive number, got {self.min_speedup!r}")

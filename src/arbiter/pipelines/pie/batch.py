@@ -31,6 +31,7 @@ from arbiter.rewards.pie.reward import pie_reward
 from arbiter.pipelines.runs import RunFolder
 from arbiter.timing.count_cache import sha256_hex as _sha
 from arbiter.timing.instructions import ValgrindUnavailable
+from arbiter.timing.comparison import unit_of
 
 
 def sample_rng(seed: int, source: PieSource) -> random.Random:
@@ -56,7 +57,7 @@ def score_candidates(items: Iterable[CandidateItem], tests: Any, *, on_result: C
         head = {"key": item.key, "line": item.line, "index": item.index, "id": item.record_id,
                 "candidate_sha256": _sha(item.code) if item.code else None}
         method = reward_kw.get("method", "instructions")
-        unit = "instructions" if method == "instructions" else "seconds"
+        unit = unit_of(method)
         if item.error or item.source is None:
             src = item.source
             rec = PieRewardResult(outcome=Outcome.INVALID_TASK.value, reward=None, speedup=None,

@@ -20,6 +20,7 @@ from arbiter.pipelines.pie.batch import BatchRun, run_reward_batch
 from arbiter.pipelines.pie.candidates import iter_candidates
 from arbiter.pipelines.pie.metrics import PieMetricsAtK, ProgramGenerations, format_metrics_table, pie_eval_metrics
 from arbiter.rewards.pie.options import check_reward_options
+from arbiter.timing.comparison import unit_of
 
 
 #: Fields holding the generations of a line (first match wins).
@@ -195,7 +196,7 @@ def _report(method: str, measured: bool, programs: Sequence[ProgramGenerations],
             excluded: list[dict[str, Any]], defects: list[dict[str, Any]], records: Sequence[Mapping[str, Any]],
             metrics: Sequence[PieMetricsAtK]) -> dict[str, Any]:
     """The ``metrics.json`` report; ``measured`` False when every line was precomputed."""
-    unit = "instructions" if method == "instructions" else "seconds"
+    unit = unit_of(method)
     units: dict[str, int] = {}
     other: list[str] = []
     for p in per:

@@ -11,6 +11,7 @@ from typing import Any
 
 from arbiter.datasets.pie.card import OPT_THRESHOLD
 from arbiter.rewards.pie.result import DATASET_DEFECT
+from arbiter.timing.comparison import unit_of
 
 
 def _count(items: Iterable[str]) -> dict[str, int]:
@@ -21,7 +22,7 @@ def _count(items: Iterable[str]) -> dict[str, int]:
 
 
 def _unit_of(method: Any) -> str:
-    return "seconds" if method == "wall" else "instructions"
+    return unit_of(method)
 
 
 def speedup_stats(speedups: Sequence[float]) -> dict[str, Any]:

@@ -53,9 +53,9 @@ def speedup(c: RewardCall) -> Stop:
     """Steps 5-8: gate and measure the candidate against the source on the used cases; the AC stop carries the
     speedup (then the headroom is added), any other stop the candidate's failure or ours."""
     checks = {case.name: ":".join([_checker_key(c.chk), *(_sha(e) for e in case.expected)]) for case in c.used}
-    cache = (c.cache if c.cache is not False else CountCache.disabled()) if c.method == "instructions" else None
+    cache = (c.cache if c.cache is not False else CountCache.disabled()) if c.method != "wall" else None
     spec = SpeedupSpec(compile=c.spec, limits=c.lim, checker=c.chk, method=c.method, repeats=c.repeats,
-                       warmup=c.warmup, cache=cache, output_check=checks if c.method == "instructions" else "",
+                       warmup=c.warmup, cache=cache, output_check=checks if c.method != "wall" else "",
                        names=("src", "candidate"))
     r = gated_speedup(c.src.src_code, c.candidate, c.used, spec, task_id=f"{c.label}:candidate")
     if r.verdict is not None:

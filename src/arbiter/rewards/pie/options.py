@@ -25,7 +25,7 @@ DEFAULT_LIMITS = Limits(cpu_seconds=10.0)
 MAX_REPEATS = 1000
 
 
-Method = Literal["instructions", "wall"]
+Method = Literal["instructions", "cycles", "wall"]
 
 
 def check_reward_options(reward_kw: Mapping[str, Any], *, need_meter: bool = True) -> None:
@@ -41,8 +41,8 @@ def check_reward_options(reward_kw: Mapping[str, Any], *, need_meter: bool = Tru
     instead of making every candidate a SANDBOX_ERROR."""
     make_transform(reward_kw.get("transform", "raw"), **dict(reward_kw.get("transform_params") or {}))
     method = reward_kw.get("method", "instructions")
-    if method not in ("instructions", "wall"):
-        raise ValueError(f"method must be 'instructions' or 'wall', got {method!r}")
+    if method not in ("instructions", "cycles", "wall"):
+        raise ValueError(f"method must be 'instructions', 'cycles' or 'wall', got {method!r}")
     k = reward_kw.get("k", -1)
     if isinstance(k, bool) or not isinstance(k, int) or k == 0 or k < -1:
         raise ValueError(f"K must be -1 (all cases, the card's K = -1) or a positive number of cases, got {k!r}")
@@ -56,7 +56,7 @@ def check_reward_options(reward_kw: Mapping[str, Any], *, need_meter: bool = Tru
         from arbiter.languages.cpp.command import parse_compile_command
 
         parse_compile_command(spec.command, online_judge=spec.online_judge)
-    if method == "instructions" and need_meter:
+    if method != "wall" and need_meter:
         from arbiter.timing.instructions import find_valgrind
 
         find_valgrind()

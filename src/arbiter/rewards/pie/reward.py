@@ -24,6 +24,7 @@ from arbiter.rewards.pie.transforms import make_transform
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import SandboxError
 from arbiter.timing.count_cache import CountCache
+from arbiter.timing.comparison import unit_of
 
 
 def pick_pool(c: RewardCall) -> Stop | None:
@@ -79,8 +80,8 @@ def pie_reward(row: Any, candidate: str, tests: Any, *, transform: str = "raw",
     """
     started = time.monotonic()
     tf = make_transform(transform, **dict(transform_params or {}))
-    if method not in ("instructions", "wall"):
-        raise ValueError(f"method must be 'instructions' or 'wall', got {method!r}")
+    if method not in ("instructions", "cycles", "wall"):
+        raise ValueError(f"method must be 'instructions', 'cycles' or 'wall', got {method!r}")
     if isinstance(k, bool) or not isinstance(k, int) or k == 0:
         raise ValueError(f"K must be a non-zero int (-1 = all cases), got {k!r}")
     if not isinstance(candidate, str):
@@ -88,7 +89,7 @@ def pie_reward(row: Any, candidate: str, tests: Any, *, transform: str = "raw",
     src = as_source(row)
     res = PieRewardResult(outcome="", reward=None, speedup=None, reason="", problem_id=src.problem_id,
                           src_id=src.src_id, tgt_id=src.tgt_id, transform=tf.name, transform_params=dict(tf.params),
-                          method=method, unit="instructions" if method == "instructions" else "seconds",
+                          method=method, unit=unit_of(method),
                           requested_method=method, k=k)
     call = RewardCall(src=src, candidate=candidate, tests=tests, tf=tf, method=method, k=k, rng=rng,
                       chk=checker if isinstance(checker, CheckerSpec) else CheckerSpec(checker),
