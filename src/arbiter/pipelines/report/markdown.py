@@ -25,6 +25,10 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     return out + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows] + [""]
 
 
+def _label(r: dict[str, Any]) -> str:
+    return f"data_source {r['slice']}" if r["level"] == "data_source" else r["slice"]
+
+
 def _kept(rows: int, cand: int | None, share: float | None) -> str:
     return f"{rows:,} / {cand:,} ({pct(share)})" if cand else ""
 
@@ -44,11 +48,11 @@ def _dataset(d: dict[str, Any]) -> list[str]:
     out += table(["source", "rows", "share", "kept / candidate"], rows)
     out += ["### Difficulty (mean / median pass rate)", ""]
     out += table(["slice", "rows", "weak mean", "weak median", "strong mean", "strong median"],
-                 [[r["slice"], num(r["rows"]), num(r["weak_mean"]), num(r["weak_median"]), num(r["strong_mean"]),
+                 [[_label(r), num(r["rows"]), num(r["weak_mean"]), num(r["weak_median"]), num(r["strong_mean"]),
                    num(r["strong_median"])] for r in d["difficulty"]])
     out += ["### Test suites", ""]
     out += table(["slice", "total cases", "mean / problem", "median", "range"],
-                 [[r["slice"], num(r["total"]), num(r["mean"], 1), num(r["median"]),
+                 [[_label(r), num(r["total"]), num(r["mean"], 1), num(r["median"]),
                    f"{num(r['min'])} – {num(r['max'])}"] for r in d["suites"]])
     out += [f"### Prompt length ({p['unit']})", "", p["how"] + ".", ""]
     out += table(["metric", "value"], [["total", num(p["total"])], ["mean / median", f"{num(p['mean'], 0)} / "

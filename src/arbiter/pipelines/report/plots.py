@@ -24,11 +24,25 @@ def _save(fig: Any, path: Path) -> str:
     return path.name
 
 
+def _integer_counts(ax: Any) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+
+
 def _bars(ax: Any, edges: Sequence[float], counts: Sequence[int], log: bool, label: str = "") -> None:
     widths = [b - a for a, b in zip(edges, edges[1:])]
     ax.bar(edges[:-1], counts, width=widths, align="edge", edgecolor="black", linewidth=0.5, label=label or None)
     if log:
+        from matplotlib.ticker import FixedLocator, NullLocator
+
         ax.set_xscale("log")
+        nice = [m * 10 ** e for e in range(-3, 6) for m in (1, 1.5, 2, 3, 5, 7)]
+        inside = [t for t in nice if edges[0] <= t <= edges[-1]]
+        ticks = inside[:: max(1, len(inside) // 8)]
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
 
 
 def pass_rate_histogram(path: Path, data: Mapping[str, Any], series: Mapping[str, Sequence[int]], title: str) -> str:
@@ -40,6 +54,7 @@ def pass_rate_histogram(path: Path, data: Mapping[str, Any], series: Mapping[str
     for i, name in enumerate(names):
         ax.bar([j + (i - (len(names) - 1) / 2) * width for j in range(k + 1)], series[name], width=width, label=name)
     ax.set_xticks(range(k + 1), [f"{j}/{k}" for j in range(k + 1)])
+    _integer_counts(ax)
     ax.set_xlabel("pass rate (completions that pass every case)")
     ax.set_ylabel("rows")
     ax.set_title(title)
@@ -70,6 +85,7 @@ def histogram(path: Path, edges: Sequence[float], counts: Sequence[int], *, log:
     fig = _figure()
     ax = fig.add_subplot()
     _bars(ax, edges, counts, log)
+    _integer_counts(ax)
     if marker is not None:
         ax.axvline(marker, color="red", linestyle="--", label=f"{marker:g}")
         ax.legend()
@@ -85,6 +101,7 @@ def category_bars(path: Path, counts: Mapping[str, int], *, xlabel: str, ylabel:
     ax = fig.add_subplot()
     names = list(counts)
     ax.bar(range(len(names)), [counts[n] for n in names])
+    _integer_counts(ax)
     ax.set_xticks(range(len(names)), names)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
