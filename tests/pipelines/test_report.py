@@ -215,6 +215,22 @@ def test_characters_without_tokenizer_and_bad_inputs_exit_2(data, tmp_path):
     p = json.loads((out / "report.json").read_text())["sections"][0]["data"]["prompts"]
     assert p["unit"] == "characters"
     assert p["total"] == sum(len(m["content"]) for r in data["kept"] for m in r["prompt"])
+    # unnamed candidates count by data_source; a source gets a total only when it shares no data_source
+    cand = data["root"] / "cco_candidates.jsonl"
+    r = cli("report", str(data["dataset"]), "--out", str(tmp_path / "by_ds"), "--candidates", str(cand))
+    assert r.returncode == 0, r.stdout + r.stderr
+    comp = json.loads((tmp_path / "by_ds" / "report.json").read_text())["sections"][0]["data"]["composition"]
+    by_source = {s["source"]: s for s in comp["sources"]}
+    apps = {d["data_source"]: d for d in by_source["cco"]["data_sources"]}["code_apps"]
+    assert apps["candidates"] == sum(1 for r in data["candidates"]["cco"] if r["data_source"] == "apps")
+    assert by_source["cco"]["candidates"] is None and comp["total"]["candidates"] is None  # codeforces is in both
+    # a dataset without the annotation: the suite table and plot only
+    r = cli("report", str(cand), "--out", str(tmp_path / "plain"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    sec = json.loads((tmp_path / "plain" / "report.json").read_text())["sections"][0]
+    assert sec["data"]["annotated_rows"] == 0 and set(sec["plots"]) == {"suite_sizes"}
+    assert sec["data"]["suites"][0]["total"] == sum(cases_of(r["reward_model"]["ground_truth"])
+                                                     for r in data["candidates"]["cco"])
     junk = tmp_path / "junk.txt"
     junk.write_text("hello")
     for args, words in (([str(junk)], "neither a verl dataset"), ([str(tmp_path / "nope.parquet")], "not found"),

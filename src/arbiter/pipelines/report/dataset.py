@@ -38,12 +38,13 @@ def composition(facts: Sequence[RowFacts], candidates: Mapping[str, int],
     by_source: dict[str, Counter[str]] = defaultdict(Counter)
     for f in facts:
         by_source[f.source][f.data_source] += 1
+    owners = Counter(d for parts in by_source.values() for d in parts)
     sources = []
     for name, parts in sorted(by_source.items()):
         rows = sum(parts.values())
         cand = candidates.get(name)
-        if cand is None and parts and all(d in candidates_by_ds for d in parts):
-            cand = sum(candidates_by_ds[d] for d in parts)
+        if cand is None and parts and all(d in candidates_by_ds and owners[d] == 1 for d in parts):
+            cand = sum(candidates_by_ds[d] for d in parts)  # only when no data_source is shared with another source
         sources.append({"source": name, "rows": rows, "share": _share(rows, total), "candidates": cand,
                         "kept_share": _share(rows, cand) if cand else None,
                         "data_sources": [{"data_source": d, "rows": n, "share": _share(n, total),
