@@ -354,6 +354,17 @@ def generate(
     raise typer.Exit(code)
 
 
+@oracle_app.command("plots")
+def plots(
+    folder: Path = typer.Argument(..., exists=True, file_okay=False, help="an `arbiter oracle verify` --out folder"),
+    out: Optional[Path] = typer.Option(None, "--out", file_okay=False, help="report folder (default FOLDER/plots)"),
+) -> None:
+    """PNG plots of a finished run (rejections by stage, accepted speedups) with report.md and report.json (docs/report.md)."""
+    from arbiter.cli.report_cmd import run_report
+
+    run_report([folder], out or folder / "plots", title="oracle verify")
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``oracle`` command group (``verify``, ``generate``) to ``app``."""
     app.add_typer(oracle_app, name="oracle")

@@ -341,6 +341,17 @@ def evaluate(
     raise typer.Exit(3 if run.sandbox_errors else 0)
 
 
+@pie_app.command("plots")
+def plots(
+    folder: Path = typer.Argument(..., exists=True, file_okay=False, help="an `arbiter pie eval` --out folder"),
+    out: Optional[Path] = typer.Option(None, "--out", file_okay=False, help="report folder (default FOLDER/plots)"),
+) -> None:
+    """PNG plots of a finished run (speedup distribution, %Opt by k) with report.md and report.json (docs/report.md)."""
+    from arbiter.cli.report_cmd import run_report
+
+    run_report([folder], out or folder / "plots", title="pie eval")
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``pie`` command group (``reward``, ``eval``) to ``app``."""
     app.add_typer(pie_app, name="pie")

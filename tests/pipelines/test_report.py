@@ -1,0 +1,327 @@
+"""``arbiter report`` through the real CLI, on a consolidated dataset built here from real rows (APPS, CodeScope,
+LeetCode, NeMo-Gym converted with the library) with known per-completion scores, on a real ``arbiter score``
+folder, a real ``arbiter pie eval`` folder and a real ``arbiter oracle verify`` folder. Every number is checked
+against a count made here from the inputs; every PNG is read back as an image.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from arbiter.datasets.convert import convert
+from arbiter.datasets.io import read_jsonl
+from arbiter.datasets.verl_rows import iter_raw_rows
+
+REPO = Path(__file__).resolve().parents[2]
+ORACLE = REPO / "data/oracle"
+ARBITER = [sys.executable, "-m", "arbiter.cli.main"]
+K = 8
+# consolidated source -> (prefix, the converter runs whose rows are its candidates)
+SOURCES = {"cco": ["apps", "codescope"], "deepcoder": ["leetcode", "nemo-gym"]}
+REAL = {"apps": "coderl_apps", "codescope": "codescope_codeopt/code_optimization_data.jsonl",
+        "leetcode": "leetcodedataset/LeetCodeDataset-v0.3.1-test.jsonl.gz",
+        "nemo-gym": "nemo_gym_code_gen/example.jsonl"}
+CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([*ARBITER, *args], capture_output=True, text=True, cwd=REPO, timeout=timeout,
+                          env=dict(os.environ, COLUMNS="200"))
+
+
+def scores_for(i: int) -> tuple[list[float], list[float]]:
+    """Known weak / strong scores of candidate i: i % 9 and (3 * i + 1) % 9 passes of 8, capped at 8."""
+    weak, strong = min(K, i % 9), min(K, (3 * i + 1) % 9)
+    return [1.0] * weak + [0.0] * (K - weak), [0.0] * (K - strong) + [1.0] * strong
+
+
+def cases_of(ground_truth: str) -> int:
+    gt = json.loads(ground_truth)
+    return len(gt["inputs"]) if isinstance(gt, dict) else len(gt)
+
+
+def chatml(messages: list[dict]) -> str:
+    return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages) + "<|im_start|>assistant\n"
+
+
+def pieces(text: str) -> int:  # the Whitespace pre-tokenizer's pieces, each one word of the trained vocabulary
+    return len(re.findall(r"\w+|[^\w\s]+", text))
+
+
+@pytest.fixture(scope="module")
+def data(shared: Path, tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("report")
+    candidates, kept, i = {}, [], 0
+    for source, runs in SOURCES.items():
+        cand = []
+        for run in runs:
+            convert(run, shared / "realdata" / REAL[run], root / f"{run}.jsonl")
+            cand += list(iter_raw_rows(root / f"{run}.jsonl"))
+        (root / f"{source}_candidates.jsonl").write_text("".join(json.dumps(r) + "\n" for r in cand))
+        candidates[source] = cand
+        j = 0
+        for r in cand:  # the card's consolidation: goldilocks rows, re-indexed, code_ prefixed, scores folded in
+            lower, upper = scores_for(i)
+            i += 1
+            lr, ur = sum(lower) / K, sum(upper) / K
+            if not (lr <= 0.875 and ur >= 0.125):
+                continue
+            ds = r["data_source"] if "code" in r["data_source"] else f"code_{r['data_source']}"
+            kept.append({"data_source": ds, "prompt": r["prompt"], "ability": "code", "reward_model": r["reward_model"],
+                         "extra_info": {"index": f"{source}_{j}", "id": r["extra_info"]["index"],
+                                        "lower_pass_rate": lr, "lower_scores": lower, "upper_pass_rate": ur,
+                                        "upper_scores": upper}, "source": source})
+            j += 1
+    dataset = root / "consolidated.parquet"
+    pq.write_table(pa.Table.from_pylist([{k: v for k, v in r.items() if k != "source"} for r in kept]), dataset)
+    return {"root": root, "kept": kept, "candidates": candidates, "dataset": dataset}
+
+
+@pytest.fixture(scope="module")
+def tokenizer(data) -> tuple[Path, dict]:
+    pytest.importorskip("jinja2")  # renders the chat template
+    tokenizers = pytest.importorskip("tokenizers")
+    Tokenizer, models, pre_tokenizers, trainers = (tokenizers.Tokenizer, tokenizers.models, tokenizers.pre_tokenizers,
+                                                   tokenizers.trainers)
+
+    texts = [chatml(r["prompt"]) for r in data["kept"]]
+    tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.train_from_iterator(texts, trainers.WordLevelTrainer(special_tokens=["[UNK]"], min_frequency=1))
+    folder = data["root"] / "tok"
+    folder.mkdir()
+    tok.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({"chat_template": CHATML}))
+    return folder, {id(r): pieces(t) for r, t in zip(data["kept"], texts)}
+
+
+@pytest.fixture(scope="module")
+def dataset_report(data, tokenizer) -> dict:
+    out = data["root"] / "report"
+    r = cli("report", str(data["dataset"]), "--out", str(out), "--tokenizer", str(tokenizer[0]),
+            "--candidates", f"cco={data['root'] / 'cco_candidates.jsonl'}",
+            "--candidates", f"deepcoder={data['root'] / 'deepcoder_candidates.jsonl'}", "--prompt-cap", "300")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads((out / "report.json").read_text())
+    assert len(rep["sections"]) == 1 and rep["sections"][0]["kind"] == "dataset"
+    return {"out": out, "section": rep["sections"][0], "md": (out / "report.md").read_text()}
+
+
+def median(xs):
+    s = sorted(xs)
+    return s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
+
+
+def pass_at(n: int, c: int, k: int) -> float:
+    return 1 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def assert_png(path: Path) -> None:
+    from PIL import Image
+
+    assert path.is_file() and path.stat().st_size > 1000, path
+    with Image.open(path) as im:
+        im.verify()
+    with Image.open(path) as im:
+        assert im.format == "PNG" and im.size[0] > 100 and im.size[1] > 100
+
+
+def test_composition_and_kept_over_candidates(data, dataset_report):
+    comp = dataset_report["section"]["data"]["composition"]
+    kept = data["kept"]
+    by_source = {s["source"]: s for s in comp["sources"]}
+    assert set(by_source) == set(SOURCES)
+    for source, cand in data["candidates"].items():
+        rows = [r for r in kept if r["source"] == source]
+        s = by_source[source]
+        assert (s["rows"], s["candidates"]) == (len(rows), len(cand))
+        assert s["share"] == pytest.approx(len(rows) / len(kept))
+        assert s["kept_share"] == pytest.approx(len(rows) / len(cand))
+        parts = {}
+        for r in rows:
+            parts[r["data_source"]] = parts.get(r["data_source"], 0) + 1
+        assert {d["data_source"]: d["rows"] for d in s["data_sources"]} == parts
+        assert all(d.startswith("code_") or "code" in d for d in parts)
+    total = sum(len(c) for c in data["candidates"].values())
+    assert comp["total"] == {"rows": len(kept), "candidates": total, "kept_share": pytest.approx(len(kept) / total)}
+    assert f"{len(kept):,} / {total:,}" in dataset_report["md"]
+
+
+def test_difficulty_suites_and_prompt_tokens(data, dataset_report, tokenizer):
+    sec, kept = dataset_report["section"]["data"], data["kept"]
+    slices = {"overall": kept, **{s: [r for r in kept if r["source"] == s] for s in SOURCES}}
+    diff = {d["slice"]: d for d in sec["difficulty"]}
+    suites = {d["slice"]: d for d in sec["suites"]}
+    for name, rows in slices.items():
+        weak = [r["extra_info"]["lower_pass_rate"] for r in rows]
+        strong = [r["extra_info"]["upper_pass_rate"] for r in rows]
+        assert diff[name]["weak_mean"] == pytest.approx(sum(weak) / len(weak))
+        assert diff[name]["strong_mean"] == pytest.approx(sum(strong) / len(strong))
+        assert (diff[name]["weak_median"], diff[name]["strong_median"]) == (median(weak), median(strong))
+        cases = [cases_of(r["reward_model"]["ground_truth"]) for r in rows]
+        got = suites[name]
+        assert (got["total"], got["median"], got["min"], got["max"]) == (sum(cases), median(cases), min(cases),
+                                                                          max(cases))
+        assert got["mean"] == pytest.approx(sum(cases) / len(cases))
+    assert sec["unconvertible_suites"] == 0 and sec["annotated_rows"] == len(kept)
+    tokens = [tokenizer[1][id(r)] for r in kept]
+    p = sec["prompts"]
+    assert p["unit"] == "tokens" and "chat-templated" in p["how"]
+    assert (p["total"], p["max"], p["median"]) == (sum(tokens), max(tokens), median(tokens))
+    assert p["over_cap"] == sum(1 for t in tokens if t > 300)
+    import numpy as np
+
+    assert p["p95"] == pytest.approx(float(np.percentile(tokens, 95)))
+
+
+def test_plots_hold_the_counted_data(data, dataset_report):
+    import numpy as np
+
+    sec, kept, out = dataset_report["section"], data["kept"], dataset_report["out"]
+    fig = sec["data"]["figures"]
+    weak = [sum(r["extra_info"]["lower_scores"]) for r in kept]
+    strong = [sum(r["extra_info"]["upper_scores"]) for r in kept]
+    assert fig["pass_rates"]["k"] == K and fig["pass_rates"]["bins"] == [j / K for j in range(K + 1)]
+    assert fig["pass_rates"]["weak"] == [weak.count(j) for j in range(K + 1)]
+    assert fig["pass_rates"]["strong"] == [strong.count(j) for j in range(K + 1)]
+    assert fig["pass_rates"]["weak"][K] == 0 and fig["pass_rates"]["strong"][0] == 0  # the thresholds held
+    cases = [cases_of(r["reward_model"]["ground_truth"]) for r in kept]
+    counts, _ = np.histogram(cases, bins=fig["suite_sizes"]["edges"])
+    assert fig["suite_sizes"]["counts"] == counts.tolist() and sum(counts) == len(kept)
+    for model, field in (("weak", "lower_scores"), ("strong", "upper_scores")):
+        for ds, curve in fig["pass_at_k"][model].items():
+            rows = [r for r in kept if r["data_source"] == ds]
+            for k in range(1, K + 1):
+                want = sum(pass_at(K, int(sum(r["extra_info"][field])), k) for r in rows) / len(rows)
+                assert curve[str(k)] == pytest.approx(want), (model, ds, k)
+    assert set(sec["plots"]) == {"pass_rates", "pass_at_k", "suite_sizes"}
+    for name in sec["plots"].values():
+        assert_png(out / name)
+        assert f"]({name})" in dataset_report["md"]
+
+
+def test_characters_without_tokenizer_and_bad_inputs_exit_2(data, tmp_path):
+    out = tmp_path / "chars"
+    r = cli("report", str(data["dataset"]), "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    p = json.loads((out / "report.json").read_text())["sections"][0]["data"]["prompts"]
+    assert p["unit"] == "characters"
+    assert p["total"] == sum(len(m["content"]) for r in data["kept"] for m in r["prompt"])
+    # unnamed candidates count by data_source; a source gets a total only when it shares no data_source
+    cand = data["root"] / "cco_candidates.jsonl"
+    r = cli("report", str(data["dataset"]), "--out", str(tmp_path / "by_ds"), "--candidates", str(cand))
+    assert r.returncode == 0, r.stdout + r.stderr
+    comp = json.loads((tmp_path / "by_ds" / "report.json").read_text())["sections"][0]["data"]["composition"]
+    by_source = {s["source"]: s for s in comp["sources"]}
+    apps = {d["data_source"]: d for d in by_source["cco"]["data_sources"]}["code_apps"]
+    assert apps["candidates"] == sum(1 for r in data["candidates"]["cco"] if r["data_source"] == "apps")
+    assert by_source["cco"]["candidates"] is None and comp["total"]["candidates"] is None  # codeforces is in both
+    # a dataset without the annotation: the suite table and plot only
+    r = cli("report", str(cand), "--out", str(tmp_path / "plain"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    sec = json.loads((tmp_path / "plain" / "report.json").read_text())["sections"][0]
+    assert sec["data"]["annotated_rows"] == 0 and set(sec["plots"]) == {"suite_sizes"}
+    assert sec["data"]["suites"][0]["total"] == sum(cases_of(r["reward_model"]["ground_truth"])
+                                                     for r in data["candidates"]["cco"])
+    junk = tmp_path / "junk.txt"
+    junk.write_text("hello")
+    for args, words in (([str(junk)], "neither a verl dataset"), ([str(tmp_path / "nope.parquet")], "not found"),
+                        ([str(data["dataset"]), "--tokenizer", str(junk)], "not a tokenizers tokenizer.json")):
+        e = cli("report", *args, "--out", str(tmp_path / "bad"))
+        assert e.returncode == 2 and words in e.stdout, e.stdout + e.stderr
+
+
+def test_score_folder_pass_rates_and_pass_at_k(data, tmp_path):
+    """A real ``arbiter score`` run: per row, c of n = 3 responses are the row's reference solution, the rest a
+    reply without code, so every pass rate is known."""
+    rows = [r for run in ("apps", "leetcode") for r in list(iter_raw_rows(data["root"] / f"{run}.jsonl"))[:3]]
+    dataset = tmp_path / "rows.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    known, comps = {}, []
+    for i, r in enumerate(rows):
+        c = i % 4
+        ref = r["extra_info"]["reference_solutions"][0]
+        comps.append({"data_source": r["data_source"], "index": r["extra_info"]["index"],
+                      "responses": [f"```python\n{ref}\n```"] * c + ["I cannot solve this."] * (3 - c)})
+        known[r["extra_info"]["index"]] = (r["data_source"], c)
+    completions = tmp_path / "comps.jsonl"
+    completions.write_text("".join(json.dumps(c) + "\n" for c in comps))
+    folder = tmp_path / "scored"
+    s = cli("score", "--dataset", str(dataset), "--completions", str(completions), "--out", str(folder))
+    assert s.returncode == 0, s.stdout + s.stderr
+    out = tmp_path / "rep"
+    r = cli("report", str(folder), "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    sec = json.loads((out / "report.json").read_text())["sections"][0]
+    assert sec["kind"] == "score"
+    fig = sec["data"]["figures"]
+    cs = [c for _, c in known.values()]
+    assert fig["pass_rates"]["k"] == 3 and fig["pass_rates"]["rates"] == [cs.count(j) for j in range(4)]
+    for ds in {d for d, _ in known.values()}:
+        mine = [c for d, c in known.values() if d == ds]
+        for k in (1, 2, 3):
+            assert fig["pass_at_k"][ds][str(k)] == pytest.approx(sum(pass_at(3, c, k) for c in mine) / len(mine))
+    for name in sec["plots"].values():
+        assert_png(out / name)
+
+
+def test_pie_eval_folder_speedups_and_pct_opt(tmp_path):
+    gens = tmp_path / "gens.jsonl"
+    progs = [{"id": "a", "src_runtime": 6.0, "runtimes": [3.0, None, 1.0]},
+             {"id": "b", "src_runtime": 2.0, "runtimes": [None, None, None]},
+             {"id": "c", "src_runtime": 4.0, "runtimes": [4.0, 3.8, 2.0]}]
+    gens.write_text("".join(json.dumps(p) + "\n" for p in progs))
+    folder = tmp_path / "eval"
+    e = cli("pie", "eval", "--generations", str(gens), "--out", str(folder), "--no-progress")
+    assert e.returncode == 0, e.stdout + e.stderr
+    out = tmp_path / "rep"
+    r = cli("pie", "plots", str(folder), "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    sec = json.loads((out / "report.json").read_text())["sections"][0]
+    fig = sec["data"]["figures"]
+    speedups = sorted(p["src_runtime"] / t for p in progs for t in p["runtimes"] if t)
+    assert fig["speedups"]["values"] == pytest.approx(speedups)
+    assert sum(fig["speedups"]["counts"]) == len(speedups)
+    # %Opt at k: programs whose best of the first k is >= 1.10x (a: 2.0 from k=1; c: 2.0 only at k=3)
+    assert fig["pct_opt"]["k"] == [1, 2, 3]
+    assert fig["pct_opt"]["pct_opt"] == pytest.approx([100 / 3, 100 / 3, 200 / 3])
+    assert set(sec["plots"]) == {"speedups", "pct_opt"}
+    for name in sec["plots"].values():
+        assert_png(out / name)
+
+
+def test_oracle_verify_folder_rejections_by_stage_and_accepted_speedups(tmp_path):
+    picked = {"good-0001", "fmt-unclosed-fence", "ce-0002-missing-semicolon", "wa-0004-visible", "slow-0001"}
+    lines = [l for l in (ORACLE / "returns.jsonl").read_text().splitlines() if json.loads(l).get("demo_id") in picked]
+    returns = tmp_path / "returns.jsonl"
+    returns.write_text("\n".join(lines) + "\n")
+    folder = tmp_path / "verify"
+    v = cli("oracle", "verify", "--seeds", str(ORACLE / "seeds.jsonl"), "--returns", str(returns), "--out",
+            str(folder))
+    assert v.returncode == 0, v.stdout + v.stderr
+    r = cli("oracle", "plots", str(folder))  # default --out: FOLDER/plots
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = folder / "plots"
+    sec = json.loads((out / "report.json").read_text())["sections"][0]
+    assert sec["kind"] == "oracle" and "rejections by stage" not in (folder / "report.json").read_text()
+    stages: dict[str, int] = {}
+    for rec in read_jsonl(folder / "rejected.jsonl"):
+        stages[rec["stage"]] = stages.get(rec["stage"], 0) + 1
+    assert sec["data"]["figures"]["rejections"] == stages and {"format", "compile", "tests"} <= set(stages)
+    accepted = sorted(rec["verification"]["speedup"] for rec in read_jsonl(folder / "verified.jsonl"))
+    assert sec["data"]["figures"]["speedups"]["values"] == pytest.approx(accepted) and len(accepted) >= 1
+    for name in sec["plots"].values():
+        assert_png(out / name)
+    refused = cli("report", str(folder), "--out", str(folder))  # would overwrite the folder's own report.json
+    assert refused.returncode == 2 and "folder of its own" in refused.stdout
