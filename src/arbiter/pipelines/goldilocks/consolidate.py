@@ -59,26 +59,26 @@ def _scores(value: Any, where: str) -> list[float]:
     return [float(s) for s in value]
 
 
-def read_annotation(fields: Mapping[str, Any], where: str) -> dict[str, Any]:
+def read_annotation(fields: Mapping[str, Any], where: str, sep: str = ".") -> dict[str, Any]:
     """The four annotation fields from ``fields`` (scores required; a stored pass rate must equal the recomputed
     one). Raises ``ValueError`` naming ``where`` and the field."""
     ann: dict[str, Any] = {}
     for side in ("lower", "upper"):
-        scores = _scores(fields.get(f"{side}_scores"), f"{where}.{side}_scores")
+        scores = _scores(fields.get(f"{side}_scores"), f"{where}{sep}{side}_scores")
         rate = pass_rate(scores)
         stored = fields.get(f"{side}_pass_rate")
         if stored is not None and stored != rate:
-            raise ValueError(f"{where}.{side}_pass_rate: {stored!r} differs from the fraction of passing "
+            raise ValueError(f"{where}{sep}{side}_pass_rate: {stored!r} differs from the fraction of passing "
                              f"{side}_scores ({rate})")
         ann[f"{side}_pass_rate"], ann[f"{side}_scores"] = rate, scores
     return ann
 
 
-def load_sidecar(path: Path, split: str | None = None) -> dict[str, dict[str, Any]]:
-    """``row key -> annotation`` of a sidecar dataset, keyed ``"<data_source>:<index>"``. Raises
-    :class:`CurationInputError` naming the sidecar row and field (no data_source or index, bad scores, a key
-    seen twice)."""
-    table: dict[str, dict[str, Any]] = {}
+def load_sidecar(path: Path, split: str | None = None) -> dict[str, dict[str, Any] | str]:
+    """``row key -> annotation`` of a sidecar dataset, keyed ``"<data_source>:<index>"``; a bad annotation is
+    kept as its message (naming the sidecar row and field), a problem of that row only. Raises
+    :class:`CurationInputError` for a sidecar row without data_source or index, or a key seen twice."""
+    table: dict[str, dict[str, Any] | str] = {}
     for position, raw in enumerate(iter_raw_rows(path, split=split)):
         extra = raw.get("extra_info") if isinstance(raw.get("extra_info"), Mapping) else {}
         ds, index = raw.get("data_source"), raw.get("index", extra.get("index"))
@@ -90,9 +90,9 @@ def load_sidecar(path: Path, split: str | None = None) -> dict[str, dict[str, An
         if key in table:
             raise CurationInputError(f"{where}: key {key!r} appears twice")
         try:
-            table[key] = read_annotation({**extra, **raw}, where)
+            table[key] = read_annotation({**extra, **raw}, where, ": ")
         except ValueError as exc:
-            raise CurationInputError(str(exc)) from None
+            table[key] = str(exc)
     return table
 
 
@@ -124,6 +124,8 @@ def _consolidate_source(src: Source, writer: CuratedWriter, run: ConsolidationRu
                 if row.key not in sidecar:
                     raise ValueError(f"{where}: no annotation in --sidecar {src.sidecar}")
                 ann = sidecar[row.key]
+                if isinstance(ann, str):
+                    raise ValueError(f"{where}: {ann}")
             else:
                 ann = read_annotation(row.extra_info, f"{where}: extra_info")
             reason = drop_reason(ann["lower_pass_rate"], ann["upper_pass_rate"], *thresholds)
