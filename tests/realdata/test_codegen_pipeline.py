@@ -165,7 +165,7 @@ def test_kept_rows_are_the_ones_the_thresholds_select(pipeline):
         assert "code" in row["data_source"]
         assert row["prompt"] == pipeline["rows"][i]["prompt"]
         assert row["reward_model"]["ground_truth"] == pipeline["rows"][i]["reward_model"]["ground_truth"]
-    assert {r["data_source"] for r in final} == {"code_apps", "code_leetcode", "codeforces"}
+    assert {r["data_source"] for r in final} == {"code_apps", "leetcode", "codeforces"}  # "leetcode" holds "code"
 
 
 def test_completions_carry_sampling_details(pipeline):
