@@ -2,7 +2,7 @@
 row's goldilocks annotation (from its ``extra_info`` or from a sidecar dataset joined on the data_source-qualified
 row key), recompute the flag at the thresholds, keep the goldilocks rows, fold the annotation into ``extra_info``,
 re-index (``<prefix>_{i}``, the original id kept in ``extra_info.id``), prefix ``code_`` to a ``data_source``
-without ``code``, and concatenate the sources into one output. See ``docs/goldilocks.md`` ("Consolidation").
+without ``code``, and concatenate the sources into one output. See ``docs/codegen.md`` ("Consolidation: arbiter curate consolidate").
 """
 
 from __future__ import annotations
