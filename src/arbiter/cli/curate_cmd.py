@@ -1,30 +1,16 @@
-"""``arbiter curate``: RL prompt-set curation the codegen card's way
-(``spec/codegen_iquest_card.txt``, "Difficulty (goldilocks) filtering", "Creation pipeline" steps 2-4);
-the rules live in :mod:`arbiter.pipelines.goldilocks`.
+"""``arbiter curate``: RL prompt-set curation the codegen card's way ("Difficulty (goldilocks) filtering",
+"Creation pipeline" steps 2-4); the rules live in :mod:`arbiter.pipelines.goldilocks`.
 
-- ``arbiter curate goldilocks --dataset D --weak DIR --strong DIR --out OUT.parquet``: annotate every row of D
-  from two ``arbiter score --out`` folders (weak = lower, strong = upper model; joined on the
-  data_source-qualified row key; a row without ``extra_info.index`` by position, only from a folder that scored
-  this very file), drop rows with a vacuous suite (``--keep-vacuous`` keeps them), keep rows with
-  ``lower_pass_rate <= --lower-max`` (0.875) and ``upper_pass_rate >= --upper-min`` (0.125), then drop rows whose
-  statement (without fenced code, known instruction sentences and the dataset's template lines) lingua does not
-  detect as English with confidence ``>= --english-min`` (0.999; ``--no-english-filter`` turns it off) and rows
-  without a statement. Folders scored with ``--parity`` are refused unless ``--allow-parity``. Writes OUT (kept
-  rows, the annotation folded into ``extra_info``), ``<stem>.report.json`` (counts overall and per data_source,
-  every annotation problem) and ``<stem>.rows.jsonl`` (one decision per row), and prints a table by data_source.
-- ``arbiter curate consolidate --source PREFIX=ROWS [--sidecar PREFIX=SIDECAR] --out OUT``: the card's step 3
-  (recompute the flag, keep goldilocks rows, fold the annotation into ``extra_info``, re-index
-  ``PREFIX_{i}``, prefix ``code_``, concatenate the sources).
-- ``arbiter curate audit --dataset D``: check the annotation a dataset already carries in ``extra_info``
-  (pass rates against scores, score counts, the recomputed flag, the English filter).
+- ``goldilocks --dataset D --weak DIR --strong DIR --out OUT``: annotate D from two ``arbiter score`` folders
+  (joined on data_source-qualified keys), keep ``lower <= 0.875 AND upper >= 0.125`` rows in English; writes
+  OUT, ``<stem>.report.json`` and ``<stem>.rows.jsonl`` (``docs/goldilocks.md``).
+- ``consolidate --source PREFIX=ROWS [--sidecar PREFIX=SIDECAR] --out OUT``: step 3: recompute the flag, fold
+  the annotation into ``extra_info``, re-index ``PREFIX_{i}``, prefix ``code_``, concatenate
+  (``docs/codegen.md``, "Consolidation").
+- ``audit --dataset D``: check the annotation a dataset already carries.
 
-Exit status: goldilocks: 0 done; 1 done, but some rows had no usable annotation (missing from a folder, wrong
-completion count, INVALID_TASK, SANDBOX_ERROR, a score outside [0, 1], changed ground truth, a positional key
-into a folder that scored another file), did not parse or could not be written, or repeated a row key (all
-listed in the report, none kept); 2 bad input (the option, file and line are named; a folder scored with
---parity; an output that would overwrite an input or another output; nothing is written).
-audit: 0 every row consistent and kept; 1 findings (listed); 2 bad input. consolidate: 0 done; 1 done, some rows
-could not be consolidated (listed in the report); 2 bad input.
+Exit status (each command's help has the details): 0 done; 1 done with rows that have problems (listed in the
+report); 2 bad input (option, file and line named; nothing written).
 """
 
 from __future__ import annotations

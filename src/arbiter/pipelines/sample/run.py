@@ -189,6 +189,8 @@ async def asample(dataset: str | os.PathLike, out_path: str | os.PathLike, *, mo
     out = Path(out_path)
     summary = SampleSummary(model=model, out_path=str(out), errors_path=str(out.with_name(out.stem + ".errors.jsonl")))
     prompts, problems = load_prompts(dataset, split=split)
+    if not prompts:
+        raise ValueError(f"--dataset {dataset}: no row to sample" + (f" (first problem: {problems[0]})" if problems else ""))
     summary.rows, summary.bad_rows, summary.problems = len(prompts), len(problems), problems[:20]
     summary.samples_wanted = len(prompts) * n
     params = request_params(temperature, top_p, max_tokens)
