@@ -15,7 +15,9 @@ tests can observe concurrency (``max_inflight``). An unmatched request gets HTTP
 Every request is logged in :attr:`FakeOpenAIServer.log` (script name, ``n``, model, temperature,
 status returned, the messages). With ``api_key`` set, a request without ``Authorization: Bearer
 <api_key>`` gets HTTP 401. With ``supports_n=False`` a request with ``n > 1`` gets HTTP 400, as
-servers without ``n`` do.
+servers without ``n`` do. ``models`` are the names ``GET /v1/models`` lists; a script with ``model`` set
+answers only requests for that model (two "models" on one server). ``fail_every=k`` fails every k-th
+request of a script (after ``fail_first``) with ``fail_status``: a server that fails some of the time.
 """
 
 from __future__ import annotations
@@ -45,11 +47,15 @@ class Script:
     delay: float = 0.0
     finish_reason: str = "stop"
     choices_cap: int | None = None
+    model: str | None = None
+    fail_every: int = 0
     # counters (mutated by the server)
     requests: int = 0
     served: int = 0
 
-    def matches(self, messages: list[dict[str, Any]]) -> bool:
+    def matches(self, messages: list[dict[str, Any]], model: str | None = None) -> bool:
+        if self.model is not None and model != self.model:
+            return False
         if callable(self.match):
             return bool(self.match(messages))
         return any(self.match in str(m.get("content", "")) for m in messages)
@@ -73,7 +79,8 @@ class FakeOpenAIServer:
     point the client at :attr:`base_url` (``http://127.0.0.1:PORT/v1``)."""
 
     def __init__(self, scripts: Sequence[Script], *, api_key: str | None = None, supports_n: bool = True,
-                 max_n: int = 128):
+                 max_n: int = 128, models: Sequence[str] = ("fake-model",)):
+        self.models = list(models)
         self.scripts = list(scripts)
         self.api_key = api_key
         self.supports_n = supports_n
@@ -112,7 +119,7 @@ class FakeOpenAIServer:
 
         @app.get("/v1/models")
         async def models() -> dict[str, Any]:
-            return {"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "tests"}]}
+            return {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "tests"} for m in self.models]}
 
         @app.post("/v1/chat/completions")
         async def chat(request: Request):
@@ -134,7 +141,7 @@ class FakeOpenAIServer:
                 if not 1 <= n <= self.max_n:
                     entry.status = 400
                     return self._error(400, f"n must be in 1..{self.max_n}")
-                script = next((s for s in self.scripts if s.matches(messages)), None)
+                script = next((s for s in self.scripts if s.matches(messages, body.get("model"))), None)
                 if script is None:
                     entry.status = 404
                     return self._error(404, "no script matches this request")
@@ -144,7 +151,8 @@ class FakeOpenAIServer:
                     k = script.requests
                 if script.delay:
                     await asyncio.sleep(script.delay)
-                if k <= script.fail_first:
+                periodic = script.fail_every and k > script.fail_first and (k - script.fail_first) % script.fail_every == 0
+                if k <= script.fail_first or periodic:
                     statuses = [script.fail_status] if isinstance(script.fail_status, int) else list(script.fail_status)
                     status = statuses[(k - 1) % len(statuses)]
                     entry.status = status

@@ -1,11 +1,16 @@
-"""``arbiter curate``: RL prompt-set curation the codegen card's way; the rules live in
-:mod:`arbiter.pipelines.goldilocks`.
+"""``arbiter curate``: RL prompt-set curation the codegen card's way ("Difficulty (goldilocks) filtering",
+"Creation pipeline" steps 2-4); the rules live in :mod:`arbiter.pipelines.goldilocks`.
 
-- ``arbiter curate goldilocks --dataset D --weak DIR --strong DIR --out OUT.parquet``: annotate
-  every row of D from two ``arbiter score --out`` folders and keep the goldilocks, English rows;
-- ``arbiter curate audit --dataset D``: check the annotation a dataset already carries.
+- ``goldilocks --dataset D --weak DIR --strong DIR --out OUT``: annotate D from two ``arbiter score`` folders
+  (joined on data_source-qualified keys), keep ``lower <= 0.875 AND upper >= 0.125`` rows in English; writes
+  OUT, ``<stem>.report.json`` and ``<stem>.rows.jsonl`` (``docs/goldilocks.md``).
+- ``consolidate --source PREFIX=ROWS [--sidecar PREFIX=SIDECAR] --out OUT``: step 3: recompute the flag, fold
+  the annotation into ``extra_info``, re-index ``PREFIX_{i}``, prefix ``code_``, concatenate
+  (``docs/codegen.md``, "Consolidation").
+- ``audit --dataset D``: check the annotation a dataset already carries.
 
-Options, outputs and exit statuses: ``docs/goldilocks.md``, "The command".
+Exit status (each command's help has the details): 0 done; 1 done with rows that have problems (listed in the
+report); 2 bad input (option, file and line named; nothing written).
 """
 
 from __future__ import annotations
@@ -215,8 +220,68 @@ def audit(
     raise typer.Exit(1 if run.findings else 0)
 
 
+def _pairs(values: list[str], option: str) -> dict[str, Path]:
+    from arbiter.pipelines.goldilocks import CurationInputError
+
+    pairs: dict[str, Path] = {}
+    for v in values:
+        prefix, sep, path = v.partition("=")
+        if not sep or not prefix or not path:
+            raise CurationInputError(f"{option} {v!r}: expected PREFIX=PATH (e.g. deepcoder=rows.parquet)")
+        if prefix in pairs:
+            raise CurationInputError(f"{option}: prefix {prefix!r} given twice")
+        if not Path(path).exists():
+            raise CurationInputError(f"{option} {v!r}: {path} does not exist")
+        pairs[prefix] = Path(path)
+    return pairs
+
+
+@curate_app.command("consolidate")
+def consolidate_cmd(
+    source: list[str] = typer.Option(..., "--source", help="PREFIX=ROWS, repeatable, in output order: rows whose "
+                                     "extra_info carries the annotation (e.g. `curate goldilocks` outputs)"),
+    sidecar: list[str] = typer.Option([], "--sidecar", help="PREFIX=SIDECAR: read that source's annotation from a "
+                                      "sidecar dataset joined on <data_source>:<index>"),
+    out: Path = typer.Option(..., "--out", help="consolidated rows: OUT.parquet or OUT.jsonl"),
+    lower_max: float = typer.Option(0.875, "--lower-max", help="keep when lower_pass_rate <= this (card: 0.875)"),
+    upper_min: float = typer.Option(0.125, "--upper-min", help="keep when upper_pass_rate >= this (card: 0.125)"),
+    split: Optional[str] = typer.Option(None, "--split", help="split of HF DatasetDict folders"),
+    report: Optional[Path] = typer.Option(None, "--report", dir_okay=False,
+                                          help="report path (default: <OUT stem>.report.json)"),
+) -> None:
+    """Card step 3: keep goldilocks rows of each source, fold the annotation into extra_info, re-index them
+    PREFIX_{i} (original id in extra_info.id), prefix code_ to a data_source without "code", concatenate.
+
+    Exit status: 0 done; 1 some rows could not be consolidated (listed); 2 bad input.
+    """
+    from arbiter.pipelines.goldilocks import CurationInputError, Source, consolidate
+
+    console = Console(stderr=True)
+    try:
+        rows, sides = _pairs(source, "--source"), _pairs(sidecar, "--sidecar")
+        unknown = sorted(set(sides) - set(rows))
+        if unknown:
+            raise CurationInputError(f"--sidecar {unknown[0]}: no --source with that prefix")
+        run = consolidate([Source(p, r, sides.get(p)) for p, r in rows.items()], out, lower_max=lower_max,
+                          upper_min=upper_min, split=split, report=report)
+    except (CurationInputError, ValueError, OSError) as exc:
+        console.print(f"[red]error:[/] {_show(exc)}")
+        raise typer.Exit(2)
+    table = Table(title="consolidation by source")
+    for col in ("source", "candidates", "kept", "floor", "ceiling", "floor+ceiling", "problems"):
+        table.add_column(col, justify="left" if col == "source" else "right", no_wrap=True)
+    for prefix, c in run.counts.items():
+        table.add_row(_show(prefix), *[str(c[k]) for k in ("candidates", "kept", "floor", "ceiling", "floor+ceiling",
+                                                           "problems")])
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
+    for p in run.problems[:10]:
+        console.print(f"  [yellow]problem:[/] {_show(p)}")
+    console.print(f"kept {run.kept} rows -> {_show(run.out)} (report {_show(run.report_path)})", highlight=False)
+    raise typer.Exit(1 if run.problems else 0)
+
+
 def register(app: typer.Typer) -> None:
-    """Add the ``curate`` command group (``goldilocks``, ``audit``) to ``app``."""
+    """Add the ``curate`` command group (``goldilocks``, ``consolidate``, ``audit``) to ``app``."""
     app.add_typer(curate_app, name="curate")
 
 

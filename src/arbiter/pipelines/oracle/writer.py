@@ -2,7 +2,7 @@
 
 Sends each seed row's ``messages`` to an OpenAI-compatible ``/v1/chat/completions`` endpoint and writes every
 completion as an oracle return row with a placeholder ``verification`` claim. Bounded concurrency, explicit
-retries with backoff, resumable output keyed by ``task_id#sample_index``, failures to an errors file.
+retries with backoff (the shared client, :mod:`arbiter.pipelines.llm_client`), resumable output keyed by ``task_id#sample_index``, failures to an errors file.
 See ``docs/oracle.md`` ("The writer").
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import os
-import random
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -20,11 +19,12 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 
 from arbiter.datasets.io import JsonlSink
 from arbiter.datasets.oracle import RETURN_SCHEMA_NAME, SeedRow, load_seeds, schema_issues
+from arbiter.pipelines.llm_client import (  # noqa: F401  (re-exported: the one client's retry policy)
+    RETRY_STATUSES, ChatClient, RequestFailed, backoff_delay, choices_of, is_retryable, request_params, resolve,
+    retry_after_seconds, status_of,
+)
 
 Sampling = Literal["n", "repeat"]
-
-#: HTTP statuses retried (the ``openai`` client's own retry set).
-RETRY_STATUSES = frozenset({408, 409, 429})
 
 
 @dataclass
@@ -99,70 +99,11 @@ def build_return_row(seed: SeedRow, content: str, *, sample_index: int, model: s
 
 
 # --------------------------------------------------------------------------------------------------
-# Retry policy
-
-
-def status_of(exc: BaseException) -> int | None:
-    """The HTTP status of an ``openai`` API error, else ``None``."""
-    code = getattr(exc, "status_code", None)
-    return code if isinstance(code, int) else None
-
-
-def is_retryable(exc: BaseException) -> bool:
-    """True for errors worth retrying: HTTP 408/409/429/5xx, connection errors and timeouts
-    (``openai.APIConnectionError``, which includes ``APITimeoutError``)."""
-    import openai
-
-    if isinstance(exc, openai.APIConnectionError):
-        return True
-    code = status_of(exc)
-    return code is not None and (code in RETRY_STATUSES or code >= 500)
-
-
-def retry_after_seconds(exc: BaseException) -> float | None:
-    """The ``Retry-After`` (seconds) or ``retry-after-ms`` header of an API error's response, if any
-    and parseable as a non-negative number; HTTP-date values are ignored."""
-    resp = getattr(exc, "response", None)
-    headers = getattr(resp, "headers", None)
-    if headers is None:
-        return None
-    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
-        v = headers.get(name)
-        if v is None:
-            continue
-        try:
-            x = float(v) * scale
-        except ValueError:
-            continue
-        if x >= 0:
-            return x
-    return None
-
-
-def backoff_delay(attempt: int, *, base: float, cap: float, retry_after: float | None = None,
-                  rng: random.Random | None = None) -> float:
-    """Seconds to wait before retry number ``attempt + 1`` (``attempt`` counts from 0).
-
-    ``retry_after`` (from the server) wins, bounded by ``cap``. Otherwise exponential backoff with
-    "equal jitter": ``d = min(cap, base * 2**attempt)``, then a uniform value in ``[d/2, d]``
-    (``rng`` makes it reproducible).
-    """
-    if retry_after is not None:
-        return max(0.0, min(retry_after, cap))
-    d = min(cap, base * (2 ** attempt))
-    r = (rng or random).random()
-    return d / 2 + r * d / 2
-
-
-# --------------------------------------------------------------------------------------------------
 # Generation
 
 
 @dataclass
 class _Stats:
-    requests: int = 0
-    retries: int = 0
-    failed_requests: int = 0
     written: int = 0
     errors: int = 0
 
@@ -175,13 +116,9 @@ class _Job:
 
 @dataclass
 class _Ctx:
-    client: Any
+    client: ChatClient
     model: str
     params: dict[str, Any]
-    max_retries: int
-    backoff_base: float
-    backoff_max: float
-    rng: random.Random
     sink: JsonlSink
     errors: JsonlSink
     run_id: str
@@ -211,28 +148,6 @@ def _record_error(ctx: _Ctx, job: _Job, indices: Sequence[int], exc: BaseExcepti
     ctx.stats.errors += 1
 
 
-async def _request(ctx: _Ctx, messages: list[dict[str, str]], n: int, attempts: list[int]) -> Any:
-    """One chat completion with explicit retries. ``attempts[0]`` counts the HTTP attempts made.
-    Raises the last error when it is not retryable or retries are exhausted."""
-    params = dict(ctx.params)
-    if n > 1:
-        params["n"] = n
-    attempt = 0
-    while True:
-        ctx.stats.requests += 1
-        attempts[0] = attempt + 1
-        try:
-            return await ctx.client.chat.completions.create(model=ctx.model, messages=messages, **params)
-        except Exception as e:  # noqa: BLE001 - classified below
-            if not is_retryable(e) or attempt >= ctx.max_retries:
-                raise
-            delay = backoff_delay(attempt, base=ctx.backoff_base, cap=ctx.backoff_max,
-                                  retry_after=retry_after_seconds(e), rng=ctx.rng)
-            ctx.stats.retries += 1
-            attempt += 1
-            await asyncio.sleep(delay)
-
-
 def _progress(ctx: _Ctx, k: int) -> None:
     ctx.done += k
     if ctx.on_progress is not None:
@@ -241,23 +156,17 @@ def _progress(ctx: _Ctx, k: int) -> None:
 
 async def _run_job(ctx: _Ctx, job: _Job, sem: asyncio.Semaphore) -> None:
     messages = [{"role": m.role, "content": m.content} for m in job.seed.messages]
-    tries = [0]
     async with sem:
         try:
-            resp = await _request(ctx, messages, len(job.indices), tries)
-        except Exception as e:  # noqa: BLE001 - one failed request never stops the batch
-            ctx.stats.failed_requests += 1
-            _record_error(ctx, job, job.indices, e, f"{type(e).__name__}: {e}", tries[0])
+            resp, attempts = await ctx.client.complete(messages, len(job.indices), ctx.params)
+        except RequestFailed as e:  # one failed request never stops the batch
+            _record_error(ctx, job, job.indices, e.error, str(e), e.attempts)
             _progress(ctx, len(job.indices))
             return
-    attempts = tries[0]
-    choices = sorted(getattr(resp, "choices", None) or [], key=lambda c: getattr(c, "index", 0) or 0)
+    choices = choices_of(resp)
     written = 0
-    for idx, choice in zip(job.indices, choices):
-        msg = getattr(choice, "message", None)
-        content = getattr(msg, "content", None)
-        row = build_return_row(job.seed, content if isinstance(content, str) else "", sample_index=idx,
-                               model=ctx.model, finish_reason=getattr(choice, "finish_reason", None))
+    for idx, (content, finish_reason) in zip(job.indices, choices):
+        row = build_return_row(job.seed, content, sample_index=idx, model=ctx.model, finish_reason=finish_reason)
         issues = schema_issues(row, RETURN_SCHEMA_NAME)
         if issues:  # defensive: build_return_row always makes a valid row
             _record_error(ctx, job, [idx], None, "; ".join(f"{i.path}: {i.message}" for i in issues), attempts)
@@ -271,10 +180,6 @@ async def _run_job(ctx: _Ctx, job: _Job, sem: asyncio.Semaphore) -> None:
             _record_error(ctx, job, missing, None,
                           f"the server returned {len(choices)} choice(s) for {len(job.indices)} requested", attempts)
     _progress(ctx, len(job.indices))
-
-
-def _resolve(value: str | None, env: str) -> str | None:
-    return value if value else (os.environ.get(env) or None)
 
 
 async def agenerate(
@@ -302,12 +207,10 @@ async def agenerate(
 ) -> GenerateSummary:
     """The async form of :func:`generate` (same arguments and result); use it inside a running
     event loop."""
-    import openai
-
     t0 = time.monotonic()
     _check_args(model, n, concurrency, max_retries, sampling)
-    base_url = _resolve(base_url, "OPENAI_BASE_URL")
-    api_key = _resolve(api_key, "OPENAI_API_KEY")
+    base_url = resolve(base_url, "OPENAI_BASE_URL")
+    api_key = resolve(api_key, "OPENAI_API_KEY")
     if not api_key:
         raise ValueError("no API key: pass api_key or set OPENAI_API_KEY "
                          "(any non-empty string, e.g. EMPTY, for a local vLLM server without --api-key)")
@@ -316,22 +219,21 @@ async def agenerate(
     out = Path(out_path)
     err_path = Path(errors_path) if errors_path is not None else out.with_name(out.stem + ".errors.jsonl")
     summary.out_path, summary.errors_path = str(out), str(err_path)
-    params = _request_params(temperature, top_p, max_tokens, extra_body)
+    params = request_params(temperature, top_p, max_tokens, extra_body=extra_body)
     sink = JsonlSink(out, key=_row_key, fsync=fsync)
     run_id = uuid.uuid4().hex[:12]
     errors = JsonlSink(err_path, key=lambda r: f"{r.get('run_id')}:{r.get('seq')}", fsync=fsync)
-    client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=request_timeout)
+    client = ChatClient(model=model, base_url=base_url, api_key=api_key, max_retries=max_retries,
+                        backoff_base=backoff_base, backoff_max=backoff_max, timeout=request_timeout, rng_seed=rng_seed)
     try:
         jobs, seen_ids = _plan_jobs(seed_rows, n, sampling, sink, summary)
-        ctx = _Ctx(client=client, model=model, params=params, max_retries=max_retries,
-                   backoff_base=backoff_base, backoff_max=backoff_max, rng=random.Random(rng_seed),
-                   sink=sink, errors=errors, run_id=run_id, on_progress=on_progress,
-                   total=sum(len(j.indices) for j in jobs))
+        ctx = _Ctx(client=client, model=model, params=params, sink=sink, errors=errors, run_id=run_id,
+                   on_progress=on_progress, total=sum(len(j.indices) for j in jobs))
         sem = asyncio.Semaphore(concurrency)
         await asyncio.gather(*(_run_job(ctx, j, sem) for j in jobs))
-        summary.requests = ctx.stats.requests
-        summary.retries = ctx.stats.retries
-        summary.failed_requests = ctx.stats.failed_requests
+        summary.requests = client.stats.requests
+        summary.retries = client.stats.retries
+        summary.failed_requests = client.stats.failed
         summary.samples_written = ctx.stats.written
         summary.errors = ctx.stats.errors
     finally:
@@ -362,20 +264,6 @@ def _seed_rows(seeds: str | os.PathLike | Iterable[SeedRow], summary: GenerateSu
         summary.seed_rejections = len(loaded.rejections)
         return loaded.rows
     return list(seeds)
-
-
-def _request_params(temperature: float | None, top_p: float | None, max_tokens: int | None,
-                    extra_body: dict[str, Any] | None) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    if temperature is not None:
-        params["temperature"] = temperature
-    if top_p is not None:
-        params["top_p"] = top_p
-    if max_tokens is not None:
-        params["max_tokens"] = max_tokens
-    if extra_body:
-        params["extra_body"] = extra_body
-    return params
 
 
 def _plan_jobs(seed_rows: Sequence[SeedRow], n: int, sampling: str, sink: JsonlSink,

@@ -1,0 +1,190 @@
+"""Consolidation (the card's "Creation pipeline" step 3, ``arbiter curate consolidate``): per source, read each
+row's goldilocks annotation (from its ``extra_info`` or from a sidecar dataset joined on the data_source-qualified
+row key), recompute the flag at the thresholds, keep the goldilocks rows, fold the annotation into ``extra_info``,
+re-index (``<prefix>_{i}``, the original id kept in ``extra_info.id``), prefix ``code_`` to a ``data_source``
+without ``code``, and concatenate the sources into one output. See ``docs/codegen.md`` ("Consolidation: arbiter curate consolidate").
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arbiter.datasets.io import jsonl_to_parquet, write_json_atomic
+from arbiter.datasets.verl_rows import RowError, iter_raw_rows, parse_row, row_key
+from arbiter.pipelines.goldilocks.errors import CurationInputError
+from arbiter.pipelines.goldilocks.flag import (
+    ANNOTATION_FIELDS, KEPT, LOWER_MAX, UPPER_MIN, _check_thresholds, drop_reason, pass_rate,
+)
+from arbiter.pipelines.goldilocks.writer import CuratedWriter, UnwritableRow, check_output_paths
+from arbiter.pipelines.outputs import holds_out_dirs, lock_out_dir
+
+
+@dataclass(frozen=True)
+class Source:
+    """One source to consolidate: its re-index ``prefix`` (``deepcoder``, ``cco``), its ``rows`` and, optionally,
+    a ``sidecar`` dataset carrying the annotation (rows of ``data_source``, ``index`` or ``extra_info.index``,
+    and ``lower_scores`` / ``upper_scores`` [+ pass rates], top-level or in ``extra_info``)."""
+
+    prefix: str
+    rows: Path
+    sidecar: Path | None = None
+
+
+@dataclass
+class ConsolidationRun:
+    """What :func:`consolidate` did: ``counts`` per source prefix (candidates, kept, floor, ceiling,
+    floor+ceiling, problems), ``problems`` (one message per row not consolidated, naming row and field), the
+    output and report paths."""
+
+    out: Path
+    report_path: Path
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def kept(self) -> int:
+        return sum(c[KEPT] for c in self.counts.values())
+
+
+def _scores(value: Any, where: str) -> list[float]:
+    ok = isinstance(value, (list, tuple)) and value and all(
+        isinstance(s, (int, float)) and not isinstance(s, bool) and not math.isnan(s) and 0 <= s <= 1 for s in value)
+    if not ok:
+        raise ValueError(f"{where}: expected a non-empty list of scores in [0, 1], got {str(value)[:80]}")
+    return [float(s) for s in value]
+
+
+def read_annotation(fields: Mapping[str, Any], where: str, sep: str = ".") -> dict[str, Any]:
+    """The four annotation fields from ``fields`` (scores required; a stored pass rate must equal the recomputed
+    one). Raises ``ValueError`` naming ``where`` and the field."""
+    ann: dict[str, Any] = {}
+    for side in ("lower", "upper"):
+        scores = _scores(fields.get(f"{side}_scores"), f"{where}{sep}{side}_scores")
+        rate = pass_rate(scores)
+        stored = fields.get(f"{side}_pass_rate")
+        if stored is not None and stored != rate:
+            raise ValueError(f"{where}{sep}{side}_pass_rate: {stored!r} differs from the fraction of passing "
+                             f"{side}_scores ({rate})")
+        ann[f"{side}_pass_rate"], ann[f"{side}_scores"] = rate, scores
+    return ann
+
+
+def load_sidecar(path: Path, split: str | None = None) -> dict[str, dict[str, Any] | str]:
+    """``row key -> annotation`` of a sidecar dataset, keyed ``"<data_source>:<index>"``; a bad annotation is
+    kept as its message (naming the sidecar row and field), a problem of that row only. Raises
+    :class:`CurationInputError` for a sidecar row without data_source or index, or a key seen twice."""
+    table: dict[str, dict[str, Any] | str] = {}
+    for position, raw in enumerate(iter_raw_rows(path, split=split)):
+        extra = raw.get("extra_info") if isinstance(raw.get("extra_info"), Mapping) else {}
+        ds, index = raw.get("data_source"), raw.get("index", extra.get("index"))
+        where = f"--sidecar {path} row {position}"
+        if not isinstance(ds, str) or not ds or index is None:
+            raise CurationInputError(f"{where}: needs 'data_source' and 'index' (joins are on data_source-qualified "
+                                     f"keys)")
+        key = row_key(ds, index, position)
+        if key in table:
+            raise CurationInputError(f"{where}: key {key!r} appears twice")
+        try:
+            table[key] = read_annotation({**extra, **raw}, where, ": ")
+        except ValueError as exc:
+            table[key] = str(exc)
+    return table
+
+
+def consolidated_row(raw: Mapping[str, Any], ann: Mapping[str, Any], new_index: str) -> dict[str, Any]:
+    """``raw`` as the card's final row: ``extra_info`` with ``index`` = ``new_index``, ``id`` (the original id,
+    else the original index) and the annotation; ``data_source`` prefixed ``code_`` when it lacks ``code``."""
+    extra = dict(raw.get("extra_info") or {})
+    original = extra.get("id") if extra.get("id") is not None else extra.get("index")
+    extra.update({"index": new_index, "id": original, **{k: ann[k] for k in ANNOTATION_FIELDS}})
+    ds = str(raw["data_source"])
+    return {**raw, "data_source": ds if "code" in ds else f"code_{ds}", "extra_info": extra}
+
+
+def _consolidate_source(src: Source, writer: CuratedWriter, run: ConsolidationRun, thresholds: tuple[float, float],
+                        split: str | None) -> None:
+    sidecar = load_sidecar(src.sidecar, split) if src.sidecar is not None else None
+    counts = run.counts.setdefault(src.prefix, {"candidates": 0, KEPT: 0, "floor": 0, "ceiling": 0,
+                                                "floor+ceiling": 0, "problems": 0})
+    seen: set[str] = set()
+    for position, raw in enumerate(iter_raw_rows(src.rows, split=split)):
+        counts["candidates"] += 1
+        try:
+            row = parse_row(raw, position)
+            where = f"{src.prefix}: row {row.key!r} (position {position})"
+            if row.key in seen:
+                raise ValueError(f"{where}: the row key repeats an earlier row")
+            seen.add(row.key)
+            if sidecar is not None:
+                if row.key not in sidecar:
+                    raise ValueError(f"{where}: no annotation in --sidecar {src.sidecar}")
+                ann = sidecar[row.key]
+                if isinstance(ann, str):
+                    raise ValueError(f"{where}: {ann}")
+            else:
+                ann = read_annotation(row.extra_info, f"{where}: extra_info")
+            reason = drop_reason(ann["lower_pass_rate"], ann["upper_pass_rate"], *thresholds)
+            if reason:
+                counts[reason] += 1
+                continue
+            writer.write(consolidated_row(raw, ann, f"{src.prefix}_{counts[KEPT]}"))
+            counts[KEPT] += 1
+        except (RowError, ValueError, UnwritableRow) as exc:
+            msg = str(exc) if str(exc).startswith(src.prefix) else f"{src.prefix}: {exc}"
+            counts["problems"] += 1
+            run.problems.append(msg)
+
+
+@holds_out_dirs
+def consolidate(sources: list[Source], out: str | os.PathLike, *, lower_max: float = LOWER_MAX,
+                upper_min: float = UPPER_MIN, split: str | None = None,
+                report: str | os.PathLike | None = None) -> ConsolidationRun:
+    """Consolidate ``sources`` (in order) into ``out`` (``.jsonl`` or ``.parquet``, written to a temporary file
+    and renamed into place; its folder is locked for the run) and ``report`` (default ``<out stem>.report.json``:
+    options, counts per source, problems). Rows are re-indexed ``<prefix>_{i}``, ``i`` counting kept rows of the
+    source from 0. A row that cannot be consolidated (not a verl row, no or bad annotation, a repeated key) is a
+    problem naming row and field, and the batch goes on. Raises :class:`CurationInputError` for bad thresholds,
+    prefixes, paths, or a bad sidecar."""
+    _check_thresholds(lower_max, upper_min, None)
+    out_path = Path(out)
+    report_path = Path(report) if report is not None else out_path.with_name(out_path.stem + ".report.json")
+    prefixes = [s.prefix for s in sources]
+    if not sources or len(set(prefixes)) != len(prefixes) or not all(p and p.isidentifier() for p in prefixes):
+        raise CurationInputError(f"--source: give one or more sources with distinct prefixes made of letters, digits "
+                                 f"and _ (got {prefixes})")
+    inputs = {f"--source {s.prefix}": s.rows for s in sources} | {f"--sidecar {s.prefix}": s.sidecar for s in sources}
+    check_output_paths({"--out": out_path, "--report": report_path}, inputs)
+    if not out_path.parent.is_dir():
+        raise CurationInputError(f"--out {out_path}: its folder does not exist")
+    lock_out_dir(out_path.parent)
+    run = ConsolidationRun(out_path, report_path)
+    parquet = out_path.suffix.lower() == ".parquet"
+    staging = out_path.with_name(out_path.name + ".rows.jsonl") if parquet else out_path
+    writer = CuratedWriter(staging)
+    try:
+        for src in sources:
+            _consolidate_source(src, writer, run, (lower_max, upper_min), split)
+    except BaseException:
+        writer.close(keep=False)
+        raise
+    writer.close()
+    if parquet:
+        tmp = out_path.with_name(out_path.name + ".partial")
+        jsonl_to_parquet(staging, tmp)
+        os.replace(tmp, out_path)
+        staging.unlink()
+    write_json_atomic(report_path, {"card": "codegen_iquest_card.txt: Creation pipeline step 3",
+                                    "options": {"lower_max": lower_max, "upper_min": upper_min},
+                                    "sources": [{"prefix": s.prefix, "rows": str(s.rows),
+                                                 "sidecar": None if s.sidecar is None else str(s.sidecar)}
+                                                for s in sources],
+                                    "counts": run.counts, "kept": run.kept, "problems": run.problems})
+    return run
+
+
+__all__ = ["ConsolidationRun", "Source", "consolidate", "consolidated_row", "load_sidecar", "read_annotation"]

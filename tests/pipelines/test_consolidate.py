@@ -1,0 +1,73 @@
+"""``arbiter curate consolidate`` (the card's step 3) through the real CLI on small verl rows: the flag recomputed,
+annotations from extra_info and from a sidecar joined on data_source-qualified keys, re-index, ``code_`` prefix."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from arbiter.datasets.io import read_jsonl
+from arbiter.datasets.verl_rows import iter_raw_rows
+
+
+def _row(ds: str, index: str, lower=None, upper=None, rid=None) -> dict:
+    extra = {"index": index}
+    if rid is not None:
+        extra["id"] = rid
+    if lower is not None:
+        extra.update(lower_scores=lower, upper_scores=upper)
+    return {"data_source": ds, "prompt": [{"role": "user", "content": f"problem {index}"}], "ability": "code",
+            "reward_model": {"style": "rule", "ground_truth": json.dumps({"inputs": ["1\n"], "outputs": ["1\n"]})},
+            "extra_info": extra}
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "arbiter.cli.main", "curate", "consolidate", *args],
+                          capture_output=True, text=True)
+
+
+def test_consolidate_extra_info_and_sidecar(tmp_path):
+    one, zero = [1.0] * 8, [0.0] * 8
+    half = [1.0, 0.0] * 4
+    a = _write(tmp_path / "a.jsonl", [_row("taco", "7", half, half, rid="TACO_7"), _row("taco", "8", one, one),
+                                      _row("primeintellect", "7", zero, zero), _row("code_lcbv5", "1", zero, [1.0] + zero[1:])])
+    b = _write(tmp_path / "b.jsonl", [_row("code_contests_o", "3"), _row("code_contests_o", "4"),
+                                      _row("code_contests_o", "5")])
+    side = _write(tmp_path / "side.jsonl", [
+        {"data_source": "code_contests_o", "index": "3", "lower_scores": zero, "upper_scores": half,
+         "lower_pass_rate": 0.0, "upper_pass_rate": 0.5},
+        {"data_source": "code_contests_o", "index": "4", "lower_scores": one, "upper_scores": one},
+        {"data_source": "code_contests_o", "index": "5", "lower_scores": zero, "upper_scores": half,
+         "upper_pass_rate": 0.25}])  # inconsistent: a problem naming the row and the field
+    out = tmp_path / "final.parquet"
+    r = _cli("--source", f"deepcoder={a}", "--source", f"cco={b}", "--sidecar", f"cco={side}", "--out", str(out))
+    assert r.returncode == 1, r.stderr
+    rows = list(iter_raw_rows(out))
+    got = [(x["data_source"], x["extra_info"]["index"], x["extra_info"]["id"], x["extra_info"]["lower_pass_rate"],
+            x["extra_info"]["upper_pass_rate"]) for x in rows]
+    assert got == [("code_taco", "deepcoder_0", "TACO_7", 0.5, 0.5), ("code_lcbv5", "deepcoder_1", "1", 0.0, 0.125),
+                   ("code_contests_o", "cco_0", "3", 0.0, 0.5)]
+    assert rows[0]["extra_info"]["upper_scores"] == half
+    report = json.loads((tmp_path / "final.report.json").read_text())
+    assert report["counts"]["deepcoder"] == {"candidates": 4, "kept": 2, "floor": 1, "ceiling": 1, "floor+ceiling": 0,
+                                             "problems": 0}
+    assert report["counts"]["cco"]["ceiling"] == 1
+    assert report["problems"] and "row 2" in report["problems"][0] and "upper_pass_rate" in report["problems"][0]
+
+
+def test_consolidate_missing_annotation_names_row_and_field(tmp_path):
+    a = _write(tmp_path / "a.jsonl", [_row("taco", "1")])
+    r = _cli("--source", f"deepcoder={a}", "--out", str(tmp_path / "o.jsonl"))
+    assert r.returncode == 1
+    report = json.loads((tmp_path / "o.report.json").read_text())
+    assert "'taco:1'" in report["problems"][0] and "extra_info.lower_scores" in report["problems"][0]
+    assert list(read_jsonl(tmp_path / "o.jsonl")) == []
+    bad = _cli("--source", f"deepcoder={a}", "--source", f"deepcoder={a}", "--out", str(tmp_path / "o.jsonl"))
+    assert bad.returncode == 2 and "twice" in bad.stderr
