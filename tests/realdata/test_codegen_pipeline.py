@@ -1,7 +1,7 @@
-"""The codegen card end to end through the real CLI, on real rows (../shared/realdata): ``arbiter convert`` ->
+"""The codegen card end to end through the real CLI, on real rows of the shared real-data folder: ``arbiter convert`` ->
 candidate rows of two sources -> ``arbiter sample`` from a local OpenAI-compatible server with a weak and a strong
-"model" -> ``arbiter score`` -> ``arbiter curate goldilocks`` -> ``arbiter curate consolidate`` (-> ``arbiter
-report``, marked at the end).
+"model" -> ``arbiter score`` -> ``arbiter curate goldilocks`` -> ``arbiter curate consolidate`` -> ``arbiter
+report``.
 
 The two models answer every row with real programs from the data in fixed proportions: ``c`` correct ones (the
 row's reference solutions, or the NeMo-Gym rollout graded 1.0), the rest wrong ones (CodeRL generations labelled
@@ -175,7 +175,34 @@ def test_completions_carry_sampling_details(pipeline):
 
 
 # ------------------------------------------------------------------ arbiter report
-# The `arbiter report` step goes here (added with the report command): it reads pipeline["final"] (the consolidated
-# rows), pipeline["work"] / "<prefix>.candidates.jsonl" (the candidates, for kept/candidate) and
-# pipeline["score_dirs"][(prefix, "weak" | "strong")] (the `arbiter score` folders), and its numbers are checked
-# against an independent count from PLAN.
+def test_report_counts_what_the_plan_says(pipeline):
+    """``arbiter report`` on the consolidated rows (with the candidates) and on one score folder: composition,
+    kept/candidate, difficulty and the pass-rate histogram equal a count made here from PLAN alone."""
+    from PIL import Image
+
+    from arbiter.pipelines.report import section_of
+
+    work, out = pipeline["work"], pipeline["work"] / "report"
+    arbiter("report", str(pipeline["final"]), "--out", str(out),
+            *[a for prefix in PLAN for a in ("--candidates", f"{prefix}={work / f'{prefix}.candidates.jsonl'}")],
+            str(pipeline["score_dirs"][("deepcoder", "weak")]))
+    content = json.loads((out / "report.json").read_text())
+    data = section_of(content, "dataset")["data"]
+    kept = {p: [(w, s) for _, w, s in plan if is_goldilocks(w / N, s / N)] for p, plan in PLAN.items()}
+    by_source = {s["source"]: s for s in data["composition"]["sources"]}
+    assert {p: (s["rows"], s["candidates"]) for p, s in by_source.items()} == {
+        p: (len(kept[p]), len(PLAN[p])) for p in PLAN}
+    all_kept = [ws for p in PLAN for ws in kept[p]]
+    overall = next(d for d in data["difficulty"] if d["slice"] == "overall")
+    assert overall["weak_mean"] == pytest.approx(sum(w for w, _ in all_kept) / N / len(all_kept))
+    assert overall["strong_mean"] == pytest.approx(sum(s for _, s in all_kept) / N / len(all_kept))
+    hist = data["figures"]["pass_rates"]
+    assert hist["weak"] == [sum(1 for w, _ in all_kept if w == j) for j in range(N + 1)]
+    assert hist["strong"] == [sum(1 for _, s in all_kept if s == j) for j in range(N + 1)]
+    weak_rates = section_of(content, "score")["data"]["figures"]["pass_rates"]
+    assert weak_rates["k"] == N
+    assert weak_rates["rates"] == [sum(1 for _, w, _ in PLAN["deepcoder"] if w == j) for j in range(N + 1)]
+    for name in section_of(content, "dataset")["plots"].values():
+        with Image.open(out / name) as im:
+            assert im.format == "PNG" and im.size[0] > 100
+        assert f"]({name})" in (out / "report.md").read_text()
