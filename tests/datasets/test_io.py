@@ -85,7 +85,3 @@ def test_sink_skips_known_keys_and_cuts_a_torn_line(tmp_path):
     assert list(read_jsonl(p)) == [{"k": 1, "v": "a"}, {"k": 2, "v": "c"}]
 
 
-def test_old_module_paths_still_import():
-    from arbiter.datasets import json_lines, jsonl_sink
-
-    assert json_lines.decode_json_line is decode_json_line and jsonl_sink.JsonlSink is JsonlSink

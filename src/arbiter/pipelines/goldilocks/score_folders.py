@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arbiter.datasets.io import iter_lines
 from arbiter.datasets.verl_rows import VACUOUS_SUITE
 from arbiter.pipelines.codegen import CONFIG_FILE, VERDICTS_FILE, text_sha256
 from arbiter.pipelines.goldilocks.errors import CurationInputError
@@ -252,14 +253,10 @@ def _read_sandbox_errors(epath: Path) -> Counter:
     """How many ``sandbox_error`` records ``errors.jsonl`` holds per row key."""
     sandbox: Counter = Counter()
     if epath.is_file():
-        with open(epath, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(rec, dict) and rec.get("kind") == "sandbox_error" and isinstance(rec.get("row"), str):
-                    sandbox[rec["row"]] += 1
+        for line in iter_lines(epath):
+            rec = line.value if line.ok else None
+            if isinstance(rec, dict) and rec.get("kind") == "sandbox_error" and isinstance(rec.get("row"), str):
+                sandbox[rec["row"]] += 1
     return sandbox
 
 
