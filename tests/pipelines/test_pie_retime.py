@@ -506,3 +506,23 @@ def test_avx512_candidate_is_measured_with_wall_time_not_failed(tests_root):
     assert s["speedups_by_unit"]["seconds"]["mean"] == pytest.approx(r.speedup) and s["n_other_unit"] == 1
     assert s["speedups_by_unit"]["instructions"]["n"] == 1 and s["n_correct"] == 2
     assert s["n_method_fallbacks"] == 1 and s["methods"] == ["instructions", "wall"]
+
+
+def test_summary_never_averages_speedups_of_two_cycle_models():
+    """Speedups in cycles of two cycle models (other weights) are separate figure kinds: the headline stays
+    empty instead of mixing them; one model gives the headline."""
+    from arbiter.pipelines.pie.summary import summarize_rewards
+    from arbiter.timing.cycles import DEFAULT_MODEL, CycleModel
+
+    def record(speedup, model):
+        meter = {"meter": "arbiter-count", "cycle_model": dict(model.fingerprint()["model"]),
+                 "caches": model.fingerprint()["caches"]}
+        return {"outcome": "AC", "reward": speedup, "speedup": speedup, "method": "cycles", "unit": "cycles",
+                "requested_method": "cycles", "meter": meter}
+
+    other = CycleModel(name="in-order", ir=1.0)
+    one = summarize_rewards([record(2.0, DEFAULT_MODEL), record(8.0, DEFAULT_MODEL)])
+    assert one["speedup_unit"].startswith("cycles:skylake-4ipc:") and one["mean_speedup"] == 5.0
+    mixed = summarize_rewards([record(2.0, DEFAULT_MODEL), record(8.0, other)])
+    assert len(mixed["speedups_by_unit"]) == 2 and mixed["mean_speedup"] is None
+    assert sorted(v["n"] for v in mixed["speedups_by_unit"].values()) == [1, 1]

@@ -4,6 +4,8 @@ defects kept apart. Field meanings: ``docs/pie.md`` ("Batch outputs").
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,6 +25,27 @@ def _count(items: Iterable[str]) -> dict[str, int]:
 
 def _unit_of(method: Any) -> str:
     return unit_of(method)
+
+
+def _figure_kind(record: Mapping[str, Any]) -> str:
+    """What a record's speedup may be averaged with: its unit, and for cycles also the cycle model and cache
+    geometry (``cycles:<model name>:<digest>``), so figures of two models never meet in one mean."""
+    unit = str(record.get("unit") or _unit_of(record.get("method")))
+    meter = record.get("meter") if isinstance(record.get("meter"), Mapping) else {}
+    model = meter.get("cycle_model")
+    if unit != "cycles" or not isinstance(model, Mapping):
+        return unit
+    identity = json.dumps({"model": model, "caches": meter.get("caches")}, sort_keys=True, default=str)
+    return f"cycles:{model.get('name')}:{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
+
+
+def _head_kind(unit: str, kinds: Iterable[str]) -> str:
+    """The figure kind the headline speedups describe: ``unit``, or the one cycle model the run used (with two
+    models, the headline stays empty rather than mixing them)."""
+    if unit != "cycles":
+        return unit
+    models = sorted({k for k in kinds if k.startswith("cycles:")})
+    return models[0] if len(models) == 1 else unit
 
 
 def speedup_stats(speedups: Sequence[float]) -> dict[str, Any]:
@@ -48,7 +71,8 @@ def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     unit = _unit_of(requested[0]) if len(requested) == 1 else "instructions"
     per_unit: dict[str, list[float]] = {}
     for r in correct:
-        per_unit.setdefault(str(r.get("unit") or _unit_of(r.get("method"))), []).append(float(r["speedup"]))
+        per_unit.setdefault(_figure_kind(r), []).append(float(r["speedup"]))
+    unit = _head_kind(unit, per_unit)
     head = speedup_stats(per_unit.get(unit, []))
     n_defects, defects = _dataset_defects(records)
     return {
