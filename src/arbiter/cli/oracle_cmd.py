@@ -241,7 +241,7 @@ def verify(
     hidden: Optional[Path] = typer.Option(None, "--hidden", help="hidden tests: {task_id: [{name, stdin, stdout}]}"),
     generators: Optional[Path] = typer.Option(None, "--generators", help="folder of <task_id>.py test generators"),
     measure: MeasureMethod = typer.Option(MeasureMethod.instructions, "--measure",
-                                          help="instructions (valgrind, deterministic) or wall (interleaved repeats)"),
+                                          help="instructions (valgrind, deterministic), cycles (model cycles from cache + branch simulation, deterministic) or wall (interleaved repeats)"),
     min_speedup: float = typer.Option(1.0, "--min-speedup", help="minimum largest-tests speedup (1.0 = not slower)"),
     measure_cases: int = typer.Option(3, "--measure-cases", help="measure the N largest tests (by input size)"),
     largest_fraction: float = typer.Option(0.5, "--largest-fraction",

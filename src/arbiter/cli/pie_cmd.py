@@ -210,7 +210,7 @@ def reward(
     param: Optional[list[str]] = typer.Option(None, "--param",
                                               help="transform parameter NAME=VALUE (lo, hi, failure_penalty, "
                                                    "threshold); repeatable"),
-    method: Method = typer.Option(Method.instructions, "--method", help="instructions (valgrind) or wall"),
+    method: Method = typer.Option(Method.instructions, "--method", help="instructions (valgrind), cycles (model cycles, valgrind cache + branch simulation) or wall"),
     k: int = typer.Option(-1, "--k", help="cases per reward, sampled as the card does (-1 = all)"),
     seed: int = typer.Option(0, "--seed", help="K sampling seed (per source: every candidate gets the same cases)"),
     checker: str = typer.Option("pie", "--checker", help="pie (card), tokens, exact, trailing_whitespace, ..."),
@@ -277,7 +277,7 @@ def evaluate(
     out: Path = typer.Option(..., "--out", help="output folder (created; a rerun resumes)"),
     rows: Optional[Path] = typer.Option(None, "--rows", help="PIE rows (needed unless every line is precomputed)"),
     tests: Optional[Path] = typer.Option(None, "--tests", help="PIE tests folder or .tar.gz"),
-    method: Method = typer.Option(Method.instructions, "--method", help="instructions (valgrind) or wall"),
+    method: Method = typer.Option(Method.instructions, "--method", help="instructions (valgrind), cycles (model cycles, valgrind cache + branch simulation) or wall"),
     k: int = typer.Option(-1, "--k", help="test cases per measurement, sampled per source (-1 = all)"),
     seed: int = typer.Option(0, "--seed", help="case sampling seed"),
     checker: str = typer.Option("pie", "--checker", help="output checker (pie = the card's comparator)"),
