@@ -23,7 +23,7 @@ from arbiter.checkers import pieces
 from arbiter.checkers.compare import CheckResult, check_output, compare_values
 from arbiter.checkers.spec import CheckerSpec
 
-SHARED = Path(__file__).resolve().parents[3] / "shared"
+from conftest import SHARED  # noqa: E402  (ARBITER_SHARED, else the folder beside the repo)
 NEMO = SHARED / "realdata" / "nemo_gym_code_gen"
 
 TEXT = ["exact", "trailing_whitespace", "pie", "tokens", "tokens_float"]

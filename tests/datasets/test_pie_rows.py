@@ -44,7 +44,8 @@ from arbiter.datasets.pie.rows import (
 )
 
 M = 1_000_000
-PURDUE = Path(__file__).resolve().parents[3] / "shared" / "realdata" / "pie_purdue" / "val.jsonl"
+from conftest import SHARED  # noqa: E402
+PURDUE = SHARED / "realdata" / "pie_purdue" / "val.jsonl"
 
 SRC = {0: 400 * M, 1: 600 * M, 2: 200 * M, 3: 800 * M, 4: 1000 * M, 5: 300 * M}
 TGT = {0: 100 * M, 1: 200 * M, 2: 100 * M, 3: 400 * M, 4: 200 * M}

@@ -48,7 +48,7 @@ from arbiter.judge.encodings.pyliteral import UnsafeLiteral, parse_call_argument
 from arbiter.judge.encodings.safe_pickle import UnsafePickle, decode_lcb_compressed
 from arbiter.judge.testsuite import CallCase, StdioCase
 
-SHARED = Path(__file__).resolve().parents[3] / "shared"
+from conftest import SHARED  # noqa: E402  (ARBITER_SHARED, else the folder beside the repo)
 REAL = SHARED / "realdata"
 PIE_TAR = REAL / "pie_public_tests" / "public_test_cases.tar.gz"
 
