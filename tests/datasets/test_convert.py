@@ -542,3 +542,16 @@ def test_convert_reports_a_reference_that_fails_its_own_row(shared, tmp_path):
     report = convert("leetcode", src, tmp_path / "plain.jsonl")
     assert report.written == 2 and report.measured == 0
     assert [r.extra_info["time_limit"] for r in iter_rows(tmp_path / "plain.jsonl")] == [None, None]
+
+
+def test_out_that_is_the_input_is_refused_and_the_input_kept(shared, tmp_path):
+    src = tmp_path / "ng.jsonl"
+    shutil.copy(shared / "realdata" / "nemo_gym_code_gen" / "example.jsonl", src)
+    before = src.read_bytes()
+    for out in (src, tmp_path / "." / "ng.jsonl"):
+        r = CliRunner().invoke(app, ["convert", "--from", "nemo-gym", str(src), "--out", str(out)])
+        assert r.exit_code == 2, r.output
+        assert "is the input" in " ".join(r.output.split())
+    with pytest.raises(ValueError, match="is the input"):
+        convert("nemo-gym", src, src)
+    assert src.read_bytes() == before

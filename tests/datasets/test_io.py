@@ -85,3 +85,17 @@ def test_sink_skips_known_keys_and_cuts_a_torn_line(tmp_path):
     assert list(read_jsonl(p)) == [{"k": 1, "v": "a"}, {"k": 2, "v": "c"}]
 
 
+
+
+def test_atomic_writes_get_the_mode_open_would_give(tmp_path):
+    import os
+    import stat
+
+    from arbiter.datasets.io import write_json_atomic
+
+    old = os.umask(0o022)
+    try:
+        write_json_atomic(tmp_path / "report.json", {"a": 1})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "report.json").stat().st_mode) == 0o644

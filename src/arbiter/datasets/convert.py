@@ -342,6 +342,14 @@ def check_output_path(out: str | os.PathLike) -> Path:
     return p
 
 
+def _refuse_overwriting_the_input(path: str | os.PathLike, out: str | os.PathLike) -> None:
+    """Raise ``ValueError`` when ``out`` is the input file (or a file inside the input folder): the
+    conversion would replace the rows it reads."""
+    src, dst = Path(path).resolve(), Path(out).resolve()
+    if dst == src or src in dst.parents or (dst.exists() and src.exists() and os.path.samefile(src, dst)):
+        raise ValueError(f"--out {out}: is the input {path}; write the converted rows to another file")
+
+
 def convert(source: str, path: str | os.PathLike, out: str | os.PathLike, *, data_source: str | None = None,
             index_prefix: str | None = None, on_row: Callable[[Converted], None] | None = None,
             transform: Callable[[Iterator[Converted]], Iterator[Converted]] | None = None) -> ConvertReport:
@@ -359,6 +367,7 @@ def convert(source: str, path: str | os.PathLike, out: str | os.PathLike, *, dat
     was then.
     """
     check_output_path(out)
+    _refuse_overwriting_the_input(path, out)
     report = ConvertReport(source=source)
     with RowWriter(out) as writer:
         items: Iterator[Converted] = iter_converted(source, path, data_source=data_source, index_prefix=index_prefix)

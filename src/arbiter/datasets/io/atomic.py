@@ -15,6 +15,16 @@ from pathlib import Path
 from typing import IO, Any
 
 
+def _read_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+#: The process's umask, read once at import (reading it means setting it, which is not thread-safe).
+_UMASK = _read_umask()
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "w", *, fsync: bool = True) -> Iterator[IO[Any]]:
     """A file object whose content replaces ``path`` when the block ends without an error.
@@ -24,6 +34,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", *, fsync: bool = True)
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # as open() would make it (mkstemp makes 0600)
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
             yield f
             f.flush()
