@@ -21,31 +21,10 @@ from arbiter.judge.verdict import Outcome
 from arbiter.sandbox.limits import Limits
 from arbiter.timing.count_cache import CountCache
 from arbiter.timing.instructions import valgrind_available
+from test_pie_retime import FAST, SLOW, WRONG  # the PIE tests' program pair
 
 needs_valgrind = pytest.mark.skipif(not valgrind_available(), reason="valgrind is not installed")
 
-SLOW = r"""
-#include <cstdio>
-int main() {
-    long long n; if (scanf("%lld", &n) != 1) return 1;
-    long long s = 0;
-    for (long long i = 1; i <= n; i++) s += n / i;
-    printf("%lld\n", s);
-}
-"""
-FAST = r"""
-#include <cstdio>
-int main() {
-    long long n; if (scanf("%lld", &n) != 1) return 1;
-    long long s = 0;
-    for (long long i = 1; i <= n; ) { long long q = n / i, j = n / q; s += q * (j - i + 1); i = j + 1; }
-    printf("%lld\n", s);
-}
-"""
-WRONG = r"""
-#include <cstdio>
-int main() { long long n; scanf("%lld", &n); printf("%lld\n", n); }
-"""
 # FAST's answer computed in a forked child: correct natively, but its work would escape the measured figure
 FAST_IN_CHILD = r"""
 #include <cstdio>
