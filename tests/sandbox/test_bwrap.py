@@ -24,6 +24,10 @@ def test_namespaces_and_privileges_come_first():
     assert argv[1:11] == ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
                           "--new-session", "--as-pid-1", "--cap-drop", "ALL", "--hostname", "sandbox"]
     assert "--share-net" not in argv
+    # the zygote keeps two capabilities in the sandbox's own user namespace (sessions drop them)
+    assert argv[11:15] == ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
+    plain = bwrap.bwrap_argv(_plan(zygote=False))
+    assert "--cap-add" not in plain and "--zygote" not in plain
 
 
 def test_binds_are_read_only_and_where_the_program_expects_them():
@@ -51,7 +55,7 @@ def test_seccomp_info_fd_and_the_server_command_line():
     assert _pairs(argv, "--chdir", 1) == [("/work",)]
     tail = argv[argv.index("/usr/bin/python3"):]
     assert tail == ["/usr/bin/python3", "-I", "-S", "-B", "-X", "utf8", "/arbiter/guest/__main__.py",
-                    "3", "6", "--site", "/usr/lib/python3/dist-packages"]
+                    "3", "6", "--zygote", "1", "--site", "/usr/lib/python3/dist-packages"]
     # the mounts come before the options that close the layout
     assert argv.index("/pch") < argv.index("--seccomp") < argv.index("--remount-ro")
 

@@ -11,6 +11,7 @@ from arbiter.languages.registry import get_language
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.execution import Status
 from arbiter.sandbox.limits import MiB, Limits
+from arbiter.sandbox.pool import default_pool
 from arbiter.sandbox.sandbox import Sandbox
 
 CHECKER_LIMITS = Limits(cpu_seconds=10, wall_seconds=20, memory_bytes=1024 * MiB)
@@ -36,7 +37,8 @@ class ExternalChecker:
                 raise program.error  # ours (a failed sandbox, a missing compiler): not the task's
             self.error = f"checker does not compile: {program.compile_output[:500]}"
             return
-        self.sandbox = Sandbox(files=program.files, limits=CHECKER_LIMITS, config=config)
+        self.sandbox = default_pool().acquire(files=program.files, limits=CHECKER_LIMITS, config=config)
+        self._suspect = False
         self.argv = self.language.argv(program, self.sandbox)
 
     def check(self, case: StdioCase, output: bytes) -> CheckResult | str | None:
@@ -56,6 +58,7 @@ class ExternalChecker:
             sb.put("answer.txt", answer)
             ex = sb.run([*self.argv, "input.txt", "output.txt", "answer.txt"], b"", CHECKER_LIMITS)
             if ex.status is Status.SANDBOX_ERROR:
+                self._suspect = True
                 return None
             if ex.status is Status.OK:
                 return CheckResult(True, "")
@@ -70,5 +73,7 @@ class ExternalChecker:
         return last
 
     def close(self) -> None:
+        """Give the sandbox back to the pool (closed instead after a failure of ours)."""
         if self.sandbox is not None:
-            self.sandbox.close()
+            sb, self.sandbox = self.sandbox, None
+            (default_pool().discard if self._suspect else default_pool().release)(sb)

@@ -1,4 +1,5 @@
-"""The sandbox of one submission: opened with the built program, restarted after a failure.
+"""The sandbox of one submission: taken from the warm pool with the built program, given back
+at the end, replaced by a freshly started one after a failure (docs/sandbox.md, "Warm pool").
 
 The language decides how a case runs (:meth:`~arbiter.languages.base.Language.run`: an argv, or
 the warm fork server); function-call cases go to the sandbox's call harness.
@@ -11,12 +12,14 @@ from arbiter.judge.task import Task
 from arbiter.judge.testsuite import CallCase, TestCase
 from arbiter.languages.base import Language, LoadFailure, Program
 from arbiter.sandbox.config import SandboxConfig
-from arbiter.sandbox.execution import Execution
+from arbiter.sandbox.execution import Execution, Status
+from arbiter.sandbox.pool import default_pool
 from arbiter.sandbox.sandbox import Sandbox, SandboxError
 
 
 class Runner:
-    """Owns the sandbox of one submission; restarts it after a sandbox failure."""
+    """Holds the sandbox of one submission (from :func:`default_pool`); after a sandbox failure
+    the suspect one is discarded and a freshly started one replaces it."""
 
     def __init__(self, task: Task, language: Language, program: Program, config: SandboxConfig | None):
         self.task = task
@@ -25,18 +28,28 @@ class Runner:
         self.config = config
         self.sandbox: Sandbox | None = None
         self.load_error: LoadFailure | None = None
+        self._suspect = False  # a run of this session failed on our side: never reuse it
 
-    def open(self) -> None:
+    def open(self, fresh: bool = False) -> None:
+        """Take a sandbox (``fresh``: a newly started one) and load the program. Raises
+        SandboxError / OSError."""
         self.close()
         files = None if self.language.fork_server else self.program.files
-        self.sandbox = Sandbox(files=files, limits=self.task.limits, config=self.config)
-        self.load_error = self.language.load(self.sandbox, self.program, self.task.prelude)
+        self.sandbox = default_pool().acquire(files=files, limits=self.task.limits, config=self.config,
+                                              fresh=fresh)
+        try:
+            self.load_error = self.language.load(self.sandbox, self.program, self.task.prelude)
+        except BaseException:
+            self._suspect = True
+            self.close()
+            raise
 
     def reopen(self) -> str:
         """A fresh sandbox after a failure: ``""``, or why it could not be had (the restart
         failed, or the program no longer loads in it). Never raises."""
+        self._suspect = True
         try:
-            self.open()
+            self.open(fresh=True)
         except (SandboxError, OSError) as exc:
             self.close()
             return f"{type(exc).__name__}: {exc}" if isinstance(exc, OSError) else str(exc)
@@ -51,10 +64,19 @@ class Runner:
         lim = self.task.limits
         if isinstance(case, CallCase):
             call = jsonvalues.dumps({"args": list(case.args), "kwargs": dict(case.kwargs)})
-            return self.sandbox.call_python(case.fn_name, limits=lim, call_json=call)
-        return self.language.run(self.sandbox, self.program, case.stdin, lim)
+            ex = self.sandbox.call_python(case.fn_name, limits=lim, call_json=call)
+        else:
+            ex = self.language.run(self.sandbox, self.program, case.stdin, lim)
+        if ex.status is Status.SANDBOX_ERROR:
+            self._suspect = True
+        return ex
 
     def close(self) -> None:
+        """Give the sandbox back to the pool (closed instead when a run of it failed)."""
         if self.sandbox is not None:
-            self.sandbox.close()
-            self.sandbox = None
+            sb, self.sandbox = self.sandbox, None
+            if self._suspect:
+                default_pool().discard(sb)
+            else:
+                default_pool().release(sb)
+        self._suspect = False

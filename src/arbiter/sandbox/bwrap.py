@@ -20,6 +20,10 @@ GUEST_MAIN = GUEST_MOUNT + "/__main__.py"
 #: nested user namespaces, the server as PID 1, no capabilities.
 NAMESPACE_FLAGS = ("--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
                    "--new-session", "--as-pid-1", "--cap-drop", "ALL", "--hostname", "sandbox")
+#: What the zygote (PID 1, never runs untrusted code) keeps, in the sandbox's own user namespace
+#: only: mounting a session's fresh /proc, tmpfs and /prog, and dropping the bounding set. Every
+#: session server drops all of them before its first request (docs/sandbox.md, "Warm pool").
+ZYGOTE_CAPS = ("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP")
 #: The writable tmpfs dirs (path, mode), each ``scratch_bytes`` big, wiped after every run.
 SCRATCH_MOUNTS = (("/tmp", "1777"), ("/dev/shm", "1777"), ("/work", "0755"))
 SCRATCH_DIRS = tuple(d for d, _ in SCRATCH_MOUNTS)
@@ -44,11 +48,14 @@ def root_layout_args() -> list[str]:
 
 
 def server_args(in_fd: int, out_fd: int, site: Sequence[str],
-                scratch: Sequence[str] = ()) -> list[str]:
-    """The guest server's own arguments: its two pipe ends, scratch dirs, extra ``sys.path``."""
+                scratch: Sequence[str] = (), zygote: bool = False) -> list[str]:
+    """The guest server's own arguments: its two pipe ends, scratch dirs, extra ``sys.path``,
+    and whether it is a zygote (one server per session)."""
     args = [str(in_fd), str(out_fd)]
     if scratch:
         args += ["--scratch", ":".join(scratch)]
+    if zygote:
+        args += ["--zygote", "1"]
     return args + ["--site", ":".join(site)]
 
 
@@ -69,11 +76,12 @@ class BwrapPlan:
     in_fd: int
     out_fd: int
     site: Sequence[str]
+    zygote: bool = True  # PID 1 is the zygote (sessions); False: the server itself, no capability
 
 
 def bwrap_argv(plan: BwrapPlan) -> list[str]:
     """The argv that starts bwrap with the guest server as the sandbox's PID 1."""
-    argv = [plan.bwrap, *NAMESPACE_FLAGS, *plan.root_layout]
+    argv = [plan.bwrap, *NAMESPACE_FLAGS, *(ZYGOTE_CAPS if plan.zygote else ()), *plan.root_layout]
     for d in plan.ro_binds:
         argv += ["--ro-bind", d, d]
     argv += ["--proc", "/proc", "--dev", "/dev"]
@@ -86,7 +94,7 @@ def bwrap_argv(plan: BwrapPlan) -> list[str]:
         argv += ["--seccomp", str(plan.seccomp_fd)]
     return argv + ["--remount-ro", "/", "--chdir", "/work", "--info-fd", str(plan.info_fd),
                    plan.python, *PYTHON_FLAGS, GUEST_MAIN,
-                   *server_args(plan.in_fd, plan.out_fd, plan.site)]
+                   *server_args(plan.in_fd, plan.out_fd, plan.site, zygote=plan.zygote)]
 
 
 def unisolated_argv(python: str, guest_main: str, in_fd: int, out_fd: int,

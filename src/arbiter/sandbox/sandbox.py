@@ -26,18 +26,16 @@ from arbiter.sandbox.errors import SandboxError, UnsafeModeRefused  # noqa: F401
 from arbiter.sandbox.execution import Execution, Status
 from arbiter.sandbox.guest.protocol import DEFAULT_ENV
 from arbiter.sandbox.limits import MiB, Limits
+from arbiter.sandbox.session import _EXTRA_TASKS, SERVER_HEADROOM, SessionMixin
 
 #: The guest server's folder (bind-mounted into the sandbox) and its start-up script.
 GUEST_DIR = Path(__file__).with_name("guest")
 SERVER_PATH = GUEST_DIR / "__main__.py"
-#: Memory the server itself may use on top of the program's limit (its own reads and writes).
-SERVER_HEADROOM = 32 * MiB
 #: Inputs larger than this (bytes) are written into the sandbox before a run starts, so the
 #: program is not charged for its input (contest judges do not count it).
 STAGE_STDIN_BYTES = 1 * MiB
 #: Extra seconds the judge waits for the server's answer beyond the case's wall limit.
 REPLY_GRACE = 5.0
-_EXTRA_TASKS = 2  # the server itself (+ one for exec)
 #: Seconds the wipe after a run may take per CPU second the run had (what a program creates in the
 #: scratch dirs costs it CPU; removing it costs the server up to ~3.5 times as much, for a chain
 #: of directories): the reply, sent once the wipe is done, may be that much later.
@@ -78,18 +76,20 @@ def _limits_payload(limits: Limits) -> dict[str, Any]:
     }
 
 
-class Sandbox(ChannelMixin):
-    """An isolated environment for one submission (docs/sandbox.md).
+class Sandbox(SessionMixin, ChannelMixin):
+    """An isolated environment for one submission at a time (docs/sandbox.md).
 
     ``files`` (name -> bytes) are placed read-only in ``/prog``; ``mounts`` are ``(host_path,
     sandbox_path)`` pairs shown read-only; ``limits`` are the sandbox-wide limits (memory,
     processes, scratch) and the default per-run ones. Raises :class:`SandboxError` when it cannot
-    start. A context manager; not thread-safe (one thread drives one sandbox).
+    start. A context manager; not thread-safe (one thread drives one sandbox). Isolated, it is a
+    zygote with one session open (these ``files`` and ``limits``; none with ``session=False``);
+    :meth:`end_session` and :meth:`new_session` hand it on (the pool: :mod:`arbiter.sandbox.pool`).
     """
 
     def __init__(self, *, files: Mapping[str, bytes] | None = None,
                  mounts: Sequence[tuple[str, str]] = (), limits: Limits | None = None,
-                 config: SandboxConfig | None = None):
+                 config: SandboxConfig | None = None, session: bool = True):
         self.limits = limits or Limits()
         self.config = config or SandboxConfig()
         self._files = dict(files or {})
@@ -107,10 +107,20 @@ class Sandbox(ChannelMixin):
         self._server_pid = 0
         self._request_id = 0
         self._schedstat_fd = -1  # the server's /proc/<pid>/schedstat (see _server_cpu_ns)
+        self._zygote_pid = 0  # host pid of the zygote (isolated), 0 without one
+        self._session = 0  # sessions started so far
+        self._session_dir: str | None = None
+        self._owner = os.getpid()  # a forked child never touches its parent's sandboxes
         self.hello: dict[str, Any] = {}
         self.python_loaded = False
         self.load_stage = ""
         self.start()
+        if self.config.isolated and session:
+            try:
+                self.new_session(self._files, self.limits)
+            except BaseException:
+                self.close()
+                raise
 
     # ---- paths as the program sees them ---------------------------------------------------------
     @property
@@ -136,7 +146,7 @@ class Sandbox(ChannelMixin):
                                "is not an executable file")
         hostdirs.prune_stale_dirs()
         self._tmp = hostdirs.new_dir()
-        prog = hostdirs.write_prog(self._tmp, self._files)
+        prog = hostdirs.write_prog(self._tmp, {} if cfg.isolated else self._files)
         self._make_cgroups()
         to_r, to_w = os.pipe()
         from_r, from_w = os.pipe()
@@ -208,14 +218,13 @@ class Sandbox(ChannelMixin):
         """Learn the server's pid (bwrap's info), attach it to the cgroups, read its hello.
         Closes ``info_r``; raises SandboxError (the sandbox closed)."""
         try:
-            if self.config.isolated:
+            if self.config.isolated:  # the zygote: it stays out of the cgroups (runs no program)
                 info = self._read_info(info_r, deadline=time.monotonic() + 10)
-                server_pid = int(info["child-pid"])
+                self._zygote_pid = int(info["child-pid"])
             else:
-                server_pid = self._proc.pid
-            self._server_pid = server_pid
-            if self._cg is not None:
-                self._cg.attach(server_pid)
+                self._server_pid = self._proc.pid
+                if self._cg is not None:
+                    self._cg.attach(self._server_pid)
             self.hello, _ = self._read_frame(time.monotonic() + 20)
         except (SandboxError, cgroups.CgroupError, EOFError, OSError, ValueError, KeyError) as exc:
             detail = self._stderr_tail()
@@ -226,17 +235,19 @@ class Sandbox(ChannelMixin):
                 os.close(info_r)
 
     def close(self) -> None:
-        """Stop the server, kill every process of the sandbox, remove its cgroups and files."""
-        if self._schedstat_fd >= 0:
-            os.close(self._schedstat_fd)
-            self._schedstat_fd = -1
-        for fd in (self._to_server, self._from_server):
+        """Stop the server, kill every process of the sandbox, remove its cgroups and files.
+        In a forked child of the process that started it: only forget it (its processes, cgroups
+        and files are the parent's)."""
+        for fd in (self._to_server, self._from_server, self._schedstat_fd):
             if fd >= 0:
                 try:
-                    os.close(fd)
+                    os.close(fd)  # (in a forked child: its own copies)
                 except OSError:
                     pass
-        self._to_server = self._from_server = -1
+        self._to_server = self._from_server = self._schedstat_fd = -1
+        if self._owner != os.getpid():
+            self._proc = self._cg = self._tmp = None
+            return
         if self._proc is not None:
             if self._proc.poll() is None:
                 try:

@@ -1,6 +1,7 @@
 """The guest server: PID 1 of the sandbox, one request and one reply at a time over two pipes.
 
-Ops: ``put``, ``load``, ``stdin``, ``run``, ``fetch``, ``ps``, ``exit`` (docs/sandbox.md, "Ops").
+Ops: ``put``, ``load``, ``stdin``, ``run``, ``fetch``, ``ps``, ``exit`` (docs/sandbox.md, "Ops"); in a
+pooled sandbox it runs per session under the zygote (:mod:`.zygote`, "Warm pool").
 Started as ``python3 -I -S -B -X utf8 guest/__main__.py IN_FD OUT_FD [--scratch D:D] [--site D:D]``.
 """
 
@@ -9,7 +10,7 @@ import json
 import os
 import sys
 
-from . import kernel, python_case, tamper
+from . import kernel, python_case, tamper, zygote
 from .cases import CasesMixin
 from .forked_case import ForkerMixin
 from .kernel import memfd, namespace_pids
@@ -35,7 +36,7 @@ _CATCHABLE = ("SIGHUP SIGINT SIGQUIT SIGTERM SIGUSR1 SIGUSR2 SIGALRM SIGPIPE SIG
 
 
 class Server(CasesMixin, ForkerMixin, ReaperMixin):
-    def __init__(self, in_fd, out_fd, scratch_dirs):
+    def __init__(self, in_fd, out_fd, scratch_dirs, hello_id=None):
         self.in_fd = in_fd
         self.out_fd = out_fd
         self.scratch_dirs = scratch_dirs
@@ -58,7 +59,7 @@ class Server(CasesMixin, ForkerMixin, ReaperMixin):
                 continue
             self.scratch_fds[d] = (fd, stat.S_IMODE(os.fstat(fd).st_mode))
         self.staged_stdin = None  # a memfd: the next case's stdin, written beforehand
-        self.request_id, self.replied = None, False  # the request being answered (see serve)
+        self.request_id, self.replied = hello_id, False  # the request being answered (see serve)
 
     # ---- plumbing -------------------------------------------------------------------------
     def reply(self, header, blobs=()):
@@ -118,8 +119,8 @@ class Server(CasesMixin, ForkerMixin, ReaperMixin):
                     self.op_ps()
                 elif op == "stdin":
                     self.op_stdin(header, blobs)
-                elif op == "exit":
-                    self.reply({"op": "bye"})
+                elif op == "exit":  # (tampered, broken: the pool does not reuse the sandbox)
+                    self.reply({"op": "bye", "tampered": self.tampered, "broken": self.broken})
                     return
                 else:
                     self.reply({"op": "error", "error": "unknown op %r" % (op,)})
@@ -280,10 +281,25 @@ class Server(CasesMixin, ForkerMixin, ReaperMixin):
 
 
 def main():
-    """``guest/__main__.py IN_FD OUT_FD [--scratch DIR:DIR...] [--site DIR:DIR...]``."""
+    """``guest/__main__.py IN_FD OUT_FD [--scratch DIR:DIR...] [--site DIR:DIR...] [--zygote 1]``:
+    warm up, then serve (or, with ``--zygote``, start one server per session: :mod:`.zygote`)."""
     in_fd, out_fd = int(sys.argv[1]), int(sys.argv[2])
     opts = dict(zip(sys.argv[3::2], sys.argv[4::2]))
     scratch = tuple(opts["--scratch"].split(":")) if opts.get("--scratch") else SCRATCH_DIRS
+    _warm_up(opts, in_fd, out_fd)
+    if opts.get("--zygote"):
+        def start_server(in_fd, out_fd, hello_id):
+            tamper.record_baseline()
+            Server(in_fd, out_fd, scratch, hello_id).serve()
+
+        zygote.serve(in_fd, out_fd, start_server)
+        return
+    tamper.record_baseline()
+    Server(in_fd, out_fd, scratch).serve()
+
+
+def _warm_up(opts, in_fd, out_fd):
+    """Everything a server does once before its first request: signals, libc, warm imports."""
     for d in (opts.get("--site") or "").split(":"):
         if d and os.path.isdir(d) and d not in sys.path:
             sys.path.append(d)  # third-party packages untrusted code may import (numpy, ...)
@@ -314,8 +330,6 @@ def main():
     python_case.init()
     for fd in (in_fd, out_fd):
         os.set_inheritable(fd, False)
-    tamper.record_baseline()
     import gc
     gc.collect()
     gc.freeze()
-    Server(in_fd, out_fd, scratch).serve()

@@ -1,0 +1,149 @@
+"""The zygote: PID 1 of a pooled sandbox. It never runs untrusted code; per submission (op
+``session``) it starts a session server in fresh PID and mount namespaces (fresh ``/proc``); the
+server answers ``armed``, then on ``go`` mounts fresh tmpfs scratch dirs and that submission's
+``/prog``, drops every capability and serves. The zygote waits for it to end and reports
+``ended``. See docs/sandbox.md ("Warm pool").
+"""
+
+import ctypes
+import os
+
+from . import kernel
+from .protocol import encode_frame, read_frame_blocking, write_all
+
+CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+#: The scratch tmpfs dirs a session gets fresh (path, mode); the same as bwrap's.
+SCRATCH_MOUNTS = (("/tmp", "1777"), ("/dev/shm", "1777"), ("/work", "0755"))
+#: Exit status of a session server whose set-up failed (before its hello).
+SETUP_FAILED = 121
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(rc, what):
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "%s: %s" % (what, os.strerror(err)))
+
+
+def mount(libc, source, target, fstype, flags, data=None):
+    enc = (lambda s: s.encode() if s is not None else None)
+    _check(libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+           "mount %s" % target)
+
+
+def arm_session(libc):
+    """In the session server (PID 1 of its new namespaces), before its submission is known:
+    private mounts, a fresh ``/proc`` and ``/dev/pts``, ``/dev`` read-only."""
+    mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
+    mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    if os.path.isdir("/dev/pts"):
+        mount(libc, "devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+              "newinstance,ptmxmode=0666,mode=620")
+    mount(libc, None, "/dev", None, _RO)  # bwrap's /dev tmpfs is writable: nothing may stay there
+
+
+_RO = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
+
+
+def start_session(libc, header):
+    """Once the submission is known (op ``go``): fresh scratch tmpfs (``scratch_bytes`` each),
+    its files read-only on ``/prog``; then drop every capability."""
+    size = int(header["scratch_bytes"])
+    for path, mode in SCRATCH_MOUNTS:
+        mount(libc, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=%s,size=%d" % (mode, size))
+    prog = header["prog"]
+    if not prog.startswith("/prog/.s/") or ".." in prog:
+        raise ValueError("bad prog dir %r" % (prog,))
+    mount(libc, prog, "/prog", None, MS_BIND)
+    mount(libc, None, "/prog", None, _RO)
+    os.chdir("/work")
+    drop_capabilities(libc)
+
+
+def drop_capabilities(libc):
+    """No capability left in any set; no_new_privs (already set by bwrap for seccomp)."""
+    for cap in range(64):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:
+            break  # EINVAL: past the last capability this kernel knows
+    _check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient caps")
+    header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()
+    _check(libc.capset(header, data), "capset")
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0 (see kernel.load_libc)
+
+
+def _session(header, in_fd, out_fd, start_server):
+    """Fork the helper that unshares the namespaces and forks the session server (PID 1 there);
+    returns the helper's wait status (the server's exit status)."""
+    pid = kernel.fork()
+    if pid:
+        _, status = os.waitpid(pid, 0)
+        return status
+    code = SETUP_FAILED
+    try:  # the helper: a PID namespace is only entered by a child of the one who unshared it
+        libc = _libc()
+        _check(libc.unshare(CLONE_NEWPID | CLONE_NEWNS), "unshare")
+        server = kernel.fork()
+        if server == 0:
+            _session_server(libc, header, in_fd, out_fd, start_server)
+        _, status = os.waitpid(server, 0)
+        code = os.waitstatus_to_exitcode(status) & 0xFF
+    except BaseException as exc:
+        _say("session failed: %s: %s" % (type(exc).__name__, exc))
+    kernel.EXIT(code)
+
+
+def _session_server(libc, header, in_fd, out_fd, start_server):
+    """PID 1 of the session: armed (:func:`arm_session`), it answers ``armed`` and waits for
+    ``go`` (the submission), starts it (:func:`start_session`), then serves until ``exit``."""
+    try:
+        arm_session(libc)
+        write_all(out_fd, encode_frame({"op": "armed", "id": header.get("id")}))
+        go, _ = read_frame_blocking(in_fd)
+        if go.get("op") != "go":
+            kernel.EXIT(0)  # the judge gave the sandbox up before using it
+        start_session(libc, go)
+    except BaseException as exc:
+        _say("session set-up failed: %s: %s" % (type(exc).__name__, exc))
+        kernel.EXIT(SETUP_FAILED)
+    try:
+        start_server(in_fd, out_fd, go.get("id"))
+    finally:
+        kernel.EXIT(0)
+
+
+def _say(text):
+    try:
+        os.write(2, (text + "\n").encode())
+    except OSError:
+        pass
+
+
+def serve(in_fd, out_fd, start_server):
+    """The zygote's loop: ``session`` starts a session server (``start_server(in_fd, out_fd,
+    request_id)`` in the new namespaces, which answers until its ``exit``), then ``ended``
+    carries its exit status; ``exit`` ends the zygote."""
+    write_all(out_fd, encode_frame({"op": "hello", "zygote": True, "pid": os.getpid()}))
+    while True:
+        try:
+            header, _ = read_frame_blocking(in_fd)
+        except EOFError:
+            return
+        op, rid = header.get("op"), header.get("id")
+        if op == "session":
+            status = _session(header, in_fd, out_fd, start_server)
+            reply = {"op": "ended", "status": os.waitstatus_to_exitcode(status)}
+        elif op == "exit":
+            write_all(out_fd, encode_frame({"op": "bye", "id": rid}))
+            return
+        else:
+            reply = {"op": "error", "error": "unknown zygote op %r" % (op,)}
+        write_all(out_fd, encode_frame(dict(reply, id=rid)))

@@ -1,0 +1,243 @@
+"""The warm pool: started sandboxes kept per configuration and reused across submissions.
+
+:class:`SandboxPool` hands out a :class:`~arbiter.sandbox.sandbox.Sandbox` with a fresh session
+(:meth:`SandboxPool.acquire`) and takes it back (:meth:`SandboxPool.release`): on a background
+thread the session is ended (its processes, files and mounts die with its namespaces) and the
+next one armed, spares are started ahead of need, and idle sandboxes expire. A sandbox that
+failed is closed, never reused. :func:`default_pool` is the process's one pool
+(``ARBITER_POOL=0``: none kept, each submission starts its own). See docs/sandbox.md ("Warm pool").
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import time
+from collections import deque
+from typing import Any, Mapping, Sequence
+
+from arbiter.sandbox.config import SandboxConfig
+from arbiter.sandbox.errors import SandboxError
+from arbiter.sandbox.limits import Limits
+from arbiter.sandbox.sandbox import Sandbox
+
+#: ``0`` disables reuse; a number sets :attr:`SandboxPool.max_sandboxes`.
+POOL_ENV = "ARBITER_POOL"
+#: Seconds an idle sandbox is kept before it is closed.
+IDLE_SECONDS = 300.0
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+class SandboxPool:
+    """Sandboxes kept per key ``(SandboxConfig, mounts)``; thread-safe; acquiring never blocks.
+
+    - ``max_sandboxes``: sandboxes the pool keeps alive at most (busy + idle + being recycled;
+      default ``2 * cores + 2``); past it, a released sandbox is closed. ``0``: no reuse.
+    - ``max_idle_per_key``: idle sandboxes kept per key (default ``max(2, cores)``).
+    - ``idle_seconds``: an idle sandbox older than this is closed.
+    - ``spares``: idle sandboxes per recently used key started ahead of need.
+    """
+
+    def __init__(self, *, max_sandboxes: int | None = None, max_idle_per_key: int | None = None,
+                 idle_seconds: float = IDLE_SECONDS, spares: int = 1):
+        cores = _cores()
+        self.max_sandboxes = 2 * cores + 2 if max_sandboxes is None else max_sandboxes
+        self.max_idle_per_key = max_idle_per_key or max(2, cores)
+        self.idle_seconds = idle_seconds
+        self.spares = spares
+        self._reset()
+
+    def _reset(self) -> None:
+        """Fresh state (at start, and in a forked child: the parent's sandboxes are not ours)."""
+        self._pid = os.getpid()
+        self._cond = threading.Condition()
+        self._idle: dict[Any, list[tuple[Sandbox, float]]] = {}
+        self._busy: dict[int, Any] = {}
+        self._jobs: deque[tuple[str, Any, Any]] = deque()
+        self._pending = 0  # sandboxes being recycled or started by the worker
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.counts = dict(acquired=0, started=0, reused=0, discarded=0, max_busy=0)
+
+    def _check_pid(self) -> None:
+        if self._pid != os.getpid():
+            self._reset()
+
+    # ---- the caller's side ----------------------------------------------------------------------
+    def acquire(self, *, files: Mapping[str, bytes] | None = None, limits: Limits | None = None,
+                config: SandboxConfig | None = None, mounts: Sequence[tuple[str, str]] = (),
+                fresh: bool = False) -> Sandbox:
+        """A sandbox with a new session: ``files`` read-only in ``/prog``, ``limits`` (see
+        :class:`Sandbox`). ``fresh``: a newly started one (after a sandbox failure). Raises
+        SandboxError when none can be started."""
+        self._check_pid()
+        limits = limits or Limits()
+        config = config or SandboxConfig()
+        key = (config, tuple(tuple(m) for m in mounts))
+        sb = None
+        while not fresh and self._reusable(config):
+            with self._cond:
+                idle = self._idle.get(key)
+                if not idle:
+                    break
+                sb = idle.pop()[0]
+            try:
+                sb.new_session(files, limits)
+                break
+            except (SandboxError, OSError):
+                self._count("discarded")
+                sb.close()
+                sb = None
+        reused = sb is not None
+        if sb is None:
+            sb = Sandbox(files=files, limits=limits, config=config, mounts=mounts)
+        with self._cond:
+            c = self.counts
+            c["acquired"] += 1
+            c["reused" if reused else "started"] += 1
+            self._busy[id(sb)] = key
+            c["max_busy"] = max(c["max_busy"], len(self._busy))
+            want_spare = (self._reusable(config) and len(self._idle.get(key, ())) < self.spares
+                          and self._alive() < self.max_sandboxes)
+            if want_spare:
+                self._submit("spare", key, mounts)
+        return sb
+
+    def release(self, sb: Sandbox) -> None:
+        """Give ``sb`` back after its submission: recycled for the next one on the background
+        thread when it is healthy and there is room, else closed."""
+        self._check_pid()
+        with self._cond:
+            key = self._busy.pop(id(sb), None)
+            keep = (key is not None and self._reusable(sb.config) and sb.alive
+                    and self._alive() < self.max_sandboxes
+                    and len(self._idle.get(key, ())) < self.max_idle_per_key)
+            if keep:
+                self._submit("recycle", key, sb)
+                return
+        sb.close()
+
+    def discard(self, sb: Sandbox) -> None:
+        """Close ``sb`` (it failed): never reused."""
+        self._check_pid()
+        with self._cond:
+            self._busy.pop(id(sb), None)
+            self.counts["discarded"] += 1
+        sb.close()
+
+    def stats(self) -> dict[str, int]:
+        """``acquired``, ``started`` (new sandboxes handed out), ``reused``, ``discarded``,
+        ``busy`` (handed out now), ``max_busy``, ``idle``."""
+        self._check_pid()
+        with self._cond:
+            return dict(self.counts, busy=len(self._busy),
+                        idle=sum(len(v) for v in self._idle.values()))
+
+    def close(self) -> None:
+        """Close every idle sandbox and stop the background thread (busy ones stay the callers')."""
+        if self._pid != os.getpid():
+            return
+        with self._cond:
+            self._closed = True
+            idle = [sb for v in self._idle.values() for sb, _ in v]
+            idle += [job[2] for job in self._jobs if job[0] == "recycle"]
+            self._idle.clear()
+            self._jobs.clear()
+            self._cond.notify_all()
+            thread = self._thread
+        for sb in idle:
+            sb.close()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=30)
+
+    # ---- the background thread --------------------------------------------------------------------
+    def _reusable(self, config: SandboxConfig) -> bool:
+        return self.max_sandboxes > 0 and config.isolated and not self._closed
+
+    def _alive(self) -> int:
+        return len(self._busy) + self._pending + sum(len(v) for v in self._idle.values())
+
+    def _count(self, name: str) -> None:
+        with self._cond:
+            self.counts[name] += 1
+
+    def _submit(self, kind: str, key: Any, arg: Any) -> None:
+        """Queue a job for the worker (``self._cond`` held)."""
+        self._pending += 1
+        (self._jobs.appendleft if kind == "recycle" else self._jobs.append)((kind, key, arg))
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name="sandbox-pool", daemon=True)
+            self._thread.start()
+        self._cond.notify()
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while not self._jobs and not self._closed:
+                    self._cond.wait(timeout=min(self.idle_seconds, 30.0))
+                    self._expire()
+                if self._closed:
+                    return
+                kind, key, arg = self._jobs.popleft()
+            sb = self._recycle(arg) if kind == "recycle" else self._spare(key, arg)
+            with self._cond:
+                self._pending -= 1
+                if sb is not None and not self._closed:
+                    self._idle.setdefault(key, []).append((sb, time.monotonic()))
+                    sb = None
+            if sb is not None:
+                sb.close()
+
+    def _recycle(self, sb: Sandbox) -> Sandbox | None:
+        """End ``sb``'s session and arm the next; None (closed) when it did not end cleanly."""
+        try:
+            if sb.end_session():
+                sb.arm()
+                return sb
+        except (SandboxError, OSError):
+            pass
+        self._count("discarded")
+        sb.close()
+        return None
+
+    def _spare(self, key: Any, mounts: Sequence[tuple[str, str]]) -> Sandbox | None:
+        try:
+            sb = Sandbox(config=key[0], mounts=mounts, session=False)
+            sb.arm()
+            return sb
+        except (SandboxError, OSError):
+            return None
+
+    def _expire(self) -> None:
+        """Close idle sandboxes older than :attr:`idle_seconds` (``self._cond`` held)."""
+        old = time.monotonic() - self.idle_seconds
+        for key, items in list(self._idle.items()):
+            for item in [i for i in items if i[1] < old]:
+                items.remove(item)
+                item[0].close()
+
+
+_default: SandboxPool | None = None
+_default_lock = threading.Lock()
+
+
+def default_pool() -> SandboxPool:
+    """The process's one pool (``$ARBITER_POOL``: ``0`` for none kept, or the maximum number of
+    sandboxes); a forked child gets its own, empty one. Closed at exit."""
+    global _default
+    pool = _default
+    if pool is not None and pool._pid == os.getpid():
+        return pool
+    with _default_lock:
+        if _default is None or _default._pid != os.getpid():
+            env = os.environ.get(POOL_ENV, "").strip()
+            _default = SandboxPool(max_sandboxes=int(env) if env.isdigit() else None)
+            atexit.register(_default.close)
+        return _default

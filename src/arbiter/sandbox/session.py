@@ -1,0 +1,145 @@
+"""Sessions: one submission's turn in a started (pooled) sandbox.
+
+A mixin of :class:`~arbiter.sandbox.sandbox.Sandbox`. :meth:`SessionMixin.new_session` asks the
+zygote (:mod:`arbiter.sandbox.guest.zygote`) for a session server in fresh namespaces, attaches it
+to the sandbox's cgroups and sets the session's limits; :meth:`SessionMixin.end_session` ends it and
+says whether the sandbox may serve another one. See docs/sandbox.md ("Warm pool").
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from typing import Mapping
+
+from arbiter.sandbox import cgroups, hostdirs
+from arbiter.sandbox.errors import SandboxError
+from arbiter.sandbox.limits import MiB, Limits
+
+#: Memory the session server may use on top of the program's limit (its own reads and writes).
+SERVER_HEADROOM = 32 * MiB
+_EXTRA_TASKS = 2  # the session server itself (+ one for exec)
+#: Seconds a session may take to start or to end.
+SESSION_TIMEOUT = 20.0
+
+
+class SessionMixin:
+    """Uses the sandbox's ``config``, ``limits``, ``_tmp``, ``_cg``, ``_request``, ``_read_frame``,
+    ``_zygote_pid``, ``_server_pid``, ``_session``, ``_broken``."""
+
+    _session_request = 0  # the id of the request that started the open session
+    _armed = False  # a session server waits for its submission (see arm)
+    _armed_pid = 0  # its host pid
+
+    def arm(self) -> None:
+        """Get the next session ready before its submission is known (what can be done ahead:
+        the zygote forks its server into fresh PID and mount namespaces with a fresh ``/proc``;
+        it joins the cgroups). Idempotent. Raises SandboxError (the sandbox must then be closed)."""
+        if self._armed or self._server_pid:
+            return
+        if not self.config.isolated:
+            raise SandboxError("sessions need an isolated sandbox")
+        if self._broken or self._to_server < 0:
+            raise SandboxError(self._broken or "the sandbox is closed")
+        try:
+            reply, _ = self._request({"op": "session"}, [], timeout=SESSION_TIMEOUT)
+            self._session_request = self._request_id  # the zygote's "ended" will carry it
+            if reply.get("op") != "armed":
+                raise SandboxError(f"the session did not start: {reply}{self._stderr_tail()}")
+            self._armed_pid = self._session_host_pid()
+            if self._cg is not None:
+                self._cg.attach(self._armed_pid)  # before any request: no program ran yet
+        except (cgroups.CgroupError, OSError) as exc:
+            self._broken = f"the session did not start: {exc}"
+            raise SandboxError(self._broken) from exc
+        except SandboxError as exc:
+            self._broken = self._broken or str(exc)
+            raise
+        self._armed = True
+
+    def new_session(self, files: Mapping[str, bytes] | None = None, limits: Limits | None = None) -> None:
+        """Start a session: ``files`` read-only in ``/prog``, fresh ``/work``, ``/tmp``,
+        ``/dev/shm`` (``limits.scratch_bytes`` each), ``/proc`` and PID numbering, the sandbox-wide
+        ``limits`` (memory, processes) on the cgroups. Raises SandboxError (the sandbox must then
+        be closed)."""
+        if self._server_pid:
+            raise SandboxError("a session is open: end_session() first")
+        self.arm()
+        self.limits = limits or self.limits
+        self._session += 1
+        root = os.path.join(self._tmp or "", "prog", ".s", str(self._session))
+        os.makedirs(os.path.join(root, "prog"), mode=0o755)
+        for d in (os.path.dirname(root), root, os.path.join(root, "prog")):
+            os.chmod(d, 0o755)
+        hostdirs.write_prog(root, files or {})
+        self._session_dir = root
+        try:
+            if self._cg is not None:
+                self._memory_limit = self.limits.memory_bytes + SERVER_HEADROOM
+                self._cg.set_memory_limit(self._memory_limit)
+                self._cg.set_pids_max(self.limits.processes + _EXTRA_TASKS)
+            reply, _ = self._request({"op": "go", "scratch_bytes": self.limits.scratch_bytes,
+                                      "prog": f"/prog/.s/{self._session}/prog"}, [],
+                                     timeout=SESSION_TIMEOUT)
+            if reply.get("op") != "hello" or not reply.get("init"):
+                raise SandboxError(f"the session did not start: {reply}{self._stderr_tail()}")
+        except cgroups.CgroupError as exc:
+            self._broken = f"the session did not start: {exc}"
+            raise SandboxError(self._broken) from exc
+        except SandboxError as exc:
+            self._broken = self._broken or str(exc)
+            raise
+        self._armed = False
+        self._server_pid = self._armed_pid
+        self.hello = reply
+        self.python_loaded = False
+        self.load_stage = ""
+
+    def _session_host_pid(self) -> int:
+        """The session server's host pid: the one child of the zygote's one child (the helper
+        that entered the new PID namespace)."""
+        pid = self._zygote_pid
+        for _ in range(2):
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                kids = f.read().split()
+            if len(kids) != 1:
+                raise SandboxError(f"expected one session process under {pid}, found {kids}")
+            pid = int(kids[0])
+        return pid
+
+    def end_session(self) -> bool:
+        """End the open session: its server exits, the kernel kills every process of its PID
+        namespace and its mounts go with it. True when the sandbox may start another session
+        (ended cleanly, nothing left in its cgroups); False when it must be closed."""
+        if not self.config.isolated or not self.alive:
+            return False
+        if not self._server_pid and not self._armed:
+            return True
+        try:
+            rid = self._session_request
+            if self._server_pid:
+                reply, _ = self._request({"op": "exit"}, [], timeout=SESSION_TIMEOUT)
+                if reply.get("op") != "bye" or reply.get("tampered") or reply.get("broken"):
+                    raise SandboxError(f"the session did not end cleanly: {reply}")
+            else:  # armed, never started: it leaves without a reply
+                self._send({"op": "exit", "id": -1})
+            ended, _ = self._read_frame(time.monotonic() + SESSION_TIMEOUT)
+            if ended.get("op") != "ended" or ended.get("id") != rid or ended.get("status") != 0:
+                raise SandboxError(f"the session did not end cleanly: {ended}")
+            if self._cg is not None and self._cg.pids():
+                raise SandboxError(f"processes left after the session: {self._cg.pids()}")
+        except (SandboxError, cgroups.CgroupError, EOFError, TimeoutError, OSError, ValueError) as exc:
+            self._broken = self._broken or f"the session did not end cleanly: {exc}"
+            self._kill_now()
+            return False
+        finally:
+            self._server_pid = self._armed_pid = 0
+            self._armed = False
+            if self._schedstat_fd >= 0:
+                os.close(self._schedstat_fd)
+                self._schedstat_fd = -1
+            if self._session_dir:
+                shutil.rmtree(self._session_dir, ignore_errors=True)
+                self._session_dir = None
+        return True

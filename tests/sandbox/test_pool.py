@@ -1,0 +1,246 @@
+"""The warm pool: a reused sandbox gives each submission what a fresh one would, and nothing of
+the submissions before it (docs/sandbox.md, "Warm pool"). Real sandboxes throughout."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import pytest
+
+from arbiter.sandbox.execution import Status
+from arbiter.sandbox.limits import MiB, Limits
+from arbiter.sandbox.pool import SandboxPool
+from arbiter.sandbox.sandbox import Sandbox
+
+LIMITS = Limits(cpu_seconds=4, memory_bytes=256 * MiB)
+
+#: What a case sees of its sandbox: pid, inode numbers of new files, what is in the scratch dirs
+#: and /prog, processes, environment, cwd, capabilities.
+PROBE = r"""
+import json, os
+seen = {d: sorted(os.listdir(d)) for d in ("/work", "/tmp", "/dev/shm", "/prog")}
+for d in ("/work", "/tmp"):
+    open(d + "/probe", "w").close()
+caps = {k: v.strip() for k, v in (l.split(":", 1) for l in open("/proc/self/status") if l.startswith("Cap"))}
+try:
+    open("/dev/probe", "w").close()
+    dev = "writable"
+except OSError:
+    dev = "read-only"
+print(json.dumps({"pid": os.getpid(), "ino": [os.stat(d + "/probe").st_ino for d in ("/work", "/tmp")],
+                  "seen": seen, "procs": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+                  "env": dict(os.environ), "cwd": os.getcwd(), "caps": caps, "dev": dev}))
+"""
+
+#: Submission A: leaves files everywhere it can write, a setsid daemon and fork-bomb remains,
+#: burns CPU and memory.
+MESS = r"""
+import os, time
+for d in ("/work", "/tmp", "/dev/shm"):
+    with open(d + "/left_by_a", "w") as f:
+        f.write("secret of A")
+    os.makedirs(d + "/dir_of_a/sub", exist_ok=True)
+try:
+    open("/dev/left_by_a", "w").close()
+except OSError:
+    pass
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        while True:
+            time.sleep(0.05)
+    os._exit(0)
+for _ in range(8):
+    if os.fork() == 0:
+        time.sleep(30)
+        os._exit(0)
+block = bytearray(96 * 1024 * 1024)
+for i in range(0, len(block), 4096):
+    block[i] = 1
+t = time.process_time()
+while time.process_time() - t < 0.4:
+    pass
+print("A done")
+"""
+
+
+def _pool(**kw) -> SandboxPool:
+    kw.setdefault("spares", 0)
+    return SandboxPool(**kw)
+
+
+def _wait_idle(pool: SandboxPool, n: int = 1) -> None:
+    """Until ``n`` sandboxes are idle (recycled on the pool's thread)."""
+    deadline = time.monotonic() + 120
+    while pool.stats()["idle"] < n:
+        assert time.monotonic() < deadline, pool.stats()
+        time.sleep(0.01)
+
+
+def _probe(sb: Sandbox) -> dict:
+    assert sb.load_python(PROBE) is None
+    ex = sb.run_python(b"", LIMITS)
+    assert ex.status is Status.OK, (ex.status, ex.detail, ex.stderr)
+    return json.loads(ex.stdout)
+
+
+@pytest.fixture
+def pool():
+    p = _pool(max_sandboxes=4)
+    yield p
+    p.close()
+
+
+def test_a_reused_sandbox_shows_the_next_submission_a_fresh_one(pool):
+    a = pool.acquire(files={"a.txt": b"A's file"}, limits=LIMITS)
+    first = _probe(a)
+    assert first["seen"]["/prog"] == ["a.txt"]
+    assert a.load_python(MESS) is None
+    mess = a.run_python(b"", LIMITS)
+    assert mess.status is Status.OK and mess.stdout == b"A done\n", (mess.status, mess.detail)
+    pool.release(a)
+    _wait_idle(pool)
+    b = pool.acquire(files={"b.txt": b"B's file"}, limits=LIMITS)
+    assert b is a and pool.stats()["reused"] == 1  # the same sandbox, a new session
+    second = _probe(b)
+    # the same numbers a fresh sandbox gives: PID counter and tmpfs inode numbers start again
+    assert second["pid"] == first["pid"] and second["ino"] == first["ino"]
+    assert second["seen"] == {"/work": [], "/tmp": [], "/dev/shm": [], "/prog": ["b.txt"]}
+    assert second["procs"] == first["procs"]  # A's daemon and children are gone
+    assert second["env"] == first["env"] and second["cwd"] == first["cwd"] == "/work"
+    assert second["dev"] == "read-only"
+    for name in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert int(second["caps"][name], 16) == 0, second["caps"]
+    # cgroup readings are this submission's own: not A's CPU or memory
+    assert b.load_python("print(sum(range(1000)))\n") is None
+    small = b.run_python(b"", LIMITS)
+    assert small.status is Status.OK and small.stdout == b"499500\n"
+    assert small.peak_memory_bytes < mess.peak_memory_bytes / 4
+    assert small.cpu_seconds < mess.cpu_seconds / 4
+    assert b.stray_processes() == []
+    assert b.task_count() == 2  # the session server and its forker: nothing of A in the cgroups
+    pool.release(b)
+
+
+def test_a_native_program_sees_its_own_files_only(pool):
+    a = pool.acquire(files={"main": b"#!/bin/sh\necho A\n", "data": b"x"}, limits=LIMITS)
+    ex = a.run(["/bin/sh", "-c", "ls /prog; echo left > /work/kept; ls /work"])
+    assert ex.stdout == b"data\nmain\nkept\n"
+    pool.release(a)
+    _wait_idle(pool)
+    b = pool.acquire(files={"other": b"y"}, limits=LIMITS)
+    assert b is a
+    ex = b.run(["/bin/sh", "-c", "ls -a /prog /work; cat /prog/other"])
+    assert ex.status is Status.OK
+    assert ex.stdout == b"/prog:\n.\n..\nother\n\n/work:\n.\n..\ny", ex.stdout
+    pool.release(b)
+
+
+def test_limits_are_per_session(pool):
+    small = Limits(cpu_seconds=4, memory_bytes=64 * MiB, processes=8)
+    a = pool.acquire(limits=small)
+    assert a.load_python("x = bytearray(160 * 1024 * 1024)\nprint(len(x))\n") is None
+    assert a.run_python(b"", small).status is Status.MEMORY_LIMIT
+    pool.release(a)
+    _wait_idle(pool)
+    b = pool.acquire(limits=LIMITS)
+    assert b is a
+    assert b.load_python("x = bytearray(32 * 1024 * 1024)\nprint(len(x))\n") is None
+    ex = b.run_python(b"", LIMITS)
+    assert ex.status is Status.OK and ex.stdout == b"33554432\n", (ex.status, ex.detail)
+    pool.release(b)
+
+
+def test_a_failed_sandbox_is_never_reused(pool):
+    a = pool.acquire(limits=LIMITS)
+    pool.discard(a)
+    assert not a.alive
+    b = pool.acquire(limits=LIMITS)
+    assert b is not a and pool.stats()["discarded"] == 1
+    b._kill_now()  # its server gone: the session cannot end cleanly
+    pool.release(b)
+    c = pool.acquire(limits=LIMITS)
+    assert c is not b and c.alive
+    assert _probe(c)["seen"]["/work"] == []
+    pool.release(c)
+
+
+def test_no_reuse_when_disabled():
+    pool = _pool(max_sandboxes=0)
+    try:
+        a = pool.acquire(limits=LIMITS)
+        pool.release(a)
+        assert not a.alive
+        b = pool.acquire(limits=LIMITS)
+        assert b is not a and pool.stats()["reused"] == 0
+        pool.release(b)
+    finally:
+        pool.close()
+
+
+def test_threads_share_a_bounded_pool():
+    pool = _pool(max_sandboxes=3, max_idle_per_key=2, spares=1)
+    seen: set[int] = set()
+    errors: list[str] = []
+
+    def worker(k: int) -> None:
+        for i in range(4):
+            sb = pool.acquire(limits=LIMITS)
+            seen.add(id(sb))
+            try:
+                assert sb.load_python("print(int(input()) * 2)\n") is None
+                ex = sb.run_python(f"{k * 10 + i}\n".encode(), LIMITS)
+                if ex.stdout != f"{2 * (k * 10 + i)}\n".encode():
+                    errors.append(f"{k}/{i}: {ex.status} {ex.stdout!r} {ex.detail}")
+            finally:
+                pool.release(sb)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert not errors
+        st = pool.stats()
+        assert st["acquired"] == 12 and st["busy"] == 0
+        assert st["started"] + st["reused"] == 12 and st["reused"] > 0
+        assert 1 <= st["max_busy"] <= 3
+        assert st["idle"] <= 2
+    finally:
+        pool.close()
+    assert pool.stats()["idle"] == 0
+
+
+def test_a_forked_child_never_uses_its_parents_sandboxes(pool):
+    a = pool.acquire(limits=LIMITS)
+    pool.release(a)
+    _wait_idle(pool)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its own, empty pool; the parent's sandbox is not touched
+        code = 1
+        try:
+            os.close(r)
+            st = pool.stats()
+            sb = pool.acquire(limits=LIMITS)
+            out = sb.run(["/bin/echo", "child"]).stdout
+            fresh = sb is not a
+            pool.release(sb)
+            pool.close()
+            a.close()  # a forked child only forgets it
+            os.write(w, json.dumps({"idle": st["idle"], "out": out.decode(), "fresh": fresh}).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r) as f:
+        got = json.loads(f.read() or "{}")
+    assert os.waitpid(pid, 0)[1] == 0
+    assert got == {"idle": 0, "out": "child\n", "fresh": True}
+    b = pool.acquire(limits=LIMITS)
+    assert b is a and b.run(["/bin/echo", "parent"]).stdout == b"parent\n"
+    pool.release(b)
