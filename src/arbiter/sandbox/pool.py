@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from collections import deque
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.errors import SandboxError
@@ -36,13 +36,14 @@ def _cores() -> int:
 
 
 class SandboxPool:
-    """Sandboxes kept per key ``(SandboxConfig, mounts)``; thread-safe; acquiring never blocks.
+    """Sandboxes kept per key ``(class, SandboxConfig, mounts)``; thread-safe; never blocks.
 
     - ``max_sandboxes``: sandboxes the pool keeps alive at most (busy + idle + being recycled;
       default ``2 * cores + 2``); past it, a released sandbox is closed. ``0``: no reuse.
     - ``max_idle_per_key``: idle sandboxes kept per key (default ``max(2, cores)``).
     - ``idle_seconds``: an idle sandbox older than this is closed.
-    - ``spares``: idle sandboxes per recently used key started ahead of need.
+    - ``spares``: idle sandboxes started ahead of need for a key whose sandboxes came back
+      healthy before (after an acquire found fewer idle).
     """
 
     def __init__(self, *, max_sandboxes: int | None = None, max_idle_per_key: int | None = None,
@@ -60,6 +61,7 @@ class SandboxPool:
         self._cond = threading.Condition()
         self._idle: dict[Any, list[tuple[Sandbox, float]]] = {}
         self._busy: dict[int, Any] = {}
+        self._seen: set[Any] = set()
         self._jobs: deque[tuple[str, Any, Any]] = deque()
         self._pending = 0  # sandboxes being recycled or started by the worker
         self._thread: threading.Thread | None = None
@@ -73,14 +75,14 @@ class SandboxPool:
     # ---- the caller's side ----------------------------------------------------------------------
     def acquire(self, *, files: Mapping[str, bytes] | None = None, limits: Limits | None = None,
                 config: SandboxConfig | None = None, mounts: Sequence[tuple[str, str]] = (),
-                fresh: bool = False) -> Sandbox:
+                fresh: bool = False, factory: Callable[..., Sandbox] = Sandbox) -> Sandbox:
         """A sandbox with a new session: ``files`` read-only in ``/prog``, ``limits`` (see
-        :class:`Sandbox`). ``fresh``: a newly started one (after a sandbox failure). Raises
-        SandboxError when none can be started."""
+        :class:`Sandbox`). ``fresh``: a newly started one (after a sandbox failure); ``factory``:
+        the class started (part of the key). Raises SandboxError when none can be started."""
         self._check_pid()
         limits = limits or Limits()
         config = config or SandboxConfig()
-        key = (config, tuple(tuple(m) for m in mounts))
+        key = (factory, config, tuple(tuple(m) for m in mounts))
         sb = None
         while not fresh and self._reusable(config):
             with self._cond:
@@ -97,14 +99,14 @@ class SandboxPool:
                 sb = None
         reused = sb is not None
         if sb is None:
-            sb = Sandbox(files=files, limits=limits, config=config, mounts=mounts)
+            sb = factory(files=files, limits=limits, config=config, mounts=mounts)
         with self._cond:
             c = self.counts
             c["acquired"] += 1
             c["reused" if reused else "started"] += 1
             self._busy[id(sb)] = key
             c["max_busy"] = max(c["max_busy"], len(self._busy))
-            want_spare = (self._reusable(config) and len(self._idle.get(key, ())) < self.spares
+            want_spare = (key in self._seen and len(self._idle.get(key, ())) < self.spares
                           and self._alive() < self.max_sandboxes)
             if want_spare:
                 self._submit("spare", key, mounts)
@@ -120,6 +122,7 @@ class SandboxPool:
                     and self._alive() < self.max_sandboxes
                     and len(self._idle.get(key, ())) < self.max_idle_per_key)
             if keep:
+                self._seen.add(key)  # spares are started for keys whose sandboxes came back healthy
                 self._submit("recycle", key, sb)
                 return
         sb.close()
@@ -209,7 +212,7 @@ class SandboxPool:
 
     def _spare(self, key: Any, mounts: Sequence[tuple[str, str]]) -> Sandbox | None:
         try:
-            sb = Sandbox(config=key[0], mounts=mounts, session=False)
+            sb = key[0](config=key[1], mounts=mounts, session=False)
             sb.arm()
             return sb
         except (SandboxError, OSError):
