@@ -26,6 +26,9 @@ from arbiter.sandbox.sandbox import Sandbox
 POOL_ENV = "ARBITER_POOL"
 #: Seconds an idle sandbox is kept before it is closed.
 IDLE_SECONDS = 300.0
+#: Seconds an acquire waits for a sandbox of its key being recycled (a few ms of work) rather
+#: than starting a new one (a hundred ms or more).
+RECYCLE_WAIT = 0.5
 
 
 def _cores() -> int:
@@ -36,7 +39,8 @@ def _cores() -> int:
 
 
 class SandboxPool:
-    """Sandboxes kept per key ``(class, SandboxConfig, mounts)``; thread-safe; never blocks.
+    """Sandboxes kept per key ``(class, SandboxConfig, mounts)``; thread-safe. Acquiring waits
+    only for a sandbox of its key being recycled (at most :data:`RECYCLE_WAIT`).
 
     - ``max_sandboxes``: sandboxes the pool keeps alive at most (busy + idle + being recycled;
       default ``2 * cores + 2``); past it, a released sandbox is closed. ``0``: no reuse.
@@ -62,9 +66,9 @@ class SandboxPool:
         self._idle: dict[Any, list[tuple[Sandbox, float]]] = {}
         self._busy: dict[int, Any] = {}
         self._seen: set[Any] = set()
-        self._jobs: deque[tuple[str, Any, Any]] = deque()
-        self._pending = 0  # sandboxes being recycled or started by the worker
-        self._thread: threading.Thread | None = None
+        self._jobs: dict[str, deque[tuple[Any, Any]]] = {"recycle": deque(), "spare": deque()}
+        self._threads: dict[str, threading.Thread] = {}
+        self._pending: dict[Any, int] = {}  # key -> sandboxes being recycled (or started)
         self._closed = False
         self.counts = dict(acquired=0, started=0, reused=0, discarded=0, max_busy=0)
 
@@ -86,6 +90,9 @@ class SandboxPool:
         sb = None
         while not fresh and self._reusable(config):
             with self._cond:
+                deadline = time.monotonic() + RECYCLE_WAIT
+                while not self._idle.get(key) and self._pending.get(key) and time.monotonic() < deadline:
+                    self._cond.wait(timeout=deadline - time.monotonic())  # one is nearly back
                 idle = self._idle.get(key)
                 if not idle:
                     break
@@ -150,51 +157,58 @@ class SandboxPool:
         with self._cond:
             self._closed = True
             idle = [sb for v in self._idle.values() for sb, _ in v]
-            idle += [job[2] for job in self._jobs if job[0] == "recycle"]
+            idle += [sb for _, sb in self._jobs["recycle"]]
             self._idle.clear()
-            self._jobs.clear()
+            for jobs in self._jobs.values():
+                jobs.clear()
             self._cond.notify_all()
-            thread = self._thread
+            threads = list(self._threads.values())
         for sb in idle:
             sb.close()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=30)
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout=30)
 
     # ---- the background thread --------------------------------------------------------------------
     def _reusable(self, config: SandboxConfig) -> bool:
         return self.max_sandboxes > 0 and config.isolated and not self._closed
 
     def _alive(self) -> int:
-        return len(self._busy) + self._pending + sum(len(v) for v in self._idle.values())
+        return (len(self._busy) + sum(self._pending.values())
+                + sum(len(v) for v in self._idle.values()))
 
     def _count(self, name: str) -> None:
         with self._cond:
             self.counts[name] += 1
 
     def _submit(self, kind: str, key: Any, arg: Any) -> None:
-        """Queue a job for the worker (``self._cond`` held)."""
-        self._pending += 1
-        (self._jobs.appendleft if kind == "recycle" else self._jobs.append)((kind, key, arg))
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._work, name="sandbox-pool", daemon=True)
-            self._thread.start()
-        self._cond.notify()
+        """Queue a job for the ``kind`` worker thread (``self._cond`` held)."""
+        self._pending[key] = self._pending.get(key, 0) + 1
+        self._jobs[kind].append((key, arg))
+        if kind not in self._threads:
+            self._threads[kind] = threading.Thread(target=self._work, args=(kind,),
+                                                   name=f"sandbox-pool-{kind}", daemon=True)
+            self._threads[kind].start()
+        self._cond.notify_all()
 
-    def _work(self) -> None:
+    def _work(self, kind: str) -> None:
+        jobs = self._jobs[kind]
         while True:
             with self._cond:
-                while not self._jobs and not self._closed:
+                while not jobs and not self._closed:
                     self._cond.wait(timeout=min(self.idle_seconds, 30.0))
-                    self._expire()
+                    if kind == "spare":
+                        self._expire()
                 if self._closed:
                     return
-                kind, key, arg = self._jobs.popleft()
+                key, arg = jobs.popleft()
             sb = self._recycle(arg) if kind == "recycle" else self._spare(key, arg)
             with self._cond:
-                self._pending -= 1
+                self._pending[key] -= 1
                 if sb is not None and not self._closed:
                     self._idle.setdefault(key, []).append((sb, time.monotonic()))
                     sb = None
+                self._cond.notify_all()
             if sb is not None:
                 sb.close()
 

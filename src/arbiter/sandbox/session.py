@@ -31,6 +31,7 @@ class SessionMixin:
     _session_request = 0  # the id of the request that started the open session
     _armed = False  # a session server waits for its submission (see arm)
     _armed_pid = 0  # its host pid
+    _session_processes = -1  # the processes limit on the pids cgroup now
 
     def arm(self) -> None:
         """Get the next session ready before its submission is known (what can be done ahead:
@@ -43,7 +44,8 @@ class SessionMixin:
         if self._broken or self._to_server < 0:
             raise SandboxError(self._broken or "the sandbox is closed")
         try:
-            reply, _ = self._request({"op": "session"}, [], timeout=SESSION_TIMEOUT)
+            reply, _ = self._request({"op": "session", "scratch_bytes": self.limits.scratch_bytes}, [],
+                                     timeout=SESSION_TIMEOUT)
             self._session_request = self._request_id  # the zygote's "ended" will carry it
             if reply.get("op") != "armed":
                 raise SandboxError(f"the session did not start: {reply}{self._stderr_tail()}")
@@ -68,20 +70,25 @@ class SessionMixin:
         self.arm()
         self.limits = limits or self.limits
         self._session += 1
-        root = os.path.join(self._tmp or "", "prog", ".s", str(self._session))
-        os.makedirs(os.path.join(root, "prog"), mode=0o755)
-        for d in (os.path.dirname(root), root, os.path.join(root, "prog")):
-            os.chmod(d, 0o755)
-        hostdirs.write_prog(root, files or {})
-        self._session_dir = root
+        name = str(self._session) if files else "empty"  # (one shared empty /prog)
+        root = os.path.join(self._tmp or "", "prog", ".s", name)
+        if files or not os.path.isdir(root):
+            os.makedirs(os.path.join(root, "prog"), mode=0o755)
+            for d in (os.path.dirname(root), root, os.path.join(root, "prog")):
+                os.chmod(d, 0o755)
+            hostdirs.write_prog(root, files or {})
+        self._session_dir = root if files else None
         try:
             if self._cg is not None:
-                self._memory_limit = self.limits.memory_bytes + SERVER_HEADROOM
-                self._cg.set_memory_limit(self._memory_limit)
-                self._cg.set_pids_max(self.limits.processes + _EXTRA_TASKS)
+                memory = self.limits.memory_bytes + SERVER_HEADROOM
+                if memory != self._memory_limit:
+                    self._memory_limit = memory
+                    self._cg.set_memory_limit(memory)
+                if self.limits.processes != self._session_processes:
+                    self._cg.set_pids_max(self.limits.processes + _EXTRA_TASKS)
+                    self._session_processes = self.limits.processes
             reply, _ = self._request({"op": "go", "scratch_bytes": self.limits.scratch_bytes,
-                                      "prog": f"/prog/.s/{self._session}/prog"}, [],
-                                     timeout=SESSION_TIMEOUT)
+                                      "prog": f"/prog/.s/{name}/prog"}, [], timeout=SESSION_TIMEOUT)
             if reply.get("op") != "hello" or not reply.get("init"):
                 raise SandboxError(f"the session did not start: {reply}{self._stderr_tail()}")
         except cgroups.CgroupError as exc:

@@ -38,10 +38,13 @@ def mount(libc, source, target, fstype, flags, data=None):
            "mount %s" % target)
 
 
-def arm_session(libc):
+def arm_session(libc, size):
     """In the session server (PID 1 of its new namespaces), before its submission is known:
-    private mounts, a fresh ``/proc`` and ``/dev/pts``, ``/dev`` read-only."""
+    private mounts, a fresh ``/proc`` and ``/dev/pts``, ``/dev`` read-only, fresh scratch tmpfs
+    (``size`` bytes each)."""
     mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
+    for path, mode in SCRATCH_MOUNTS:
+        mount(libc, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=%s,size=%d" % (mode, size))
     mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     if os.path.isdir("/dev/pts"):
         mount(libc, "devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
@@ -52,12 +55,14 @@ def arm_session(libc):
 _RO = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
 
 
-def start_session(libc, header):
-    """Once the submission is known (op ``go``): fresh scratch tmpfs (``scratch_bytes`` each),
-    its files read-only on ``/prog``; then drop every capability."""
+def start_session(libc, header, armed_size):
+    """Once the submission is known (op ``go``): the scratch tmpfs resized to its
+    ``scratch_bytes`` (when not the armed size), its files read-only on ``/prog``; then drop
+    every capability."""
     size = int(header["scratch_bytes"])
-    for path, mode in SCRATCH_MOUNTS:
-        mount(libc, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=%s,size=%d" % (mode, size))
+    if size != armed_size:
+        for path, _ in SCRATCH_MOUNTS:
+            mount(libc, None, path, None, MS_REMOUNT | MS_NOSUID | MS_NODEV, "size=%d" % size)
     prog = header["prog"]
     if not prog.startswith("/prog/.s/") or ".." in prog:
         raise ValueError("bad prog dir %r" % (prog,))
@@ -105,12 +110,13 @@ def _session_server(libc, header, in_fd, out_fd, start_server):
     """PID 1 of the session: armed (:func:`arm_session`), it answers ``armed`` and waits for
     ``go`` (the submission), starts it (:func:`start_session`), then serves until ``exit``."""
     try:
-        arm_session(libc)
+        armed_size = int(header["scratch_bytes"])
+        arm_session(libc, armed_size)
         write_all(out_fd, encode_frame({"op": "armed", "id": header.get("id")}))
         go, _ = read_frame_blocking(in_fd)
         if go.get("op") != "go":
             kernel.EXIT(0)  # the judge gave the sandbox up before using it
-        start_session(libc, go)
+        start_session(libc, go, armed_size)
     except BaseException as exc:
         _say("session set-up failed: %s: %s" % (type(exc).__name__, exc))
         kernel.EXIT(SETUP_FAILED)
