@@ -1,6 +1,7 @@
 """The judge: ``Task -> Verdict``. The one place where "is this program right" is decided.
 
-One sandbox per submission; the task's language builds the program once
+One sandbox session per submission (a warm sandbox from the pool: docs/sandbox.md, "Warm
+pool"); the task's language builds the program once
 (:mod:`arbiter.languages.registry`) and every test case runs inside that sandbox in a fresh
 process. Per-case verdicts: :mod:`arbiter.judge.evaluate`. The submission-level verdicts
 (``INVALID_TASK``, ``CE``, ``SANDBOX_ERROR`` and its retries) and the scoring modes:
@@ -25,6 +26,7 @@ from arbiter.languages.base import BuildFailure, FailureKind, LoadFailure, Progr
 from arbiter.languages.registry import get_language
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.execution import Execution, Status
+from arbiter.sandbox.pool import default_pool
 from arbiter.sandbox.sandbox import SandboxError
 
 _BUILD_OUTCOME = {
@@ -205,10 +207,12 @@ def default_workers() -> int:
 
 def judge_many(tasks: Iterable[Task], *, workers: int | None = None,
                config: SandboxConfig | None = None, retries: int = 2) -> Iterator[Verdict]:
-    """Judge tasks in parallel (one sandbox per submission, ``workers`` at once, default one per
-    core); yields verdicts in the order of ``tasks``. Tasks are consumed lazily, so memory stays
+    """Judge tasks in parallel (one sandbox session per submission, ``workers`` at once, default
+    one per core, their sandboxes kept warm in :func:`default_pool`); yields verdicts in the order
+    of ``tasks``. Tasks are consumed lazily, so memory stays
     bounded on long streams."""
     n = workers or default_workers()
+    default_pool().ensure_capacity(n)  # every worker's sandbox is kept warm between its tasks
     with ThreadPoolExecutor(max_workers=n, thread_name_prefix="judge") as pool:
         pending = []
         it = iter(tasks)

@@ -15,6 +15,7 @@ import os
 import threading
 import time
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping, Sequence
 
 from arbiter.sandbox.config import SandboxConfig
@@ -68,6 +69,7 @@ class SandboxPool:
         self._seen: set[Any] = set()
         self._jobs: dict[str, deque[tuple[Any, Any]]] = {"recycle": deque(), "spare": deque()}
         self._threads: dict[str, threading.Thread] = {}
+        self._starters: ThreadPoolExecutor | None = None
         self._pending: dict[Any, int] = {}  # key -> sandboxes being recycled (or started)
         self._closed = False
         self.counts = dict(acquired=0, started=0, reused=0, discarded=0, max_busy=0)
@@ -106,7 +108,8 @@ class SandboxPool:
                 sb = None
         reused = sb is not None
         if sb is None:
-            sb = factory(files=files, limits=limits, config=config, mounts=mounts)
+            start = lambda: factory(files=files, limits=limits, config=config, mounts=mounts)  # noqa: E731
+            sb = self._starter().submit(start).result() if self._reusable(config) else start()
         with self._cond:
             c = self.counts
             c["acquired"] += 1
@@ -142,6 +145,15 @@ class SandboxPool:
             self.counts["discarded"] += 1
         sb.close()
 
+    def ensure_capacity(self, busy: int) -> None:
+        """Room for ``busy`` sandboxes in use at once and their recycling (raises
+        :attr:`max_sandboxes` to ``2 * busy`` and :attr:`max_idle_per_key` to ``busy``; never
+        lowers them, never enables a disabled pool)."""
+        with self._cond:
+            if self.max_sandboxes > 0:
+                self.max_sandboxes = max(self.max_sandboxes, 2 * busy)
+                self.max_idle_per_key = max(self.max_idle_per_key, busy)
+
     def stats(self) -> dict[str, int]:
         """``acquired``, ``started`` (new sandboxes handed out), ``reused``, ``discarded``,
         ``busy`` (handed out now), ``max_busy``, ``idle``."""
@@ -163,6 +175,9 @@ class SandboxPool:
                 jobs.clear()
             self._cond.notify_all()
             threads = list(self._threads.values())
+            starters, self._starters = self._starters, None
+        if starters is not None:
+            starters.shutdown(wait=False)
         for sb in idle:
             sb.close()
         for thread in threads:
@@ -170,6 +185,16 @@ class SandboxPool:
                 thread.join(timeout=30)
 
     # ---- the background thread --------------------------------------------------------------------
+    def _starter(self) -> ThreadPoolExecutor:
+        """The threads that start the pool's sandboxes. bwrap runs ``--die-with-parent``, and its
+        parent is the *thread* that started it: a sandbox started by a caller's thread would die
+        with that thread (a ``judge_many`` worker's) while the pool still keeps it."""
+        with self._cond:
+            if self._starters is None:
+                self._starters = ThreadPoolExecutor(max_workers=max(2, _cores()),
+                                                    thread_name_prefix="sandbox-pool-start")
+            return self._starters
+
     def _reusable(self, config: SandboxConfig) -> bool:
         return self.max_sandboxes > 0 and config.isolated and not self._closed
 

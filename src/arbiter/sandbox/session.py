@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
 from arbiter.sandbox import cgroups, hostdirs
 from arbiter.sandbox.errors import SandboxError
@@ -32,6 +32,7 @@ class SessionMixin:
     _armed = False  # a session server waits for its submission (see arm)
     _armed_pid = 0  # its host pid
     _session_processes = -1  # the processes limit on the pids cgroup now
+    _hello_pending = 0  # the id of the "go" whose hello is not read yet
 
     def arm(self) -> None:
         """Get the next session ready before its submission is known (what can be done ahead:
@@ -87,10 +88,10 @@ class SessionMixin:
                 if self.limits.processes != self._session_processes:
                     self._cg.set_pids_max(self.limits.processes + _EXTRA_TASKS)
                     self._session_processes = self.limits.processes
-            reply, _ = self._request({"op": "go", "scratch_bytes": self.limits.scratch_bytes,
-                                      "prog": f"/prog/.s/{name}/prog"}, [], timeout=SESSION_TIMEOUT)
-            if reply.get("op") != "hello" or not reply.get("init"):
-                raise SandboxError(f"the session did not start: {reply}{self._stderr_tail()}")
+            self._request_id += 1  # its hello is read with the next reply (see _read_frame)
+            self._send({"op": "go", "scratch_bytes": self.limits.scratch_bytes,
+                        "prog": f"/prog/.s/{name}/prog", "id": self._request_id})
+            self._hello_pending = self._request_id
         except cgroups.CgroupError as exc:
             self._broken = f"the session did not start: {exc}"
             raise SandboxError(self._broken) from exc
@@ -99,9 +100,23 @@ class SessionMixin:
             raise
         self._armed = False
         self._server_pid = self._armed_pid
-        self.hello = reply
         self.python_loaded = False
         self.load_stage = ""
+
+    def _read_frame(self, deadline: float, watch: Callable[[], bool] | None = None
+                    ) -> tuple[dict[str, Any], list[bytes]]:
+        """(:class:`ChannelMixin`'s) After a ``go``, the session's hello first: the request
+        that follows a ``go`` is sent before it is read, so a session costs no round trip of its
+        own. A session that did not start gives the sandbox up (SandboxError)."""
+        go, self._hello_pending = self._hello_pending, 0
+        if go:
+            hello, _ = super()._read_frame(time.monotonic() + SESSION_TIMEOUT)
+            if hello.get("op") != "hello" or hello.get("id") != go or not hello.get("init"):
+                self._broken = f"the session did not start: {hello}{self._stderr_tail()}"
+                self._kill_now()
+                raise SandboxError(self._broken)
+            self.hello = hello
+        return super()._read_frame(deadline, watch)
 
     def _session_host_pid(self) -> int:
         """The session server's host pid: the one child of the zygote's one child (the helper
@@ -141,7 +156,7 @@ class SessionMixin:
             self._kill_now()
             return False
         finally:
-            self._server_pid = self._armed_pid = 0
+            self._server_pid = self._armed_pid = self._hello_pending = 0
             self._armed = False
             if self._schedstat_fd >= 0:
                 os.close(self._schedstat_fd)
