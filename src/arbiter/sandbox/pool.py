@@ -100,6 +100,8 @@ class SandboxPool:
                     break
                 sb = idle.pop()[0]
             try:
+                if not sb.alive:
+                    raise SandboxError("the idle sandbox died")
                 sb.new_session(files, limits)
                 break
             except (SandboxError, OSError):
@@ -116,7 +118,8 @@ class SandboxPool:
             c["reused" if reused else "started"] += 1
             self._busy[id(sb)] = key
             c["max_busy"] = max(c["max_busy"], len(self._busy))
-            want_spare = (key in self._seen and len(self._idle.get(key, ())) < self.spares
+            coming = len(self._idle.get(key, ())) + self._pending.get(key, 0)
+            want_spare = (key in self._seen and coming < self.spares
                           and self._alive() < self.max_sandboxes)
             if want_spare:
                 self._submit("spare", key, mounts)
