@@ -1,8 +1,9 @@
 """cgroup v1 groups for one sandbox: memory (limit, peak, OOM kills), pids (max tasks), cpuacct.
 
-Groups are created under the judge's own group in each hierarchy, in a sub-directory ``arbiter``.
+Groups are created under the judge's own group in each hierarchy, in a sub-directory ``arbiter``;
+its CPU weight is one task's times the sandboxes alive in it (:func:`reweigh`).
 A failed cgroup operation raises :class:`CgroupError` (``sandbox_error``, never a program verdict).
-See docs/sandbox.md ("Cgroups").
+See docs/sandbox.md ("Cgroups", "Under host load").
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ CONTROLLERS = ("memory", "pids", "cpuacct")
 OPTIONAL_CONTROLLERS = ("cpu",)
 CPU_PERIOD_US = 100_000
 CPU_QUOTA_US = 100_000  # one core
+#: ``cpu.shares`` of one task at nice 0. The ``arbiter`` group gets this times the number of
+#: sandboxes in it (at most :data:`MAX_SHARES`, the kernel's), so N judges compete with the host's
+#: processes as N tasks, not as one.
+TASK_SHARES = 1024
+MAX_SHARES = 262_144
 _counter = itertools.count()
 _lock = threading.Lock()
 
@@ -57,6 +63,25 @@ def available() -> tuple[bool, str]:
 
 
 _pruned = False
+
+
+def reweigh(base: Path) -> int:
+    """Set the ``cpu.shares`` of ``base`` (an ``arbiter`` group of the cpu hierarchy) to
+    :data:`TASK_SHARES` times the sandbox groups in it; returns the value. Under an exclusive
+    ``flock`` of the directory, so judges of several processes sharing it do not undo each
+    other's count. Raises OSError."""
+    import fcntl
+
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        n = sum(1 for d in os.scandir(base) if d.name.startswith("sbx-") and d.is_dir())
+        shares = max(2, min(MAX_SHARES, TASK_SHARES * max(1, n)))
+        with open(base / "cpu.shares", "w") as f:
+            f.write(str(shares))
+        return shares
+    finally:
+        os.close(fd)  # (releases the lock)
 
 
 def pid_alive(pid: int) -> bool:
@@ -155,6 +180,7 @@ class SandboxCgroups:
                         prune_stale(base)
                     (base / name).mkdir()
                     paths[c] = base / name
+                    reweigh(base)
                 except (OSError, CgroupError):
                     continue
             self = cls(paths)
@@ -308,3 +334,17 @@ class SandboxCgroups:
                     break
                 except OSError:
                     time.sleep(0.005)
+            if c == "cpu":
+                try:
+                    reweigh(p.parent)
+                except OSError:
+                    pass
+
+    def cpu_throttled(self) -> tuple[int, int]:
+        """``(periods throttled, nanoseconds throttled)`` of the sandbox's CPU quota so far
+        (``cpu.stat``); ``(0, 0)`` without the cpu controller."""
+        if "cpu" not in self.paths:
+            return 0, 0
+        fields = dict(line.split() for line in self._read("cpu", "cpu.stat").splitlines()
+                      if len(line.split()) == 2)
+        return int(fields.get("nr_throttled", 0)), int(fields.get("throttled_time", 0))

@@ -18,6 +18,7 @@ from .child import apply_rlimits, rlimit_list
 from .kernel import close_all_but, fork, reseed_random, set_own_oom_adj
 from .protocol import LEN, MAX_HEADER, RESULT_FD, read_exact, write_all
 from .python_case import fresh_stdio, prepare_python_process, run_prepared_python
+from .runq import run_delay_ns
 
 
 class Forker:
@@ -152,12 +153,13 @@ def forker_main(server, fk):
                 kernel.EXIT(status)
         os.closerange(0, len(CASE_FDS))  # the case's files are the case's (and the server's) only
         seq = int(req.get("seq", 0))
-        os.write(report, pack(b"S", pid, 0, 0.0, 0.0, 0, seq))
+        os.write(report, pack(b"S", pid, 0, 0.0, 0.0, 0, seq, 0))
         del req, call_args
         # Report, then reap: stopped or killed in between, the child stays a zombie the server
         # reaps itself (its status is never lost with the forker)
         status, utime, stime, maxrss = peek(pid)
-        os.write(report, pack(b"D", pid, status, utime, stime, maxrss, seq))
+        delay = run_delay_ns(pid)  # a zombie still: its run-queue delay is readable
+        os.write(report, pack(b"D", pid, status, utime, stime, maxrss, seq, delay))
         os.waitpid(pid, 0)
 
 
@@ -168,8 +170,9 @@ REPORT_GRACE = 2.0
 
 #: The forker's reports: kind (b"S" started, b"D" done), pid, wait status, user and system
 #: CPU seconds, max RSS (KiB), the run's sequence number (a record of an earlier run, left by a
-#: run that failed in the server, is never taken for this run's). Fixed size, written whole.
-REPORT = struct.Struct("=ciiddqQ")
+#: run that failed in the server, is never taken for this run's), the child's run-queue delay
+#: (ns). Fixed size, written whole.
+REPORT = struct.Struct("=ciiddqQq")
 
 
 def exit_peeker():
@@ -217,11 +220,11 @@ def read_report(fd):
     ``{"pid", "seq"}`` (started) or ``{"pid", "status", "utime", "stime", "maxrss", "seq"}``
     (done); None at end of file."""
     try:
-        kind, pid, status, utime, stime, maxrss, seq = REPORT.unpack(
+        kind, pid, status, utime, stime, maxrss, seq, delay = REPORT.unpack(
             read_exact(fd, REPORT.size))
     except (EOFError, OSError, struct.error):
         return None
     if kind == b"S":
         return {"pid": pid, "seq": seq}
     return {"pid": pid, "status": status, "utime": utime, "stime": stime, "maxrss": maxrss,
-            "seq": seq}
+            "seq": seq, "run_delay_ns": delay}
