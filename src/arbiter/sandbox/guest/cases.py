@@ -9,7 +9,7 @@ from . import kernel
 from .child import child_main, rlimit_list
 from .kernel import fork, memfd, namespace_pids, set_own_oom_adj
 from .protocol import DEFAULT_ENV, RESULT_FD, write_all
-from .runq import WallClock, run_delay_ns
+from .runq import WallClock, own_delay_ns, task_stat
 
 
 class CasesMixin:
@@ -120,9 +120,9 @@ class CasesMixin:
             os.close(pidfd)
         if timed_out:
             self.kill_all(pid)
-        else:
-            clock.note(run_delay_ns(pid))  # a zombie until the wait4 below
+        ran, waited = (0, 0) if timed_out else task_stat(pid)  # a zombie until the wait4 below
         _, status, rusage = os.wait4(pid, 0)
+        clock.note(own_delay_ns(ran, waited, int((rusage.ru_utime + rusage.ru_stime) * 1e9)))
         wall = time.monotonic() - t0
         self.kill_all(pid)
         self.reap_all()

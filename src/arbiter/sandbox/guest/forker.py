@@ -18,7 +18,7 @@ from .child import apply_rlimits, rlimit_list
 from .kernel import close_all_but, fork, reseed_random, set_own_oom_adj
 from .protocol import LEN, MAX_HEADER, RESULT_FD, read_exact, write_all
 from .python_case import fresh_stdio, prepare_python_process, run_prepared_python
-from .runq import run_delay_ns
+from .runq import own_delay_ns, task_stat
 
 
 class Forker:
@@ -158,7 +158,8 @@ def forker_main(server, fk):
         # Report, then reap: stopped or killed in between, the child stays a zombie the server
         # reaps itself (its status is never lost with the forker)
         status, utime, stime, maxrss = peek(pid)
-        delay = run_delay_ns(pid)  # a zombie still: its run-queue delay is readable
+        ran, waited = task_stat(pid)  # a zombie still: its schedstat is readable
+        delay = own_delay_ns(ran, waited, int((utime + stime) * 1e9))
         os.write(report, pack(b"D", pid, status, utime, stime, maxrss, seq, delay))
         os.waitpid(pid, 0)
 

@@ -1,9 +1,9 @@
 """The wall limit net of run-queue delay: time a case was runnable but had no CPU is not its own.
 
-A :class:`WallClock` per case: its deadline is ``t0 + wall + delay`` (``delay`` the largest
-run-queue delay of the case's tasks, ``/proc/<pid>/task/<tid>/schedstat``'s second field), read
-only when the plain deadline passes, never later than :func:`wall_cap`. See docs/sandbox.md
-("Under host load").
+A :class:`WallClock` per case: its deadline is ``t0 + wall + delay``, ``delay`` the largest
+run-queue delay of one of the case's tasks (``/proc/<pid>/task/<tid>/schedstat``'s second field)
+less the CPU its other tasks used (what they can have made it wait), read only when the plain
+deadline passes, never later than :func:`wall_cap`. See docs/sandbox.md ("Under host load").
 """
 
 import os
@@ -18,33 +18,40 @@ def wall_cap(wall):
     return CAP_FACTOR * float(wall) + CAP_MARGIN
 
 
-def run_delay_ns(pid, tid=None):
-    """Nanoseconds task ``tid`` of ``pid`` (default: its main thread) waited on a run queue;
-    0 when it is gone or unreadable."""
+def task_stat(pid, tid=None):
+    """``(ns on a CPU, ns waiting on a run queue)`` of task ``tid`` of ``pid`` (default: its main
+    thread; a zombie's too); ``(0, 0)`` when it is gone or unreadable."""
     path = "/proc/%d/schedstat" % pid if tid is None else "/proc/%d/task/%d/schedstat" % (pid, tid)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
-        return 0
+        return 0, 0
     try:
-        return int(os.read(fd, 128).split()[1])
-    except (OSError, ValueError, IndexError):
-        return 0
+        ran, waited = os.read(fd, 128).split()[:2]
+        return int(ran), int(waited)
+    except (OSError, ValueError):
+        return 0, 0
     finally:
         os.close(fd)
 
 
-def max_task_delay_ns(pids):
-    """The largest run-queue delay (ns) among the threads of the processes ``pids``."""
-    most = 0
+def own_delay_ns(ran, waited, cpu_ns):
+    """The run-queue delay of a task that ran ``ran`` ns in a case whose tasks used ``cpu_ns``
+    together, less what the others can have made it wait (their CPU)."""
+    return max(0, waited - max(0, cpu_ns - ran))
+
+
+def case_delay_ns(pids):
+    """The largest :func:`own_delay_ns` among the threads of the processes ``pids``."""
+    stats = []
     for pid in pids:
         try:
             tids = [int(t) for t in os.listdir("/proc/%d/task" % pid)]
         except (OSError, ValueError):
             continue
-        for tid in tids:
-            most = max(most, run_delay_ns(pid, tid))
-    return most
+        stats += [task_stat(pid, tid) for tid in tids]
+    cpu = sum(ran for ran, _ in stats)
+    return max((own_delay_ns(ran, waited, cpu) for ran, waited in stats), default=0)
 
 
 class WallClock:
@@ -68,7 +75,7 @@ class WallClock:
         cap passed; re-reads the delay when the deadline passed, to move it."""
         if now < self.deadline():
             return False
-        self.note(max_task_delay_ns(self.pids()))
+        self.note(case_delay_ns(self.pids()))
         if now < self.deadline():
             return False
         self.capped = now >= self.cap_at and now - self.t0 - self.delay < self.wall
