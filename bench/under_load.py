@@ -233,7 +233,7 @@ def main() -> None:
             stop_load(procs)
         s = la.samples or [os.getloadavg()[0]]
         extra.update(seconds=time.monotonic() - t0, load_mean=sum(s) / len(s), load_max=max(s),
-                     min_available_gib=la.min_available / 1024)
+                     min_available_gib=la.min_available)
         results[kind], info[kind] = counts, extra
         print(f"[{kind}] {extra['seconds']:.0f} s, load average {extra['load_mean']:.1f} (max "
               f"{extra['load_max']:.1f}), min MemAvailable {extra['min_available_gib']:.1f} GiB", flush=True)

@@ -125,7 +125,8 @@ class SandboxCgroups:
     """The memory, pids and cpuacct groups of one sandbox.
 
     Memory: ``memory.limit_in_bytes`` (and ``memsw`` when present, so swap cannot extend it);
-    the peak is read from ``memory.max_usage_in_bytes`` (reset before each case); OOM kills are
+    the peak is read from ``memory.max_usage_in_bytes`` (``memory.memsw.`` when present; reset
+    before each case); OOM kills are
     counted from ``memory.oom_control``'s ``oom_kill`` field. Pids: ``pids.max`` bounds processes
     and threads. CPU: ``cpuacct.usage`` in nanoseconds covers every task, waited for or not; when
     the ``cpu`` controller is there, the sandbox is its own CFS group capped at one core
@@ -236,19 +237,31 @@ class SandboxCgroups:
             self._write(c, "cgroup.procs", str(pid))
 
     # ---- readings -----------------------------------------------------------------------------
+    @property
+    def _mem_prefix(self) -> str:
+        """``memory.memsw.`` when the kernel accounts swap (memory + swap: pages swapped out under
+        memory pressure stay counted), else ``memory.``."""
+        prefix = getattr(self, "_prefix", None)
+        if prefix is None:
+            memsw = (self.paths["memory"] / "memory.memsw.max_usage_in_bytes").exists()
+            prefix = self._prefix = "memory.memsw." if memsw else "memory."
+        return prefix
+
     def memory_usage(self) -> int:
-        """Bytes charged to the group now."""
-        return self._pread_int("memory", "memory.usage_in_bytes")
+        """Bytes charged to the group now (memory + swap when swap is accounted)."""
+        return self._pread_int("memory", self._mem_prefix + "usage_in_bytes")
 
     def memory_peak(self) -> int:
-        """Largest bytes charged since the last :meth:`reset_memory_peak`."""
-        return self._pread_int("memory", "memory.max_usage_in_bytes")
+        """Largest bytes charged since the last :meth:`reset_memory_peak` (memory + swap when swap
+        is accounted)."""
+        return self._pread_int("memory", self._mem_prefix + "max_usage_in_bytes")
 
     def reset_memory_peak(self) -> None:
+        name = self._mem_prefix + "max_usage_in_bytes"
         try:
-            os.pwrite(self._fd("memory", "memory.max_usage_in_bytes", os.O_WRONLY), b"0", 0)
+            os.pwrite(self._fd("memory", name, os.O_WRONLY), b"0", 0)
         except OSError as exc:
-            raise CgroupError(f"cannot reset memory.max_usage_in_bytes: {exc}") from exc
+            raise CgroupError(f"cannot reset {name}: {exc}") from exc
 
     def oom_kills(self) -> int:
         """OOM kills so far in this group (the ``oom_kill`` field, kernel >= 4.13)."""
