@@ -152,3 +152,22 @@ def test_run_delay_is_reported_on_a_quiet_run():
         ex = sb.run_python()
         assert ex.ok and 0 <= ex.run_delay_seconds <= ex.wall_seconds
         assert Path(f"/proc/{os.getpid()}/schedstat").exists()
+
+
+def test_a_case_starved_by_its_cpu_quota_is_starved_not_tle():
+    # The sandbox's own CPU quota cut to 3% stands in for a host that leaves it no CPU: the case
+    # stays runnable (throttled tasks are queued), so its run-queue delay grows until the cap.
+    lim = Limits(cpu_seconds=1.0, wall_seconds=1.0)
+    with Sandbox(limits=lim) as sb:
+        cpu_dirs = [p for p in sb.cgroup_dirs if "/cpu/" in str(p)]
+        if not cpu_dirs:
+            pytest.skip("no cgroup v1 cpu controller")
+        assert sb.load_python(BURN.format(cpu=0.5)) is None
+        (cpu_dirs[0] / "cpu.cfs_quota_us").write_text("3000")
+        ex = sb.run_python(limits=lim)
+        (cpu_dirs[0] / "cpu.cfs_quota_us").write_text(str(cgroups.CPU_QUOTA_US))
+        assert ex.status is Status.SANDBOX_ERROR and ex.starved, ex
+        assert ex.detail.startswith("starved:") and ex.run_delay_seconds > lim.wall
+        assert ex.cpu_seconds < 0.5
+        ex = sb.run_python(limits=lim)  # the same sandbox, given its CPU back
+        assert ex.status is not Status.TIME_LIMIT and (ex.ok or ex.starved), ex.detail
