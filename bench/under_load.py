@@ -116,8 +116,13 @@ def run_workload(args) -> tuple[collections.Counter, dict]:
         counts[f"{group} program {v.outcome.value}"] += 1
         for c in v.cases:
             counts[f"{group} case {c.outcome.value}"] += 1
+            if c.outcome.value in ("TLE", "MLE", "SANDBOX_ERROR"):
+                print(f"  {task.task_id} {c.name}: {c.outcome.value} cpu {c.cpu_seconds:.2f} s wall "
+                      f"{c.wall_seconds:.2f} s {c.detail[:160]}", flush=True)
             if group == "cpu80":
                 cpu80_wall = max(cpu80_wall, c.wall_seconds)
+        if v.outcome.value == "SANDBOX_ERROR":
+            print(f"  {task.task_id}: SANDBOX_ERROR {v.reason[:200]}", flush=True)
         if v.accepted:
             accepted.add(task.task_id)
     with tempfile.TemporaryDirectory(prefix="under_load_") as d:

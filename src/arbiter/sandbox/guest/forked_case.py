@@ -186,6 +186,7 @@ class ForkerMixin:
                     w.done = frame
                 elif w.pid is None:
                     w.pid = int(frame["pid"])
+                    w.clock.startup = max(0, int(frame.get("run_delay_ns", 0))) / 1e9
                     try:
                         w.case_pidfd = os.pidfd_open(w.pid)
                         w.poller.register(w.case_pidfd, select.POLLIN)

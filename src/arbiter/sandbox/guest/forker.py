@@ -125,6 +125,8 @@ def forker_main(server, fk):
     _signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - {signal.SIGCHLD})
     pack = REPORT.pack
     peek = exit_peeker()
+    me = os.getpid()
+    waited_before = task_stat(me)[1]  # its own run-queue delay: a case's start-up waits count
     while True:
         try:
             req, blobs, _ = recv_case(sock)
@@ -153,7 +155,9 @@ def forker_main(server, fk):
                 kernel.EXIT(status)
         os.closerange(0, len(CASE_FDS))  # the case's files are the case's (and the server's) only
         seq = int(req.get("seq", 0))
-        os.write(report, pack(b"S", pid, 0, 0.0, 0.0, 0, seq, 0))
+        waited = task_stat(me)[1]  # (it sleeps between cases: this is the wait to fork this one)
+        os.write(report, pack(b"S", pid, 0, 0.0, 0.0, 0, seq, waited - waited_before))
+        waited_before = waited
         del req, call_args
         # Report, then reap: stopped or killed in between, the child stays a zombie the server
         # reaps itself (its status is never lost with the forker)
@@ -171,8 +175,8 @@ REPORT_GRACE = 2.0
 
 #: The forker's reports: kind (b"S" started, b"D" done), pid, wait status, user and system
 #: CPU seconds, max RSS (KiB), the run's sequence number (a record of an earlier run, left by a
-#: run that failed in the server, is never taken for this run's), the child's run-queue delay
-#: (ns). Fixed size, written whole.
+#: run that failed in the server, is never taken for this run's), a run-queue delay in ns (done:
+#: the child's; started: the forker's own since the last start). Fixed size, written whole.
 REPORT = struct.Struct("=ciiddqQq")
 
 
@@ -218,7 +222,8 @@ class Rusage:
 
 def read_report(fd):
     """One record from the forker's report pipe (:data:`REPORT`, written whole) as a dict:
-    ``{"pid", "seq"}`` (started) or ``{"pid", "status", "utime", "stime", "maxrss", "seq"}``
+    ``{"pid", "seq", "run_delay_ns"}`` (started; the forker's own run-queue delay since the
+    last case started) or ``{"pid", "status", "utime", "stime", "maxrss", "seq"}``
     (done); None at end of file."""
     try:
         kind, pid, status, utime, stime, maxrss, seq, delay = REPORT.unpack(
@@ -226,6 +231,6 @@ def read_report(fd):
     except (EOFError, OSError, struct.error):
         return None
     if kind == b"S":
-        return {"pid": pid, "seq": seq}
+        return {"pid": pid, "seq": seq, "run_delay_ns": delay}
     return {"pid": pid, "status": status, "utime": utime, "stime": stime, "maxrss": maxrss,
             "seq": seq, "run_delay_ns": delay}

@@ -65,10 +65,11 @@ class WallClock:
         self.t0, self.wall, self.pids = t0, float(wall), pids
         self.cap_at = t0 + wall_cap(wall)
         self.delay = 0.0
+        self.startup = 0.0  # the forker's run-queue delay before it forked the case
         self.capped = False
 
     def deadline(self):
-        return min(self.t0 + self.wall + self.delay, self.cap_at)
+        return min(self.t0 + self.wall + self.startup + self.delay, self.cap_at)
 
     def expired(self, now):
         """True once the case's elapsed time net of its run-queue delay reached the limit, or the
@@ -78,7 +79,7 @@ class WallClock:
         self.note(case_delay_ns(self.pids()))
         if now < self.deadline():
             return False
-        self.capped = now >= self.cap_at and now - self.t0 - self.delay < self.wall
+        self.capped = now >= self.cap_at and now - self.t0 - self.startup - self.delay < self.wall
         return True
 
     def note(self, delay_ns):
@@ -87,4 +88,4 @@ class WallClock:
 
     def report(self):
         """The fields this clock adds to a case's result header."""
-        return {"run_delay_seconds": self.delay, "wall_capped": self.capped}
+        return {"run_delay_seconds": self.startup + self.delay, "wall_capped": self.capped}
