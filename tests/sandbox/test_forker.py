@@ -149,7 +149,8 @@ def test_a_program_that_kills_or_stops_its_forker_and_spins_is_a_time_limit():
             "    pass\n", limits=Limits(cpu_seconds=5, wall_seconds=1), n=2)
         for ex in runs:
             assert ex.status is Status.TIME_LIMIT and ex.detail.startswith("wall"), (act, ex)
-            assert ex.wall_seconds < 2, ex.wall_seconds
+            # (the run-queue delay of a loaded machine is not counted: docs/sandbox.md, "Under host load")
+            assert ex.wall_seconds - ex.run_delay_seconds < 2, ex
         assert follow.status is Status.TIME_LIMIT
 
 

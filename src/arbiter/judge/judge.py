@@ -151,10 +151,19 @@ def _run_cases(job: _Judging, cases: list[TestCase], runner: Runner, external: E
     return None
 
 
+#: Reruns of a case stopped by the wall limit while other processes held the CPU (it is never
+#: TLE; still starved after these, the submission is SANDBOX_ERROR), after pauses of 1x, 2x,
+#: ... this many seconds (docs/sandbox.md, "Under host load").
+STARVED_RETRIES = 3
+STARVED_PAUSE = 1.0
+
+
 def _run_case(job: _Judging, case: TestCase, runner: Runner, external: ExternalChecker | None,
               retries: int) -> CaseResult | Verdict:
-    """One case, retried in a fresh sandbox after a sandbox failure; a verdict on a judge bug."""
+    """One case, retried in a fresh sandbox after a sandbox failure, or in the same one after a
+    pause when it was starved of CPU (:data:`STARVED_RETRIES`); a verdict on a judge bug."""
     attempts_left = retries
+    starved_left = STARVED_RETRIES
     restart_error = ""
     while True:
         if restart_error:  # that retry is spent: the case is not run without a sandbox
@@ -171,7 +180,13 @@ def _run_case(job: _Judging, case: TestCase, runner: Runner, external: ExternalC
             return job.verdict(Outcome.SANDBOX_ERROR,
                                f"case {case.name}: internal error while judging the result "
                                f"({type(exc).__name__}: {str(exc)[:300]})", cases=job.results)
-        if res.outcome is not Outcome.SANDBOX_ERROR or attempts_left <= 0:
+        if res.outcome is not Outcome.SANDBOX_ERROR:
+            return res
+        if ex.starved and starved_left > 0:  # the host's fault: wait for the load to ease
+            starved_left -= 1
+            time.sleep(STARVED_PAUSE * (STARVED_RETRIES - starved_left))
+            continue
+        if attempts_left <= 0:
             return res
         attempts_left -= 1
         restart_error = runner.reopen()

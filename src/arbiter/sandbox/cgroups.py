@@ -1,8 +1,9 @@
 """cgroup v1 groups for one sandbox: memory (limit, peak, OOM kills), pids (max tasks), cpuacct.
 
-Groups are created under the judge's own group in each hierarchy, in a sub-directory ``arbiter``.
+Groups are created under the judge's own group in each hierarchy, in a sub-directory ``arbiter``;
+its CPU weight is one task's times the sandboxes alive in it (:func:`reweigh`).
 A failed cgroup operation raises :class:`CgroupError` (``sandbox_error``, never a program verdict).
-See docs/sandbox.md ("Cgroups").
+See docs/sandbox.md ("Cgroups", "Under host load").
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ CONTROLLERS = ("memory", "pids", "cpuacct")
 OPTIONAL_CONTROLLERS = ("cpu",)
 CPU_PERIOD_US = 100_000
 CPU_QUOTA_US = 100_000  # one core
+#: ``cpu.shares`` of one task at nice 0. The ``arbiter`` group gets this times the number of
+#: sandboxes in it (at most :data:`MAX_SHARES`, the kernel's), so N judges compete with the host's
+#: processes as N tasks, not as one.
+TASK_SHARES = 1024
+MAX_SHARES = 262_144
 _counter = itertools.count()
 _lock = threading.Lock()
 
@@ -57,6 +63,25 @@ def available() -> tuple[bool, str]:
 
 
 _pruned = False
+
+
+def reweigh(base: Path) -> int:
+    """Set the ``cpu.shares`` of ``base`` (an ``arbiter`` group of the cpu hierarchy) to
+    :data:`TASK_SHARES` times the sandbox groups in it; returns the value. Under an exclusive
+    ``flock`` of the directory, so judges of several processes sharing it do not undo each
+    other's count. Raises OSError."""
+    import fcntl
+
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        n = sum(1 for d in os.scandir(base) if d.name.startswith("sbx-") and d.is_dir())
+        shares = max(2, min(MAX_SHARES, TASK_SHARES * max(1, n)))
+        with open(base / "cpu.shares", "w") as f:
+            f.write(str(shares))
+        return shares
+    finally:
+        os.close(fd)  # (releases the lock)
 
 
 def pid_alive(pid: int) -> bool:
@@ -100,7 +125,8 @@ class SandboxCgroups:
     """The memory, pids and cpuacct groups of one sandbox.
 
     Memory: ``memory.limit_in_bytes`` (and ``memsw`` when present, so swap cannot extend it);
-    the peak is read from ``memory.max_usage_in_bytes`` (reset before each case); OOM kills are
+    the peak is read from ``memory.max_usage_in_bytes`` (``memory.memsw.`` when present; reset
+    before each case); OOM kills are
     counted from ``memory.oom_control``'s ``oom_kill`` field. Pids: ``pids.max`` bounds processes
     and threads. CPU: ``cpuacct.usage`` in nanoseconds covers every task, waited for or not; when
     the ``cpu`` controller is there, the sandbox is its own CFS group capped at one core
@@ -155,6 +181,7 @@ class SandboxCgroups:
                         prune_stale(base)
                     (base / name).mkdir()
                     paths[c] = base / name
+                    reweigh(base)
                 except (OSError, CgroupError):
                     continue
             self = cls(paths)
@@ -210,19 +237,31 @@ class SandboxCgroups:
             self._write(c, "cgroup.procs", str(pid))
 
     # ---- readings -----------------------------------------------------------------------------
+    @property
+    def _mem_prefix(self) -> str:
+        """``memory.memsw.`` when the kernel accounts swap (memory + swap: pages swapped out under
+        memory pressure stay counted), else ``memory.``."""
+        prefix = getattr(self, "_prefix", None)
+        if prefix is None:
+            memsw = (self.paths["memory"] / "memory.memsw.max_usage_in_bytes").exists()
+            prefix = self._prefix = "memory.memsw." if memsw else "memory."
+        return prefix
+
     def memory_usage(self) -> int:
-        """Bytes charged to the group now."""
-        return self._pread_int("memory", "memory.usage_in_bytes")
+        """Bytes charged to the group now (memory + swap when swap is accounted)."""
+        return self._pread_int("memory", self._mem_prefix + "usage_in_bytes")
 
     def memory_peak(self) -> int:
-        """Largest bytes charged since the last :meth:`reset_memory_peak`."""
-        return self._pread_int("memory", "memory.max_usage_in_bytes")
+        """Largest bytes charged since the last :meth:`reset_memory_peak` (memory + swap when swap
+        is accounted)."""
+        return self._pread_int("memory", self._mem_prefix + "max_usage_in_bytes")
 
     def reset_memory_peak(self) -> None:
+        name = self._mem_prefix + "max_usage_in_bytes"
         try:
-            os.pwrite(self._fd("memory", "memory.max_usage_in_bytes", os.O_WRONLY), b"0", 0)
+            os.pwrite(self._fd("memory", name, os.O_WRONLY), b"0", 0)
         except OSError as exc:
-            raise CgroupError(f"cannot reset memory.max_usage_in_bytes: {exc}") from exc
+            raise CgroupError(f"cannot reset {name}: {exc}") from exc
 
     def oom_kills(self) -> int:
         """OOM kills so far in this group (the ``oom_kill`` field, kernel >= 4.13)."""
@@ -308,3 +347,17 @@ class SandboxCgroups:
                     break
                 except OSError:
                     time.sleep(0.005)
+            if c == "cpu":
+                try:
+                    reweigh(p.parent)
+                except OSError:
+                    pass
+
+    def cpu_throttled(self) -> tuple[int, int]:
+        """``(periods throttled, nanoseconds throttled)`` of the sandbox's CPU quota so far
+        (``cpu.stat``); ``(0, 0)`` without the cpu controller."""
+        if "cpu" not in self.paths:
+            return 0, 0
+        fields = dict(line.split() for line in self._read("cpu", "cpu.stat").splitlines()
+                      if len(line.split()) == 2)
+        return int(fields.get("nr_throttled", 0)), int(fields.get("throttled_time", 0))

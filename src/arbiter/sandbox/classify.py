@@ -14,6 +14,9 @@ from arbiter.sandbox.limits import MiB, Limits
 #: CPU seconds the cgroup may count beyond the process's own rusage before it is taken instead
 #: (processes the program did not wait for).
 CPU_TOLERANCE = 0.05
+#: A run stopped by the wall limit is starved (not TLE) when its run-queue delay, less twice its
+#: CPU (the most its own tasks can make each other wait), is over this share of its elapsed time.
+STARVED_SHARE = 0.2
 
 
 def cpu_seconds(reply: dict[str, Any], cg_cpu: float) -> float:
@@ -30,6 +33,21 @@ def memory_exceeded(lim: Limits, maxrss: int, mem_delta: int, oom_kills: int,
     return maxrss > lim.memory_bytes
 
 
+def starved(reply: dict[str, Any], cpu: float) -> bool:
+    """Stopped by the wall limit while other processes held the CPU (see :data:`STARVED_SHARE`)."""
+    if not reply.get("wall_timeout"):
+        return False
+    delay = float(reply.get("run_delay_seconds", 0.0))
+    return delay - 2 * cpu > STARVED_SHARE * float(reply.get("wall_seconds", 0.0))
+
+
+def starved_detail(reply: dict[str, Any], lim: Limits, cpu: float) -> str:
+    return (f"starved: runnable {float(reply.get('run_delay_seconds', 0.0)):.1f} s without CPU in "
+            f"{float(reply.get('wall_seconds', 0.0)):.1f} s (wall limit {lim.wall:g} s, CPU "
+            f"{cpu:.2f} s{', stopped by the cap' if reply.get('wall_capped') else ''}): "
+            "the host is overloaded, not the program slow")
+
+
 def signal_name(sig: int) -> str:
     try:
         return signal.Signals(sig).name
@@ -44,11 +62,15 @@ def tampered_detail(what: str) -> str:
 
 
 def status_of(reply: dict[str, Any], lim: Limits, cpu: float, mem_over: bool) -> tuple[Status, str]:
-    """The first rule that matches: tampered server, wall timeout, memory, CPU, output, signal,
-    lost status, exit code; else OK."""
+    """The first rule that matches: tampered server, starved (wall timeout within the CPU and
+    memory limits while others held the CPU), wall timeout, memory, CPU, output, signal, lost
+    status, exit code; else OK."""
     sig, code = reply.get("signal"), reply.get("exit_code")
     if reply.get("sandbox_tampered"):
         return Status.RUNTIME_ERROR, tampered_detail(reply["sandbox_tampered"])
+    if (starved(reply, cpu) and not mem_over and cpu <= lim.cpu_seconds
+            and sig != signal.SIGXCPU):
+        return Status.SANDBOX_ERROR, starved_detail(reply, lim, cpu)
     if reply.get("wall_timeout"):
         return Status.TIME_LIMIT, f"wall time limit exceeded ({lim.wall:g} s)"
     if mem_over:
@@ -82,4 +104,6 @@ def classify(reply: dict[str, Any], lim: Limits, stdout: bytes, stderr: bytes,
         cpu_seconds=cpu, wall_seconds=float(reply.get("wall_seconds", 0.0)),
         peak_memory_bytes=max(maxrss, mem_delta), stdout=stdout, stderr=stderr,
         stdout_truncated=out_size > len(stdout), stderr_truncated=err_size > len(stderr),
-        result=result, detail=detail)
+        result=result, detail=detail,
+        run_delay_seconds=float(reply.get("run_delay_seconds", 0.0)),
+        starved=status is Status.SANDBOX_ERROR and detail.startswith("starved:"))

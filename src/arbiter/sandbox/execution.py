@@ -40,6 +40,11 @@ class Execution:
       (or the exception), else ``None``.
     - ``detail``: a short human-readable reason (which limit, which signal, what failed).
     - ``log``: what the run wrote to its ``log_fd`` pipe (see :meth:`Sandbox.run`), else ``None``.
+    - ``run_delay_seconds``: the largest time one of its tasks was runnable but had no CPU (the
+      kernel's run-queue delay); the wall limit does not count it (docs/sandbox.md, "Under host
+      load").
+    - ``starved``: the run was stopped by the wall limit while other processes held the CPU
+      (``status`` is then ``sandbox_error``: the judge retries it, never a TLE).
     """
 
     status: Status
@@ -55,6 +60,8 @@ class Execution:
     result: bytes | None = None
     detail: str = ""
     log: bytes | None = None
+    run_delay_seconds: float = 0.0
+    starved: bool = False
 
     @property
     def ok(self) -> bool:

@@ -25,6 +25,7 @@ from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.errors import SandboxError, UnsafeModeRefused  # noqa: F401 (re-exported)
 from arbiter.sandbox.execution import Execution, Status
 from arbiter.sandbox.guest.protocol import DEFAULT_ENV
+from arbiter.sandbox.guest.runq import wall_cap
 from arbiter.sandbox.limits import MiB, Limits
 from arbiter.sandbox.session import _EXTRA_TASKS, SERVER_HEADROOM, SessionMixin
 
@@ -414,7 +415,7 @@ class Sandbox(SessionMixin, ChannelMixin):
                 cpu_before = cg.cpu_ns() - self._server_cpu_ns()
             blobs = [stdin] if call_payload is None else [stdin, call_payload]
             watch = self._cpu_watch(cg, cpu_before, lim) if cg is not None and self._server_pid else None
-            timeout = lim.wall + REPLY_GRACE + CLEANUP_PER_CPU_SECOND * (lim.cpu_seconds + CPU_KILL_MARGIN)
+            timeout = wall_cap(lim.wall) + REPLY_GRACE + CLEANUP_PER_CPU_SECOND * (lim.cpu_seconds + CPU_KILL_MARGIN)
             reply, rblobs = self._request(req, blobs, timeout=timeout, watch=watch)
             mem_delta = oom = 0
             cg_cpu = 0.0

@@ -7,8 +7,9 @@ import os
 
 from . import kernel
 from .child import child_main, rlimit_list
-from .kernel import fork, memfd, set_own_oom_adj
+from .kernel import fork, memfd, namespace_pids, set_own_oom_adj
 from .protocol import DEFAULT_ENV, RESULT_FD, write_all
+from .runq import WallClock, own_delay_ns, task_stat
 
 
 class CasesMixin:
@@ -39,6 +40,15 @@ class CasesMixin:
                     return result
         self.drop_forker()  # a direct fork's cleanup (kill(-1)) would take it anyway
         return self._fork_here(req, staged, stdin, call_args, source_for_probe)
+
+    def case_clock(self, t0, limits, pid=None, keep=None):
+        """The :class:`~.runq.WallClock` of a case started at ``t0``: its processes are every
+        process of the namespace but this server and ``keep`` (PID 1), else only ``pid``."""
+        if self.is_init:
+            pids = lambda: namespace_pids(keep)  # noqa: E731
+        else:
+            pids = lambda: [pid] if pid else []  # noqa: E731
+        return WallClock(t0, float(limits.get("wall_seconds", 10.0)), pids)
 
     def _fork_here(self, req, staged, stdin, call_args, source_for_probe):
         """Fork (or ``posix_spawn``) the case from this server and wait for it.
@@ -92,25 +102,27 @@ class CasesMixin:
         readers = {err_r: err}
         if log_r >= 0:
             readers[log_r] = log
-        status, rusage, wall, timed_out = self._wait_here(
-            pid, readers, t0, t0 + float(limits.get("wall_seconds", 10.0)))
+        clock = self.case_clock(t0, limits, pid)
+        status, rusage, wall, timed_out = self._wait_here(pid, readers, t0, clock)
         return self.finish_case(status, rusage, wall, timed_out, out_fd, err, res_fd, out_cap,
-                                mode, log, spawned=spawned)
+                                mode, log, spawned=spawned, clock=clock)
 
-    def _wait_here(self, pid, readers, t0, deadline):
-        """Wait for the case ``pid`` forked here at ``t0`` (draining ``readers`` until
-        ``deadline``), kill and reap what it left; returns ``(wait status, rusage, wall seconds,
-        timed out)``. Closes ``readers``."""
+    def _wait_here(self, pid, readers, t0, clock):
+        """Wait for the case ``pid`` forked here at ``t0`` (draining ``readers`` until its
+        ``clock`` expires), kill and reap what it left; returns ``(wait status, rusage, wall
+        seconds, timed out)``. Closes ``readers``."""
         import time
 
         pidfd = os.pidfd_open(pid)
         try:
-            timed_out = wait_for_exit(pidfd, readers, deadline)
+            timed_out = wait_for_exit(pidfd, readers, clock)
         finally:
             os.close(pidfd)
         if timed_out:
             self.kill_all(pid)
+        ran, waited = (0, 0) if timed_out else task_stat(pid)  # a zombie until the wait4 below
         _, status, rusage = os.wait4(pid, 0)
+        clock.note(own_delay_ns(ran, waited, int((rusage.ru_utime + rusage.ru_stime) * 1e9)))
         wall = time.monotonic() - t0
         self.kill_all(pid)
         self.reap_all()
@@ -120,7 +132,7 @@ class CasesMixin:
         return status, rusage, wall, timed_out
 
     def finish_case(self, status, rusage, wall, timed_out, out_fd, err, res_fd, out_cap, mode,
-                    log=None, spawned=False):
+                    log=None, spawned=False, clock=None):
         out_size = os.fstat(out_fd).st_size
         lost = status is None  # see run_in_forker
         result = {
@@ -135,6 +147,8 @@ class CasesMixin:
             "stdout_size": out_size,
             "stderr_size": err.total,
         }
+        if clock is not None:
+            result.update(clock.report())
         if lost:
             result["status_lost"] = True
         if mode == "compile_probe":
@@ -261,9 +275,10 @@ class Capture:
         return bytes(self.head + self.tail)
 
 
-def wait_for_exit(pidfd, readers, deadline):
-    """Wait until the process of ``pidfd`` exits or ``deadline`` (``time.monotonic()``) passes,
-    draining each pipe of ``readers`` (fd -> :class:`Capture`) meanwhile. True on the deadline."""
+def wait_for_exit(pidfd, readers, clock):
+    """Wait until the process of ``pidfd`` exits or its :class:`~.runq.WallClock` ``clock``
+    expires, draining each pipe of ``readers`` (fd -> :class:`Capture`) meanwhile. True when
+    the clock expired."""
     import select
     import time
     poller = select.poll()
@@ -271,10 +286,12 @@ def wait_for_exit(pidfd, readers, deadline):
     for fd in readers:
         poller.register(fd, select.POLLIN)
     while True:
-        left = deadline - time.monotonic()
+        left = clock.deadline() - time.monotonic()
         events = poller.poll(left * 1000.0) if left > 0 else []
         if not events:
-            return True
+            if clock.expired(time.monotonic()):
+                return True
+            continue
         if any(fd == pidfd for fd, _ in events):
             return False
         for fd, _ in events:

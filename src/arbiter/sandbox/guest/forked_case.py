@@ -109,7 +109,7 @@ class ForkerMixin:
         """The rest of :meth:`run_in_forker`, once the request is sent: takes ``out_fd`` and
         ``res_fd`` (handed to :meth:`finish_case`, or closed)."""
         limits = req.get("limits", {})
-        w = _CaseWatch(fk, err, err_r, t0 + float(limits.get("wall_seconds", 10.0)))
+        w = _CaseWatch(fk, err, err_r, self.case_clock(t0, limits, keep=fk.pid))
         try:
             while w.done is None:
                 events = self._next_events(w)
@@ -127,7 +127,7 @@ class ForkerMixin:
                             if fd >= 0:
                                 os.close(fd)
                         return None
-                    w.done = self._collect_orphan(w.pid, w.case_pidfd, w.exited, w.deadline,
+                    w.done = self._collect_orphan(w.pid, w.case_pidfd, w.exited, w.clock,
                                                   err, err_r)
                     if w.done.get("timed_out"):
                         w.timed_out = True
@@ -137,8 +137,8 @@ class ForkerMixin:
         return self._end_forked_case(w, req, t0, out_fd, res_fd, out_cap)
 
     def _next_events(self, w):
-        """Poll once for what :meth:`_watch_forked_case` waits for; None when the wall deadline
-        passed just now (every process but the forker is then killed)."""
+        """Poll once for what :meth:`_watch_forked_case` waits for; None when the case's wall
+        clock expired just now (every process but the forker is then killed)."""
         import time
 
         fk = w.fk
@@ -154,9 +154,11 @@ class ForkerMixin:
                     os.kill(fk.pid, signal.SIGKILL)
             w.waits += 1
             return w.poller.poll(20 if w.waits > 1 else 2)
-        left = w.deadline - now
+        left = w.clock.deadline() - now
         events = w.poller.poll(left * 1000.0) if left > 0 else []
         if not events:
+            if not w.clock.expired(time.monotonic()):
+                return []  # its run-queue delay moved the deadline
             w.timed_out = True
             w.end = time.monotonic()
             self.kill_all(0, fk.pid if not w.forker_dead else None)
@@ -184,6 +186,7 @@ class ForkerMixin:
                     w.done = frame
                 elif w.pid is None:
                     w.pid = int(frame["pid"])
+                    w.clock.startup = max(0, int(frame.get("run_delay_ns", 0))) / 1e9
                     try:
                         w.case_pidfd = os.pidfd_open(w.pid)
                         w.poller.register(w.case_pidfd, select.POLLIN)
@@ -216,10 +219,11 @@ class ForkerMixin:
             self.reap_all()
         drain(w.err_r, w.err)  # everything that could write is gone now
         done = w.done
+        w.clock.note(int(done.get("run_delay_ns", 0)))
         status = done.get("status")
         rusage = Rusage(done.get("utime", 0.0), done.get("stime", 0.0), done.get("maxrss", 0))
         result = self.finish_case(status, rusage, end - t0, w.timed_out, out_fd, w.err, res_fd,
-                                  out_cap, req.get("mode"))
+                                  out_cap, req.get("mode"), clock=w.clock)
         if forker_dead:
             self.forker = None
             fk.close()
@@ -227,15 +231,15 @@ class ForkerMixin:
             self.check_forker()
         return result
 
-    def _collect_orphan(self, pid, pidfd, exited, deadline, err, err_r):
+    def _collect_orphan(self, pid, pidfd, exited, clock, err, err_r):
         """The forker died while its child ``pid`` ran: the child is now this server's; wait for
-        it (its wall deadline still holds) and return a report like the forker's, with
+        it (its wall ``clock`` still holds) and return a report like the forker's, with
         ``status`` None when the forker had reaped it already. The child is told by its
         ``pidfd`` (``waitid(P_PIDFD, WNOWAIT)`` before the ``wait4``), never by a pid number
         that could have been reused."""
         timed_out = False
         if not exited and pidfd is not None:
-            timed_out = wait_for_exit(pidfd, {err_r: err}, deadline)
+            timed_out = wait_for_exit(pidfd, {err_r: err}, clock)
             if timed_out:
                 self.kill_all(0)
         lost = {"status": None, "timed_out": timed_out}
@@ -253,10 +257,10 @@ class ForkerMixin:
 class _CaseWatch:
     """What the server knows of a case the forker runs, while it watches it."""
 
-    def __init__(self, fk, err, err_r, deadline):
+    def __init__(self, fk, err, err_r, clock):
         import select
 
-        self.fk, self.err, self.err_r, self.deadline = fk, err, err_r, deadline
+        self.fk, self.err, self.err_r, self.clock = fk, err, err_r, clock
         self.poller = select.poll()
         for fd in (fk.report_r, fk.pidfd, err_r):
             self.poller.register(fd, select.POLLIN)

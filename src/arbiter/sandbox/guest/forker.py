@@ -18,6 +18,7 @@ from .child import apply_rlimits, rlimit_list
 from .kernel import close_all_but, fork, reseed_random, set_own_oom_adj
 from .protocol import LEN, MAX_HEADER, RESULT_FD, read_exact, write_all
 from .python_case import fresh_stdio, prepare_python_process, run_prepared_python
+from .runq import own_delay_ns, task_stat
 
 
 class Forker:
@@ -124,6 +125,8 @@ def forker_main(server, fk):
     _signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - {signal.SIGCHLD})
     pack = REPORT.pack
     peek = exit_peeker()
+    me = os.getpid()
+    waited_before = task_stat(me)[1]  # its own run-queue delay: a case's start-up waits count
     while True:
         try:
             req, blobs, _ = recv_case(sock)
@@ -152,12 +155,16 @@ def forker_main(server, fk):
                 kernel.EXIT(status)
         os.closerange(0, len(CASE_FDS))  # the case's files are the case's (and the server's) only
         seq = int(req.get("seq", 0))
-        os.write(report, pack(b"S", pid, 0, 0.0, 0.0, 0, seq))
+        waited = task_stat(me)[1]  # (it sleeps between cases: this is the wait to fork this one)
+        os.write(report, pack(b"S", pid, 0, 0.0, 0.0, 0, seq, waited - waited_before))
+        waited_before = waited
         del req, call_args
         # Report, then reap: stopped or killed in between, the child stays a zombie the server
         # reaps itself (its status is never lost with the forker)
         status, utime, stime, maxrss = peek(pid)
-        os.write(report, pack(b"D", pid, status, utime, stime, maxrss, seq))
+        ran, waited = task_stat(pid)  # a zombie still: its schedstat is readable
+        delay = own_delay_ns(ran, waited, int((utime + stime) * 1e9))
+        os.write(report, pack(b"D", pid, status, utime, stime, maxrss, seq, delay))
         os.waitpid(pid, 0)
 
 
@@ -168,8 +175,9 @@ REPORT_GRACE = 2.0
 
 #: The forker's reports: kind (b"S" started, b"D" done), pid, wait status, user and system
 #: CPU seconds, max RSS (KiB), the run's sequence number (a record of an earlier run, left by a
-#: run that failed in the server, is never taken for this run's). Fixed size, written whole.
-REPORT = struct.Struct("=ciiddqQ")
+#: run that failed in the server, is never taken for this run's), a run-queue delay in ns (done:
+#: the child's; started: the forker's own since the last start). Fixed size, written whole.
+REPORT = struct.Struct("=ciiddqQq")
 
 
 def exit_peeker():
@@ -214,14 +222,15 @@ class Rusage:
 
 def read_report(fd):
     """One record from the forker's report pipe (:data:`REPORT`, written whole) as a dict:
-    ``{"pid", "seq"}`` (started) or ``{"pid", "status", "utime", "stime", "maxrss", "seq"}``
+    ``{"pid", "seq", "run_delay_ns"}`` (started; the forker's own run-queue delay since the
+    last case started) or ``{"pid", "status", "utime", "stime", "maxrss", "seq"}``
     (done); None at end of file."""
     try:
-        kind, pid, status, utime, stime, maxrss, seq = REPORT.unpack(
+        kind, pid, status, utime, stime, maxrss, seq, delay = REPORT.unpack(
             read_exact(fd, REPORT.size))
     except (EOFError, OSError, struct.error):
         return None
     if kind == b"S":
-        return {"pid": pid, "seq": seq}
+        return {"pid": pid, "seq": seq, "run_delay_ns": delay}
     return {"pid": pid, "status": status, "utime": utime, "stime": stime, "maxrss": maxrss,
-            "seq": seq}
+            "seq": seq, "run_delay_ns": delay}

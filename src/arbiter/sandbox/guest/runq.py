@@ -1,0 +1,91 @@
+"""The wall limit net of run-queue delay: time a case was runnable but had no CPU is not its own.
+
+A :class:`WallClock` per case: its deadline is ``t0 + wall + delay``, ``delay`` the largest
+run-queue delay of one of the case's tasks (``/proc/<pid>/task/<tid>/schedstat``'s second field)
+less the CPU its other tasks used (what they can have made it wait), read only when the plain
+deadline passes, never later than :func:`wall_cap`. See docs/sandbox.md ("Under host load").
+"""
+
+import os
+
+#: The hard cap on a case's elapsed time: ``CAP_FACTOR * wall + CAP_MARGIN`` seconds.
+CAP_FACTOR = 3.0
+CAP_MARGIN = 2.0
+
+
+def wall_cap(wall):
+    """The most elapsed seconds a case with wall limit ``wall`` may run, however starved."""
+    return CAP_FACTOR * float(wall) + CAP_MARGIN
+
+
+def task_stat(pid, tid=None):
+    """``(ns on a CPU, ns waiting on a run queue)`` of task ``tid`` of ``pid`` (default: its main
+    thread; a zombie's too); ``(0, 0)`` when it is gone or unreadable."""
+    path = "/proc/%d/schedstat" % pid if tid is None else "/proc/%d/task/%d/schedstat" % (pid, tid)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return 0, 0
+    try:
+        ran, waited = os.read(fd, 128).split()[:2]
+        return int(ran), int(waited)
+    except (OSError, ValueError):
+        return 0, 0
+    finally:
+        os.close(fd)
+
+
+def own_delay_ns(ran, waited, cpu_ns):
+    """The run-queue delay of a task that ran ``ran`` ns in a case whose tasks used ``cpu_ns``
+    together, less what the others can have made it wait (their CPU)."""
+    return max(0, waited - max(0, cpu_ns - ran))
+
+
+def case_delay_ns(pids):
+    """The largest :func:`own_delay_ns` among the threads of the processes ``pids``."""
+    stats = []
+    for pid in pids:
+        try:
+            tids = [int(t) for t in os.listdir("/proc/%d/task" % pid)]
+        except (OSError, ValueError):
+            continue
+        stats += [task_stat(pid, tid) for tid in tids]
+    cpu = sum(ran for ran, _ in stats)
+    return max((own_delay_ns(ran, waited, cpu) for ran, waited in stats), default=0)
+
+
+class WallClock:
+    """The wall deadline of one case started at ``t0`` (``time.monotonic()``).
+
+    ``pids()`` gives the case's processes when the deadline is checked. :attr:`delay` is the
+    run-queue delay (seconds) counted so far; :attr:`capped` says the case was stopped by the cap
+    before its time net of delay reached the limit."""
+
+    def __init__(self, t0, wall, pids):
+        self.t0, self.wall, self.pids = t0, float(wall), pids
+        self.cap_at = t0 + wall_cap(wall)
+        self.delay = 0.0
+        self.startup = 0.0  # the forker's run-queue delay before it forked the case
+        self.capped = False
+
+    def deadline(self):
+        return min(self.t0 + self.wall + self.startup + self.delay, self.cap_at)
+
+    def expired(self, now):
+        """True once the case's elapsed time net of its run-queue delay reached the limit, or the
+        cap passed; re-reads the delay when the deadline passed, to move it."""
+        if now < self.deadline():
+            return False
+        self.note(case_delay_ns(self.pids()))
+        if now < self.deadline():
+            return False
+        self.capped = now >= self.cap_at and now - self.t0 - self.startup - self.delay < self.wall
+        return True
+
+    def note(self, delay_ns):
+        """Take a delay reading (ns) of one of the case's tasks (the largest counts)."""
+        self.delay = max(self.delay, delay_ns / 1e9)
+
+    def report(self):
+        """The fields this clock adds to a case's result header."""
+        return {"run_delay_seconds": self.startup + self.delay, "wall_capped": self.capped}
