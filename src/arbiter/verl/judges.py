@@ -53,15 +53,16 @@ class LocalJudges:
 
 
 class NodeJudges:
-    """The node's shared judge-pool Ray actor (:mod:`arbiter.cluster`), one per node."""
+    """The node's shared judge-pool Ray actor (:func:`arbiter.cluster.pool.node_pool`): the
+    batch's tasks go to it at once; it runs at most one judge per core of the node."""
 
     name = "node"
 
     def __init__(self, pool):
-        self._pool = pool
+        self.pool = pool
 
     async def judge(self, tasks: list[Task]) -> list[Verdict]:
-        return list(await self._pool.judge_async(tasks))
+        return list(await asyncio.gather(*(self.pool.judge.remote(t) for t in tasks)))
 
 
 def _in_ray() -> bool:
@@ -82,7 +83,7 @@ def judges_for(choice: str = "auto") -> Judges:
         return LocalJudges()
     if not _in_ray():
         raise RuntimeError("arbiter pool='node' needs Ray: run inside verl's Ray reward-loop actors or ray.init() first")
-    from arbiter.cluster import node_pool  # lazy: arbiter works without Ray
+    from arbiter.cluster.pool import node_pool  # lazy: arbiter works without Ray
 
     return NodeJudges(node_pool())
 

@@ -11,6 +11,7 @@ See ``docs/verl.md``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -78,8 +79,8 @@ class ArbiterRewardManager(RewardManagerBase):
         response_length = response_ids.shape[-1]
         valid_length = item.batch["attention_mask"][-response_length:].sum()
         valid_ids = response_ids[:valid_length]
-        text = await self.loop.run_in_executor(None, lambda: self.tokenizer.decode(valid_ids,
-                                                                                   skip_special_tokens=True))
+        loop = asyncio.get_running_loop()  # not self.loop: the loop verl runs us on, whichever it is
+        text = await loop.run_in_executor(None, lambda: self.tokenizer.decode(valid_ids, skip_special_tokens=True))
         row = item.non_tensor_batch
         extra_info = row.get("extra_info", None)
         extra_info = dict(extra_info) if isinstance(extra_info, dict) else extra_info
