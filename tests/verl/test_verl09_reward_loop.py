@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-verl = pytest.importorskip("verl", reason="needs verl 0.9 (the verl venv: scripts/verl_venv.sh; "
-                                          "test_verl09_venv.py runs these tests there)")
+# not importorskip("verl"): tests/verl is on sys.path (conftest), so a bare "verl" may be that folder
+pytest.importorskip("verl.experimental.reward_loop", reason="needs verl 0.9 (the verl venv: scripts/verl_venv.sh; "
+                    "test_verl09_venv.py runs these tests there)")
+
+import verl  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
