@@ -19,6 +19,7 @@ from conftest import REPO, SHARED
 pytestmark = pytest.mark.slow
 VENV = Path(os.environ.get("ARBITER_VERL_VENV", Path.home() / ".cache" / "arbiter" / "verl-0.9.1"))
 VERL_PYTHON = VENV / "bin" / "python"
+STAMP = VENV / ".verl-0.9.1-ok"  # written by scripts/verl_venv.sh once verl, torch and Ray are in
 FILES = ["tests/verl/test_verl09_reward_loop.py", "tests/verl/test_verl09_ray.py"]
 
 
@@ -32,9 +33,9 @@ def _has_verl() -> bool:  # the distribution, not find_spec: tests/verl itself i
 
 @pytest.mark.skipif(_has_verl(), reason="verl is installed in this interpreter: the verl 0.9 tests run here directly")
 def test_verl09_tests_pass_in_the_verl_venv():
-    if not VERL_PYTHON.exists():
-        pytest.skip(f"no verl 0.9.1 venv at {VENV} (ARBITER_VERL_VENV): build it with scripts/verl_venv.sh "
-                    "(make test does)")
+    if not STAMP.exists():
+        pytest.skip(f"no complete verl 0.9.1 venv at {VENV} (ARBITER_VERL_VENV): build it with "
+                    "scripts/verl_venv.sh (make test does)")
     env = {**os.environ, "ARBITER_SHARED": str(SHARED),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))}
     where = subprocess.run([str(VERL_PYTHON), "-c", "import arbiter, verl; print(arbiter.__file__, verl.__version__)"],
