@@ -68,6 +68,8 @@ def test_config_problems_on_plain_dicts():
                           "reward_manager": {"source": "importlib", "name": "ArbiterRewardManager",
                                              "module": {"path": "pkg://arbiter.verl.reward_loop"}}}}
     assert config_problems(manager) == []
+    manager["reward"]["reward_manager"]["module"]["path"] = "/site-packages/arbiter/verl/reward_loop.py"
+    assert config_problems(manager) == []
     legacy = {"custom_reward_function": {"path": "pkg://arbiter.verl.reward"}, "reward_model": {"reward_manager": "batch"},
               "reward": {"custom_reward_function": {"path": None}, "reward_manager": {"name": "batch"}}}
     problems = config_problems(legacy)

@@ -244,3 +244,13 @@ def test_reward_loop_worker_with_compute_score_function_matches(items, expected,
     outputs, worker = run_worker(config, data)
     assert type(worker.reward_manager).__name__ == "NaiveRewardManager"
     check_against(outputs, expected, items)
+
+
+def test_manager_file_path_loading_gives_the_package_class():
+    from verl.trainer.ppo.reward import resolve_reward_manager_cls
+
+    import arbiter.verl.reward_loop as manager_mod
+
+    overrides = [o for o in MANAGER_OVERRIDES if "module.path" not in o]
+    config = compose_config(overrides + [f"reward.reward_manager.module.path={manager_mod.__file__}"])
+    assert resolve_reward_manager_cls(config) is manager_mod.ArbiterRewardManager

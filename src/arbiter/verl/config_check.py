@@ -50,7 +50,8 @@ def config_problems(config: Any) -> list[str]:
     manager = _get(config, "reward.reward_manager.name")
     source = _get(config, "reward.reward_manager.source")
     module = _get(config, "reward.reward_manager.module.path")
-    uses_manager = source == "importlib" and str(module or "").replace("/", ".").endswith("arbiter.verl.reward_loop")
+    uses_manager = source == "importlib" and str(module or "").removesuffix(".py").replace("/", ".").endswith(
+        "arbiter.verl.reward_loop")
     if not names_arbiter(path) and not uses_manager:
         problems.append(f"reward.custom_reward_function.path is {path!r}, not pkg://arbiter.verl.reward: verl scores "
                         "with its own reward function (prime_code for code rows)")
