@@ -2,9 +2,10 @@
 wrappers over :mod:`arbiter.rewards.codegen`; ``data_source`` routing and code extraction are
 re-exported from :mod:`arbiter.rewards`.
 
-verl config: ``custom_reward_function.path=pkg://arbiter.verl.reward``,
-``custom_reward_function.name=compute_score`` (or ``compute_score_batch`` with
-``reward_model.reward_manager=batch``, or ``compute_score_async``).
+verl >= 0.9: ``reward.custom_reward_function.path=pkg://arbiter.verl.reward`` with
+``name=compute_score`` (or ``compute_score_async``), or the reward-loop manager
+:mod:`arbiter.verl.reward_loop` (imported only by verl: it needs verl installed). verl <= 0.8
+keys, the per-node judge pool and config checks: ``docs/verl.md``.
 """
 
 from arbiter.rewards.extract import Extraction, extract_code

@@ -4,12 +4,13 @@
 Thin wrappers over :mod:`arbiter.rewards.codegen` (the reward of one response) and
 :func:`arbiter.pipelines.codegen.stream.iter_scores` (many, in parallel). From a verl config::
 
-    custom_reward_function:
-      path: pkg://arbiter.verl.reward        # or the file path of this module
-      name: compute_score                    # compute_score_batch with reward_manager=batch
-      reward_kwargs: {on_sandbox_error: raise, on_invalid: raise, parity: null}
+    reward:                                  # verl >= 0.9 (<= 0.8: top level, see docs/verl.md)
+      custom_reward_function:
+        path: pkg://arbiter.verl.reward      # or the file path of this module
+        name: compute_score                  # or compute_score_async
+        reward_kwargs: {on_sandbox_error: raise, on_invalid: raise, parity: null}
 
-The rules, the result keys and which reward manager to use: ``docs/codegen.md`` ("The reward").
+The rules and result keys: ``docs/codegen.md`` ("The reward"); verl versions: ``docs/verl.md``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from arbiter.pipelines.codegen.stream import iter_scores
 from arbiter.rewards.codegen import (PARITY_MODES, RESULT_KEYS, InvalidTask, Prepared, RewardOptions, RewardResult,
                                      SandboxFailure, finish, load_suite, prepare, row_label, row_time_limit)
 from arbiter.rewards.routes import route
+from arbiter.verl.fileload import adopt
 
 _slots: tuple[int, threading.BoundedSemaphore] | None = None
 _executor: tuple[int, ThreadPoolExecutor] | None = None
@@ -142,6 +144,8 @@ async def compute_score_batch_async(data_sources: Sequence[Any], solution_strs: 
     call = functools.partial(compute_score_batch, data_sources, solution_strs, ground_truths, extra_infos, **kwargs)
     return await asyncio.get_running_loop().run_in_executor(None, call)
 
+
+adopt(globals(), "arbiter.verl.reward")  # verl may load this file by path: docs/verl.md
 
 __all__ = ["InvalidTask", "PARITY_MODES", "Prepared", "RESULT_KEYS", "RewardOptions", "RewardResult", "SandboxFailure",
            "compute_score", "compute_score_async", "compute_score_batch", "compute_score_batch_async",

@@ -1,0 +1,81 @@
+"""Does a verl trainer config actually use arbiter? :func:`config_problems` lists why not.
+
+verl 0.9's ``main_ppo`` reads ``reward.custom_reward_function.*`` and ``reward.reward_manager.*``
+and silently ignores the <= 0.8 keys (top-level ``custom_reward_function``,
+``reward_model.reward_manager``), then scores code with its own ``prime_code``. Works on an
+OmegaConf ``DictConfig`` or plain dicts; imports nothing from verl. See ``docs/verl.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+log = logging.getLogger("arbiter.verl")
+
+#: What ``custom_reward_function.path`` may be for arbiter's reward functions.
+ARBITER_REWARD_PATHS = ("pkg://arbiter.verl.reward", "pkg://arbiter/verl/reward")
+#: Reward managers verl 0.9's reward loop registers (``reward.reward_manager.source=register``).
+VERL09_MANAGERS = ("naive", "dapo", "gdpo", "rate_limited", "remote")
+_warned: set[str] = set()
+
+
+def _get(node: Any, dotted: str) -> Any:
+    for key in dotted.split("."):
+        if node is None:
+            return None
+        try:
+            node = node.get(key) if hasattr(node, "get") else getattr(node, key, None)
+        except Exception:  # an OmegaConf missing value ("???") or an interpolation error
+            return None
+    return node
+
+
+def names_arbiter(path: Any) -> bool:
+    """True when a ``custom_reward_function.path`` (pkg:// or a file) is arbiter's reward module."""
+    if not path:
+        return False
+    text = str(path)
+    if text.startswith("pkg://"):
+        return text.replace("/", ".").rstrip(".") in {p.replace("/", ".") for p in ARBITER_REWARD_PATHS}
+    text = text.removeprefix("file://").replace("\\", "/")
+    return text.endswith("arbiter/verl/reward.py")
+
+
+def config_problems(config: Any) -> list[str]:
+    """Why ``config`` (a verl 0.9 trainer config) would not score with arbiter; ``[]`` when it does."""
+    problems = []
+    path = _get(config, "reward.custom_reward_function.path")
+    legacy_path = _get(config, "custom_reward_function.path")
+    manager = _get(config, "reward.reward_manager.name")
+    source = _get(config, "reward.reward_manager.source")
+    module = _get(config, "reward.reward_manager.module.path")
+    uses_manager = source == "importlib" and str(module or "").removesuffix(".py").replace("/", ".").endswith(
+        "arbiter.verl.reward_loop")
+    if not names_arbiter(path) and not uses_manager:
+        problems.append(f"reward.custom_reward_function.path is {path!r}, not pkg://arbiter.verl.reward: verl scores "
+                        "with its own reward function (prime_code for code rows)")
+    if names_arbiter(legacy_path) and not names_arbiter(path):
+        problems.append("the legacy top-level custom_reward_function names arbiter, but verl >= 0.9 ignores it: "
+                        "set reward.custom_reward_function.path=pkg://arbiter.verl.reward")
+    legacy_manager = _get(config, "reward_model.reward_manager")
+    if legacy_manager is not None:
+        problems.append(f"reward_model.reward_manager={legacy_manager!r} is a verl <= 0.8 key that verl >= 0.9's "
+                        "main_ppo ignores: use reward.reward_manager.name")
+    if source in (None, "register") and manager is not None and manager not in VERL09_MANAGERS:
+        problems.append(f"reward.reward_manager.name={manager!r} is not registered in verl 0.9's reward loop "
+                        f"(known: {', '.join(VERL09_MANAGERS)})")
+    return problems
+
+
+def warn_once(config: Any, where: str) -> list[str]:
+    """Log :func:`config_problems` once per distinct message, loudly (``WARNING``), naming ``where``."""
+    problems = config_problems(config)
+    for p in problems:
+        if p not in _warned:
+            _warned.add(p)
+            log.warning("arbiter (%s): THIS VERL CONFIG DOES NOT SCORE WITH ARBITER AS INTENDED: %s", where, p)
+    return problems
+
+
+__all__ = ["ARBITER_REWARD_PATHS", "VERL09_MANAGERS", "config_problems", "names_arbiter", "warn_once"]
