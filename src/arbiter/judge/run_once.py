@@ -5,7 +5,10 @@ does them. See ``docs/serve.md``.
 
 from __future__ import annotations
 
+import hashlib
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from arbiter.judge.runner import Runner
@@ -56,54 +59,119 @@ def supported_languages() -> list[str]:
 
 def run_once(language: str, source: str, stdin: bytes, limits: Limits, *, compile_seconds: float = 30.0,
              files: dict[str, bytes] | None = None, fetch: tuple[str, ...] = (),
-             config: SandboxConfig | None = None, retries: int = 2) -> RunOnce:
+             config: SandboxConfig | None = None, retries: int = 2, warm: "WarmSandboxes | None" = None) -> RunOnce:
     """Build ``source`` and run it once with ``stdin`` under ``limits``.
 
     ``files``: plain file names -> bytes, written to the program's working directory first.
     ``fetch``: paths (relative to the working directory) read back after the run; missing ones
-    are left out. A sandbox failure is retried ``retries`` times in a fresh sandbox. Raises
-    ``ValueError`` for an unknown language or a file name with a ``/``.
+    are left out. A sandbox failure is retried ``retries`` times in a fresh sandbox. ``warm``:
+    keep the program's sandbox for the next run of the same program (as :func:`judge` runs
+    every case of one submission in one sandbox, each in a fresh process). Raises ``ValueError``
+    for an unknown language or a file name with a ``/``.
     """
     lang = get_language(language)
     if lang is None:
         raise ValueError(f"unknown language {language!r}; supported: {', '.join(supported_languages())}")
-    for name in files or {}:
+    files = dict(files or {})
+    for name in files:
         if "/" in name or name in ("", ".", ".."):
             raise ValueError(f"files: plain file names only, got {name!r}")
     out = RunOnce(compiled=lang.compiled)
-    started = time.monotonic()
-    program = lang.build(source, CompileSpec(timeout_seconds=compile_seconds))
-    out.compile_seconds = time.monotonic() - started
-    if isinstance(program, BuildFailure):
-        out.build_failure, out.compile_output = program, program.compile_output
-        return out
-    out.compile_output = program.compile_output
+    key = _key(language, source, files, limits, config)
+    runner = warm.take(key) if warm is not None else None
+    if runner is None:
+        started = time.monotonic()
+        program = lang.build(source, CompileSpec(timeout_seconds=compile_seconds))
+        out.compile_seconds = time.monotonic() - started
+        if isinstance(program, BuildFailure):
+            out.build_failure, out.compile_output = program, program.compile_output
+            return out
+        task = Task(language=language, source=source, suite=TestSuite((_CASE,), origin="run_once"), limits=limits)
+        runner = Runner(task, lang, program, config)
+    out.compile_output = runner.program.compile_output
     case = StdioCase("1", stdin, (b"",))
-    task = Task(language=language, source=source, suite=TestSuite((case,), origin="run_once"), limits=limits)
-    runner = Runner(task, lang, program, config)
-    try:
-        for attempt in range(retries + 1):
-            ex = _attempt(runner, case, files or {}, out)
-            if ex is None or ex.status is not Status.SANDBOX_ERROR or attempt == retries:
-                out.execution = ex
-                break
-        if out.execution is not None and out.execution.status is not Status.SANDBOX_ERROR:
-            out.files = _fetch(runner, fetch)
-    finally:
+    for attempt in range(retries + 1):
+        fresh = runner.sandbox is None or attempt > 0
+        ex = _attempt(runner, case, files, out, fresh)
+        if ex is None or ex.status is not Status.SANDBOX_ERROR or attempt == retries:
+            out.execution = ex
+            break
+    if out.execution is not None and out.execution.status is not Status.SANDBOX_ERROR:
+        out.files = _fetch(runner, fetch)
+    if warm is not None and out.execution is not None and not out.sandbox_error and not fetch:
+        warm.give(key, runner)
+    else:
         runner.close()
     return out
 
 
-def _attempt(runner: Runner, case: StdioCase, files: dict[str, bytes], out: RunOnce) -> Execution | None:
-    """One try in a fresh sandbox: the execution, ``None`` when the program does not load."""
+_CASE = StdioCase("1", b"", (b"",))
+
+
+def _key(language: str, source: str, files: dict[str, bytes], limits: Limits, config: SandboxConfig | None) -> str:
+    h = hashlib.sha256()
+    for part in (language, source, repr(sorted((k, hashlib.sha256(v).hexdigest()) for k, v in files.items())),
+                 repr(limits), repr(config)):
+        h.update(part.encode("utf-8", "surrogateescape") + b"\0")
+    return h.hexdigest()
+
+
+class WarmSandboxes:
+    """Idle sandboxes of recent programs, by program (source, language, files, limits); at most
+    ``capacity`` kept, the least recently used closed first, none idle longer than ``idle_seconds``.
+    Thread-safe; a sandbox is used by one run at a time."""
+
+    def __init__(self, capacity: int = 8, idle_seconds: float = 30.0):
+        self.capacity, self.idle_seconds = capacity, idle_seconds
+        self._idle: OrderedDict[tuple[str, int], tuple[float, Runner]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._n = 0
+
+    def take(self, key: str) -> Runner | None:
+        with self._lock:
+            expired = self._expire()
+            found = next((k for k in reversed(self._idle) if k[0] == key), None)
+            runner = self._idle.pop(found)[1] if found is not None else None
+        for r in expired:
+            r.close()
+        return runner
+
+    def give(self, key: str, runner: Runner) -> None:
+        with self._lock:
+            self._n += 1
+            self._idle[(key, self._n)] = (time.monotonic(), runner)
+            expired = self._expire()
+            while len(self._idle) > self.capacity:
+                expired.append(self._idle.popitem(last=False)[1][1])
+        for r in expired:
+            r.close()
+
+    def _expire(self) -> list[Runner]:
+        now = time.monotonic()
+        old = [k for k, (t, _) in self._idle.items() if now - t > self.idle_seconds]
+        return [self._idle.pop(k)[1] for k in old]
+
+    def close(self) -> None:
+        with self._lock:
+            runners = [r for _, r in self._idle.values()]
+            self._idle.clear()
+        for r in runners:
+            r.close()
+
+
+def _attempt(runner: Runner, case: StdioCase, files: dict[str, bytes], out: RunOnce,
+             fresh: bool) -> Execution | None:
+    """One try (in a fresh sandbox when ``fresh``): the execution, ``None`` when the program
+    does not load."""
     try:
-        runner.open()
-        if runner.load_error is not None:
-            out.load_error = runner.load_error.message[-4000:]
-            return None
-        assert runner.sandbox is not None
-        for name, data in files.items():
-            runner.sandbox.put(name, data)
+        if fresh:
+            runner.open()
+            if runner.load_error is not None:
+                out.load_error = runner.load_error.message[-4000:]
+                return None
+            assert runner.sandbox is not None
+            for name, data in files.items():
+                runner.sandbox.put(name, data)
         return runner.run(case)
     except (SandboxError, OSError) as exc:
         return Execution(Status.SANDBOX_ERROR, detail=f"{type(exc).__name__}: {exc}")
@@ -123,4 +191,4 @@ def _fetch(runner: Runner, paths: tuple[str, ...]) -> dict[str, bytes]:
     return found
 
 
-__all__ = ["RunOnce", "run_once", "supported_languages"]
+__all__ = ["RunOnce", "WarmSandboxes", "run_once", "supported_languages"]
