@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Optional
 
 import typer
@@ -34,5 +35,9 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2)
+        # uvicorn drains on SIGTERM/SIGINT, then re-raises the signal to the handler found at start:
+        # a no-op one here, so a drained server exits 0.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: None)
         uvicorn.run(create_app(cfg), host=cfg.host, port=cfg.port, log_level="warning",
                     timeout_graceful_shutdown=int(cfg.drain_seconds), access_log=False)

@@ -13,7 +13,7 @@ from typing import Any, AsyncIterator, Callable
 from arbiter.judge.codec import task_from_json, verdict_to_json
 from arbiter.judge.judge import judge
 from arbiter.judge.task import Task
-from arbiter.rewards.codegen import RewardOptions, score
+from arbiter.rewards.codegen import InvalidTask, RewardOptions, SandboxFailure, score
 from arbiter.sandbox.limits import MiB
 from arbiter.server.config import ServerConfig
 from arbiter.server.metrics import Metrics
@@ -73,9 +73,16 @@ def judge_one(task: Task, metrics: Metrics) -> dict[str, Any]:
 
 
 def score_one(item: tuple, opts: RewardOptions, metrics: Metrics) -> dict[str, Any]:
-    """One item's result, or ``{"error": ..., "type": ...}`` for one the reward refuses."""
+    """One item's result as ``compute_score`` returns it, or ``{"error": message, "type": name,
+    "row", "reason"}`` for what it raises (``SandboxFailure``, ``InvalidTask``, ``ValueError``,
+    ``TypeError``: the client raises the same)."""
     try:
-        result = dict(score(*item, opts, raise_errors=False))
+        result = dict(score(*item, opts))
+    except SandboxFailure as exc:
+        metrics.verdict("SANDBOX_ERROR", 0)
+        return {"error": str(exc), "type": "SandboxFailure", "row": exc.row, "reason": exc.reason}
+    except InvalidTask as exc:
+        return {"error": str(exc), "type": "InvalidTask", "row": exc.row, "reason": exc.reason}
     except (TypeError, ValueError) as exc:
         return {"error": str(exc), "type": type(exc).__name__}
     metrics.verdict(str(result.get("verdict")), int(result.get("total") or 0))
