@@ -7,10 +7,11 @@ import hmac
 import json
 import time
 from contextlib import asynccontextmanager
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from pydantic import ValidationError
 
 from arbiter.judge.run_once import WarmSandboxes
@@ -23,124 +24,139 @@ from arbiter.server.runcode import BadRequest, OurFailure, RunCodeRequest, run_c
 OPEN_PATHS = ("/healthz",)
 
 
-def _error(status: int, message: str, **headers: str) -> JSONResponse:
-    return JSONResponse({"status": "SandboxError" if status >= 500 else "Refused", "message": message,
-                         "detail": message}, status_code=status, headers=headers or None)
+@dataclass
+class Service:
+    """What the routes share: settings, counters, the judge pool, warm sandboxes."""
 
+    cfg: ServerConfig
+    health: Callable[[], dict[str, Any]]
+    metrics: Metrics = field(default_factory=Metrics)
+    health_report: dict[str, Any] | None = None
 
-def create_app(cfg: ServerConfig, *, health: Any = None) -> FastAPI:
-    """The service. ``health``: a callable returning the doctor's report as a dict (default
-    :func:`arbiter.sandbox.doctor.diagnose`, run once and kept)."""
-    metrics = Metrics()
-    pool = JudgePool(cfg.workers, cfg.queue, metrics)
-    warm = WarmSandboxes(capacity=4 * cfg.workers)
-    state: dict[str, Any] = {}
+    def __post_init__(self) -> None:
+        self.pool = JudgePool(self.cfg.workers, self.cfg.queue, self.metrics)
+        self.warm = WarmSandboxes(capacity=4 * self.cfg.workers)
 
-    @asynccontextmanager
-    async def lifespan(app: FastAPI):
-        yield
-        pool.shutdown()
-        warm.close()
-
-    app = FastAPI(title="arbiter", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
-
-    @app.middleware("http")
-    async def guard(request: Request, call_next):
-        if cfg.token and request.url.path not in OPEN_PATHS:
-            given = request.headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {cfg.token}".encode()):
-                return _error(401, "missing or wrong API token (Authorization: Bearer ...)")
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > cfg.max_body_bytes:
-            return _error(413, f"request body of {length} bytes; at most {cfg.max_body_bytes}")
-        started = time.monotonic()
-        try:
-            response = await call_next(request)
-        finally:
-            metrics.observe(request.url.path, time.monotonic() - started)
-        return response
-
-    async def body(request: Request) -> Any:
+    async def body(self, request: Request) -> Any:
+        """The JSON body, read up to ``max_body_bytes`` (:class:`BadRequest` ``413:`` past it)."""
         data = bytearray()
         async for chunk in request.stream():
             data += chunk
-            if len(data) > cfg.max_body_bytes:
-                raise BadRequest(f"413:request body over {cfg.max_body_bytes} bytes")
+            if len(data) > self.cfg.max_body_bytes:
+                raise BadRequest(f"413:request body over {self.cfg.max_body_bytes} bytes")
         try:
             return json.loads(data)
         except ValueError as exc:
             raise BadRequest(f"the body is not JSON: {exc}") from None
 
-    def refuse(exc: Exception, overload_status: int = 503) -> JSONResponse:
+    def refuse(self, exc: Exception, overload_status: int = 503) -> JSONResponse:
+        """413/422 for a refused request; ``overload_status`` + ``Retry-After`` for overload."""
         if isinstance(exc, Overloaded):
-            metrics.refused += 1
-            return _error(overload_status, str(exc), **{"Retry-After": str(exc.retry_after)})
+            self.metrics.refused += 1
+            return error(overload_status, str(exc), **{"Retry-After": str(exc.retry_after)})
         msg = str(exc)
-        if msg.startswith("413:"):
-            return _error(413, msg[4:])
-        return _error(422, msg)
+        return error(413, msg[4:]) if msg.startswith("413:") else error(422, msg)
 
+
+def error(status: int, message: str, **headers: str) -> JSONResponse:
+    return JSONResponse({"status": "SandboxError" if status >= 500 else "Refused", "message": message},
+                        status_code=status, headers=headers or None)
+
+
+def create_app(cfg: ServerConfig, *, health: Callable[[], dict[str, Any]] | None = None) -> FastAPI:
+    """The service. ``health``: returns the doctor's report as a dict (default
+    :func:`arbiter.sandbox.doctor.diagnose`, run once and kept)."""
+    svc = Service(cfg, health or _diagnose)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        svc.pool.shutdown()
+        svc.warm.close()
+
+    app = FastAPI(title="arbiter", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    _guard(app, svc)
+    _run_code_route(app, svc)
+    _batch_routes(app, svc)
+    _info_routes(app, svc)
+    app.state.service = svc
+    return app
+
+
+def _guard(app: FastAPI, svc: Service) -> None:
+    """Bearer token (constant-time compare; 401 runs nothing), body size (413), latency."""
+    cfg, expected = svc.cfg, f"Bearer {svc.cfg.token}".encode()
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next):
+        if cfg.token and request.url.path not in OPEN_PATHS:
+            if not hmac.compare_digest(request.headers.get("authorization", "").encode(), expected):
+                return error(401, "missing or wrong API token (Authorization: Bearer ...)")
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > cfg.max_body_bytes:
+            return error(413, f"request body of {length} bytes; at most {cfg.max_body_bytes}")
+        started = time.monotonic()
+        try:
+            return await call_next(request)
+        finally:
+            svc.metrics.observe(request.url.path, time.monotonic() - started)
+
+
+def _run_code_route(app: FastAPI, svc: Service) -> None:
     @app.post("/run_code")
     async def run_code_route(request: Request):
+        """SandboxFusion's endpoint; overload and our own failures are 504 (verl retries 504 only)."""
         try:
-            req = RunCodeRequest.model_validate(await body(request))
-            answer = await pool.run(run_code, req, cfg, warm, disconnected=request.is_disconnected)
+            req = RunCodeRequest.model_validate(await svc.body(request))
+            answer = await svc.pool.run(run_code, req, svc.cfg, svc.warm, disconnected=request.is_disconnected)
         except ValidationError as exc:
-            return _error(422, f"bad /run_code request: {exc.errors(include_url=False)}")
+            return error(422, f"bad /run_code request: {exc.errors(include_url=False)}")
         except (BadRequest, Overloaded) as exc:
-            return refuse(exc, 504)  # verl's client retries 504 only
+            return svc.refuse(exc, 504)
         except OurFailure as exc:
-            metrics.sandbox_errors += 1
-            return _error(504, f"arbiter's sandbox failed (retry): {exc}", **{"Retry-After": "1"})
-        status = answer["status"]
-        metrics.verdict(status, 1)
-        if status == "SandboxError":  # an unsupported language: the official client raises
-            return JSONResponse(answer, status_code=200)
+            svc.metrics.sandbox_errors += 1
+            return error(504, f"arbiter's sandbox failed (retry): {exc}", **{"Retry-After": "1"})
+        svc.metrics.verdict(answer["status"], 1)
         return answer
 
-    async def batch_route(request: Request, parse, call, answer_key: str):
+
+def _batch_routes(app: FastAPI, svc: Service) -> None:
+    async def batch(request: Request, parse, calls, key: str):
         try:
-            parsed = parse(await body(request), cfg)
-            calls = call(parsed)
-            batch = native.Batch(pool, calls)
+            b = native.Batch(svc.pool, calls(parse(await svc.body(request), svc.cfg)))
         except (BadRequest, Overloaded) as exc:
-            return refuse(exc)
+            return svc.refuse(exc)
         if request.query_params.get("stream") in ("1", "true"):
-            return StreamingResponse(batch.lines(answer_key, request.is_disconnected),
-                                     media_type="application/x-ndjson")
-        try:
-            results = await batch.results(request.is_disconnected)
-        except BaseException:
-            batch.cancel()
-            raise
-        return {answer_key + "s": results}
+            return StreamingResponse(b.lines(key, request.is_disconnected), media_type="application/x-ndjson")
+        return {key + "s": await b.results(request.is_disconnected)}
 
     @app.post("/v1/judge")
     async def judge_route(request: Request):
-        return await batch_route(request, native.parse_tasks,
-                                 lambda tasks: [lambda t=t: native.judge_one(t, metrics) for t in tasks], "verdict")
+        """``{"tasks": [Task JSON]}`` -> ``{"verdicts": [Verdict JSON]}`` (docs/codec.md)."""
+        return await batch(request, native.parse_tasks,
+                           lambda tasks: [lambda t=t: native.judge_one(t, svc.metrics) for t in tasks], "verdict")
 
     @app.post("/v1/score")
     async def score_route(request: Request):
+        """``{"items": [verl item], "options": {...}}`` -> ``{"results": [compute_score result]}``."""
         def calls(parsed):
             items, opts = parsed
-            return [lambda it=it: native.score_one(it, opts, metrics) for it in items]
+            return [lambda it=it: native.score_one(it, opts, svc.metrics) for it in items]
 
-        return await batch_route(request, native.parse_score, calls, "result")
+        return await batch(request, native.parse_score, calls, "result")
 
+
+def _info_routes(app: FastAPI, svc: Service) -> None:
     @app.get("/healthz")
     async def healthz():
-        if "health" not in state:
-            state["health"] = await asyncio.to_thread(health or _diagnose)
-        report = state["health"]
-        return JSONResponse(report, status_code=200 if report.get("isolated") else 503)
+        """The doctor's answer: 200 when this node can isolate, else 503."""
+        if svc.health_report is None:
+            svc.health_report = await asyncio.to_thread(svc.health)
+        return JSONResponse(svc.health_report, status_code=200 if svc.health_report.get("isolated") else 503)
 
     @app.get("/metrics")
     async def metrics_route():
-        return PlainTextResponse(metrics.text(), media_type="text/plain; version=0.0.4")
-
-    app.state.pool, app.state.metrics = pool, metrics
-    return app
+        return PlainTextResponse(svc.metrics.text(), media_type="text/plain; version=0.0.4")
 
 
 def _diagnose() -> dict[str, Any]:
