@@ -22,6 +22,7 @@ from arbiter.server.pool import JudgePool, Overloaded
 from arbiter.server.runcode import BadRequest, OurFailure, RunCodeRequest, run_code
 
 OPEN_PATHS = ("/healthz",)
+ROUTES = ("/run_code", "/v1/judge", "/v1/score", "/healthz", "/metrics")
 
 
 @dataclass
@@ -84,22 +85,34 @@ def create_app(cfg: ServerConfig, *, health: Callable[[], dict[str, Any]] | None
 
 
 def _guard(app: FastAPI, svc: Service) -> None:
-    """Bearer token (constant-time compare; 401 runs nothing), body size (413), latency."""
+    """Bearer token (constant-time compare; 401 runs nothing), body size (413), latency. A plain
+    ASGI middleware, so that the routes still see the client's disconnect."""
     cfg, expected = svc.cfg, f"Bearer {svc.cfg.token}".encode()
 
-    @app.middleware("http")
-    async def guard(request: Request, call_next):
-        if cfg.token and request.url.path not in OPEN_PATHS:
-            if not hmac.compare_digest(request.headers.get("authorization", "").encode(), expected):
-                return error(401, "missing or wrong API token (Authorization: Bearer ...)")
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > cfg.max_body_bytes:
-            return error(413, f"request body of {length} bytes; at most {cfg.max_body_bytes}")
-        started = time.monotonic()
-        try:
-            return await call_next(request)
-        finally:
-            svc.metrics.observe(request.url.path, time.monotonic() - started)
+    class Guard:
+        def __init__(self, inner):
+            self.inner = inner
+
+        async def __call__(self, scope, receive, send):
+            if scope["type"] != "http":
+                return await self.inner(scope, receive, send)
+            headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
+            refused = None
+            if cfg.token and scope["path"] not in OPEN_PATHS:
+                if not hmac.compare_digest(headers.get("authorization", b""), expected):
+                    refused = error(401, "missing or wrong API token (Authorization: Bearer ...)")
+            length = headers.get("content-length", b"")
+            if refused is None and length.isdigit() and int(length) > cfg.max_body_bytes:
+                refused = error(413, f"request body of {int(length)} bytes; at most {cfg.max_body_bytes}")
+            if refused is not None:
+                return await refused(scope, receive, send)
+            started = time.monotonic()
+            try:
+                await self.inner(scope, receive, send)
+            finally:
+                svc.metrics.observe(scope["path"] if scope["path"] in ROUTES else "other", time.monotonic() - started)
+
+    app.add_middleware(Guard)
 
 
 def _run_code_route(app: FastAPI, svc: Service) -> None:
