@@ -24,10 +24,27 @@ from arbiter.verl.reward import compute_score
 SOURCES = {"apps": "coderl_apps", "codescope": "codescope_codeopt/code_optimization_data.jsonl",
            "nemo-gym": "nemo_gym_code_gen/example.jsonl"}
 WRONG = "print(input())"  # echoes the first input line: wrong on nearly every case
+#: The reference with a space before every line break of its output: right by the token checker
+#: (arbiter's default for these cards), wrong by verl's exact compare.
+TRAILING_SPACE = """import atexit, io, sys
+_out, _real = io.StringIO(), sys.stdout
+sys.stdout = _out
+atexit.register(lambda: _real.write("".join(l.rstrip("\\n") + " \\n" for l in _out.getvalue().splitlines(True))))
+"""
 
 #: (row, response) -> why verl's exact compare (after rstrip("\n") of both sides) disagrees with
-#: arbiter's token checker. Filled from the run; each one is explained in docs/serve.md.
-DIFFERENCES: dict[tuple[str, str], str] = {}
+#: arbiter's token checker (explained in docs/serve.md, "verl's own comparison").
+TRAILING = "a space before every line break: arbiter's token checker accepts it, verl's exact compare does not"
+DIFFERENCES: dict[tuple[str, str], str] = {
+    ("apps:apps_train_0001", "trailing_space"): TRAILING,
+    ("codeforces:codescope_11", "trailing_space"): TRAILING,
+    ("codeforces:codescope_18", "trailing_space"): TRAILING,
+    ("codeforces:codescope_22", "trailing_space"): TRAILING,
+    ("codeforces:codescope_27", "trailing_space"): TRAILING,
+    ("codeforces:codescope_30", "trailing_space"): TRAILING,
+    ("codeforces:codescope_4", "trailing_space"): TRAILING,
+    ("codeforces:codescope_7", "trailing_space"): TRAILING,
+}
 
 
 def _verl_sandbox_fusion():
@@ -56,22 +73,30 @@ def rows(shared, tmp_path_factory):
         convert(source, shared / "realdata" / rel, out / f"{source}.parquet")
         for row in iter_rows(out / f"{source}.parquet"):
             cases = json.loads(row.ground_truth)
-            if isinstance(cases, list) and all(c.get("type") == "stdin_stdout" for c in cases):
+            if isinstance(cases, dict) and "fn_name" not in cases or \
+                    isinstance(cases, list) and all(c.get("type") == "stdin_stdout" for c in cases):
                 picked.append(row)
     return picked
 
 
 def verl_truth(ground_truth: str) -> dict:
-    """arbiter's stdin_stdout case list as verl's ``{"inputs": [...], "outputs": [...]}``."""
+    """The row's stdin cases as verl's ``{"inputs": [...], "outputs": [...]}`` (APPS rows are
+    in that shape already; the others are arbiter's stdin_stdout case lists)."""
     cases = json.loads(ground_truth)
+    if isinstance(cases, dict):
+        return cases
     return {"inputs": [c["input"] for c in cases], "outputs": [c["output"] for c in cases]}
 
 
-def responses(row) -> dict[str, str]:
+def responses(row, i: int) -> dict[str, str]:
+    """The reference of every row; a wrong program and the trailing-space variant on every
+    third row (the suite's time budget)."""
     refs = [r for r in (row.extra_info.get("reference_solutions") or []) if isinstance(r, str)]
-    out = {"wrong": fence(WRONG)}
-    if refs:
-        out["reference"] = fence(refs[0])
+    out = {"reference": fence(refs[0])} if refs else {}
+    if i % 3 == 0:
+        out["wrong"] = fence(WRONG)
+        if refs:
+            out["trailing_space"] = fence(TRAILING_SPACE + refs[0])
     return out
 
 
@@ -85,7 +110,7 @@ def server():
 def test_verl_sandbox_fusion_through_run_code_agrees_with_arbiter(server, rows):
     sf = _verl_sandbox_fusion()
     semaphore = threading.Semaphore(8)
-    items = [(row, kind, text) for row in rows for kind, text in responses(row).items()]
+    items = [(row, kind, text) for i, row in enumerate(rows) for kind, text in responses(row, i).items()]
     assert len(rows) >= 20 and any(kind == "reference" for _, kind, _ in items)
 
     def both(item):
@@ -106,7 +131,7 @@ def test_verl_sandbox_fusion_through_run_code_agrees_with_arbiter(server, rows):
 
 
 def test_compute_score_url_gives_in_process_results_on_every_row(server, rows):
-    items = [(row, text) for row in rows for text in responses(row).values()]
+    items = [(row, text) for i, row in enumerate(rows) for text in responses(row, i).values()]
     keys = ("score", "verdict", "passed", "total")
 
     def pair(item):
