@@ -89,14 +89,15 @@ def verl_truth(ground_truth: str) -> dict:
 
 
 def responses(row, i: int) -> dict[str, str]:
-    """The reference of every row; a wrong program and the trailing-space variant on every
-    third row (the suite's time budget)."""
+    """On every third row (the suite's time budget): its reference, a wrong program and the
+    reference's trailing-space variant."""
+    if i % 3:
+        return {}
     refs = [r for r in (row.extra_info.get("reference_solutions") or []) if isinstance(r, str)]
-    out = {"reference": fence(refs[0])} if refs else {}
-    if i % 3 == 0:
-        out["wrong"] = fence(WRONG)
-        if refs:
-            out["trailing_space"] = fence(TRAILING_SPACE + refs[0])
+    out = {"wrong": fence(WRONG)}
+    if refs:
+        out["reference"] = fence(refs[0])
+        out["trailing_space"] = fence(TRAILING_SPACE + refs[0])
     return out
 
 
@@ -127,11 +128,11 @@ def test_verl_sandbox_fusion_through_run_code_agrees_with_arbiter(server, rows):
     differ = {(label, kind): (verl, ours["score"], ours["reason"]) for label, kind, verl, ours, _ in results
               if abs(verl - ours["score"]) > 1e-9}
     assert set(differ) == set(DIFFERENCES), json.dumps({f"{k[0]}|{k[1]}": v for k, v in differ.items()}, indent=1)
-    assert sum(1 for _, kind, verl, _, _ in results if kind == "reference" and verl == 1.0) >= 10
+    assert sum(1 for _, kind, verl, _, _ in results if kind == "reference" and verl == 1.0) >= 5
 
 
 def test_compute_score_url_gives_in_process_results_on_every_row(server, rows):
-    items = [(row, text) for i, row in enumerate(rows) for text in responses(row, i).values()]
+    items = [(row, text) for i, row in enumerate(rows) for k, text in responses(row, i).items() if k != "trailing_space"]
     keys = ("score", "verdict", "passed", "total")
 
     def pair(item):

@@ -18,6 +18,7 @@ def register(app: typer.Typer) -> None:
         workers: int = typer.Option(0, "--workers", help="judges at once (0: one per core)"),
         queue: int = typer.Option(256, "--queue", help="waiting units before 503/504 + Retry-After"),
         max_body_mb: int = typer.Option(64, "--max-body-mb", help="largest request body, MiB (413 past it)"),
+        max_output_mb: int = typer.Option(64, "--max-output-mb", help="stdout kept per run, MiB (past it: output limit)"),
         drain_seconds: float = typer.Option(120.0, "--drain-seconds", help="SIGTERM: wait this long for requests"),
     ) -> None:
         """Serve SandboxFusion's /run_code, /v1/judge, /v1/score, /healthz and /metrics.
@@ -31,7 +32,8 @@ def register(app: typer.Typer) -> None:
 
         try:
             cfg = ServerConfig(host=host, port=port, token=token or None, workers=workers, queue=queue,
-                               max_body_bytes=max_body_mb * 1024 * 1024, drain_seconds=drain_seconds)
+                               max_body_bytes=max_body_mb * 1024 * 1024,
+                               max_output_bytes=max_output_mb * 1024 * 1024, drain_seconds=drain_seconds)
         except ValueError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2)
