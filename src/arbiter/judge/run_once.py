@@ -79,6 +79,17 @@ def run_once(language: str, source: str, stdin: bytes, limits: Limits, *, compil
     out = RunOnce(compiled=lang.compiled)
     key = _key(language, source, files, limits, config)
     runner = warm.take(key) if warm is not None else None
+    try:
+        return _run(out, lang, key, runner, language, source, stdin, limits, compile_seconds, files, fetch, config,
+                    retries, warm)
+    finally:
+        if warm is not None:
+            warm.done(key)
+
+
+def _run(out: RunOnce, lang, key: str, runner: Runner | None, language: str, source: str, stdin: bytes,
+         limits: Limits, compile_seconds: float, files: dict[str, bytes], fetch: tuple[str, ...],
+         config: SandboxConfig | None, retries: int, warm: "WarmSandboxes | None") -> RunOnce:
     if runner is None:
         started = time.monotonic()
         program = lang.build(source, CompileSpec(timeout_seconds=compile_seconds))
@@ -121,20 +132,37 @@ class WarmSandboxes:
     ``capacity`` kept, the least recently used closed first, none idle longer than ``idle_seconds``.
     Thread-safe; a sandbox is used by one run at a time."""
 
-    def __init__(self, capacity: int = 8, idle_seconds: float = 30.0):
+    def __init__(self, capacity: int = 8, idle_seconds: float = 30.0, per_program: int = 2,
+                 wait_seconds: float = 10.0):
         self.capacity, self.idle_seconds = capacity, idle_seconds
+        self.per_program, self.wait_seconds = per_program, wait_seconds
         self._idle: OrderedDict[tuple[str, int], tuple[float, Runner]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
+        self._busy: dict[str, int] = {}
         self._n = 0
 
     def take(self, key: str) -> Runner | None:
+        """An idle sandbox of this program, or ``None`` (build a new one). While ``per_program``
+        runs of the program are under way, waits up to ``wait_seconds`` for one of them (verl
+        sends every case of a program at once: a warm sandbox runs a case in milliseconds, a new
+        one costs a start). Every call is paired with :meth:`done`."""
         with self._lock:
+            self._lock.wait_for(lambda: self._busy.get(key, 0) < self.per_program, timeout=self.wait_seconds)
+            self._busy[key] = self._busy.get(key, 0) + 1
             expired = self._expire()
             found = next((k for k in reversed(self._idle) if k[0] == key), None)
             runner = self._idle.pop(found)[1] if found is not None else None
         for r in expired:
             r.close()
         return runner
+
+    def done(self, key: str) -> None:
+        """The run that :meth:`take` started is over (its sandbox given back or closed)."""
+        with self._lock:
+            self._busy[key] -= 1
+            if not self._busy[key]:
+                del self._busy[key]
+            self._lock.notify_all()
 
     def give(self, key: str, runner: Runner) -> None:
         with self._lock:
