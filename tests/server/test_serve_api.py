@@ -13,7 +13,6 @@ from pathlib import Path
 import httpx
 import pytest
 from live_server import LiveServer
-from sandbox_fusion import RunCodeRequest, RunStatus, run_code, run_code_async
 
 from arbiter.client import AsyncClient, Client, ServerError
 from arbiter.judge.codec import task_to_json, verdict_to_json
@@ -22,6 +21,10 @@ from arbiter.judge.task import Task
 from arbiter.judge.testsuite import StdioCase, TestSuite
 from arbiter.rewards.codegen import InvalidTask
 from arbiter.verl.reward import compute_score, compute_score_batch
+
+sandbox_fusion = pytest.importorskip("sandbox_fusion", reason="the official client: pip install 'arbiter[serve-test]'")
+RunCodeRequest, RunStatus = sandbox_fusion.RunCodeRequest, sandbox_fusion.RunStatus
+run_code, run_code_async = sandbox_fusion.run_code, sandbox_fusion.run_code_async
 
 
 @pytest.fixture(scope="module")
