@@ -34,7 +34,7 @@ class LiveServer:
         deadline = time.monotonic() + 60
         while True:
             try:
-                httpx.get(self.url + "/healthz", timeout=60)
+                httpx.get(self.url + "/metrics", headers=self.headers, timeout=60)
                 break
             except httpx.TransportError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
