@@ -50,8 +50,13 @@ def _judge_slots() -> threading.BoundedSemaphore:
 def compute_score(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any = None,
                   **kwargs: Any) -> RewardResult:
     """Score one response (verl ``custom_reward_function``; positional or keyword call shapes).
-    ``**kwargs``: :class:`RewardOptions`. Raises ``ValueError`` (non-code data_source, bad
+    ``**kwargs``: :class:`RewardOptions`, and ``url=`` (default ``ARBITER_URL``): score through
+    that ``arbiter serve`` instead, with the same result and errors (docs/serve.md). Raises ``ValueError`` (non-code data_source, bad
     option), ``TypeError`` (unknown option), :class:`InvalidTask`, :class:`SandboxFailure`."""
+    url = _remote_url(kwargs)
+    if url:
+        RewardOptions.from_kwargs(kwargs)  # a bad option fails here, as in-process
+        return _remote(url).score([(data_source, solution_str, ground_truth, extra_info)], kwargs)[0]
     opts = RewardOptions.from_kwargs(kwargs)
     prep = prepare(data_source, solution_str, ground_truth, extra_info, opts)
     verdict = None
@@ -95,6 +100,7 @@ def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[Any
     order. Raises ``ValueError`` (lengths differ, a non-code data_source: before judging),
     ``TypeError``, :class:`InvalidTask` (``on_invalid="raise"``: before judging),
     :class:`SandboxFailure` (``on_sandbox_error="raise"``: after the batch, ``.results`` all)."""
+    url = _remote_url(kwargs)
     opts = RewardOptions.from_kwargs(kwargs)
     sources = _as_list(data_sources, "data_sources")
     solutions = _as_list(solution_strs, "solution_strs")
@@ -108,7 +114,11 @@ def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[Any
         route(ds)  # a non-code source fails the batch before any judging
     if opts.on_invalid == "raise":
         _check_rows(sources, truths, extras, row_limits=opts.time_limit is None)
-    results = list(iter_scores(zip(sources, solutions, truths, extras), opts, raise_errors=False))
+    if url:  # the server reports every row; the batch's own raising rules apply below
+        remote = dict(kwargs, on_sandbox_error="report", on_invalid="zero")
+        results = _remote(url).score(list(zip(sources, solutions, truths, extras)), remote)
+    else:
+        results = list(iter_scores(zip(sources, solutions, truths, extras), opts, raise_errors=False))
     failed = [i for i, r in enumerate(results) if r["verdict"] == Outcome.SANDBOX_ERROR.value]
     if opts.on_sandbox_error == "raise" and failed:
         i = failed[0]
@@ -117,6 +127,25 @@ def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[Any
                              f"(item {i}, {row}): {results[i]['reason']}", row=row, reason=results[i]["reason"],
                              results=results)
     return results
+
+
+_clients: dict[tuple[int, str], Any] = {}
+
+
+def _remote_url(kwargs: dict[str, Any]) -> str:
+    """``url=`` (taken out of ``kwargs``) or ``ARBITER_URL``; ``""`` for in-process scoring."""
+    return kwargs.pop("url", None) or os.environ.get("ARBITER_URL", "")
+
+
+def _remote(url: str) -> Any:
+    """One :class:`arbiter.client.Client` per URL and process."""
+    from arbiter.client import Client
+
+    with _lock:
+        key = (os.getpid(), url)
+        if key not in _clients:
+            _clients[key] = Client(url)
+        return _clients[key]
 
 
 def _async_executor() -> ThreadPoolExecutor:

@@ -1,0 +1,146 @@
+"""verl's own sandbox_fusion reward code (the installed ``verl`` package's module, loaded by path so
+that verl's torch-importing package root is not needed) scoring real rows through ``arbiter serve``'s
+``/run_code``, against arbiter's ``compute_score`` (``parity="prime_code"``: the same first-10-cases
+fraction verl computes). Every row where verl's client-side comparison differs from arbiter's
+verdict is listed in :data:`DIFFERENCES` and explained in docs/serve.md. ``compute_score(url=)``
+gives the in-process results on every row."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from live_server import LiveServer
+
+from arbiter.datasets.convert import convert
+from arbiter.datasets.verl_rows import iter_rows
+from arbiter.verl.reward import compute_score
+
+SOURCES = {"apps": "coderl_apps", "codescope": "codescope_codeopt/code_optimization_data.jsonl",
+           "nemo-gym": "nemo_gym_code_gen/example.jsonl"}
+WRONG = "print(input())"  # echoes the first input line: wrong on nearly every case
+#: The reference with a space before every line break of its output: right by the token checker
+#: (arbiter's default for these cards), wrong by verl's exact compare.
+TRAILING_SPACE = """import atexit, io, sys
+_out, _real = io.StringIO(), sys.stdout
+sys.stdout = _out
+atexit.register(lambda: _real.write("".join(l.rstrip("\\n") + " \\n" for l in _out.getvalue().splitlines(True))))
+"""
+
+#: (row, response) -> why verl's exact compare (after rstrip("\n") of both sides) disagrees with
+#: arbiter's token checker (explained in docs/serve.md, "verl's own comparison").
+TRAILING = "a space before every line break: arbiter's token checker accepts it, verl's exact compare does not"
+DIFFERENCES: dict[tuple[str, str], str] = {
+    ("apps:apps_train_0001", "trailing_space"): TRAILING,
+    ("codeforces:codescope_11", "trailing_space"): TRAILING,
+    ("codeforces:codescope_18", "trailing_space"): TRAILING,
+    ("codeforces:codescope_22", "trailing_space"): TRAILING,
+    ("codeforces:codescope_27", "trailing_space"): TRAILING,
+    ("codeforces:codescope_30", "trailing_space"): TRAILING,
+    ("codeforces:codescope_4", "trailing_space"): TRAILING,
+    ("codeforces:codescope_7", "trailing_space"): TRAILING,
+}
+
+
+def _verl_sandbox_fusion():
+    spec = importlib.util.find_spec("verl")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("verl is not installed (pip install verl==0.9.1 --no-deps)")
+    folder = Path(list(spec.submodule_search_locations)[0]) / "utils" / "reward_score" / "sandbox_fusion"
+    name = "verl_sandbox_fusion_by_path"
+    mod_spec = importlib.util.spec_from_file_location(name, folder / "__init__.py",
+                                                      submodule_search_locations=[str(folder)])
+    module = importlib.util.module_from_spec(mod_spec)
+    sys.modules[name] = module
+    mod_spec.loader.exec_module(module)
+    return module
+
+
+def fence(code: str) -> str:
+    return f"Here is my solution.\n\n```python\n{code}\n```\n"
+
+
+@pytest.fixture(scope="module")
+def rows(shared, tmp_path_factory):
+    out = tmp_path_factory.mktemp("serve_realdata")
+    picked = []
+    for source, rel in SOURCES.items():
+        convert(source, shared / "realdata" / rel, out / f"{source}.parquet")
+        for row in iter_rows(out / f"{source}.parquet"):
+            cases = json.loads(row.ground_truth)
+            if isinstance(cases, dict) and "fn_name" not in cases or \
+                    isinstance(cases, list) and all(c.get("type") == "stdin_stdout" for c in cases):
+                picked.append(row)
+    return picked
+
+
+def verl_truth(ground_truth: str) -> dict:
+    """The row's stdin cases as verl's ``{"inputs": [...], "outputs": [...]}`` (APPS rows are
+    in that shape already; the others are arbiter's stdin_stdout case lists)."""
+    cases = json.loads(ground_truth)
+    if isinstance(cases, dict):
+        return cases
+    return {"inputs": [c["input"] for c in cases], "outputs": [c["output"] for c in cases]}
+
+
+def responses(row, i: int) -> dict[str, str]:
+    """On every third row (the suite's time budget): its reference, a wrong program and the
+    reference's trailing-space variant."""
+    if i % 3:
+        return {}
+    refs = [r for r in (row.extra_info.get("reference_solutions") or []) if isinstance(r, str)]
+    out = {"wrong": fence(WRONG)}
+    if refs:
+        out["reference"] = fence(refs[0])
+        out["trailing_space"] = fence(TRAILING_SPACE + refs[0])
+    return out
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = LiveServer()
+    yield s
+    assert s.stop() == 0
+
+
+def test_verl_sandbox_fusion_through_run_code_agrees_with_arbiter(server, rows):
+    sf = _verl_sandbox_fusion()
+    semaphore = threading.Semaphore(8)
+    items = [(row, kind, text) for i, row in enumerate(rows) for kind, text in responses(row, i).items()]
+    assert len(rows) >= 20 and any(kind == "reference" for _, kind, _ in items)
+
+    def both(item):
+        row, kind, text = item
+        verl_score, meta = sf.compute_score(server.url + "/run_code", semaphore, 1024, text,
+                                            verl_truth(row.ground_truth), continuous=True)
+        ours = compute_score(row.data_source, text, row.ground_truth, row.extra_info, parity="prime_code")
+        return f"{row.data_source}:{row.extra_info['index']}", kind, float(verl_score), ours, meta
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(both, items))
+    assert not any(m.get("api_request_error") for *_, metas in results for m in metas if isinstance(m, dict)), \
+        "verl saw an API error: arbiter serve must never fail a request silently"
+    differ = {(label, kind): (verl, ours["score"], ours["reason"]) for label, kind, verl, ours, _ in results
+              if abs(verl - ours["score"]) > 1e-9}
+    assert set(differ) == set(DIFFERENCES), json.dumps({f"{k[0]}|{k[1]}": v for k, v in differ.items()}, indent=1)
+    assert sum(1 for _, kind, verl, _, _ in results if kind == "reference" and verl == 1.0) >= 5
+
+
+def test_compute_score_url_gives_in_process_results_on_every_row(server, rows):
+    items = [(row, text) for i, row in enumerate(rows) for k, text in responses(row, i).items() if k != "trailing_space"]
+    keys = ("score", "verdict", "passed", "total")
+
+    def pair(item):
+        row, text = item
+        args = (row.data_source, text, row.ground_truth, row.extra_info)
+        local, remote = compute_score(*args), compute_score(*args, url=server.url)
+        return [local[k] for k in keys], [remote[k] for k in keys]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        pairs = list(pool.map(pair, items))
+    assert [p[1] for p in pairs] == [p[0] for p in pairs]
