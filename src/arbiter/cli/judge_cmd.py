@@ -7,13 +7,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from arbiter.checkers.table import CHECKER_NAMES
-
-
 from arbiter.languages.registry import get_language, language_for_file, language_names
 
 #: ``--lang`` choices: the language registry's names.
@@ -146,8 +141,6 @@ def register(app: typer.Typer) -> None:
         from arbiter.judge.verdict import Outcome
         from arbiter.sandbox.limits import MiB, Limits
 
-        console = Console(stderr=as_json)
-        errors = Console(stderr=True)
         try:
             _check_limits(time_limit, memory_limit)
             _check_compile_command(compile_command, lang.value)
@@ -169,7 +162,10 @@ def register(app: typer.Typer) -> None:
                         compile=CompileSpec(command=compile_command), task_id=str(file),
                         prelude=_prelude(prelude, suite, lang.value))
         except (BadOption, InvalidTestSuite, ValueError, OSError) as exc:
-            errors.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            from rich.console import Console
+            from rich.markup import escape
+
+            Console(stderr=True).print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2)
         verdict = run_judge(task)
         if as_json:
@@ -177,6 +173,10 @@ def register(app: typer.Typer) -> None:
 
             print(dumps_verdict(verdict))
         else:
+            from rich.console import Console
+            from rich.table import Table
+
+            console = Console()
             table = Table(title=f"{file.name}: {verdict.outcome.value}  score {verdict.score:g}")
             for col in ("case", "verdict", "cpu s", "wall s", "memory MiB", "detail"):
                 table.add_column(col, overflow="fold")
