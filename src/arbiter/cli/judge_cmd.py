@@ -105,6 +105,28 @@ def _read_text(path: Path, what: str) -> str:
         raise BadOption(f"{what}: cannot read {path} ({exc.strerror or exc})") from None
 
 
+def _print_verdict(name: str, verdict) -> None:
+    """The per-case table, the compiler's output of a CE, and the summary line (rich)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from arbiter.judge.verdict import Outcome
+    from arbiter.sandbox.limits import MiB
+
+    console = Console()
+    table = Table(title=f"{name}: {verdict.outcome.value}  score {verdict.score:g}")
+    for col in ("case", "verdict", "cpu s", "wall s", "memory MiB", "detail"):
+        table.add_column(col, overflow="fold")
+    for c in verdict.cases:
+        color = "green" if c.outcome is Outcome.AC else "dim" if c.outcome is Outcome.SKIPPED else "red"
+        table.add_row(c.name, f"[{color}]{c.outcome.value}[/]", f"{c.cpu_seconds:.3f}",
+                      f"{c.wall_seconds:.3f}", f"{c.memory_bytes / MiB:.1f}", (c.diff or c.detail)[:120])
+    console.print(table)
+    if verdict.compile_output and verdict.outcome is Outcome.CE:
+        console.print(verdict.compile_output)
+    console.print(f"{verdict.passed}/{verdict.total} passed; {verdict.reason}; {verdict.seconds:.2f} s")
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def judge(
@@ -138,7 +160,6 @@ def register(app: typer.Typer) -> None:
         from arbiter.judge.judge import judge as run_judge
         from arbiter.judge.task import CompileSpec, Task
         from arbiter.judge.testsuite import InvalidTestSuite
-        from arbiter.judge.verdict import Outcome
         from arbiter.sandbox.limits import MiB, Limits
 
         try:
@@ -173,19 +194,5 @@ def register(app: typer.Typer) -> None:
 
             print(dumps_verdict(verdict))
         else:
-            from rich.console import Console
-            from rich.table import Table
-
-            console = Console()
-            table = Table(title=f"{file.name}: {verdict.outcome.value}  score {verdict.score:g}")
-            for col in ("case", "verdict", "cpu s", "wall s", "memory MiB", "detail"):
-                table.add_column(col, overflow="fold")
-            for c in verdict.cases:
-                color = "green" if c.outcome is Outcome.AC else "dim" if c.outcome is Outcome.SKIPPED else "red"
-                table.add_row(c.name, f"[{color}]{c.outcome.value}[/]", f"{c.cpu_seconds:.3f}",
-                              f"{c.wall_seconds:.3f}", f"{c.memory_bytes / MiB:.1f}", (c.diff or c.detail)[:120])
-            console.print(table)
-            if verdict.compile_output and verdict.outcome is Outcome.CE:
-                console.print(verdict.compile_output)
-            console.print(f"{verdict.passed}/{verdict.total} passed; {verdict.reason}; {verdict.seconds:.2f} s")
+            _print_verdict(file.name, verdict)
         raise typer.Exit(0 if verdict.accepted else 1)
