@@ -3,7 +3,7 @@
 Every Python 3 program of ``realdata/codescope_codeopt`` (both accepted programs of each row) on
 every test case of its row, scored by ``compute_score_batch`` (verl's batch reward: one sandbox
 per response, one worker per core, full isolation), against a FLOOR written here: no isolation at
-all, 2 worker processes already warm (forked from this interpreter, every module imported), each
+all, 2 worker processes already warm (fresh interpreters, common modules imported), each
 compiling a program once and forking a child per case that ``exec``s it with stdin from a memfd
 and stdout into a pipe, compared with the same ``tokens`` checker. Rounds are interleaved (floor,
 arbiter, floor, arbiter...); printed: cases/s of each, the median ratio, the verdict counts of
@@ -28,14 +28,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+# (light imports only: the floor's workers are fresh interpreters that import this module; the
+# judge's modules are imported where they are used)
 from arbiter.checkers.compare import check_output
 from arbiter.checkers.spec import CheckerSpec
-from arbiter.judge.encodings import codescope_row_to_suite
-from arbiter.judge.judge import judge_many
-from arbiter.judge.task import CompileSpec, Task
-from arbiter.languages.cpp.compile import compile_cpp
-from arbiter.sandbox.limits import Limits
-from arbiter.verl.reward import compute_score_batch
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("ARBITER_SHARED", REPO.parent / "shared"))
@@ -49,6 +45,8 @@ CPP_COMMAND = "g++ -std=gnu++17 -O2 main.cpp -o main"
 
 def load(lang: str) -> list[tuple[str, str, list[tuple[bytes, tuple[bytes, ...]]], object]]:
     """``(label, source, [(stdin, expected answers)], suite)`` for both programs of every ``lang`` row."""
+    from arbiter.judge.encodings import codescope_row_to_suite
+
     out = []
     for line in DATA.open(encoding="utf-8"):
         row = json.loads(line)
@@ -62,6 +60,17 @@ def load(lang: str) -> list[tuple[str, str, list[tuple[bytes, tuple[bytes, ...]]
 
 
 # ---- the floor ------------------------------------------------------------------------------
+#: What the floor's workers import before the first case (as the sandbox's server warms itself).
+WARM = ("bisect collections copy decimal fractions functools heapq io itertools json math operator random re "
+        "statistics string struct sys time typing").split()
+
+
+def _warm() -> None:
+    import importlib
+    for name in WARM:
+        importlib.import_module(name)
+
+
 def _floor_case(run_child, stdin: bytes, expected: tuple[bytes, ...]) -> str:
     """Fork one child for one case (``run_child(stdin fd, stdout fd)`` in the child); its verdict."""
     in_fd = os.memfd_create("stdin")
@@ -134,6 +143,8 @@ def run_floor(pool, jobs: list) -> tuple[float, list[list[str]]]:
 
 # ---- arbiter --------------------------------------------------------------------------------
 def run_arbiter_python(programs: list) -> tuple[float, list[dict]]:
+    from arbiter.verl.reward import compute_score_batch
+
     truths = [json.dumps({"inputs": [s.decode() for s, _ in cases], "outputs": [e[0].decode() for _, e in cases]})
               for _, _, cases, _ in programs]
     t = time.perf_counter()
@@ -143,7 +154,9 @@ def run_arbiter_python(programs: list) -> tuple[float, list[dict]]:
     return time.perf_counter() - t, results
 
 
-def run_arbiter_tasks(tasks: list[Task]) -> tuple[float, list]:
+def run_arbiter_tasks(tasks: list) -> tuple[float, list]:
+    from arbiter.judge.judge import judge_many
+
     t = time.perf_counter()
     verdicts = list(judge_many(tasks, workers=WORKERS))
     return time.perf_counter() - t, verdicts
@@ -184,6 +197,10 @@ def bench_python(pool, rounds: int) -> None:
 
 
 def bench_cpp(pool, rounds: int, tmp: str) -> None:
+    from arbiter.judge.task import CompileSpec, Task
+    from arbiter.languages.cpp.compile import compile_cpp
+    from arbiter.sandbox.limits import Limits
+
     programs = load("GNU C++")
     spec = CompileSpec(command=CPP_COMMAND, timeout_seconds=60, online_judge=True)
     jobs, judged = [], []
@@ -216,7 +233,8 @@ def main() -> None:
     args = ap.parse_args()
     if not DATA.is_file():
         sys.exit(f"{DATA} not found (set ARBITER_SHARED)")
-    with multiprocessing.get_context("fork").Pool(WORKERS) as pool:
+    # fresh interpreters (not forks of this one, whose heap grows with the judge's data)
+    with multiprocessing.get_context("spawn").Pool(WORKERS, initializer=_warm) as pool:
         bench_python(pool, args.rounds)
         if not args.skip_cpp:
             with tempfile.TemporaryDirectory() as tmp:
