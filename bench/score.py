@@ -12,7 +12,12 @@ streaming memory of ``arbiter score`` at the card's size.
    300 rows, so the streaming machinery is measured, not the judge) against a tenth of it:
    peak RSS (VmHWM) and rows/s side by side.
 
-Usage: .venv/bin/python bench/score.py [--rows 14927] [--skip-memory]
+3. ``--compare TREE``: the same mix (``compute_score_batch`` on every response) run alternately
+   by this checkout and by another one (e.g. a checkout of main from before a change), each
+   through its own ``.venv/bin/python`` in a subprocess, ``--rounds`` times; printed: responses/s
+   of both per round, the median ratio, and whether both gave the same verdicts.
+
+Usage: .venv/bin/python bench/score.py [--rows 14927] [--skip-memory] [--compare TREE [--rounds 3]]
 """
 
 from __future__ import annotations
@@ -157,11 +162,67 @@ def bench_memory(n_rows: int) -> None:
     print(table(["rows x responses", "input MiB", "peak RSS MiB", "wall s", "rows/s", "responses/s"], rows))
 
 
+def mix_once() -> None:
+    """One timed ``compute_score_batch`` over the mix (after a warm-up call), as one JSON line:
+    wall seconds, responses, cases run, verdicts. Run by :func:`bench_compare` in each tree."""
+    from arbiter.verl.reward import compute_score, compute_score_batch
+
+    items, _, _ = load_items()
+    compute_score(*items[0])  # warm-up: first sandbox start, imports
+    t = time.monotonic()
+    batch = compute_score_batch([i[0] for i in items], [i[1] for i in items], [i[2] for i in items],
+                                [i[3] for i in items])
+    wall = time.monotonic() - t
+    print(json.dumps({"wall": wall, "responses": len(batch), "cases": sum(cases_run(r) for r in batch),
+                      "verdicts": [r["verdict"] for r in batch]}))
+
+
+def bench_compare(other: Path, rounds: int) -> None:
+    """The mix in this tree and in ``other``, alternately, each by its own venv's interpreter."""
+    trees = {"this tree": HERE.parent, str(other): other}
+    for name, tree in trees.items():
+        if not (tree / ".venv" / "bin" / "python").exists():
+            sys.exit(f"{name}: no {tree / '.venv/bin/python'}")
+    walls: dict[str, list[float]] = {name: [] for name in trees}
+    verdicts: dict[str, list[str]] = {}
+    responses = cases = 0
+    for _ in range(rounds):
+        for name, tree in trees.items():
+            env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+            out = subprocess.run([str(tree / ".venv/bin/python"), str(Path(__file__).resolve()), "--mix-once"],
+                                 cwd=tree, env=env, capture_output=True, text=True)
+            if out.returncode != 0:
+                sys.exit(f"{name}: the mix failed:\n{out.stderr[-3000:]}")
+            got = json.loads(out.stdout.strip().splitlines()[-1])
+            walls[name].append(got["wall"])
+            verdicts[name], responses, cases = got["verdicts"], got["responses"], got["cases"]
+    this, that = trees
+    print(f"== RL-shaped mix ({responses} responses, compute_score_batch): this tree vs {that}, {rounds} "
+          f"interleaved rounds, load average {os.getloadavg()[0]:.1f}")
+    rows = [[str(i + 1), f"{responses / a:.2f}", f"{responses / b:.2f}", f"{b / a:.2f}x"]
+            for i, (a, b) in enumerate(zip(walls[this], walls[that]))]
+    ratio = statistics.median(b / a for a, b in zip(walls[this], walls[that]))
+    rows.append(["median", f"{responses / statistics.median(walls[this]):.2f}",
+                 f"{responses / statistics.median(walls[that]):.2f}", f"{ratio:.2f}x"])
+    print(table(["round", "this tree responses/s", "other responses/s", "this / other"], rows))
+    same = sum(a == b for a, b in zip(verdicts[this], verdicts[that]))
+    print(f"same verdict in both trees: {same}/{responses}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=14927, help="rows of the synthetic streaming run (the card: 14,927)")
     ap.add_argument("--skip-memory", action="store_true", help="only the batch vs one-by-one comparison")
+    ap.add_argument("--compare", type=Path, help="another checkout: the mix alternately here and there, side by side")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of --compare")
+    ap.add_argument("--mix-once", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.mix_once:
+        mix_once()
+        return
+    if args.compare is not None:
+        bench_compare(args.compare.resolve(), args.rounds)
+        return
     bench_batch_vs_serial()
     if not args.skip_memory:
         bench_memory(args.rows)

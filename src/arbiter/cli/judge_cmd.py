@@ -7,13 +7,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from arbiter.checkers.table import CHECKER_NAMES
-
-
 from arbiter.languages.registry import get_language, language_for_file, language_names
 
 #: ``--lang`` choices: the language registry's names.
@@ -110,6 +105,28 @@ def _read_text(path: Path, what: str) -> str:
         raise BadOption(f"{what}: cannot read {path} ({exc.strerror or exc})") from None
 
 
+def _print_verdict(name: str, verdict) -> None:
+    """The per-case table, the compiler's output of a CE, and the summary line (rich)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from arbiter.judge.verdict import Outcome
+    from arbiter.sandbox.limits import MiB
+
+    console = Console()
+    table = Table(title=f"{name}: {verdict.outcome.value}  score {verdict.score:g}")
+    for col in ("case", "verdict", "cpu s", "wall s", "memory MiB", "detail"):
+        table.add_column(col, overflow="fold")
+    for c in verdict.cases:
+        color = "green" if c.outcome is Outcome.AC else "dim" if c.outcome is Outcome.SKIPPED else "red"
+        table.add_row(c.name, f"[{color}]{c.outcome.value}[/]", f"{c.cpu_seconds:.3f}",
+                      f"{c.wall_seconds:.3f}", f"{c.memory_bytes / MiB:.1f}", (c.diff or c.detail)[:120])
+    console.print(table)
+    if verdict.compile_output and verdict.outcome is Outcome.CE:
+        console.print(verdict.compile_output)
+    console.print(f"{verdict.passed}/{verdict.total} passed; {verdict.reason}; {verdict.seconds:.2f} s")
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def judge(
@@ -143,11 +160,8 @@ def register(app: typer.Typer) -> None:
         from arbiter.judge.judge import judge as run_judge
         from arbiter.judge.task import CompileSpec, Task
         from arbiter.judge.testsuite import InvalidTestSuite
-        from arbiter.judge.verdict import Outcome
         from arbiter.sandbox.limits import MiB, Limits
 
-        console = Console(stderr=as_json)
-        errors = Console(stderr=True)
         try:
             _check_limits(time_limit, memory_limit)
             _check_compile_command(compile_command, lang.value)
@@ -169,7 +183,10 @@ def register(app: typer.Typer) -> None:
                         compile=CompileSpec(command=compile_command), task_id=str(file),
                         prelude=_prelude(prelude, suite, lang.value))
         except (BadOption, InvalidTestSuite, ValueError, OSError) as exc:
-            errors.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            from rich.console import Console
+            from rich.markup import escape
+
+            Console(stderr=True).print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2)
         verdict = run_judge(task)
         if as_json:
@@ -177,15 +194,5 @@ def register(app: typer.Typer) -> None:
 
             print(dumps_verdict(verdict))
         else:
-            table = Table(title=f"{file.name}: {verdict.outcome.value}  score {verdict.score:g}")
-            for col in ("case", "verdict", "cpu s", "wall s", "memory MiB", "detail"):
-                table.add_column(col, overflow="fold")
-            for c in verdict.cases:
-                color = "green" if c.outcome is Outcome.AC else "dim" if c.outcome is Outcome.SKIPPED else "red"
-                table.add_row(c.name, f"[{color}]{c.outcome.value}[/]", f"{c.cpu_seconds:.3f}",
-                              f"{c.wall_seconds:.3f}", f"{c.memory_bytes / MiB:.1f}", (c.diff or c.detail)[:120])
-            console.print(table)
-            if verdict.compile_output and verdict.outcome is Outcome.CE:
-                console.print(verdict.compile_output)
-            console.print(f"{verdict.passed}/{verdict.total} passed; {verdict.reason}; {verdict.seconds:.2f} s")
+            _print_verdict(file.name, verdict)
         raise typer.Exit(0 if verdict.accepted else 1)

@@ -7,6 +7,7 @@ temporary file is removed on any error. See ``docs/codegen.md`` ("Files").
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import tempfile
@@ -15,14 +16,20 @@ from pathlib import Path
 from typing import IO, Any
 
 
-def _read_umask() -> int:
+@functools.cache
+def _umask() -> int:
+    """The process's umask, read once, on first use: from ``/proc/self/status`` (thread-safe),
+    else by setting and restoring it (which is not)."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
-
-
-#: The process's umask, read once at import (reading it means setting it, which is not thread-safe).
-_UMASK = _read_umask()
 
 
 @contextlib.contextmanager
@@ -34,7 +41,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", *, fsync: bool = True)
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
     try:
-        os.fchmod(fd, 0o666 & ~_UMASK)  # as open() would make it (mkstemp makes 0600)
+        os.fchmod(fd, 0o666 & ~_umask())  # as open() would make it (mkstemp makes 0600)
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
             yield f
             f.flush()

@@ -1,7 +1,7 @@
 """The pinned toolchain fingerprint: what built a binary, so measurements can be compared.
 
 :func:`probe_toolchain` runs the trusted system compiler on the host with fixed arguments, once
-per compiler binary per process; :func:`assert_comparable` refuses to compare measurements whose
+per installed compiler (kept in the cache folder, keyed by the files it read); :func:`assert_comparable` refuses to compare measurements whose
 fingerprints differ. See ``docs/languages.md``.
 """
 
@@ -181,8 +181,9 @@ _probe_cache: dict[tuple[str, str, int, int], Toolchain] = {}
 def probe_toolchain(compiler: str = "g++", flags: tuple[str, ...] | list[str] = ()) -> Toolchain:
     """The :class:`Toolchain` for ``compiler`` (a driver name or path) used with ``flags``.
 
-    Probes once per (driver, real path, size, mtime) per process, then only swaps the flags, so a
-    call costs microseconds. Raises :class:`ToolchainUnavailable` when the driver is missing.
+    Probes once per (driver, real path, size, mtime) per process (from the cache folder when an
+    earlier process probed the same installed files), then only swaps the flags, so a call costs
+    microseconds. Raises :class:`ToolchainUnavailable` when the driver is missing.
     """
     path = resolve_compiler(compiler)
     real = os.path.realpath(path)
@@ -191,12 +192,56 @@ def probe_toolchain(compiler: str = "g++", flags: tuple[str, ...] | list[str] = 
     with _probe_lock:
         base = _probe_cache.get(key)
         if base is None:
-            base = _probe(compiler, path, real)
+            base = _stored_probe(compiler, path, real)
             _probe_cache[key] = base
     return base.with_flags(tuple(flags))
 
 
-def _probe(compiler: str, path: str, real: str) -> Toolchain:
+def _stamp(path: str | None) -> list[Any] | None:
+    """What identifies an installed file: its real path, size, mtime, ctime and inode (a
+    reinstall or an upgrade changes the ctime and the inode even when it keeps the mtime)."""
+    if not path:
+        return None
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return [real]
+    return [real, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _stored_probe(compiler: str, path: str, real: str) -> Toolchain:
+    """:func:`_probe`, stored in the cache folder (``toolchain/<key>.json``) so a new process
+    does not rerun the compiler: keyed by the stamps (:func:`_stamp`) of every file the probe
+    reads (the driver, ``as``, ``ldd``, the libstdc++ it names) and the running glibc. A missing,
+    unreadable or stale entry is probed again."""
+    from arbiter.languages.compile_cache import atomic_write, cache_root
+
+    try:
+        libc_now = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (ValueError, OSError):
+        libc_now = ""
+    raw = json.dumps([FINGERPRINT_VERSION, compiler, path, _stamp(real), _stamp(shutil.which("as")),
+                      _stamp(shutil.which("ldd")), libc_now])
+    file = cache_root() / "toolchain" / f"{hashlib.sha256(raw.encode()).hexdigest()[:32]}.json"
+    try:
+        entry = json.loads(file.read_text(encoding="utf-8"))
+        if entry["lib"] == _stamp(entry["lib_path"]):
+            fields = entry["toolchain"]
+            return Toolchain(**dict(fields, flags=tuple(fields["flags"]),
+                                    include_dirs=tuple(fields["include_dirs"])))
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        pass
+    tc, lib = _probe(compiler, path, real)
+    try:
+        atomic_write(file, [json.dumps({"toolchain": asdict(tc), "lib_path": lib, "lib": _stamp(lib)}).encode()])
+    except OSError:
+        pass  # a read-only cache folder: probe again next time
+    return tc
+
+
+def _probe(compiler: str, path: str, real: str) -> tuple[Toolchain, str]:
+    """Run the compiler and the tools: the toolchain, and the libstdc++ file it links (or "")."""
     version = _first_line([path, "--version"])
     target = _first_line([path, "-dumpmachine"])
     libstdcxx = ""
@@ -226,7 +271,7 @@ def _probe(compiler: str, path: str, real: str) -> Toolchain:
         pass
     return Toolchain(compiler=compiler, compiler_path=real, compiler_version=version, target=target,
                      binutils=binutils, libc=libc, libstdcxx=libstdcxx, link_mode="dynamic",
-                     flags=(), include_dirs=tuple(include_dirs), exec_path=path)
+                     flags=(), include_dirs=tuple(include_dirs), exec_path=path), lib if libstdcxx else ""
 
 
 def find_system_header(tc: Toolchain, name: str) -> str | None:

@@ -14,6 +14,29 @@ from .kernel import namespace_pids, parent_pid, sigkill_each
 class ReaperMixin:
     """Killing, reaping and wiping (see the module docstring)."""
 
+    #: ``(pid, forker pid)``: the case the forker reported, left a zombie for the forker to reap
+    #: (:meth:`_reap_all_but`); :meth:`await_zombie` waits it out after the reply.
+    zombie = None
+
+    def await_zombie(self):
+        """Once the reply is sent: wait until the forker has reaped its reported case, so the
+        next request finds nothing of it; a forker that does not do so within
+        :data:`REPORT_GRACE` is dropped (the zombie is then this server's to reap)."""
+        import time
+        if self.zombie is None:
+            return
+        (pid, forker), self.zombie = self.zombie, None
+        give_up = time.monotonic() + REPORT_GRACE
+        while _zombie_of(pid, forker):
+            if time.monotonic() > give_up:
+                self.drop_forker()
+                break
+            time.sleep(0.00005)
+        try:  # the forker was dropped meanwhile: the zombie was reparented to this server
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+
     def kill_all(self, pid, keep=None):
         """SIGKILL every process the case left: as PID 1 everything in this PID namespace but this
         server (``kill(-1)``), or but this server and ``keep`` (the forker); else the case's
@@ -69,6 +92,9 @@ class ReaperMixin:
                 except ChildProcessError:
                     pass  # not ours (yet): its parent is dying, then it is reparented to us
             if not reaped:
+                if others == [keeps_child] and _zombie_of(keeps_child, keep):
+                    self.zombie = (keeps_child, keep)  # dead: see await_zombie
+                    return True
                 if time.monotonic() > give_up or any(
                         p != keeps_child and parent_pid(p) == keep for p in others):
                     return False
@@ -92,6 +118,17 @@ class ReaperMixin:
                 continue  # a tmpfs directory's size counts its entries: none
             empty_dir(fd, {os.path.basename(p) for p in self.kept_files
                             if os.path.dirname(p) == d} if self.kept_files else ())
+
+
+def _zombie_of(pid, parent):
+    """True when ``pid`` is a zombie (it has exited: it can do nothing, and holds no memory) whose
+    parent is ``parent`` (``/proc/<pid>/stat``). While it is a zombie its pid is not reused."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return fields[0] == b"Z" and int(fields[1]) == parent
+    except (OSError, ValueError, IndexError):
+        return False
 
 
 #: The size of an empty tmpfs directory (its ``.`` and ``..``; each entry adds 20: the kernel's

@@ -272,6 +272,7 @@ class Server(CasesMixin, ForkerMixin, ReaperMixin):
             for item in fds:
                 if not isinstance(item, bytes):
                     os.close(item[0])
+            self.await_zombie()  # (while the judge reads the reply)
             if (self.code is not None and self.forker is None and not self.tampered
                     and header.get("mode") in ("python", "call")):
                 self.make_forker()  # while the judge reads the reply

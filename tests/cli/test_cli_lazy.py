@@ -1,0 +1,48 @@
+"""The ``arbiter`` command imports lazily: importing the app loads no command module and none of
+the heavy libraries, a run of one command loads only that command's module, and listing the
+commands (``--help``, typer's test runner) still shows every one of them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import typer.main
+
+from arbiter.cli.main import COMMAND_MODULES, app
+
+HEAVY = ("pyarrow", "matplotlib", "openai", "rich.table", "arbiter.datasets", "arbiter.pipelines", "arbiter.judge.judge")
+
+
+def _modules_after(code: str) -> list[str]:
+    probe = code + "\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_importing_the_app_loads_no_command_and_nothing_heavy():
+    loaded = _modules_after("import arbiter.cli.main")
+    assert [m for m in loaded if m.endswith("_cmd")] == []
+    assert [m for m in loaded if m.startswith(HEAVY)] == []
+
+
+def test_running_one_command_loads_only_its_module():
+    loaded = _modules_after("from arbiter.cli.main import app\n"
+                            "try:\n    app(['judge', '--help'])\nexcept SystemExit:\n    pass")
+    assert [m for m in loaded if m.startswith("arbiter.cli.") and m.endswith("_cmd")] == ["arbiter.cli.judge_cmd"]
+
+
+def test_every_command_module_registers_the_command_of_its_name():
+    names = set(typer.main.get_command(app).commands)
+    for module in COMMAND_MODULES:
+        assert module.removesuffix("_cmd") in names, (module, sorted(names))
+
+
+def test_the_help_lists_every_command():
+    out = subprocess.run([sys.executable, "-m", "arbiter.cli.main", "--help"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    for module in COMMAND_MODULES:
+        assert module.removesuffix("_cmd") in out.stdout
