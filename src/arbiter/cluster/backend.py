@@ -30,6 +30,21 @@ def _node_label(node: dict[str, Any]) -> str:
     return f"{node.get('NodeManagerAddress', '?')} ({node['NodeID'][:12]})"
 
 
+def _new_lock(_: Any) -> Any:
+    return threading.Lock()
+
+
+def _new_rlock(_: Any) -> Any:
+    return threading.RLock()
+
+
+def _register_lock_serializers(ray: Any) -> None:
+    """A lock in a job's shared context (its caches' guards) arrives on a node as a new, free lock:
+    it guards that node's copy of the context, as the original guards the driver's."""
+    ray.util.register_serializer(type(threading.Lock()), serializer=lambda lock: None, deserializer=_new_lock)
+    ray.util.register_serializer(type(threading.RLock()), serializer=lambda lock: None, deserializer=_new_rlock)
+
+
 class _Pool:
     def __init__(self, node: dict[str, Any], handle: Any, cores: int):
         self.node, self.handle, self.cores = node, handle, cores
@@ -58,6 +73,7 @@ class RayBackend:
                      configure_logging=False)
         self._lock = threading.Lock()
         self._fns: dict[int, tuple[Callable, Any]] = {}
+        _register_lock_serializers(ray)
         self.retries = 0
         self.pools = self._start_pools()
         if check_isolation:
@@ -129,7 +145,7 @@ class RayBackend:
         except ClusterRefused as exc:
             out.set_exception(exc)
             return
-        ref = pool.handle.run.remote(fn_ref, arg)
+        ref = pool.handle.run.remote([fn_ref], arg)  # boxed: the pool fetches the function once
         ref.future().add_done_callback(lambda f: self._settle(f, pool, fn_ref, arg, out, tries))
 
     def _settle(self, done: Future, pool: _Pool, fn_ref: Any, arg: Any, out: Future, tries: int) -> None:

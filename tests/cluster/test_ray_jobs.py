@@ -84,3 +84,31 @@ def test_a_pool_killed_mid_run_loses_and_duplicates_nothing(cluster, inputs, tmp
     summary = json.loads((out / "summary.json").read_text())
     assert [n["alive"] for n in summary["cluster"]["nodes"]].count(False) == 1
     assert summary["cluster"]["retries"] >= 1 and summary["overall"]["responses"] == len(inputs[2])
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def _decided(path: Path) -> list[str]:
+    """The rows of an oracle output file without their timing (``timing``, ``verification.runtime_ms``), sorted."""
+    out = []
+    for r in _rows(path):
+        r.pop("timing", None)
+        (r.get("verification") or {}).pop("runtime_ms", None)
+        out.append(json.dumps(r, sort_keys=True))
+    return sorted(out)
+
+
+def test_oracle_verify_on_ray_accepts_and_rejects_the_demo_rows(cluster, tmp_path):
+    data = Path(__file__).resolve().parents[2] / "data" / "oracle"
+    args = ["oracle", "verify", "--seeds", str(data / "seeds.jsonl"), "--returns", str(data / "returns.jsonl"),
+            "--hidden", str(data / "hidden_tests.json"), "--generators", str(data / "generators"),
+            "--no-rows", "--no-progress", "--cache-dir", str(tmp_path / "cache")]
+    arbiter(*args, "--out", str(tmp_path / "local"))
+    arbiter(*args, "--out", str(tmp_path / "ray"), "--ray", cluster.address)
+    for name in ("verified.jsonl", "rejected.jsonl", "sft.jsonl", "best.jsonl"):
+        assert _decided(tmp_path / "ray" / name) == _decided(tmp_path / "local" / name), name
+    assert len(_rows(tmp_path / "ray" / "verified.jsonl")) == 7 and len(_rows(tmp_path / "ray" / "rejected.jsonl")) == 24
+    report = json.loads((tmp_path / "ray" / "report.json").read_text())
+    assert len(report["cluster"]["nodes"]) == 2 and report["cluster"]["retries"] == 0
