@@ -27,7 +27,7 @@ def _root() -> None:
 
 # Command modules (each registers its commands on ``app``).
 COMMAND_MODULES = ("doctor_cmd", "judge_cmd", "oracle_cmd", "score_cmd", "convert_cmd", "pie_cmd", "curate_cmd",
-                   "sample_cmd", "report_cmd")
+                   "sample_cmd", "report_cmd", "merge_cmd")
 
 for _name in COMMAND_MODULES:
     try:

@@ -84,6 +84,8 @@ def merge_score_shards(out_dir: str | os.PathLike, shards: Sequence[str | os.Pat
     folders = [Path(s) for s in shards]
     if not folders:
         raise MergeRefused("no shard folders given")
+    if len({f.resolve() for f in folders}) != len(folders):
+        raise MergeRefused("a shard folder is given twice: its keys would overlap")
     cfg = _common_config(folders)
     records: dict[str, dict[str, Any]] = {}
     for folder in folders:
@@ -108,7 +110,7 @@ def merge_score_shards(out_dir: str | os.PathLike, shards: Sequence[str | os.Pat
                 rec.pop("_from")
                 f.write(dumps_line(rec) + "\n")
         summary = summarize(folder.path, ins.comp_index.keys())
-        summary.update({"sandbox_errors_this_run": 0, "errors_this_run": 0, "merged_shards": len(folders)})
+        summary.update({"sandbox_errors_this_run": 0, "errors_this_run": 0})
         folder.write_summary(summary)
     return summary
 
