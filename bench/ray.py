@@ -92,7 +92,8 @@ def main() -> None:
     print(table(["mode", "nodes", "responses", "cases", "start s", "wall s", "cases/s", "cases/s/core"], rows))
     local = float(rows[0][6])
     for r in rows[1:]:
-        print(f"{r[0]}: {100 * (1 - float(r[6]) / local):+.1f}% overhead vs local (target for 1 node: <= 10%)")
+        target = " (target: <= 10%)" if r[1] == "1" else ""
+        print(f"{r[0]}: {100 * (1 - float(r[6]) / local):+.1f}% overhead vs local{target}")
     same = all(v == verdicts["local (threads)"] for v in verdicts.values())
     print("verdicts identical in every mode:", same)
     if not same:
