@@ -93,8 +93,10 @@ def _english_min(english_min: float, no_english_filter: bool) -> Optional[float]
 def goldilocks(
     dataset: Path = typer.Option(..., "--dataset", exists=True,
                                  help="the scored verl rows: .parquet, .jsonl[.gz] or an HF datasets folder"),
-    weak: Path = typer.Option(..., "--weak", help="`arbiter score --out` folder of the weak model (lower)"),
-    strong: Path = typer.Option(..., "--strong", help="`arbiter score --out` folder of the strong model (upper)"),
+    weak: list[Path] = typer.Option(..., "--weak", help="`arbiter score --out` folder of the weak model (lower); "
+                                                        "repeat for several (shards, more completions)"),
+    strong: list[Path] = typer.Option(..., "--strong", help="`arbiter score --out` folder of the strong model "
+                                                            "(upper); repeatable as --weak"),
     out: Path = typer.Option(..., "--out", help="kept rows: OUT.parquet or OUT.jsonl (its folder must exist)"),
     lower_max: float = typer.Option(0.875, "--lower-max", help="keep when lower_pass_rate <= this (card: 0.875)"),
     upper_min: float = typer.Option(0.125, "--upper-min", help="keep when upper_pass_rate >= this (card: 0.125)"),

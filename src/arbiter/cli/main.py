@@ -16,7 +16,7 @@ import typer
 # Command modules (each registers its commands on ``app``); ``<name>_cmd`` registers the command
 # or group ``<name>``.
 COMMAND_MODULES = ("doctor_cmd", "judge_cmd", "oracle_cmd", "score_cmd", "convert_cmd", "pie_cmd", "curate_cmd",
-                   "sample_cmd", "report_cmd", "serve_cmd")
+                   "sample_cmd", "report_cmd", "serve_cmd", "merge_cmd")
 
 
 class LazyTyper(typer.Typer):

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from arbiter.cli.cluster_opts import on_ray, ray_option, record_cluster
 from arbiter.pipelines.outputs import holds_out_dirs
 from arbiter.strenum import StrEnum
 
@@ -256,6 +257,7 @@ def verify(
                                                   "(default: $ARBITER_CACHE_DIR or ~/.cache/arbiter)"),
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
     no_rows: bool = typer.Option(False, "--no-rows", help="print only the summary, not one line per row"),
+    ray: Optional[str] = ray_option(),
 ) -> None:
     """Verify oracle return rows against their seed rows; write sft.jsonl, verified.jsonl, rejected.jsonl,
     best.jsonl and report.json to OUT and print the table.
@@ -269,7 +271,9 @@ def verify(
         from arbiter.pipelines.oracle.verify import check_returns_not_empty
 
         check_returns_not_empty(returns)  # 0 rows: exit 2 before anything is written, as for --seeds
-        code = _run_verify(seeds, returns, out, hidden, generators, opts, console, not no_progress, not no_rows)
+        with on_ray(ray, console, pin_toolchain=True) as backend:
+            code = _run_verify(seeds, returns, out, hidden, generators, opts, console, not no_progress, not no_rows)
+            record_cluster(backend, out / "report.json")
     except (ValueError, FileNotFoundError) as exc:
         from rich.markup import escape
 

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from arbiter.cli.cluster_opts import on_ray, ray_option, record_cluster
 from arbiter.strenum import StrEnum
 
 pie_app = typer.Typer(name="pie", help="PIE speedup reward (re-timed here) and PIE paper metrics.",
@@ -223,6 +224,7 @@ def reward(
     no_cache: bool = typer.Option(False, "--no-cache", help="re-measure the source for every candidate"),
     split: Optional[str] = typer.Option(None, "--split", help="split of a datasets folder / Parquet shards"),
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
+    ray: Optional[str] = ray_option(),
 ) -> None:
     """Re-timed, correctness-gated speedup of each candidate over its row's source program.
 
@@ -248,8 +250,10 @@ def reward(
                            info=escape(f"{rec.get('outcome')} {rec.get('problem_id')}/{rec.get('src_id')}"
                                        + (f" {sp:.2f}x {rec.get('unit')}" if sp else "")))
 
-            run = run_reward_batch(rows, tests, candidates, out, seed=seed, split=split, on_start=on_start,
-                                   on_result=on_result, **kw)
+            with on_ray(ray, console, pin_toolchain=True) as backend:
+                run = run_reward_batch(rows, tests, candidates, out, seed=seed, split=split, on_start=on_start,
+                                       on_result=on_result, **kw)
+                record_cluster(backend, Path(run.outputs["summary"]))
     except (ValueError, FileNotFoundError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2)
@@ -290,6 +294,7 @@ def evaluate(
     no_cache: bool = typer.Option(False, "--no-cache", help="re-measure sources"),
     split: Optional[str] = typer.Option(None, "--split", help="split of a datasets folder"),
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
+    ray: Optional[str] = ray_option(),
 ) -> None:
     """PIE's paper metrics at best@k for k = 1..n: %Opt, mean speedup, %Correct.
 
@@ -311,8 +316,10 @@ def evaluate(
             def on_result(rec: dict[str, Any]) -> None:
                 bar.update(state["task"], advance=1, info=escape(f"{rec.get('outcome')} {rec.get('src_id')}"))
 
-            run = run_eval(rows, tests, generations, out, seed=seed, split=split, on_start=on_start,
-                           on_result=on_result, **kw)
+            with on_ray(ray, console, pin_toolchain=True) as backend:
+                run = run_eval(rows, tests, generations, out, seed=seed, split=split, on_start=on_start,
+                               on_result=on_result, **kw)
+                record_cluster(backend, out / "metrics.json")
     except (ValueError, FileNotFoundError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2)

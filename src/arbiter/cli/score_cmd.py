@@ -17,6 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from arbiter.cli.cluster_opts import on_ray, parse_shard, ray_option, record_cluster, shard_option
+
 
 def _fmt(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
@@ -143,6 +145,8 @@ def register(app: typer.Typer) -> None:
         run_all: bool = typer.Option(False, "--run-all", help="run every case even after a failure (exact passed counts)"),
         split: Optional[str] = typer.Option(None, "--split", help="split of an HF DatasetDict folder"),
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+        ray: Optional[str] = ray_option(),
+        shard: Optional[str] = shard_option(),
     ) -> None:
         """Score every response of COMPLETIONS against its row of DATASET.
 
@@ -162,6 +166,7 @@ def register(app: typer.Typer) -> None:
         with other inputs.
         """
         from arbiter.pipelines.codegen import ScoringInputError, load_inputs, score_completions
+        from arbiter.rewards.codegen import verdict_options
 
         console = Console(stderr=True)
         # INVALID_TASK / SANDBOX_ERROR are reported in the outputs and the table, not as log lines
@@ -173,12 +178,21 @@ def register(app: typer.Typer) -> None:
         except (ScoringInputError, OSError) as exc:
             raise _fail(console, exc) from None
         _show_input_problems(console, inputs.problems, out)
+        options = verdict_options(opts)
+        part = parse_shard(shard)
+        if part is not None:
+            from arbiter.pipelines.shards import SHARD_OPTION, shard_inputs
+
+            inputs, options = shard_inputs(inputs, *part), options | {SHARD_OPTION: shard}
         bar = _Bar(console, quiet)
-        try:
-            run = score_completions(dataset, completions, out, reward=opts, split=split, progress=bar, inputs=inputs)
-        except (ValueError, OSError) as exc:
-            bar.stop()
-            raise _fail(console, exc) from None
-        finally:
-            bar.stop()
+        with on_ray(ray, console) as backend:
+            try:
+                run = score_completions(dataset, completions, out, reward=opts, split=split, progress=bar,
+                                        inputs=inputs, options=options)
+            except (ValueError, OSError) as exc:
+                bar.stop()
+                raise _fail(console, exc) from None
+            finally:
+                bar.stop()
+            record_cluster(backend, out / "summary.json")
         _report(console, run, out)

@@ -20,6 +20,8 @@ NAMESPACE = "arbiter"
 NAME_PREFIX = "arbiter-judge-pool-"
 #: Method calls served at once beyond the judge slots (stats(), callers waiting for a slot).
 EXTRA_CONCURRENCY = 4
+#: Per-item functions kept by a pool (the latest runs').
+FUNCTION_CACHE = 8
 
 
 def pool_name(node_id: str) -> str:
@@ -60,6 +62,7 @@ class JudgePool:
         self._slots = threading.BoundedSemaphore(cores)
         self._lock = threading.Lock()
         self._busy = self._max_busy = self._done = 0
+        self._fns: dict[str, Callable[[Any], Any]] = {}
         self._batch = ThreadPoolExecutor(max_workers=cores, thread_name_prefix="arbiter-pool")
 
     def _held(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -74,8 +77,27 @@ class JudgePool:
                     self._busy -= 1
                     self._done += 1
 
-    def run(self, fn: Callable[[Any], Any], arg: Any) -> Any:
+    def run(self, fn: Any, arg: Any) -> Any:
+        """``fn(arg)`` in one judge slot. ``fn``: a function, or ``[ObjectRef]`` of one (a batch
+        job's per-item function with its shared context: fetched once and kept, so the items
+        of a run on this node share one copy, as the threads of a local run do)."""
+        if isinstance(fn, list):
+            fn = self._function(fn[0])
         return self._held(fn, arg)
+
+    def _function(self, ref: Any) -> Callable[[Any], Any]:
+        import ray
+
+        key = ref.hex()
+        with self._lock:
+            hit = self._fns.get(key)
+        if hit is None:
+            hit = ray.get(ref)
+            with self._lock:
+                hit = self._fns.setdefault(key, hit)
+                while len(self._fns) > FUNCTION_CACHE:
+                    self._fns.pop(next(iter(self._fns)))
+        return hit
 
     def judge(self, task: Any) -> Any:
         from arbiter.judge.judge import judge

@@ -3,13 +3,15 @@
 :func:`ordered_map` yields results in input order as soon as each one and all before it are done,
 pulling items lazily and keeping at most ``in_flight`` of them (default ``2 x workers``) between
 input and output, so memory stays bounded however long the input is. Work runs on a
-:class:`Backend`: :class:`ThreadBackend` today (the judge blocks in a sandbox, so threads suffice);
-a Ray or warm-sandbox-pool backend is one more class with ``submit`` and ``close``.
-See ``docs/codegen.md`` ("Executor").
+:class:`Backend`: :class:`ThreadBackend` (the judge blocks in a sandbox, so threads suffice) or
+:func:`ray_backend` (the per-node judge pools of a Ray cluster). :func:`use_backend` makes one the
+default of every map started inside it (how ``--ray`` reaches a job without new parameters).
+See ``docs/codegen.md`` ("Executor") and ``docs/cluster.md``.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -46,9 +48,36 @@ class ThreadBackend:
         self._pool.shutdown(wait=True, cancel_futures=cancel)
 
 
+def ray_backend(address: str | None = None, **options: Any) -> Backend:
+    """The Ray backend (:class:`arbiter.cluster.backend.RayBackend`: ``address``, ``check_isolation``,
+    ``pin_toolchain``); Ray is imported only here."""
+    from arbiter.cluster.backend import RayBackend as _Ray
+
+    return _Ray(address, **options)
+
+
+_default: list[Backend] = []
+
+
+@contextlib.contextmanager
+def use_backend(backend: Backend | None) -> Iterator[Backend | None]:
+    """Within the block, maps given no ``backend`` run on ``backend`` (their ``workers`` is then
+    ignored: the backend's own count bounds the work in flight). ``None``: no change. Closes nothing."""
+    if backend is None:
+        yield None
+        return
+    _default.append(backend)
+    try:
+        yield backend
+    finally:
+        _default.remove(backend)
+
+
 def _backend(workers: int | None, backend: Backend | None, name: str) -> tuple[Backend, bool]:
     if backend is not None:
         return backend, False
+    if _default:
+        return _default[-1], False
     if workers is None:
         from arbiter.judge.judge import default_workers
 
@@ -116,4 +145,4 @@ def unordered_map(fn: Callable[[T], R], items: Iterable[T], *, workers: int | No
             pool.close(cancel=True)
 
 
-__all__ = ["Backend", "ThreadBackend", "ordered_map", "unordered_map"]
+__all__ = ["Backend", "ThreadBackend", "ordered_map", "ray_backend", "unordered_map", "use_backend"]

@@ -23,6 +23,7 @@ from arbiter.pipelines.goldilocks.errors import CurationInputError
 from arbiter.pipelines.goldilocks.flag import ENGLISH_MIN, KEPT, LOWER_MAX, UPPER_MIN, VACUOUS, _check_thresholds
 from arbiter.pipelines.goldilocks.prescan import Prescan, _input_schema, _prescan
 from arbiter.pipelines.goldilocks.rows import RowDecider, rows_log_record
+from arbiter.pipelines.goldilocks.combine import load_folders
 from arbiter.pipelines.goldilocks.score_folders import ScoreFolder
 from arbiter.pipelines.goldilocks.tally import CurationCounts, Tally
 from arbiter.pipelines.goldilocks.writer import CuratedWriter, _short, check_output_paths, json_line, write_json_atomic
@@ -111,16 +112,16 @@ def _output_paths(out: str | os.PathLike, report: str | os.PathLike | None,
     return out_path, report_path, rows_path
 
 
-def _load_folders(weak: str | os.PathLike, strong: str | os.PathLike) -> tuple[ScoreFolder, ScoreFolder]:
-    weak_f = ScoreFolder.load(weak, "--weak")
-    strong_f = ScoreFolder.load(strong, "--strong")
+def _load_folders(weak: Any, strong: Any) -> tuple[ScoreFolder, ScoreFolder]:
+    weak_f = load_folders(weak, "--weak")
+    strong_f = load_folders(strong, "--strong")
     if weak_f.path.resolve() == strong_f.path.resolve():
         raise CurationInputError(f"--weak and --strong are the same folder ({weak_f.path}); score the weak and the "
                                  f"strong model's completions into two folders")
     return weak_f, strong_f
 
 
-def _prepare(dataset: str | os.PathLike, weak: str | os.PathLike, strong: str | os.PathLike,
+def _prepare(dataset: str | os.PathLike, weak: Any, strong: Any,
              out: str | os.PathLike, report: str | os.PathLike | None, rows_log: str | os.PathLike | None, *,
              english_min: float | None, english: EnglishFilter | None, k: int | None, split: str | None,
              allow_parity: bool) -> _Inputs:
@@ -292,7 +293,7 @@ def _report_content(inp: _Inputs, counts: CurationCounts, options: dict[str, Any
 
 
 @holds_out_dirs
-def curate_goldilocks(dataset: str | os.PathLike, weak: str | os.PathLike, strong: str | os.PathLike,
+def curate_goldilocks(dataset: str | os.PathLike, weak: Any, strong: Any,
                       out: str | os.PathLike, *, lower_max: float = LOWER_MAX, upper_min: float = UPPER_MIN,
                       english_min: float | None = ENGLISH_MIN, k: int | None = None, split: str | None = None,
                       report: str | os.PathLike | None = None, rows_log: str | os.PathLike | None = None,
@@ -302,7 +303,8 @@ def curate_goldilocks(dataset: str | os.PathLike, weak: str | os.PathLike, stron
     and write the outputs described in ``docs/goldilocks.md``.
 
     - ``dataset``: verl rows (Parquet, JSONL, HF folder with ``split``), the rows that were scored.
-    - ``weak`` / ``strong``: the ``arbiter score --out`` folders of the weak (lower) and strong
+    - ``weak`` / ``strong``: the ``arbiter score --out`` folder (or a list of folders, read as one
+      by :func:`~arbiter.pipelines.goldilocks.combine.load_folders`) of the weak (lower) and strong
       (upper) model's completions.
     - ``out``: ``.parquet`` or ``.jsonl`` in an existing folder
       (:func:`arbiter.datasets.convert.check_output_path`); ``report`` / ``rows_log`` default to

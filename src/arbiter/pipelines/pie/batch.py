@@ -4,6 +4,7 @@ folder (``rewards.jsonl``, ``errors.jsonl``, ``summary.json``, ``config.json``).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -15,6 +16,7 @@ from typing import Any
 from arbiter.datasets.io import JsonlSink, read_jsonl
 from arbiter.datasets.pie.source import PieSource, RowIndex
 from arbiter.judge.verdict import Outcome
+from arbiter.pipelines.executor import ordered_map
 from arbiter.pipelines.outputs import holds_out_dirs
 from arbiter.pipelines.pie.candidates import CandidateItem, iter_candidates
 from arbiter.pipelines.pie.config import CONFIG_RULES, reward_config
@@ -51,34 +53,40 @@ def score_candidates(items: Iterable[CandidateItem], tests: Any, *, on_result: C
     item never stops the batch (DESIGN.md "Reliability"). Bad arguments (transform, method, K) raise ``ValueError``
     before any item is scored; a missing valgrind raises :class:`~arbiter.timing.instructions.ValgrindUnavailable`."""
     check_reward_options(reward_kw)
-    for item in items:
-        if skip(item.key):
-            continue
-        head = {"key": item.key, "line": item.line, "index": item.index, "id": item.record_id,
-                "candidate_sha256": _sha(item.code) if item.code else None}
-        method = reward_kw.get("method", "instructions")
-        unit = unit_of(method)
-        if item.error or item.source is None:
-            src = item.source
-            rec = PieRewardResult(outcome=Outcome.INVALID_TASK.value, reward=None, speedup=None,
-                                  reason=item.error or "no row", problem_id=src.problem_id if src else "",
-                                  src_id=src.src_id if src else "", tgt_id=src.tgt_id if src else None,
-                                  method=method, unit=unit, requested_method=method,
-                                  k=reward_kw.get("k", -1)).to_dict()
-        else:
-            kw = dict(reward_kw)
-            if kw.get("k", -1) > 0 and kw.get("rng") is None:
-                kw["rng"] = sample_rng(seed, item.source)
-            try:
-                rec = pie_reward(item.source, item.code, tests, **kw).to_dict()
-            except ValgrindUnavailable:
-                raise
-            except Exception as e:  # noqa: BLE001 - one item must not stop the batch; reported, never a 0
-                rec = PieRewardResult(outcome=Outcome.SANDBOX_ERROR.value, reward=None, speedup=None,
-                                      reason=f"{type(e).__name__}: {e}", problem_id=item.source.problem_id,
-                                      src_id=item.source.src_id, tgt_id=item.source.tgt_id, method=method,
-                                      unit=unit, requested_method=method, k=reward_kw.get("k", -1)).to_dict()
-        on_result(item, {**head, **rec})
+    todo = (item for item in items if not skip(item.key))
+    # one at a time here (measurements are taken alone); across a cluster's judge pools under --ray
+    for item, rec in ordered_map(functools.partial(_score_one, tests=tests, seed=seed, reward_kw=reward_kw), todo,
+                                 workers=1, name="arbiter-pie"):
+        on_result(item, rec)
+
+
+def _score_one(item: CandidateItem, *, tests: Any, seed: int, reward_kw: dict[str, Any]) -> dict[str, Any]:
+    """The JSON record of one candidate (:func:`score_candidates`)."""
+    head = {"key": item.key, "line": item.line, "index": item.index, "id": item.record_id,
+            "candidate_sha256": _sha(item.code) if item.code else None}
+    method = reward_kw.get("method", "instructions")
+    unit = unit_of(method)
+    if item.error or item.source is None:
+        src = item.source
+        rec = PieRewardResult(outcome=Outcome.INVALID_TASK.value, reward=None, speedup=None,
+                              reason=item.error or "no row", problem_id=src.problem_id if src else "",
+                              src_id=src.src_id if src else "", tgt_id=src.tgt_id if src else None,
+                              method=method, unit=unit, requested_method=method,
+                              k=reward_kw.get("k", -1)).to_dict()
+        return {**head, **rec}
+    kw = dict(reward_kw)
+    if kw.get("k", -1) > 0 and kw.get("rng") is None:
+        kw["rng"] = sample_rng(seed, item.source)
+    try:
+        rec = pie_reward(item.source, item.code, tests, **kw).to_dict()
+    except ValgrindUnavailable:
+        raise
+    except Exception as e:  # noqa: BLE001 - one item must not stop the batch; reported, never a 0
+        rec = PieRewardResult(outcome=Outcome.SANDBOX_ERROR.value, reward=None, speedup=None,
+                              reason=f"{type(e).__name__}: {e}", problem_id=item.source.problem_id,
+                              src_id=item.source.src_id, tgt_id=item.source.tgt_id, method=method,
+                              unit=unit, requested_method=method, k=reward_kw.get("k", -1)).to_dict()
+    return {**head, **rec}
 
 
 @dataclass
