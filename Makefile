@@ -8,7 +8,7 @@ APT_PACKAGES := g++ bubblewrap valgrind python3 python3-venv python3-numpy pytho
 SYSDEPS_STAMP := $(VENV)/.sysdeps-ok
 INSTALL_STAMP := $(VENV)/.installed
 
-.PHONY: setup sysdeps demo test bench doctor clean
+.PHONY: setup sysdeps demo test test-verl bench bench-load doctor clean
 
 setup: $(INSTALL_STAMP)
 
@@ -43,17 +43,32 @@ $(VPY): | $(SYSDEPS_STAMP)
 
 $(INSTALL_STAMP): pyproject.toml $(SYSDEPS_STAMP) | $(VPY)
 	$(VPY) -m pip install -q -e '.[test]'
+	PYTHONDONTWRITEBYTECODE= $(VPY) -m compileall -q src >/dev/null
 	@touch $@
 
 demo: setup
 	rm -rf out/demo && $(VENV)/bin/arbiter oracle verify --seeds data/oracle/seeds.jsonl --returns data/oracle/returns.jsonl \
 	  --hidden data/oracle/hidden_tests.json --generators data/oracle/generators --out out/demo
 
+# verl 0.9.1 lives in its own venv, kept between runs outside the repository (scripts/verl_venv.sh,
+# ARBITER_VERL_VENV); tests/verl/test_verl09_venv.py runs the verl-only tests in it, or skips saying why.
+VERL_VENV_SCRIPT := scripts/verl_venv.sh
+
 test: setup
+	bash $(VERL_VENV_SCRIPT) >/dev/null || echo "verl 0.9.1 venv could not be built: the verl 0.9 tests will be skipped"
 	$(VPY) -m pytest -q
 
+# the verl 0.9 tests alone, in the verl venv
+test-verl: setup
+	VERL_PY=$$(bash $(VERL_VENV_SCRIPT) | tail -1) && PYTHONPATH=src $$VERL_PY -m pytest -q -p no:cacheprovider \
+	  tests/verl/test_verl09_reward_loop.py tests/verl/test_verl09_ray.py
+
 bench: setup
-	for b in executor compile score pie parse; do echo "== bench/$$b.py"; $(VPY) bench/$$b.py || exit 1; done
+	for b in executor compile score pie parse acquire judge_overhead; do echo "== bench/$$b.py"; $(VPY) bench/$$b.py || exit 1; done
+
+# verdicts under CPU hogs, other scoring processes and memory pressure (starts and stops its own load)
+bench-load: setup
+	$(VPY) bench/under_load.py --quick
 
 doctor: setup
 	$(VENV)/bin/arbiter doctor

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -47,11 +48,27 @@ DIFFERENCES: dict[tuple[str, str], str] = {
 }
 
 
+def _verl_package_dirs() -> list[Path]:
+    """Where an installed verl package is: this interpreter's distribution, else the verl 0.9.1
+    venv that ``make test`` builds (scripts/verl_venv.sh, ``ARBITER_VERL_VENV``)."""
+    import importlib.metadata as md
+    dirs = []
+    try:
+        dist = md.distribution("verl")
+        dirs.append(Path(dist.locate_file("verl")))
+    except md.PackageNotFoundError:
+        pass
+    venv = Path(os.environ.get("ARBITER_VERL_VENV", Path.home() / ".cache" / "arbiter" / "verl-0.9.1"))
+    dirs += sorted(venv.glob("lib/python3*/site-packages/verl"))
+    return dirs
+
+
 def _verl_sandbox_fusion():
-    spec = importlib.util.find_spec("verl")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("verl is not installed (pip install verl==0.9.1 --no-deps)")
-    folder = Path(list(spec.submodule_search_locations)[0]) / "utils" / "reward_score" / "sandbox_fusion"
+    folders = [d / "utils" / "reward_score" / "sandbox_fusion" for d in _verl_package_dirs()]
+    folders = [f for f in folders if (f / "__init__.py").is_file()]
+    if not folders:
+        pytest.skip("verl is not installed here nor in the verl venv (scripts/verl_venv.sh)")
+    folder = folders[0]
     name = "verl_sandbox_fusion_by_path"
     mod_spec = importlib.util.spec_from_file_location(name, folder / "__init__.py",
                                                       submodule_search_locations=[str(folder)])
