@@ -55,7 +55,7 @@ demo: setup
 VERL_VENV_SCRIPT := scripts/verl_venv.sh
 
 test: setup
-	bash $(VERL_VENV_SCRIPT) >/dev/null || echo "verl 0.9.1 venv could not be built: the verl 0.9 tests will be skipped"
+	@bash $(VERL_VENV_SCRIPT) >/dev/null || echo "verl 0.9.1 venv could not be built: the verl 0.9 tests will be skipped"
 	$(VPY) -m pytest -q
 
 # the verl 0.9 tests alone, in the verl venv
