@@ -14,12 +14,12 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from pydantic import ValidationError
 
-from arbiter.judge.run_once import WarmSandboxes
 from arbiter.server import native
 from arbiter.server.config import ServerConfig
 from arbiter.server.metrics import Metrics
-from arbiter.server.pool import JudgePool, Overloaded
-from arbiter.server.runcode import BadRequest, OurFailure, RunCodeRequest, run_code
+from arbiter.server.pool import JudgePool, Overloaded, watch
+from arbiter.server.programs import ProgramRuns
+from arbiter.server.runcode import BadRequest, OurFailure, RunCodeRequest
 
 OPEN_PATHS = ("/healthz",)
 ROUTES = ("/run_code", "/v1/judge", "/v1/score", "/healthz", "/metrics")
@@ -27,7 +27,7 @@ ROUTES = ("/run_code", "/v1/judge", "/v1/score", "/healthz", "/metrics")
 
 @dataclass
 class Service:
-    """What the routes share: settings, counters, the judge pool, warm sandboxes."""
+    """What the routes share: settings, counters, the judge pool, ``/run_code``'s program groups."""
 
     cfg: ServerConfig
     health: Callable[[], dict[str, Any]]
@@ -36,7 +36,7 @@ class Service:
 
     def __post_init__(self) -> None:
         self.pool = JudgePool(self.cfg.workers, self.cfg.queue, self.metrics)
-        self.warm = WarmSandboxes(capacity=4 * self.cfg.workers)
+        self.programs = ProgramRuns(self.pool, self.cfg, self.metrics)
 
     async def body(self, request: Request) -> Any:
         """The JSON body, read up to ``max_body_bytes`` (:class:`BadRequest` ``413:`` past it)."""
@@ -73,7 +73,6 @@ def create_app(cfg: ServerConfig, *, health: Callable[[], dict[str, Any]] | None
     async def lifespan(app: FastAPI):
         yield
         svc.pool.shutdown()
-        svc.warm.close()
 
     app = FastAPI(title="arbiter", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     _guard(app, svc)
@@ -121,7 +120,7 @@ def _run_code_route(app: FastAPI, svc: Service) -> None:
         """SandboxFusion's endpoint; overload and our own failures are 504 (verl retries 504 only)."""
         try:
             req = RunCodeRequest.model_validate(await svc.body(request))
-            answer = await svc.pool.run(run_code, req, svc.cfg, svc.warm, disconnected=request.is_disconnected)
+            answer = await watch(svc.programs.submit(req), request.is_disconnected)
         except ValidationError as exc:
             return error(422, f"bad /run_code request: {exc.errors(include_url=False)}")
         except (BadRequest, Overloaded) as exc:

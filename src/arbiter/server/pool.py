@@ -45,12 +45,13 @@ class JudgePool:
             self.waiting -= n
             self.metrics.queue_depth = self.waiting
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
-        """Run an admitted unit; its place is freed when it starts (or is cancelled)."""
+    def submit(self, fn: Callable[..., Any], *args: Any, counted: bool = True) -> Future:
+        """Run an admitted unit; its place is freed when it starts (or is cancelled). ``counted=False``:
+        ``fn`` frees the places of the units it runs itself (:meth:`release`)."""
 
         def run() -> Any:
             with self._lock:
-                self.waiting -= 1
+                self.waiting -= counted
                 self.busy += 1
                 self.metrics.queue_depth, self.metrics.busy = self.waiting, self.busy
             try:
@@ -61,7 +62,8 @@ class JudgePool:
                     self.metrics.busy = self.busy
 
         fut = self._executor.submit(run)
-        fut.add_done_callback(self._cancelled)
+        if counted:
+            fut.add_done_callback(self._cancelled)
         return fut
 
     def _cancelled(self, fut: Future) -> None:

@@ -58,6 +58,12 @@ def _files(req: RunCodeRequest) -> dict[str, bytes]:
     return out
 
 
+def check(req: RunCodeRequest, cfg: ServerConfig) -> None:
+    """Raise :class:`BadRequest` (422/413) for limits or files the service refuses."""
+    _limits(req, cfg)
+    _files(req)
+
+
 def run_code(req: RunCodeRequest, cfg: ServerConfig, warm: WarmSandboxes | None) -> dict[str, Any]:
     """Run the request; the SandboxFusion answer. Raises :class:`BadRequest` (422) and
     :class:`OurFailure` (504: our sandbox failed after retries)."""
