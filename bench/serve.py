@@ -86,12 +86,19 @@ def verl_check_correctness():
     """verl's ``check_correctness`` (its module has no imports beyond ``requests``), or ``None``."""
     import importlib.util
 
+    import os
+
+    roots = []
     spec = importlib.util.find_spec("verl")
-    if spec is None or not spec.submodule_search_locations:
+    if spec is not None and spec.submodule_search_locations:
+        roots.append(Path(list(spec.submodule_search_locations)[0]))
+    venv = Path(os.environ.get("ARBITER_VERL_VENV", Path.home() / ".cache" / "arbiter" / "verl-0.9.1"))
+    roots += sorted(venv.glob("lib/python3*/site-packages/verl"))  # the venv make test builds
+    paths = [r / "utils/reward_score/sandbox_fusion/utils.py" for r in roots]
+    paths = [p for p in paths if p.exists()]
+    if not paths:
         return None
-    path = Path(list(spec.submodule_search_locations)[0]) / "utils/reward_score/sandbox_fusion/utils.py"
-    if not path.exists():
-        return None
+    path = paths[0]
     mod_spec = importlib.util.spec_from_file_location("verl_sandbox_fusion_utils", path)
     mod = importlib.util.module_from_spec(mod_spec)
     mod_spec.loader.exec_module(mod)
@@ -131,7 +138,7 @@ def run_verl(url: str, jobs, at_once: int, max_concurrent: int, deadline: float)
 
     check = verl_check_correctness()
     if check is None:
-        sys.exit("bench/serve.py needs verl's sandbox_fusion module: pip install verl==0.9.1 --no-deps")
+        sys.exit("bench/serve.py needs verl's sandbox_fusion module: scripts/verl_venv.sh, or pip install verl==0.9.1 --no-deps")
     sem = threading.Semaphore(max_concurrent)
 
     def one(job):
