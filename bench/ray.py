@@ -6,9 +6,10 @@ The workload is bench/data/codegen (real problems from APPS/CodeRL, LeetCodeData
 references, labelled generations and wrong variants), scored by the codegen reward through the same
 pipeline as ``arbiter score`` (:func:`arbiter.pipelines.codegen.stream.iter_scores`), ``--passes`` times.
 Ray's start (cluster, pools, doctor checks) is printed apart from the scoring time; every mode must give
-the local verdicts. Target: one node's cases/s within 10% of the local run's.
+the local verdicts. Target: one node's cases/s within 10% of the local run's (also in ``--rounds``
+interleaved local / Ray rounds).
 
-Usage: .venv/bin/python bench/ray.py [--passes 2]
+Usage: .venv/bin/python bench/ray.py [--passes 2] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -54,9 +55,43 @@ def on_ray(items: list, passes: int, address: str | None) -> tuple[list[dict], f
     return results, wall, started, nodes
 
 
+def interleaved(items: list, rounds: int, cores: int) -> list[tuple[float, float]]:
+    """``(local cases/s, one-node Ray cases/s)`` per round, local and Ray passes alternating (a noisy
+    machine moves both alike), with one Ray start for all rounds."""
+    from arbiter.pipelines.executor import ray_backend, use_backend
+
+    backend = ray_backend(None)
+    out = []
+    try:
+        with use_backend(backend):
+            score_all(items[:4], 1)
+        for _ in range(rounds):
+            res, wall = score_all(items, 1)
+            local = sum(cases_run(r) for r in res) / wall
+            with use_backend(backend):
+                res, wall = score_all(items, 1)
+            out.append((local, sum(cases_run(r) for r in res) / wall))
+    finally:
+        backend.close()
+    return out
+
+
+def print_rounds(pairs: list[tuple[float, float]]) -> None:
+    import statistics
+
+    rows = [[str(i + 1), f"{a:.1f}", f"{b:.1f}", f"{100 * (1 - b / a):+.1f}%"] for i, (a, b) in enumerate(pairs)]
+    med = statistics.median(100 * (1 - b / a) for a, b in pairs)
+    rows.append(["median", f"{statistics.median(a for a, _ in pairs):.1f}",
+                 f"{statistics.median(b for _, b in pairs):.1f}", f"{med:+.1f}%"])
+    print("interleaved rounds, local vs ray 1 node (cases/s)")
+    print(table(["round", "local", "ray 1 node", "overhead"], rows))
+    print(f"ray, 1 node, interleaved: median {med:+.1f}% overhead vs local (target: <= 10%)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved local / one-node Ray rounds")
     args = ap.parse_args()
     import ray
     from ray.cluster_utils import Cluster
@@ -79,6 +114,7 @@ def main() -> None:
     ray.init(num_cpus=cores, include_dashboard=False, log_to_driver=False, namespace="arbiter")
     res, wall, start, nodes = on_ray(items, args.passes, None)
     add("ray, 1 node", res, wall, start, nodes)
+    pairs = interleaved(items, args.rounds, cores) if args.rounds > 0 else []
     ray.shutdown()
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": max(1, cores // 2), "include_dashboard": False})
     cluster.add_node(num_cpus=max(1, cores - cores // 2))
@@ -94,6 +130,8 @@ def main() -> None:
     for r in rows[1:]:
         target = " (target: <= 10%)" if r[1] == "1" else ""
         print(f"{r[0]}: {100 * (1 - float(r[6]) / local):+.1f}% overhead vs local{target}")
+    if pairs:
+        print_rounds(pairs)
     same = all(v == verdicts["local (threads)"] for v in verdicts.values())
     print("verdicts identical in every mode:", same)
     if not same:
