@@ -46,3 +46,12 @@ def test_the_help_lists_every_command():
     assert out.returncode == 0, out.stderr
     for module in COMMAND_MODULES:
         assert module.removesuffix("_cmd") in out.stdout
+
+
+def test_a_bare_ray_option_means_a_local_ray():
+    from arbiter.cli.main import bare_ray_is_local
+
+    assert bare_ray_is_local(["score", "--ray"]) == ["score", "--ray", "local"]
+    assert bare_ray_is_local(["score", "--ray", "--out", "x"]) == ["score", "--ray", "local", "--out", "x"]
+    assert bare_ray_is_local(["score", "--ray", "auto", "--out", "x"]) == ["score", "--ray", "auto", "--out", "x"]
+    assert bare_ray_is_local(["score", "--out", "--ray"]) == ["score", "--out", "--ray", "local"]

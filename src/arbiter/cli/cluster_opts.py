@@ -16,7 +16,7 @@ LOCAL = "local"
 
 
 def ray_option() -> Any:
-    """``--ray local`` starts a local Ray; ``--ray auto`` joins the running cluster; ``--ray HOST:PORT``.
+    """``--ray`` or ``--ray local`` starts a local Ray; ``--ray auto`` joins the running cluster; ``--ray HOST:PORT``.
     (typer options cannot take an optional value, so the local case is spelt ``local``.)"""
     return typer.Option(None, "--ray", metavar="ADDRESS",
                         help="run on Ray's per-node judge pools: 'local' starts a Ray here, 'auto' joins the running "

@@ -65,13 +65,24 @@ class LazyTyper(typer.Typer):
         self._loaded = True
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        argv = args[0] if args else kwargs.get("args")
-        argv = list(argv) if argv is not None else sys.argv[1:]
+        argv = args[0] if args else kwargs.pop("args", None)
+        argv = bare_ray_is_local(list(argv) if argv is not None else sys.argv[1:])
         first = argv[0] if argv and not argv[0].startswith("-") else ""
         module = f"{first}_cmd"
         if first and module in self._modules:
             self._load((module,))
-        return super().__call__(*args, **kwargs)
+        return super().__call__(argv, *args[1:], **kwargs)
+
+
+def bare_ray_is_local(argv: list[str]) -> list[str]:
+    """``--ray`` without an address (last, or before another option) means ``--ray local`` (a typer
+    option cannot take an optional value)."""
+    out = []
+    for i, arg in enumerate(argv):
+        out.append(arg)
+        if arg == "--ray" and (i + 1 == len(argv) or argv[i + 1].startswith("-")):
+            out.append("local")
+    return out
 
 
 app = LazyTyper(
