@@ -133,7 +133,7 @@ class SandboxPool:
             key = self._busy.pop(id(sb), None)
             keep = (key is not None and self._reusable(sb.config) and sb.alive
                     and self._alive() < self.max_sandboxes
-                    and len(self._idle.get(key, ())) < self.max_idle_per_key)
+                    and len(self._idle.get(key, ())) + self._pending.get(key, 0) < self.max_idle_per_key)
             if keep:
                 self._seen.add(key)  # spares are started for keys whose sandboxes came back healthy
                 self._submit("recycle", key, sb)
@@ -233,8 +233,9 @@ class SandboxPool:
             sb = self._recycle(arg) if kind == "recycle" else self._spare(key, arg)
             with self._cond:
                 self._pending[key] -= 1
-                if sb is not None and not self._closed:
-                    self._idle.setdefault(key, []).append((sb, time.monotonic()))
+                idle = self._idle.setdefault(key, [])
+                if sb is not None and not self._closed and len(idle) < self.max_idle_per_key:
+                    idle.append((sb, time.monotonic()))  # the bound holds whatever was on its way
                     sb = None
                 self._cond.notify_all()
             if sb is not None:
