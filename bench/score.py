@@ -15,9 +15,13 @@ streaming memory of ``arbiter score`` at the card's size.
 3. ``--compare TREE``: the same mix (``compute_score_batch`` on every response) run alternately
    by this checkout and by another one (e.g. a checkout of main from before a change), each
    through its own ``.venv/bin/python`` in a subprocess, ``--rounds`` times; printed: responses/s
-   of both per round, the median ratio, and whether both gave the same verdicts.
+   of both per round, the median ratio, and whether both gave the same verdicts. With
+   ``--shape weak`` the mix is shaped like the card's weak-model rollouts (median pass rate 0):
+   8 responses per problem, 7 of them its failing ones (label 0.0, or the unlabelled variants that
+   are usually wrong), cycled, and 1 reference; problems with no failing response are left out.
 
-Usage: .venv/bin/python bench/score.py [--rows 14927] [--skip-memory] [--compare TREE [--rounds 3]]
+Usage: .venv/bin/python bench/score.py [--rows 14927] [--skip-memory] [--compare TREE [--rounds 3]
+       [--shape mix|weak]]
 """
 
 from __future__ import annotations
@@ -53,6 +57,35 @@ def load_items():
                 items.append((r["data_source"], resp, r["reward_model"]["ground_truth"], r["extra_info"]))
                 expected.append(exp)
     return items, expected, len(rows)
+
+
+#: The origins of unlabelled responses that are usually wrong (bench/data/codegen/README.md).
+USUALLY_WRONG = ("dataset response (model answer, unlabelled)",
+                 "reference with its first comparison flipped (usually wrong)")
+
+
+def weak_items(per_problem: int = 8) -> list[tuple]:
+    """The mix shaped like weak-model rollouts: for each problem with a failing response,
+    ``per_problem - 1`` failing responses (cycled) and one reference (module docstring)."""
+    rows = {}
+    with open(DATA / "rows.jsonl", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            rows[f"{r['data_source']}:{r['extra_info']['index']}"] = r
+    items = []
+    with open(DATA / "completions.jsonl", encoding="utf-8") as f:
+        for line in f:
+            c = json.loads(line)
+            r = rows[c["key"]]
+            triples = list(zip(c["responses"], c["expected"], c["origin"]))
+            failing = [resp for resp, exp, origin in triples if exp == 0.0 or origin in USUALLY_WRONG]
+            reference = [resp for resp, _, origin in triples if origin == "reference"]
+            if not failing or not reference:
+                continue
+            chosen = [failing[i % len(failing)] for i in range(per_problem - 1)] + reference[:1]
+            items += [(r["data_source"], resp, r["reward_model"]["ground_truth"], r["extra_info"])
+                      for resp in chosen]
+    return items
 
 
 def cases_run(r: dict) -> int:
@@ -162,12 +195,12 @@ def bench_memory(n_rows: int) -> None:
     print(table(["rows x responses", "input MiB", "peak RSS MiB", "wall s", "rows/s", "responses/s"], rows))
 
 
-def mix_once() -> None:
+def mix_once(shape: str) -> None:
     """One timed ``compute_score_batch`` over the mix (after a warm-up call), as one JSON line:
     wall seconds, responses, cases run, verdicts. Run by :func:`bench_compare` in each tree."""
     from arbiter.verl.reward import compute_score, compute_score_batch
 
-    items, _, _ = load_items()
+    items = weak_items() if shape == "weak" else load_items()[0]
     compute_score(*items[0])  # warm-up: first sandbox start, imports
     t = time.monotonic()
     batch = compute_score_batch([i[0] for i in items], [i[1] for i in items], [i[2] for i in items],
@@ -177,7 +210,7 @@ def mix_once() -> None:
                       "verdicts": [r["verdict"] for r in batch]}))
 
 
-def bench_compare(other: Path, rounds: int) -> None:
+def bench_compare(other: Path, rounds: int, shape: str) -> None:
     """The mix in this tree and in ``other``, alternately, each by its own venv's interpreter."""
     trees = {"this tree": HERE.parent, str(other): other}
     for name, tree in trees.items():
@@ -189,7 +222,8 @@ def bench_compare(other: Path, rounds: int) -> None:
     for _ in range(rounds):
         for name, tree in trees.items():
             env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-            out = subprocess.run([str(tree / ".venv/bin/python"), str(Path(__file__).resolve()), "--mix-once"],
+            out = subprocess.run([str(tree / ".venv/bin/python"), str(Path(__file__).resolve()), "--mix-once",
+                                  "--shape", shape],
                                  cwd=tree, env=env, capture_output=True, text=True)
             if out.returncode != 0:
                 sys.exit(f"{name}: the mix failed:\n{out.stderr[-3000:]}")
@@ -197,7 +231,7 @@ def bench_compare(other: Path, rounds: int) -> None:
             walls[name].append(got["wall"])
             verdicts[name], responses, cases = got["verdicts"], got["responses"], got["cases"]
     this, that = trees
-    print(f"== RL-shaped mix ({responses} responses, compute_score_batch): this tree vs {that}, {rounds} "
+    print(f"== RL-shaped mix, shape {shape} ({responses} responses, {cases} cases run, compute_score_batch): this tree vs {that}, {rounds} "
           f"interleaved rounds, load average {os.getloadavg()[0]:.1f}")
     rows = [[str(i + 1), f"{responses / a:.2f}", f"{responses / b:.2f}", f"{b / a:.2f}x"]
             for i, (a, b) in enumerate(zip(walls[this], walls[that]))]
@@ -215,13 +249,15 @@ def main() -> None:
     ap.add_argument("--skip-memory", action="store_true", help="only the batch vs one-by-one comparison")
     ap.add_argument("--compare", type=Path, help="another checkout: the mix alternately here and there, side by side")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of --compare")
+    ap.add_argument("--shape", choices=("mix", "weak"), default="mix",
+                    help="--compare's mix: the whole mix, or shaped like weak-model rollouts")
     ap.add_argument("--mix-once", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.mix_once:
-        mix_once()
+        mix_once(args.shape)
         return
     if args.compare is not None:
-        bench_compare(args.compare.resolve(), args.rounds)
+        bench_compare(args.compare.resolve(), args.rounds, args.shape)
         return
     bench_batch_vs_serial()
     if not args.skip_memory:
