@@ -10,6 +10,7 @@ from . import kernel
 from .cases import Capture, drain, wait_for_exit
 from .forker import REPORT_GRACE, Forker, Rusage, forker_main, read_report
 from .kernel import fork, stopped
+from .program import warm_heavy_imports
 from .protocol import encode_frame
 from .tamper import untouched
 
@@ -24,6 +25,7 @@ class ForkerMixin:
         reached) leaves no forker: cases fork from this server."""
         if not self.is_init or self.code is None:
             return
+        warm_heavy_imports(self.code)  # (done once: the cases fork with them)
         fk = Forker()
         try:
             pid = fork()

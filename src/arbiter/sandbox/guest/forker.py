@@ -180,7 +180,17 @@ REPORT_GRACE = 2.0
 REPORT = struct.Struct("=ciiddqQq")
 
 
+_PEEKER = []  # the one exit_peeker() of this process, made before the forker forks
+
+
 def exit_peeker():
+    """The memoised :func:`make_exit_peeker` (made once in the server: every forker inherits it)."""
+    if not _PEEKER:
+        _PEEKER.append(make_exit_peeker())
+    return _PEEKER[0]
+
+
+def make_exit_peeker():
     """A function ``pid -> (wait status, utime, stime, maxrss KiB)`` for a child that has
     exited or will, without reaping it: the raw ``waitid(P_PID, pid, WEXITED | WNOWAIT)``, whose
     last argument (not in ``os.waitid``) gets the rusage. Falls back to ``wait4`` (reaps) when

@@ -13,8 +13,10 @@ import sys
 from . import kernel, python_case, tamper, zygote
 from .cases import CasesMixin
 from .forked_case import ForkerMixin
+from .forker import exit_peeker
 from .kernel import memfd, namespace_pids
-from .program import compile_program, new_main, warm_heavy_imports
+from .loader import LoaderMixin
+from .program import compile_program, new_main
 from .protocol import LEN, encode_frame, read_frame_blocking, write_all
 from .reaper import DIR_FLAGS, ReaperMixin
 from .tamper import tampering
@@ -35,7 +37,7 @@ _CATCHABLE = ("SIGHUP SIGINT SIGQUIT SIGTERM SIGUSR1 SIGUSR2 SIGALRM SIGPIPE SIG
               "SIGTTIN SIGTTOU SIGCHLD").split()
 
 
-class Server(CasesMixin, ForkerMixin, ReaperMixin):
+class Server(CasesMixin, ForkerMixin, LoaderMixin, ReaperMixin):
     def __init__(self, in_fd, out_fd, scratch_dirs, hello_id=None):
         self.in_fd = in_fd
         self.out_fd = out_fd
@@ -213,22 +215,45 @@ class Server(CasesMixin, ForkerMixin, ReaperMixin):
 
     def op_load(self, header, blobs):
         """Compile the program once. A source that crashes or hangs the compiler is caught by
-        compiling it first in a throwaway child under limits."""
+        compiling it first in a child under limits: the forker itself (:mod:`.loader`), or,
+        when none can be forked, a throwaway child."""
         source = bytes(blobs[0])  # compiled like a file, so a coding line is honoured
         prelude = blobs[1].decode("utf-8", "surrogateescape") if len(blobs) > 1 else ""
         filename = header.get("filename", "main.py")
+        limits = header.get("limits", {})
         self.drop_forker()  # it holds the previous program
-        probe = self.fork_case({"mode": "compile_probe", "limits": header.get("limits", {}),
-                                "filename": filename},
+        self.code = self.main_module = None
+        loaded = self.load_in_forker(source, prelude, filename, limits)
+        if loaded is None:
+            loaded = self._probe_compile(source, prelude, filename, limits)
+        ok, wrapped, stage, error = loaded
+        if not ok:
+            self.reply({"op": "load", "ok": False, "error": error, "stage": stage})
+            return
+        had_forker = self.forker is not None
+        self.reply({"op": "load", "ok": True, "wrapped": wrapped})
+        try:  # this server's own copy (cases forked here, a later forker), while the judge reads
+            self._load_here(source, prelude, filename)
+        except BaseException as exc:  # it compiled in the child: never a verdict from this
+            self.broken = self.broken or "the program did not load again: %s: %s" % (
+                type(exc).__name__, exc)
+            return
+        if not had_forker:
+            self.make_forker()
+
+    def _probe_compile(self, source, prelude, filename, limits):
+        """The compile check in a throwaway child; ``(ok, wrapped, stage, error)``."""
+        probe = self.fork_case({"mode": "compile_probe", "limits": limits, "filename": filename},
                                source_for_probe=(source, prelude))
         if probe.get("exit_code") != 0:
-            self.reply({"op": "load", "ok": False, "error": probe.get("stderr_text", ""),
-                        "stage": "prelude" if probe.get("exit_code") == 3 else "program",
-                        "probe": {k: v for k, v in probe.items() if k != "stderr_text"}})
-            return
+            stage = "prelude" if probe.get("exit_code") == 3 else "program"
+            return False, False, stage, probe.get("stderr_text", "")
+        return True, compile_program(source, filename)[1], None, None
+
+    def _load_here(self, source, prelude, filename):
+        """Compile the program and run the prelude in this server (checked in a child first)."""
         self.code, self.wrapped = compile_program(source, filename)
         self.filename = filename
-        warm_heavy_imports(self.code)
         # The prelude (task data: an import preamble, never the submission) runs once, here,
         # into the __main__ module every case forks with, instead of once per case. Same
         # semantics as running it first in each case: each case gets its own copy of that dict.
@@ -238,8 +263,6 @@ class Server(CasesMixin, ForkerMixin, ReaperMixin):
         import gc
         gc.collect()
         gc.freeze()
-        self.reply({"op": "load", "ok": True, "wrapped": self.wrapped})
-        self.make_forker()  # while the judge reads the reply
 
     def op_run(self, header, blobs):
         """Run one case. A program may change this server's own rlimits, nice value, CPU affinity,
@@ -329,6 +352,7 @@ def _warm_up(opts, in_fd, out_fd):
     except Exception:
         pass
     python_case.init()
+    exit_peeker()  # (every forker uses it: made once, here)
     for fd in (in_fd, out_fd):
         os.set_inheritable(fd, False)
     import gc
