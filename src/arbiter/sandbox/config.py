@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -29,6 +30,13 @@ def _default_python() -> str:
     return os.path.realpath(sys.executable)
 
 
+@functools.lru_cache(maxsize=None)
+def _bwrap() -> str:
+    """The bubblewrap binary on PATH (looked up once: every judged submission builds a config)."""
+    return shutil.which("bwrap") or "/usr/bin/bwrap"
+
+
+@functools.lru_cache(maxsize=64)
 def _default_site(python: str) -> tuple[str, ...]:
     if os.path.realpath(python).startswith("/usr/bin/python3"):
         d = "/usr/lib/python3/dist-packages"
@@ -63,7 +71,7 @@ class SandboxConfig:
 
     python: str = field(default_factory=_default_python)
     isolated: bool = field(default_factory=lambda: not unsafe_requested())
-    bwrap: str = field(default_factory=lambda: shutil.which("bwrap") or "/usr/bin/bwrap")
+    bwrap: str = field(default_factory=_bwrap)
     uid: int = SANDBOX_UID
     gid: int = SANDBOX_UID
     extra_ro_binds: tuple[str, ...] = ()
