@@ -42,12 +42,18 @@ DATA = HERE / "data" / "codegen"
 RUN_VERDICTS = {"WA", "TLE", "MLE", "RE", "OLE"}
 
 
-def load_items():
+def load_rows() -> dict[str, dict]:
+    """The bench's problems by the key completions.jsonl names them with."""
     rows = {}
     with open(DATA / "rows.jsonl", encoding="utf-8") as f:
         for line in f:
             r = json.loads(line)
             rows[f"{r['data_source']}:{r['extra_info']['index']}"] = r
+    return rows
+
+
+def load_items():
+    rows = load_rows()
     items, expected = [], []
     with open(DATA / "completions.jsonl", encoding="utf-8") as f:
         for line in f:
@@ -67,11 +73,7 @@ USUALLY_WRONG = ("dataset response (model answer, unlabelled)",
 def weak_items(per_problem: int = 8) -> list[tuple]:
     """The mix shaped like weak-model rollouts: for each problem with a failing response,
     ``per_problem - 1`` failing responses (cycled) and one reference (module docstring)."""
-    rows = {}
-    with open(DATA / "rows.jsonl", encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)
-            rows[f"{r['data_source']}:{r['extra_info']['index']}"] = r
+    rows = load_rows()
     items = []
     with open(DATA / "completions.jsonl", encoding="utf-8") as f:
         for line in f:

@@ -7,21 +7,15 @@ compiler takes only that child with it. See docs/sandbox.md ("load").
 
 import os
 import signal
-import sys
 
 from . import kernel
 from .cases import Capture, drain
 from .child import rlimit_list
 from .forker import REPORT, Forker, forker_main
 from .kernel import fork, set_own_oom_adj
-from .program import compile_program, new_main, warm_heavy_imports
+from .program import PRELUDE_FAILED, load_checked, warm_heavy_imports
 from .protocol import read_exact
 from .python_case import fresh_stdio
-
-
-#: Exit statuses of a load that failed in the forker: the program does not compile, compiling it
-#: raised something else (a MemoryError, a RecursionError), the prelude raised.
-SYNTAX, COMPILE_FAILED, PRELUDE_FAILED = 1, 2, 3
 
 
 class LoaderMixin:
@@ -143,29 +137,13 @@ def _load(server, source, prelude, filename):
     """Compile the program and run the prelude into this process's copy of ``server``; the
     compiler's or the prelude's traceback on stderr and a non-zero status when that fails."""
     import gc
-    import traceback
 
     fresh_stdio()
-    try:
-        server.code, server.wrapped = compile_program(source, filename)
-    except SyntaxError:
-        traceback.print_exc(limit=0)
-        sys.stderr.flush()
-        return SYNTAX
-    except BaseException:
-        traceback.print_exc(limit=0)
-        sys.stderr.flush()
-        return COMPILE_FAILED
-    server.filename = filename
-    warm_heavy_imports(server.code)
-    server.main_module = new_main(filename)
-    if prelude:
-        try:
-            exec(compile(prelude, "<prelude>", "exec"), server.main_module.__dict__)
-        except BaseException:
-            traceback.print_exc(limit=3)
-            sys.stderr.flush()
-            return PRELUDE_FAILED
+    status, code, wrapped, main = load_checked(source, prelude, filename)
+    if status:
+        return status
+    server.code, server.wrapped, server.filename, server.main_module = code, wrapped, filename, main
+    warm_heavy_imports(code)
     gc.collect()
     gc.freeze()
     return 0

@@ -79,6 +79,38 @@ def _remember_source(source, filename):
         pass
 
 
+#: Exit statuses of a checked load that failed (:func:`load_checked`): the program does not
+#: compile, compiling it raised something else (a MemoryError, a RecursionError), the prelude raised.
+SYNTAX, COMPILE_FAILED, PRELUDE_FAILED = 1, 2, 3
+
+
+def load_checked(source, prelude, filename):
+    """Compile ``source`` and run ``prelude`` into a fresh ``__main__``, in a child that may die of
+    it: ``(0, code, wrapped, main)``, or ``(status, None, False, None)`` with the compiler's or the
+    prelude's traceback on stderr (:data:`SYNTAX`, :data:`COMPILE_FAILED`, :data:`PRELUDE_FAILED`)."""
+    import traceback
+    try:
+        code, wrapped = compile_program(source, filename)
+    except SyntaxError:
+        return _failed(traceback, SYNTAX, 0)
+    except BaseException:
+        return _failed(traceback, COMPILE_FAILED, 0)
+    main = new_main(filename)
+    if prelude:
+        try:
+            exec(compile(prelude, "<prelude>", "exec"), main.__dict__)
+        except BaseException:
+            return _failed(traceback, PRELUDE_FAILED, 3)
+    return 0, code, wrapped, main
+
+
+def _failed(traceback, status, limit):
+    """Print the exception being handled (``limit`` frames) on stderr; a failed load's tuple."""
+    traceback.print_exc(limit=limit)
+    sys.stderr.flush()
+    return status, None, False, None
+
+
 def new_main(filename):
     import types
     main = types.ModuleType("__main__")

@@ -10,7 +10,7 @@ import signal
 import sys
 
 from .call_harness import convert_args, find_function, plain_default, returns_node
-from .program import compile_program, new_main
+from .program import load_checked, new_main
 from .protocol import RESULT_FD
 
 
@@ -74,31 +74,12 @@ def fresh_stdio():
 
 
 def run_python(server, req, call_args, probe):
-    import traceback
-
     sys.set_int_max_str_digits(0) if hasattr(sys, "set_int_max_str_digits") else None
     # (the random module reseeds itself in a forked child: os.register_at_fork)
     fresh_stdio()
     if probe is not None:  # compile (and run the prelude) here first: the server must survive
         source, prelude = probe
-        try:
-            compile_program(source, req.get("filename", "main.py"))
-        except SyntaxError:
-            traceback.print_exc(limit=0)
-            sys.stderr.flush()
-            return 1
-        except BaseException:
-            traceback.print_exc(limit=0)
-            sys.stderr.flush()
-            return 2
-        if prelude:
-            try:
-                exec(compile(prelude, "<prelude>", "exec"), new_main(req.get("filename", "main.py")).__dict__)
-            except BaseException:
-                traceback.print_exc(limit=3)
-                sys.stderr.flush()
-                return 3
-        return 0
+        return load_checked(source, prelude, req.get("filename", "main.py"))[0]
 
     return run_prepared_python(server, req, call_args, prepare_python_process(server))
 

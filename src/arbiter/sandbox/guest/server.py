@@ -16,7 +16,7 @@ from .forked_case import ForkerMixin
 from .forker import exit_peeker
 from .kernel import memfd, namespace_pids
 from .loader import LoaderMixin
-from .program import compile_program, new_main
+from .program import PRELUDE_FAILED, compile_program, new_main
 from .protocol import LEN, encode_frame, read_frame_blocking, write_all
 from .reaper import DIR_FLAGS, ReaperMixin
 from .tamper import tampering
@@ -230,25 +230,26 @@ class Server(CasesMixin, ForkerMixin, LoaderMixin, ReaperMixin):
         if not ok:
             self.reply({"op": "load", "ok": False, "error": error, "stage": stage})
             return
-        had_forker = self.forker is not None
+        if self.forker is None:  # checked by the probe: this server's copy, then a forker
+            self._load_here(source, prelude, filename)
+            self.reply({"op": "load", "ok": True, "wrapped": self.wrapped})
+            self.make_forker()  # while the judge reads the reply
+            return
         self.reply({"op": "load", "ok": True, "wrapped": wrapped})
         try:  # this server's own copy (cases forked here, a later forker), while the judge reads
             self._load_here(source, prelude, filename)
         except BaseException as exc:  # it compiled in the child: never a verdict from this
             self.broken = self.broken or "the program did not load again: %s: %s" % (
                 type(exc).__name__, exc)
-            return
-        if not had_forker:
-            self.make_forker()
 
     def _probe_compile(self, source, prelude, filename, limits):
-        """The compile check in a throwaway child; ``(ok, wrapped, stage, error)``."""
+        """The compile check in a throwaway child; ``(ok, None, stage, error)``."""
         probe = self.fork_case({"mode": "compile_probe", "limits": limits, "filename": filename},
                                source_for_probe=(source, prelude))
         if probe.get("exit_code") != 0:
-            stage = "prelude" if probe.get("exit_code") == 3 else "program"
+            stage = "prelude" if probe.get("exit_code") == PRELUDE_FAILED else "program"
             return False, False, stage, probe.get("stderr_text", "")
-        return True, compile_program(source, filename)[1], None, None
+        return True, None, None, None
 
     def _load_here(self, source, prelude, filename):
         """Compile the program and run the prelude in this server (checked in a child first)."""
