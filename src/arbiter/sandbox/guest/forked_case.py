@@ -6,13 +6,13 @@ A mixin of :class:`~.server.Server`. See docs/sandbox.md ("The forker").
 import os
 import signal
 
-from . import kernel
+from . import kernel, tamper
 from .cases import Capture, drain, wait_for_exit
 from .forker import REPORT_GRACE, Forker, Rusage, forker_main, read_report
 from .kernel import fork, stopped
 from .program import warm_heavy_imports
 from .protocol import encode_frame
-from .tamper import untouched
+from .tamper import sched_state
 
 
 class ForkerMixin:
@@ -57,12 +57,13 @@ class ForkerMixin:
 
     def check_forker(self):
         """Drop the forker unless it is exactly as forked: alive, neither stopped nor continued,
-        no signal pending, this server's rlimits, nice value and CPU affinity. Called once every
-        other process of the sandbox is dead, so none of it can change any more."""
+        this server's rlimits, nice value and CPU affinity (a signal a program left pending on
+        it: the forker ends itself before its next case). Called once every other process of
+        the sandbox is dead, so none of it can change any more."""
         fk = self.forker
         try:
             healthy = os.waitpid(fk.pid, os.WNOHANG | os.WUNTRACED | os.WCONTINUED) == (0, 0)
-            healthy = healthy and untouched(fk.pid)
+            healthy = healthy and sched_state(fk.pid) == tamper.BASELINE
         except (ChildProcessError, OSError, ValueError, KeyError):
             healthy = False
         if not healthy:
@@ -111,7 +112,7 @@ class ForkerMixin:
         """The rest of :meth:`run_in_forker`, once the request is sent: takes ``out_fd`` and
         ``res_fd`` (handed to :meth:`finish_case`, or closed)."""
         limits = req.get("limits", {})
-        w = _CaseWatch(fk, err, err_r, self.case_clock(t0, limits, keep=fk.pid))
+        w = _CaseWatch(fk, err, err_r, self.case_clock(t0, limits, keep=fk.pid), t0 + QUICK_CASE)
         try:
             while w.done is None:
                 events = self._next_events(w)
@@ -121,6 +122,7 @@ class ForkerMixin:
                 if w.forker_dead and w.done is None:
                     if fk.report_r in dict(w.poller.poll(0)):
                         continue  # read what it wrote before it died
+                    self._take_started(w)
                     if w.pid is None:  # it died before it reported its child (if it forked one)
                         self.kill_all(0)
                         self.reap_all()
@@ -138,9 +140,30 @@ class ForkerMixin:
                 os.close(w.case_pidfd)
         return self._end_forked_case(w, req, t0, out_fd, res_fd, out_cap)
 
+    def _take_started(self, w):
+        """Read the forker's "started" record of this run, if it is there: the case's pid
+        (watched from now on by its pidfd) and the forker's run-queue delay before the fork."""
+        import select
+
+        if w.pid is not None:
+            return
+        frame = w.fk.take_started(self.seq)
+        if frame is None:
+            return
+        w.pid = int(frame["pid"])
+        w.clock.startup = max(0, int(frame.get("run_delay_ns", 0))) / 1e9
+        try:
+            w.case_pidfd = os.pidfd_open(w.pid)
+            w.poller.register(w.case_pidfd, select.POLLIN)
+        except ProcessLookupError:
+            pass  # it has exited already: the report follows
+
     def _next_events(self, w):
         """Poll once for what :meth:`_watch_forked_case` waits for; None when the case's wall
-        clock expired just now (every process but the forker is then killed)."""
+        clock expired just now (every process but the forker is then killed). A case still
+        running at ``w.quick_until`` gets its "started" record read and is watched by its pidfd
+        from then on."""
+        import select
         import time
 
         fk = w.fk
@@ -156,11 +179,20 @@ class ForkerMixin:
                     os.kill(fk.pid, signal.SIGKILL)
             w.waits += 1
             return w.poller.poll(20 if w.waits > 1 else 2)
-        left = w.clock.deadline() - now
+        if w.quick_until is not None and now >= w.quick_until:
+            w.quick_until = None  # no longer quick: wake up for its "started" record
+            w.poller.register(fk.started_r, select.POLLIN)
+            self._take_started(w)
+        wake = w.clock.deadline() if w.quick_until is None else min(w.quick_until, w.clock.deadline())
+        left = wake - now
         events = w.poller.poll(left * 1000.0) if left > 0 else []
         if not events:
-            if not w.clock.expired(time.monotonic()):
-                return []  # its run-queue delay moved the deadline
+            now = time.monotonic()
+            if now < w.clock.deadline():
+                return []  # the quick time is over, or its run-queue delay moved the deadline
+            self._take_started(w)  # (its start-up delay moves the deadline)
+            if not w.clock.expired(now):
+                return []
             w.timed_out = True
             w.end = time.monotonic()
             self.kill_all(0, fk.pid if not w.forker_dead else None)
@@ -170,7 +202,6 @@ class ForkerMixin:
     def _take_events(self, w, events):
         """Act on polled ``events``: stderr drained, the forker's reports read, the case's or the
         forker's exit noted."""
-        import select
         import time
 
         fk = w.fk
@@ -182,18 +213,13 @@ class ForkerMixin:
                 frame = read_report(fd)
                 if frame is None:  # the forker is gone: its pidfd says so too
                     w.poller.unregister(fd)
-                elif frame["seq"] != self.seq:
-                    continue  # left by an earlier run that failed in this server
-                elif "status" in frame:
-                    w.done = frame
-                elif w.pid is None:
-                    w.pid = int(frame["pid"])
-                    w.clock.startup = max(0, int(frame.get("run_delay_ns", 0))) / 1e9
-                    try:
-                        w.case_pidfd = os.pidfd_open(w.pid)
-                        w.poller.register(w.case_pidfd, select.POLLIN)
-                    except ProcessLookupError:
-                        pass  # it has exited already: the report follows
+                elif frame["seq"] == self.seq and "status" in frame:
+                    w.done = frame  # (a record left by an earlier run that failed is skipped)
+                    w.pid = int(frame["pid"]) if w.pid is None else w.pid
+            elif fd == fk.started_r:
+                self._take_started(w)
+                if w.pid is not None or w.forker_dead:
+                    w.poller.unregister(fd)
             elif fd == w.case_pidfd:
                 w.exited = True
                 w.end = w.end or time.monotonic()
@@ -207,18 +233,20 @@ class ForkerMixin:
                     pass
 
     def _end_forked_case(self, w, req, t0, out_fd, res_fd, out_cap):
-        """Once the forker reported (or the case was collected): kill and reap what is left,
-        build the result; drop the forker if it died or is no longer as forked."""
+        """Once the forker reported (or the case was collected): kill and reap what is left
+        (nothing to do when the forker and its reported case are all there is), build the
+        result; drop the forker if it died or is no longer as forked."""
         import time
 
         fk, forker_dead = w.fk, w.forker_dead
         end = w.end or time.monotonic()
         keep = None if forker_dead else fk.pid
-        self.kill_all(0, keep)
-        if not self.reap_all(keep, w.pid):  # a process only the forker could reap: it goes too
-            forker_dead = True
-            os.kill(fk.pid, signal.SIGKILL)
-            self.reap_all()
+        if forker_dead or not self.only_forker_left(fk.pid, w.pid):
+            self.kill_all(0, keep)
+            if not self.reap_all(keep, w.pid):  # a process only the forker could reap: it goes too
+                forker_dead = True
+                os.kill(fk.pid, signal.SIGKILL)
+                self.reap_all()
         drain(w.err_r, w.err)  # everything that could write is gone now
         done = w.done
         w.clock.note(int(done.get("run_delay_ns", 0)))
@@ -230,6 +258,7 @@ class ForkerMixin:
             self.forker = None
             fk.close()
         else:
+            fk.drop_started()
             self.check_forker()
         return result
 
@@ -256,16 +285,22 @@ class ForkerMixin:
                 "maxrss": ru.ru_maxrss, "timed_out": timed_out}
 
 
+#: Seconds a case may run before the server reads its "started" record and watches it by its
+#: pidfd: most cases are over sooner, and their "done" record is then the only wake-up.
+QUICK_CASE = 0.05
+
+
 class _CaseWatch:
     """What the server knows of a case the forker runs, while it watches it."""
 
-    def __init__(self, fk, err, err_r, clock):
+    def __init__(self, fk, err, err_r, clock, quick_until):
         import select
 
         self.fk, self.err, self.err_r, self.clock = fk, err, err_r, clock
         self.poller = select.poll()
         for fd in (fk.report_r, fk.pidfd, err_r):
             self.poller.register(fd, select.POLLIN)
+        self.quick_until = quick_until  # (then the "started" record is read: see _next_events)
         self.pid = self.case_pidfd = None
         self.done = None  # the forker's report: {"pid", "status", "utime", "stime", "maxrss"}
         self.forker_dead = self.exited = self.timed_out = False

@@ -26,27 +26,32 @@ class Forker:
 
     - ``go``: a Unix socket; the server sends one request frame per case, with the case's files
       attached (``SCM_RIGHTS``: stdin, stdout, the stderr pipe's write end, the call result);
-    - ``report``: the forker writes a "started" record (the child's pid) after each fork and a
-      "done" record (wait status, rusage) once it has exited (:data:`REPORT`); the child
-      closes both before the program runs."""
+    - ``report``: the forker writes a "done" record (wait status, rusage) once the case has
+      exited (:data:`REPORT`);
+    - ``started``: a "started" record (the child's pid) after each fork, on a pipe of its own
+      that the server reads only when it needs the pid (a case still running after
+      :data:`~.forked_case.QUICK_CASE` seconds, its deadline, the forker's death): a quick case
+      costs the server no wake-up for it. The child closes all three before the program runs."""
 
     def __init__(self):
         go_r, go_w = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
         self.go_r = go_r.detach()
         self.go = go_w  # the server's end (a socket object: sendmsg)
         self.report_r, self.report_w = os.pipe()
+        self.started_r, self.started_w = os.pipe()
+        os.set_blocking(self.started_r, False)
         self.pid = None
         self.pidfd = -1
 
     def forker_fds(self):
-        return (self.go_r, self.report_w)
+        return (self.go_r, self.report_w, self.started_w)
 
     def started(self, pid):
         """In the server, once the forker runs: keep only the server's ends."""
         self.pid = pid
-        for fd in (self.go_r, self.report_w):
+        for fd in (self.go_r, self.report_w, self.started_w):
             os.close(fd)
-        self.go_r = self.report_w = -1
+        self.go_r = self.report_w = self.started_w = -1
         self.pidfd = os.pidfd_open(pid)
 
     def send(self, frame, fds):
@@ -55,12 +60,36 @@ class Forker:
                                           struct.pack("%di" % len(fds), *fds))])
         write_all(self.go.fileno(), memoryview(frame)[sent:])
 
+    def take_started(self, seq):
+        """The "started" record of run ``seq`` (a dict, see :func:`read_report`) when it is
+        there; earlier runs' records are dropped on the way. None when it is not (yet)."""
+        while True:
+            try:
+                data = os.read(self.started_r, REPORT.size)
+            except (BlockingIOError, OSError):
+                return None
+            if len(data) != REPORT.size:  # end of file (records are written whole)
+                return None
+            record = parse_report(data)
+            if record["seq"] == seq:
+                return record
+
+    def drop_started(self):
+        """Forget every "started" record written so far (called once a run is over)."""
+        try:
+            while len(os.read(self.started_r, 1 << 16)) == 1 << 16:
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
     def close(self):
         self.go.close()
-        for fd in (self.go_r, self.report_r, self.report_w, self.pidfd):
+        for fd in (self.go_r, self.report_r, self.report_w, self.started_r, self.started_w,
+                   self.pidfd):
             if fd >= 0:
                 os.close(fd)
-        self.go_r = self.report_r = self.report_w = self.pidfd = -1
+        self.go_r = self.report_r = self.report_w = self.started_r = self.started_w = -1
+        self.pidfd = -1
 
 
 #: The descriptors a case's files are on, in the order they are sent: stdin, stdout, stderr,
@@ -110,7 +139,7 @@ def forker_main(server, fk):
     import fcntl
     moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fk.forker_fds()]
     close_all_but(moved)  # CASE_FDS too: each request brings its own
-    go, report = moved
+    go, report, started = moved
     sock = _socket.socket(fileno=go)
     set_own_oom_adj(b"1000")
     if hasattr(sys, "set_int_max_str_digits"):
@@ -118,11 +147,13 @@ def forker_main(server, fk):
     fresh_stdio()
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as python3 main.py has it
     main = prepare_python_process(server)
-    # Every signal a program may send it stays pending (then the server replaces it) instead of
-    # killing it between reaping its child and reporting; its children unblock them. SIGCHLD
-    # (each child's exit; ignored) is left unblocked, or it would be pending after every case.
+    # Every signal a program may send it stays pending (then it ends itself before the next
+    # case, and the server replaces it) instead of killing it between reaping its child and
+    # reporting; its children unblock them. SIGCHLD (each child's exit; ignored) is left
+    # unblocked, or it would be pending after every case.
     import _signal
     _signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - {signal.SIGCHLD})
+    pending = _signal.sigpending
     pack = REPORT.pack
     peek = exit_peeker()
     me = os.getpid()
@@ -132,6 +163,8 @@ def forker_main(server, fk):
             req, blobs, _ = recv_case(sock)
         except (EOFError, OSError, ValueError):
             return 0
+        if pending():  # a program signalled it: a case could inherit nothing, but the server
+            return 0  # replaces it rather than keep a queue a program filled
         call_args = blobs[0] if blobs and blobs[0] else None
         del blobs
         call = req.get("mode") == "call"
@@ -139,13 +172,16 @@ def forker_main(server, fk):
         if "processes" in limits:  # RLIMIT_NPROC (no pids cgroup) counts this forker too
             limits = dict(limits, processes=int(limits["processes"]) + 1)
         rlimits = rlimit_list(limits, RESULT_FD if call else 2)
+        seq = int(req.get("seq", 0))
+        waited = task_stat(me)[1]  # (it sleeps between cases: this is the wait to fork this one)
+        startup, waited_before = waited - waited_before, waited
         reseed_random()
         pid = fork(reseed=False)  # OSError: this forker ends; the server forks the case itself
         if pid == 0:  # -------------------------------------------------------- the case
             status = 70
             try:
-                os.close(report)  # a program must not be able to forge the reports
-                os.close(go)
+                for fd in (report, started, go):  # a program must not be able to forge reports
+                    os.close(fd)
                 if kernel.LIBC is not None:  # its own /proc files (environ, io...), as python3 main.py
                     kernel.LIBC.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE; the forker itself stays closed
                 _signal.pthread_sigmask(signal.SIG_SETMASK, ())
@@ -153,15 +189,14 @@ def forker_main(server, fk):
                 status = run_prepared_python(server, req, call_args, main)
             finally:
                 kernel.EXIT(status)
+        # While the case runs, every page this forker writes is a copy (the case shares them):
+        # only what must be done now, the rest once it has exited.
         os.closerange(0, len(CASE_FDS))  # the case's files are the case's (and the server's) only
-        seq = int(req.get("seq", 0))
-        waited = task_stat(me)[1]  # (it sleeps between cases: this is the wait to fork this one)
-        os.write(report, pack(b"S", pid, 0, 0.0, 0.0, 0, seq, waited - waited_before))
-        waited_before = waited
-        del req, call_args
+        os.write(started, pack(b"S", pid, 0, 0.0, 0.0, 0, seq, startup))
         # Report, then reap: stopped or killed in between, the child stays a zombie the server
         # reaps itself (its status is never lost with the forker)
         status, utime, stime, maxrss = peek(pid)
+        del req, call_args
         ran, waited = task_stat(pid)  # a zombie still: its schedstat is readable
         delay = own_delay_ns(ran, waited, int((utime + stime) * 1e9))
         os.write(report, pack(b"D", pid, status, utime, stime, maxrss, seq, delay))
@@ -231,15 +266,19 @@ class Rusage:
 
 
 def read_report(fd):
-    """One record from the forker's report pipe (:data:`REPORT`, written whole) as a dict:
-    ``{"pid", "seq", "run_delay_ns"}`` (started; the forker's own run-queue delay since the
-    last case started) or ``{"pid", "status", "utime", "stime", "maxrss", "seq"}``
-    (done); None at end of file."""
+    """One record from the forker's report pipe (:data:`REPORT`, written whole) as a dict (see
+    :func:`parse_report`); None at end of file."""
     try:
-        kind, pid, status, utime, stime, maxrss, seq, delay = REPORT.unpack(
-            read_exact(fd, REPORT.size))
+        return parse_report(read_exact(fd, REPORT.size))
     except (EOFError, OSError, struct.error):
         return None
+
+
+def parse_report(data):
+    """A :data:`REPORT` record as a dict: ``{"pid", "seq", "run_delay_ns"}`` (started; the
+    forker's own run-queue delay since the last case started) or ``{"pid", "status", "utime",
+    "stime", "maxrss", "seq", "run_delay_ns"}`` (done). Raises struct.error."""
+    kind, pid, status, utime, stime, maxrss, seq, delay = REPORT.unpack(data)
     if kind == b"S":
         return {"pid": pid, "seq": seq, "run_delay_ns": delay}
     return {"pid": pid, "status": status, "utime": utime, "stime": stime, "maxrss": maxrss,

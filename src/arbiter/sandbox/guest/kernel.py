@@ -83,6 +83,26 @@ def namespace_pids(keep=None):
             if name.isdigit() and int(name) not in (me, keep)]
 
 
+def children(pid):
+    """The pids of the children of (the main thread of) ``pid``, zombies included; None when
+    it is gone or unreadable."""
+    try:
+        fd = os.open("/proc/%d/task/%d/children" % (pid, pid), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        data = b""
+        while True:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return [int(p) for p in data.split()]
+            data += chunk
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+
+
 def sigkill_each(pids):
     """SIGKILL each pid (those already gone are skipped)."""
     for pid in pids:

@@ -8,7 +8,7 @@ import os
 import signal
 
 from .forker import REPORT_GRACE
-from .kernel import namespace_pids, parent_pid, sigkill_each
+from .kernel import children, namespace_pids, parent_pid, sigkill_each
 
 
 class ReaperMixin:
@@ -36,6 +36,22 @@ class ReaperMixin:
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             pass
+
+    def only_forker_left(self, forker, case):
+        """True when nothing but this server, ``forker`` and its exited ``case`` is left in the
+        namespace: this server's only child is the forker, whose only child (if any) is the case
+        (a zombie the forker reaps next: :meth:`await_zombie`). Every process of the namespace
+        descends from this server (PID 1: orphans are reparented to it), so these two lists see
+        them all. False when not PID 1."""
+        if not self.is_init or case is None:
+            return False
+        if children(os.getpid()) != [forker]:
+            return False
+        left = children(forker)
+        if left == [case]:
+            self.zombie = (case, forker)
+            return True
+        return left == []
 
     def kill_all(self, pid, keep=None):
         """SIGKILL every process the case left: as PID 1 everything in this PID namespace but this

@@ -1,6 +1,6 @@
 """What a program may change on the server (same uid) and later cases would inherit: the checks.
 
-:func:`record_baseline` at start-up; :func:`tampering` after each case; :func:`untouched` for the
+:func:`record_baseline` at start-up; :func:`tampering` after each case; the same state of the
 forker. See docs/sandbox.md ("Guarantees").
 """
 
@@ -29,19 +29,33 @@ def sched_state(pid):
     """What a process of the same uid may change on ``pid`` and its children inherit: rlimits
     (lowered), nice value (raised), CPU affinity, scheduling policy (``SCHED_IDLE``/``BATCH``)
     and attributes (util clamps), I/O priority. ``pid`` 0: this process. Raises OSError when
-    ``pid`` is gone."""
+    ``pid`` is gone. (Called twice per case: what it needs is looked up once.)"""
+    read = _READERS or _make_readers()
+    prlimit, resources, ioprio, attr = read
+    return (tuple([prlimit(pid, res) for res in resources]), os.getpriority(os.PRIO_PROCESS, pid),
+            frozenset(os.sched_getaffinity(pid)), os.sched_getscheduler(pid), ioprio(pid),
+            attr(pid))
+
+
+_READERS = ()
+
+
+def _make_readers():
+    """``(prlimit, the rlimits, ioprio_get(pid), sched_getattr(pid))`` for :func:`sched_state`."""
+    global _READERS
     import resource
-    limits = tuple(resource.prlimit(pid, getattr(resource, name))
-                   for name in _RLIMIT_NAMES if hasattr(resource, name))
-    ioprio = attr = None
+    resources = tuple(getattr(resource, name) for name in _RLIMIT_NAMES if hasattr(resource, name))
+    ioprio = attr = lambda pid: None  # noqa: E731
     if kernel.LIBC is not None and os.uname().machine == "x86_64":
         import ctypes
-        ioprio = kernel.LIBC.syscall(252, 1, pid)  # ioprio_get(IOPRIO_WHO_PROCESS, pid)
+        syscall = kernel.LIBC.syscall
         buf = ctypes.create_string_buffer(56)
-        if kernel.LIBC.syscall(315, pid, buf, 56, 0) == 0:  # sched_getattr: policy, nice, util clamps
-            attr = buf.raw
-    return (limits, os.getpriority(os.PRIO_PROCESS, pid), frozenset(os.sched_getaffinity(pid)),
-            os.sched_getscheduler(pid), ioprio, attr)
+        ioprio = lambda pid: syscall(252, 1, pid)  # noqa: E731  ioprio_get(IOPRIO_WHO_PROCESS, pid)
+
+        def attr(pid):  # sched_getattr: policy, nice, util clamps
+            return buf.raw if syscall(315, pid, buf, 56, 0) == 0 else None
+    _READERS = (resource.prlimit, resources, ioprio, attr)
+    return _READERS
 
 
 def tampering():
@@ -54,16 +68,3 @@ def tampering():
     names = ("rlimits", "nice value", "CPU affinity", "scheduling policy", "I/O priority",
              "scheduling attributes")
     return ", ".join(name for name, a, b in zip(names, now, BASELINE) if a != b)
-
-
-def untouched(pid):
-    """True when process ``pid`` (the forker) is running or sleeping with no signal pending and
-    the scheduling state (:func:`sched_state`) this server had when it started. Raises OSError
-    when it is gone."""
-    with open("/proc/%d/status" % pid, "rb") as f:
-        fields = dict(line.split(b":", 1) for line in f if b":" in line)
-    if fields[b"State"].split()[0] not in (b"R", b"S"):
-        return False
-    if int(fields[b"SigPnd"], 16) or int(fields[b"ShdPnd"], 16):
-        return False
-    return sched_state(pid) == BASELINE
