@@ -55,13 +55,14 @@ def test_seccomp_info_fd_and_the_server_command_line():
     assert _pairs(argv, "--chdir", 1) == [("/work",)]
     tail = argv[argv.index("/usr/bin/python3"):]
     assert tail == ["/usr/bin/python3", "-I", "-S", "-B", "-X", "utf8", "/arbiter/guest/__main__.py",
-                    "3", "6", "--zygote", "1", "--site", "/usr/lib/python3/dist-packages"]
+                    "3", "6", "--zygote", "1", "--filtered", "1", "--site", "/usr/lib/python3/dist-packages"]
     # the mounts come before the options that close the layout
     assert argv.index("/pch") < argv.index("--seccomp") < argv.index("--remount-ro")
 
 
 def test_no_seccomp_flag_without_a_filter():
-    assert "--seccomp" not in bwrap.bwrap_argv(_plan(seccomp_fd=-1))
+    argv = bwrap.bwrap_argv(_plan(seccomp_fd=-1))
+    assert "--seccomp" not in argv and "--filtered" not in argv  # (the server then checks itself)
 
 
 def test_unisolated_command_line():

@@ -48,14 +48,17 @@ def root_layout_args() -> list[str]:
 
 
 def server_args(in_fd: int, out_fd: int, site: Sequence[str],
-                scratch: Sequence[str] = (), zygote: bool = False) -> list[str]:
+                scratch: Sequence[str] = (), zygote: bool = False, filtered: bool = False) -> list[str]:
     """The guest server's own arguments: its two pipe ends, scratch dirs, extra ``sys.path``,
-    and whether it is a zygote (one server per session)."""
+    whether it is a zygote (one server per session), and whether it runs under arbiter's
+    seccomp filter (:mod:`arbiter.sandbox.seccomp`: no program can change PID 1's state)."""
     args = [str(in_fd), str(out_fd)]
     if scratch:
         args += ["--scratch", ":".join(scratch)]
     if zygote:
         args += ["--zygote", "1"]
+    if filtered:
+        args += ["--filtered", "1"]
     return args + ["--site", ":".join(site)]
 
 
@@ -94,7 +97,8 @@ def bwrap_argv(plan: BwrapPlan) -> list[str]:
         argv += ["--seccomp", str(plan.seccomp_fd)]
     return argv + ["--remount-ro", "/", "--chdir", "/work", "--info-fd", str(plan.info_fd),
                    plan.python, *PYTHON_FLAGS, GUEST_MAIN,
-                   *server_args(plan.in_fd, plan.out_fd, plan.site, zygote=plan.zygote)]
+                   *server_args(plan.in_fd, plan.out_fd, plan.site, zygote=plan.zygote,
+                               filtered=plan.seccomp_fd >= 0)]
 
 
 def unisolated_argv(python: str, guest_main: str, in_fd: int, out_fd: int,

@@ -156,8 +156,8 @@ def forker_main(server, fk):
     pending = _signal.sigpending
     pack = REPORT.pack
     peek = exit_peeker()
-    me = os.getpid()
-    waited_before = task_stat(me)[1]  # its own run-queue delay: a case's start-up waits count
+    own_waited = _own_run_delay()
+    waited_before = own_waited()  # its own run-queue delay: a case's start-up waits count
     while True:
         try:
             req, blobs, _ = recv_case(sock)
@@ -173,14 +173,14 @@ def forker_main(server, fk):
             limits = dict(limits, processes=int(limits["processes"]) + 1)
         rlimits = rlimit_list(limits, RESULT_FD if call else 2)
         seq = int(req.get("seq", 0))
-        waited = task_stat(me)[1]  # (it sleeps between cases: this is the wait to fork this one)
+        waited = own_waited()  # (it sleeps between cases: this is the wait to fork this one)
         startup, waited_before = waited - waited_before, waited
         reseed_random()
         pid = fork(reseed=False)  # OSError: this forker ends; the server forks the case itself
         if pid == 0:  # -------------------------------------------------------- the case
             status = 70
             try:
-                for fd in (report, started, go):  # a program must not be able to forge reports
+                for fd in (report, started, go, own_waited.fd):  # (forged reports...)
                     os.close(fd)
                 if kernel.LIBC is not None:  # its own /proc files (environ, io...), as python3 main.py
                     kernel.LIBC.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE; the forker itself stays closed
@@ -201,6 +201,24 @@ def forker_main(server, fk):
         delay = own_delay_ns(ran, waited, int((utime + stime) * 1e9))
         os.write(report, pack(b"D", pid, status, utime, stime, maxrss, seq, delay))
         os.waitpid(pid, 0)
+
+
+def _own_run_delay():
+    """A function giving this process's run-queue delay so far (ns), from its ``schedstat``
+    kept open (``.fd``: the child closes it)."""
+    import fcntl
+    low = os.open("/proc/%d/schedstat" % os.getpid(), os.O_RDONLY | os.O_CLOEXEC)
+    fd = fcntl.fcntl(low, fcntl.F_DUPFD_CLOEXEC, 10)  # (0-3 are each case's files)
+    os.close(low)
+
+    def waited():
+        try:
+            return int(os.pread(fd, 128, 0).split()[1])
+        except (OSError, ValueError, IndexError):
+            return 0
+
+    waited.fd = fd
+    return waited
 
 
 #: Seconds the server waits for the forker's report once the case has ended (or for the case's

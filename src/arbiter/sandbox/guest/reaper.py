@@ -27,7 +27,7 @@ class ReaperMixin:
             return
         (pid, forker), self.zombie = self.zombie, None
         give_up = time.monotonic() + REPORT_GRACE
-        while _zombie_of(pid, forker):
+        while pid in (children(forker) or ()):
             if time.monotonic() > give_up:
                 self.drop_forker()
                 break

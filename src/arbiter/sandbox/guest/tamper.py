@@ -17,12 +17,18 @@ _RLIMIT_NAMES = ("RLIMIT_AS RLIMIT_CORE RLIMIT_CPU RLIMIT_DATA RLIMIT_FSIZE RLIM
 
 #: The server's own scheduling state when it started (see sched_state).
 BASELINE = None
+#: True when the sandbox runs under arbiter's seccomp filter, which refuses every change to
+#: PID 1's rlimits and scheduling (docs/sandbox.md, "Seccomp"): :func:`tampering` has nothing
+#: to find then, and is skipped.
+FILTERED = False
 
 
-def record_baseline():
-    """Remember this server's scheduling state (before any program runs)."""
-    global BASELINE
+def record_baseline(filtered=False):
+    """Remember this server's scheduling state (before any program runs); ``filtered``: see
+    :data:`FILTERED`."""
+    global BASELINE, FILTERED
     BASELINE = sched_state(0)
+    FILTERED = bool(filtered) and os.getpid() == 1
 
 
 def sched_state(pid):
@@ -60,7 +66,9 @@ def _make_readers():
 
 def tampering():
     """What a program changed on this server since it started (see :func:`sched_state`), as a
-    short text; empty when nothing."""
+    short text; empty when nothing (at once under the filter: :data:`FILTERED`)."""
+    if FILTERED:
+        return ""
     try:
         now = sched_state(0)
     except OSError as exc:
