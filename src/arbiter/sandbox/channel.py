@@ -39,10 +39,11 @@ class ChannelMixin:
 
     def _read_exact(self, n: int, deadline: float, watch: Callable[[], bool] | None = None) -> bytes:
         """``n`` bytes from the server. ``watch`` (optional) is called every
-        :data:`WATCH_INTERVAL` seconds while nothing arrives, until it returns True."""
-        chunks = []
+        :data:`WATCH_INTERVAL` seconds while nothing arrives, until it returns True. Reads what
+        is there (a whole small reply at once) into a buffer the next frames are taken from."""
+        buf = self._inbox
         fd = self._from_server
-        while n:
+        while len(buf) < n:
             timeout = deadline - time.monotonic()
             if timeout <= 0:
                 raise TimeoutError("the sandbox server did not answer in time")
@@ -51,12 +52,21 @@ class ChannelMixin:
                 if watch is not None and watch():
                     watch = None
                 continue
-            chunk = os.read(fd, min(n, 1 << 20))
+            chunk = os.read(fd, min(max(n - len(buf), 1 << 16), 1 << 20))
             if not chunk:
                 raise EOFError("the sandbox server closed its pipe")
-            chunks.append(chunk)
-            n -= len(chunk)
-        return b"".join(chunks)
+            buf += chunk
+        data = bytes(buf[:n])
+        del buf[:n]
+        return data
+
+    @property
+    def _inbox(self) -> bytearray:
+        """What was read from the server and not taken yet (see :meth:`_read_exact`)."""
+        try:
+            return self.__dict__["_inbox_bytes"]
+        except KeyError:
+            return self.__dict__.setdefault("_inbox_bytes", bytearray())
 
     def _read_frame(self, deadline: float, watch: Callable[[], bool] | None = None
                     ) -> tuple[dict[str, Any], list[bytes]]:

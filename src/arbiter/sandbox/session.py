@@ -53,6 +53,9 @@ class SessionMixin:
             self._armed_pid = self._session_host_pid()
             if self._cg is not None:
                 self._cg.attach(self._armed_pid)  # before any request: no program ran yet
+            # its Python forker, forked ahead of the submission (no reply; sent once the server
+            # is in the cgroups: what it forks is too)
+            self._send({"op": "prefork", "id": -2})
         except (cgroups.CgroupError, OSError) as exc:
             self._broken = f"the session did not start: {exc}"
             raise SandboxError(self._broken) from exc

@@ -24,7 +24,9 @@ class CasesMixin:
         mode = req.get("mode", "exec")
         staged = self.staged_stdin if req.get("stdin_staged") else None
         self.staged_stdin = None
-        if mode in ("python", "call") and self.code is not None:
+        self.drop_blank_forker(wait=False)  # (a load took it, or no Python program runs here:
+        # reaped with what this run leaves)
+        if mode in ("python", "call") and (self.forker is not None or self.loaded()):
             if self.forker is None:
                 self.make_forker()
             if self.forker is not None:
@@ -39,6 +41,8 @@ class CasesMixin:
                         os.close(staged)
                     return result
         self.drop_forker()  # a direct fork's cleanup (kill(-1)) would take it anyway
+        if mode in ("python", "call"):
+            self.loaded()  # (the forker had it: this server's own copy is needed now)
         return self._fork_here(req, staged, stdin, call_args, source_for_probe)
 
     def case_clock(self, t0, limits, pid=None, keep=None):

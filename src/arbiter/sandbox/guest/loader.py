@@ -11,10 +11,10 @@ import signal
 from . import kernel
 from .cases import Capture, drain
 from .child import rlimit_list
-from .forker import REPORT, Forker, forker_main
-from .kernel import fork, set_own_oom_adj
+from .forker import REPORT, Forker, forker_main, recv_case
+from .kernel import close_all_but, fork, set_own_oom_adj
 from .program import PRELUDE_FAILED, load_checked, warm_heavy_imports
-from .protocol import read_exact
+from .protocol import encode_frame, read_exact
 from .python_case import fresh_stdio
 
 
@@ -22,33 +22,52 @@ class LoaderMixin:
     """:meth:`load_in_forker`, a mixin of :class:`~.server.Server`."""
 
     def load_in_forker(self, source, prelude, filename, limits):
-        """Fork the forker and have it load the program. Returns ``(ok, wrapped, stage, error)``
-        (``self.forker`` set when ok), or None when no forker could be forked (not PID 1, the
-        fork failed): the caller then checks the compile in a throwaway child instead."""
+        """Have the forker load the program: the blank forker forked before the program was
+        known (:func:`fork_blank_forker`), else a newly forked one. Returns ``(ok, wrapped,
+        stage, error)`` (``self.forker`` set when ok), or None when no forker could be had (not
+        PID 1, the fork failed): the caller then checks the compile in a throwaway child."""
         if not self.is_init:
             return None
-        fk = Forker()
         err_r, err_w = os.pipe()
-        try:
-            pid = fork()
-        except OSError:
-            fk.close()
-            os.close(err_r)
-            os.close(err_w)
-            return None
-        if pid == 0:  # ------------------------------------------------------ the forker
-            status = 70
+        fk = self._send_to_blank(source, prelude, filename, limits, err_w)
+        if fk is None:
+            fk = Forker()
             try:
+                pid = fork()
+            except OSError:
+                fk.close()
                 os.close(err_r)
-                status = _load_then_serve(self, fk, source, prelude, filename, limits, err_w)
-            finally:
-                kernel.EXIT(status)
+                os.close(err_w)
+                return None
+            if pid == 0:  # -------------------------------------------------- the forker
+                status = 70
+                try:
+                    os.close(err_r)
+                    status = _load_then_serve(self, fk, source, prelude, filename, limits, err_w)
+                finally:
+                    kernel.EXIT(status)
+            fk.started(pid)
         os.close(err_w)
-        fk.started(pid)
         try:
             return self._await_loaded(fk, err_r, limits)
         finally:
             os.close(err_r)
+
+    def _send_to_blank(self, source, prelude, filename, limits, err_w):
+        """Hand the program to the blank forker (its stderr: ``err_w``); the forker, or None
+        when there is none (or it is gone)."""
+        fk, self.blank_forker = self.blank_forker, None
+        if fk is None:
+            return None
+        frame = encode_frame({"op": "load", "filename": filename, "limits": limits},
+                             [source, prelude.encode("utf-8", "surrogateescape")])
+        try:
+            fk.send(frame, [err_w])
+            return fk
+        except OSError:
+            self.blank_forker = fk
+            self.drop_blank_forker()
+            return None
 
     def _await_loaded(self, fk, err_r, limits):
         """Wait for the forker's "loaded" record, or its exit, or the load's wall clock."""
@@ -147,3 +166,88 @@ def _load(server, source, prelude, filename):
     gc.collect()
     gc.freeze()
     return 0
+
+
+def fork_blank_forker(drop_capabilities):
+    """In a session server armed for a submission not known yet: fork the forker now, off the
+    submission's path; it drops its capabilities (``drop_capabilities()``) before anything
+    else and waits for the program (:meth:`LoaderMixin._send_to_blank`). The server's
+    :class:`~.forker.Forker`, or None when the fork failed."""
+    fk = Forker()
+    try:
+        pid = fork()
+    except OSError:
+        fk.close()
+        return None
+    if pid == 0:  # ------------------------------------------------------------ the forker
+        status = 70
+        try:
+            drop_capabilities()
+            status = _wait_for_program(fk)
+        finally:
+            kernel.EXIT(status)
+    fk.started(pid)
+    return fk
+
+
+#: What the blank forker compiles while it waits (never run): the pages the compiler writes
+#: become this process's own now, not copies made while the submission waits.
+_WARM_UP_SOURCE = """
+import sys
+from collections import defaultdict
+
+
+def solve(data):
+    n, *rest = map(int, data.split())
+    seen = defaultdict(int)
+    for i, x in enumerate(rest[:n]):
+        seen[x % 7] += i if x > 0 else -i
+    return sorted(seen.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+class Solution:
+    def run(self, s: str) -> list:
+        return [c for c in s if c.isalpha()] or ["%d" % len(s)]
+
+
+print(*solve(sys.stdin.read()), sep="\\n")
+"""
+
+
+def _warm_up_compiler():
+    import gc
+
+    compile(_WARM_UP_SOURCE, "<warm-up>", "exec", dont_inherit=True)
+    gc.collect()
+
+
+class _Program:
+    """What the forker knows of the program it runs (the server's fields of the same names)."""
+
+    code = main_module = None
+    wrapped = False
+    filename = "main.py"
+
+
+def _wait_for_program(fk):
+    """The blank forker: wait for the ``load`` frame (source, prelude; its stderr's write end
+    attached), then load it and fork the cases as a forker forked at load does."""
+    import _socket
+    import fcntl
+
+    close_all_but(fk.forker_fds())
+    os.chdir("/work")  # (the session server's cwd from its start on)
+    _warm_up_compiler()
+    sock = _socket.socket(fileno=fcntl.fcntl(fk.go_r, fcntl.F_DUPFD_CLOEXEC, 10))  # (0-3: files)
+    try:
+        header, blobs, files = recv_case(sock)
+    except (EOFError, OSError, ValueError):
+        return 0
+    finally:
+        sock.close()
+    if header.get("op") != "load" or files != 1 or len(blobs) != 2:
+        return 0
+    source, prelude = bytes(blobs[0]), blobs[1].decode("utf-8", "surrogateescape")
+    del blobs
+    return _load_then_serve(_Program(), fk, source, prelude, header.get("filename", "main.py"),
+                            header.get("limits", {}), 0)  # (its stderr came on fd 0)

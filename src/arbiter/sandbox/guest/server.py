@@ -15,7 +15,7 @@ from .cases import CasesMixin
 from .forked_case import ForkerMixin
 from .forker import exit_peeker
 from .kernel import memfd, namespace_pids
-from .loader import LoaderMixin
+from .loader import LoaderMixin, fork_blank_forker
 from .program import PRELUDE_FAILED, compile_program, new_main
 from .protocol import LEN, encode_frame, read_frame_blocking, write_all
 from .reaper import DIR_FLAGS, ReaperMixin
@@ -51,7 +51,7 @@ _CATCHABLE = ("SIGHUP SIGINT SIGQUIT SIGTERM SIGUSR1 SIGUSR2 SIGALRM SIGPIPE SIG
 
 
 class Server(CasesMixin, ForkerMixin, LoaderMixin, ReaperMixin):
-    def __init__(self, in_fd, out_fd, scratch_dirs, hello_id=None):
+    def __init__(self, in_fd, out_fd, scratch_dirs, hello_id=None, blank_forker=None):
         self.in_fd = in_fd
         self.out_fd = out_fd
         self.scratch_dirs = scratch_dirs
@@ -62,6 +62,8 @@ class Server(CasesMixin, ForkerMixin, LoaderMixin, ReaperMixin):
         self.wrapped = False
         self.kept_files = set()
         self.forker = None  # the Forker that forks each Python case (see make_forker)
+        self.blank_forker = blank_forker  # forked before the program was known (see op_load)
+        self.pending_load = None  # (source, prelude, filename) not yet compiled here (see loaded)
         self.tampered = ""  # what a program changed on this server (see op_run)
         self.broken = ""  # why runs are refused: a failed run could not be cleaned up after
         self.seq = 0  # runs sent to the forker (see REPORT)
@@ -170,7 +172,8 @@ class Server(CasesMixin, ForkerMixin, LoaderMixin, ReaperMixin):
         forget a staged input, wipe the scratch directories. When a step fails, later runs are
         refused (:attr:`broken`)."""
         self.staged_stdin = None
-        steps = (lambda: self.kill_all(0), self.reap_all, self.drop_forker, self.wipe_scratch)
+        steps = (lambda: self.kill_all(0), self.reap_all, self.drop_forker, self.drop_blank_forker,
+                 self.wipe_scratch)
         for step in steps:
             try:
                 step()
@@ -221,16 +224,17 @@ class Server(CasesMixin, ForkerMixin, LoaderMixin, ReaperMixin):
         if self.staged_stdin is not None:
             os.close(self.staged_stdin)
             self.staged_stdin = None
-        if header.get("mode") in ("python", "call") and self.forker is None:
+        if header.get("mode") in ("python", "call") and self.forker is None and self.loaded():
             self.make_forker()  # (after a native run dropped it) before the judge measures
         self.staged_stdin = memfd("stdin", data)
         del data
         self.reply({"op": "stdin", "ok": True})
 
     def op_ps(self):
-        """The processes in the sandbox other than this server and its forker."""
-        keep = self.forker.pid if self.forker else None
-        self.reply({"op": "ps", "pids": namespace_pids(keep) if self.is_init else []})
+        """The processes in the sandbox other than this server and its forker (or the blank
+        forker waiting for a program)."""
+        fk = self.forker or self.blank_forker
+        self.reply({"op": "ps", "pids": namespace_pids(fk.pid if fk else None) if self.is_init else []})
 
     def op_load(self, header, blobs):
         """Compile the program once. A source that crashes or hangs the compiler is caught by
@@ -241,7 +245,7 @@ class Server(CasesMixin, ForkerMixin, LoaderMixin, ReaperMixin):
         filename = header.get("filename", "main.py")
         limits = header.get("limits", {})
         self.drop_forker()  # it holds the previous program
-        self.code = self.main_module = None
+        self.code = self.main_module = self.pending_load = None
         loaded = self.load_in_forker(source, prelude, filename, limits)
         if loaded is None:
             loaded = self._probe_compile(source, prelude, filename, limits)
@@ -255,11 +259,24 @@ class Server(CasesMixin, ForkerMixin, LoaderMixin, ReaperMixin):
             self.make_forker()  # while the judge reads the reply
             return
         self.reply({"op": "load", "ok": True, "wrapped": wrapped})
-        try:  # this server's own copy (cases forked here, a later forker), while the judge reads
-            self._load_here(source, prelude, filename)
-        except BaseException as exc:  # it compiled in the child: never a verdict from this
-            self.broken = self.broken or "the program did not load again: %s: %s" % (
-                type(exc).__name__, exc)
+        # This server's own copy (for cases forked here, a later forker) is made when first
+        # needed (:meth:`loaded`): usually never, the forker serving every case.
+        self.pending_load = (source, prelude, filename)
+
+    def loaded(self):
+        """True when a program is loaded in this server; compiles the one the forker loaded
+        first (:attr:`pending_load`), now that it is needed. It compiled in the forker: a
+        failure here is ours, never a verdict (later runs are refused: :attr:`broken`)."""
+        pending, self.pending_load = self.pending_load, None
+        if pending is not None:
+            try:
+                self._load_here(*pending)
+            except BaseException as exc:
+                self.code = self.main_module = None
+                self.broken = self.broken or "the program did not load again: %s: %s" % (
+                    type(exc).__name__, exc)
+                raise RuntimeError(self.broken)
+        return self.code is not None
 
     def _probe_compile(self, source, prelude, filename, limits):
         """The compile check in a throwaway child; ``(ok, None, stage, error)``."""
@@ -316,8 +333,8 @@ class Server(CasesMixin, ForkerMixin, LoaderMixin, ReaperMixin):
                 if not isinstance(item, bytes):
                     os.close(item[0])
             self.await_zombie()  # (while the judge reads the reply)
-            if (self.code is not None and self.forker is None and not self.tampered
-                    and header.get("mode") in ("python", "call")):
+            if (self.forker is None and not self.tampered and header.get("mode") in ("python", "call")
+                    and self.loaded()):
                 self.make_forker()  # while the judge reads the reply
 
     # ---- running one case ---------------------------------------------------------------------
@@ -332,11 +349,16 @@ def main():
     scratch = tuple(opts["--scratch"].split(":")) if opts.get("--scratch") else SCRATCH_DIRS
     _warm_up(opts, in_fd, out_fd)
     if opts.get("--zygote"):
-        def start_server(in_fd, out_fd, hello_id):
+        def start_server(in_fd, out_fd):  # (armed: the submission is not known yet)
             tamper.record_baseline(opts.get("--filtered"))
-            Server(in_fd, out_fd, scratch, hello_id).serve()
+            server = Server(in_fd, out_fd, scratch)
 
-        zygote.serve(in_fd, out_fd, start_server)
+            def serve(hello_id, blank):
+                server.request_id, server.blank_forker = hello_id, blank
+                server.serve()
+            return serve
+
+        zygote.serve(in_fd, out_fd, start_server, prefork=fork_blank_forker)
         return
     tamper.record_baseline(opts.get("--filtered"))
     Server(in_fd, out_fd, scratch).serve()

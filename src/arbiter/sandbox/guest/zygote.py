@@ -85,7 +85,7 @@ def drop_capabilities(libc):
     libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0 (see kernel.load_libc)
 
 
-def _session(header, in_fd, out_fd, start_server):
+def _session(header, in_fd, out_fd, start_server, prefork):
     """Fork the helper that unshares the namespaces and forks the session server (PID 1 there);
     returns the helper's wait status (the server's exit status)."""
     pid = kernel.fork()
@@ -98,7 +98,7 @@ def _session(header, in_fd, out_fd, start_server):
         _check(libc.unshare(CLONE_NEWPID | CLONE_NEWNS), "unshare")
         server = kernel.fork()
         if server == 0:
-            _session_server(libc, header, in_fd, out_fd, start_server)
+            _session_server(libc, header, in_fd, out_fd, start_server, prefork)
         _, status = os.waitpid(server, 0)
         code = os.waitstatus_to_exitcode(status) & 0xFF
     except BaseException as exc:
@@ -106,14 +106,23 @@ def _session(header, in_fd, out_fd, start_server):
     kernel.EXIT(code)
 
 
-def _session_server(libc, header, in_fd, out_fd, start_server):
-    """PID 1 of the session: armed (:func:`arm_session`), it answers ``armed`` and waits for
-    ``go`` (the submission), starts it (:func:`start_session`), then serves until ``exit``."""
+def _session_server(libc, header, in_fd, out_fd, start_server, prefork):
+    """PID 1 of the session: armed (:func:`arm_session`; ``start_server(in_fd, out_fd)`` makes
+    the server then, and returns what starts it), it answers ``armed`` and waits for ``go``
+    (the submission), starts it (:func:`start_session`), then serves until ``exit``. A
+    ``prefork`` before ``go`` (no reply; sent once the judge has put this server in the
+    sandbox's cgroups) forks the blank forker ahead of the submission: ``prefork(drop)``, where
+    ``drop()`` drops the child's capabilities first; what it returns goes to the server."""
+    blank = None
     try:
         armed_size = int(header["scratch_bytes"])
         arm_session(libc, armed_size)
+        serve_session = start_server(in_fd, out_fd)  # (ahead of the submission too)
         write_all(out_fd, encode_frame({"op": "armed", "id": header.get("id")}))
         go, _ = read_frame_blocking(in_fd)
+        if go.get("op") == "prefork":
+            blank = prefork(lambda: drop_capabilities(libc))
+            go, _ = read_frame_blocking(in_fd)
         if go.get("op") != "go":
             kernel.EXIT(0)  # the judge gave the sandbox up before using it
         start_session(libc, go, armed_size)
@@ -121,7 +130,7 @@ def _session_server(libc, header, in_fd, out_fd, start_server):
         _say("session set-up failed: %s: %s" % (type(exc).__name__, exc))
         kernel.EXIT(SETUP_FAILED)
     try:
-        start_server(in_fd, out_fd, go.get("id"))
+        serve_session(go.get("id"), blank)
     finally:
         kernel.EXIT(0)
 
@@ -133,10 +142,11 @@ def _say(text):
         pass
 
 
-def serve(in_fd, out_fd, start_server):
-    """The zygote's loop: ``session`` starts a session server (``start_server(in_fd, out_fd,
-    request_id)`` in the new namespaces, which answers until its ``exit``), then ``ended``
-    carries its exit status; ``exit`` ends the zygote."""
+def serve(in_fd, out_fd, start_server, prefork=lambda drop: None):
+    """The zygote's loop: ``session`` starts a session server in the new namespaces
+    (``start_server(in_fd, out_fd)`` when armed, then what it returned, called with the go's
+    request id and the blank forker or None, answers until its ``exit``), then ``ended``
+    carries its exit status; ``exit`` ends the zygote. ``prefork``: see :func:`_session_server`."""
     write_all(out_fd, encode_frame({"op": "hello", "zygote": True, "pid": os.getpid()}))
     while True:
         try:
@@ -145,7 +155,7 @@ def serve(in_fd, out_fd, start_server):
             return
         op, rid = header.get("op"), header.get("id")
         if op == "session":
-            status = _session(header, in_fd, out_fd, start_server)
+            status = _session(header, in_fd, out_fd, start_server, prefork)
             reply = {"op": "ended", "status": os.waitstatus_to_exitcode(status)}
         elif op == "exit":
             write_all(out_fd, encode_frame({"op": "bye", "id": rid}))
