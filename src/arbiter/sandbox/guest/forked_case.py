@@ -25,7 +25,7 @@ class ForkerMixin:
         reached) leaves no forker: cases fork from this server."""
         if not self.is_init or self.code is None:
             return
-        warm_heavy_imports(self.code)  # (done once: the cases fork with them)
+        warm_heavy_imports(self.code, self.main_module)  # (done once: the cases fork with them)
         fk = Forker()
         try:
             pid = fork()

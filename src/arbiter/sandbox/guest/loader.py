@@ -162,7 +162,7 @@ def _load(server, source, prelude, filename):
     if status:
         return status
     server.code, server.wrapped, server.filename, server.main_module = code, wrapped, filename, main
-    warm_heavy_imports(code)
+    warm_heavy_imports(code, main)
     gc.collect()
     gc.freeze()
     return 0

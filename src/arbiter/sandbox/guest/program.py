@@ -8,10 +8,15 @@ import os
 import sys
 
 
-#: Installed modules too heavy to import for every sandbox (numpy: ~50 ms, ~20 MB) that are
-#: imported once, before any case forks, when the loaded program mentions them: name -> module
-#: (``np`` too: preludes may bind it lazily).
-HEAVY_MODULES = {"numpy": "numpy", "np": "numpy"}
+#: Modules too heavy to import for every sandbox (numpy: ~50 ms, ~20 MB; dataclasses and
+#: inspect: 2 MB more for every fork to copy) that are imported once, before any case forks,
+#: when the loaded program mentions them: name -> module (``np`` too: preludes may bind it
+#: lazily).
+HEAVY_MODULES = {"numpy": "numpy", "np": "numpy", "dataclasses": "dataclasses",
+                 "dataclass": "dataclasses", "inspect": "inspect"}
+#: Names the program or its prelude may define whose cases need a module in the call harness
+#: (it reads ``ListNode`` / ``TreeNode`` annotations with ``inspect``).
+HARNESS_MODULES = {"ListNode": "inspect", "TreeNode": "inspect"}
 
 
 def _imported_names(code):
@@ -22,14 +27,18 @@ def _imported_names(code):
     return names
 
 
-def warm_heavy_imports(code):
-    """Import the heavy modules the program's code mentions (by name), in the server: every case
-    then forks with them loaded. Only installed library modules from :data:`HEAVY_MODULES`, never
-    the program's own code."""
+def warm_heavy_imports(code, main=None):
+    """Import the heavy modules the program's code mentions (:data:`HEAVY_MODULES`), and those
+    the call harness needs for names the code or its prelude (in ``main``, its ``__main__``)
+    defines (:data:`HARNESS_MODULES`), in the forker: every case then forks with them loaded.
+    Only installed library modules, never the program's own code."""
     import importlib
     names = _imported_names(code)
-    for name, mod in HEAVY_MODULES.items():
-        if name in names and mod not in sys.modules:
+    wanted = [mod for name, mod in HEAVY_MODULES.items() if name in names]
+    defined = names | (set(vars(main)) if main is not None else set())
+    wanted += [mod for name, mod in HARNESS_MODULES.items() if name in defined]
+    for mod in wanted:
+        if mod not in sys.modules:
             try:
                 importlib.import_module(mod)
             except Exception:

@@ -23,8 +23,8 @@ from .tamper import tampering
 
 
 WARM_MODULES = (
-    "abc array bisect builtins cmath collections collections.abc copy dataclasses datetime decimal "
-    "enum fractions functools gc heapq inspect io itertools json math numbers operator queue random "
+    "abc array bisect builtins cmath collections collections.abc copy datetime decimal "
+    "enum fractions functools gc heapq io itertools json math numbers operator queue random "
     "re resource select signal statistics string struct threading time traceback types typing "
     "unicodedata sortedcontainers"
 ).split()
