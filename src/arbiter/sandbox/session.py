@@ -83,8 +83,9 @@ class SessionMixin:
             hostdirs.write_prog(root, files or {})
         self._session_dir = root if files else None
         try:
-            if self._cg is not None:
-                memory = self.limits.memory_bytes + SERVER_HEADROOM
+            if self._cg is not None:  # (the runs' own limit, room for a stdout file included:
+                # a write to memory.limit_in_bytes costs a third of a millisecond)
+                memory = self.limits.memory_bytes + SERVER_HEADROOM + self.limits.output_bytes
                 if memory != self._memory_limit:
                     self._memory_limit = memory
                     self._cg.set_memory_limit(memory)

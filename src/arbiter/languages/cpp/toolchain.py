@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import threading
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from typing import Any, Mapping
 
 #: Bumped when the meaning of a fingerprint field changes (old fingerprints stop matching).
@@ -91,10 +92,11 @@ class Toolchain:
         d["flags"] = list(self.flags)
         return d
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
         """A stable hex digest (32 chars) of every field but ``include_dirs``/``exec_path``: equal fingerprints
-        mean the same compiler, libraries, link mode and flags."""
+        mean the same compiler, libraries, link mode and flags. (Computed once: every build
+        of a compile-cache hit reads it.)"""
         raw = json.dumps([FINGERPRINT_VERSION, self._fields()], sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(raw.encode()).hexdigest()[:32]
 

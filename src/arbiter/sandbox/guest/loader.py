@@ -13,7 +13,7 @@ from .cases import Capture, drain
 from .child import rlimit_list
 from .forker import REPORT, Forker, forker_main, recv_case
 from .kernel import close_all_but, fork, set_own_oom_adj
-from .program import PRELUDE_FAILED, load_checked, warm_heavy_imports
+from .program import PRELUDE_FAILED, compile_program, load_checked, warm_heavy_imports
 from .protocol import encode_frame, read_exact
 from .python_case import fresh_stdio
 
@@ -214,10 +214,26 @@ print(*solve(sys.stdin.read()), sep="\\n")
 """
 
 
+#: What it runs while it waits, into a namespace it then drops: the imports preludes make
+#: (their modules are loaded already; the names looked up write to the same pages).
+_WARM_UP_IMPORTS = """
+from bisect import bisect_left, insort
+from collections import Counter, OrderedDict, defaultdict, deque
+from functools import lru_cache, reduce
+from heapq import heappop, heappush
+from itertools import accumulate, combinations, permutations, product
+from math import ceil, floor, gcd, inf, sqrt
+from typing import Dict, List, Optional, Set, Tuple
+"""
+
+
 def _warm_up_compiler():
     import gc
+    import linecache
 
-    compile(_WARM_UP_SOURCE, "<warm-up>", "exec", dont_inherit=True)
+    compile_program(_WARM_UP_SOURCE.encode(), "<warm-up>")  # (the source's decoding too)
+    linecache.cache.pop("<warm-up>", None)
+    exec(compile(_WARM_UP_IMPORTS, "<warm-up>", "exec", dont_inherit=True), {"__name__": "<warm-up>"})
     gc.collect()
 
 
