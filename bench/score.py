@@ -15,7 +15,8 @@ streaming memory of ``arbiter score`` at the card's size.
 3. ``--compare TREE``: the same mix (``compute_score_batch`` on every response) run alternately
    by this checkout and by another one (e.g. a checkout of main from before a change), each
    through its own ``.venv/bin/python`` in a subprocess, ``--rounds`` times; printed: responses/s
-   of both per round, the median ratio, and whether both gave the same verdicts. With
+   of both per round, the median ratio, whether both gave the same verdicts, and the bound the
+   TLE responses set (they run to their CPU limit under any judge). With
    ``--shape weak`` the mix is shaped like the card's weak-model rollouts (median pass rate 0):
    8 responses per problem, 7 of them its failing ones (label 0.0, or the unlabelled variants that
    are usually wrong), cycled, and 1 reference; problems with no failing response are left out.
@@ -209,7 +210,8 @@ def mix_once(shape: str) -> None:
                                 [i[3] for i in items])
     wall = time.monotonic() - t
     print(json.dumps({"wall": wall, "responses": len(batch), "cases": sum(cases_run(r) for r in batch),
-                      "verdicts": [r["verdict"] for r in batch]}))
+                      "verdicts": [r["verdict"] for r in batch],
+                      "tle_seconds": sum(r["seconds"] for r in batch if r["verdict"] == "TLE")}))
 
 
 def bench_compare(other: Path, rounds: int, shape: str) -> None:
@@ -219,6 +221,7 @@ def bench_compare(other: Path, rounds: int, shape: str) -> None:
         if not (tree / ".venv" / "bin" / "python").exists():
             sys.exit(f"{name}: no {tree / '.venv/bin/python'}")
     walls: dict[str, list[float]] = {name: [] for name in trees}
+    tle: dict[str, list[float]] = {name: [] for name in trees}
     verdicts: dict[str, list[str]] = {}
     responses = cases = 0
     for _ in range(rounds):
@@ -231,6 +234,7 @@ def bench_compare(other: Path, rounds: int, shape: str) -> None:
                 sys.exit(f"{name}: the mix failed:\n{out.stderr[-3000:]}")
             got = json.loads(out.stdout.strip().splitlines()[-1])
             walls[name].append(got["wall"])
+            tle[name].append(got.get("tle_seconds", 0.0))
             verdicts[name], responses, cases = got["verdicts"], got["responses"], got["cases"]
     this, that = trees
     print(f"== RL-shaped mix, shape {shape} ({responses} responses, {cases} cases run, compute_score_batch): this tree vs {that}, {rounds} "
@@ -243,6 +247,20 @@ def bench_compare(other: Path, rounds: int, shape: str) -> None:
     print(table(["round", "this tree responses/s", "other responses/s", "this / other"], rows))
     same = sum(a == b for a, b in zip(verdicts[this], verdicts[that]))
     print(f"same verdict in both trees: {same}/{responses}")
+    _print_bound(responses, statistics.median(tle[this]), statistics.median(walls[that]))
+
+
+def _print_bound(responses: int, tle_seconds: float, other_wall: float) -> None:
+    """What the time limits alone allow: a TLE response runs until its CPU limit whatever the
+    judge, so with one worker per core no judge scores the mix faster than this."""
+    from arbiter.judge.judge import default_workers
+
+    if tle_seconds <= 0:
+        return
+    floor = tle_seconds / default_workers()
+    print(f"time-limit bound: TLE responses took {tle_seconds:.1f} s (their CPU limits) on {default_workers()} "
+          f"workers, so at most {responses / floor:.2f} responses/s, {other_wall / floor:.2f}x the other tree, "
+          "for any judge")
 
 
 def main() -> None:
