@@ -113,6 +113,7 @@ class Sandbox(SessionMixin, ChannelMixin):
         self._session_dir: str | None = None
         self._owner = os.getpid()  # a forked child never touches its parent's sandboxes
         self.hello: dict[str, Any] = {}
+        self._settling = False  # the server works on after its last reply (see _run)
         self.python_loaded = False
         self.load_stage = ""
         self.start()
@@ -356,6 +357,7 @@ class Sandbox(SessionMixin, ChannelMixin):
                                  [source.encode("utf-8", "surrogateescape"),
                                   prelude.encode("utf-8", "surrogateescape")], timeout=60)
         self.load_stage = reply.get("stage", "program")
+        self._settling = bool(reply.get("settling"))
         if reply.get("ok"):
             self.python_loaded = True
             return None
@@ -395,6 +397,9 @@ class Sandbox(SessionMixin, ChannelMixin):
         if cg is None:  # no memory cgroup: fall back to an address-space limit
             req["limits"]["address_space_bytes"] = lim.memory_bytes + 64 * MiB
         try:
+            if self._settling:  # the server makes its forker again: its memory is not this run's
+                self._settling = False
+                self._request({"op": "sync"}, [], timeout=60)
             staged = 0
             base = lim.memory_bytes + SERVER_HEADROOM + lim.output_bytes
             if cg is not None and len(stdin) > STAGE_STDIN_BYTES:
@@ -417,6 +422,7 @@ class Sandbox(SessionMixin, ChannelMixin):
             watch = self._cpu_watch(cg, cpu_before, lim) if cg is not None and self._server_pid else None
             timeout = wall_cap(lim.wall) + REPLY_GRACE + CLEANUP_PER_CPU_SECOND * (lim.cpu_seconds + CPU_KILL_MARGIN)
             reply, rblobs = self._request(req, blobs, timeout=timeout, watch=watch)
+            self._settling = bool(reply.get("settling"))
             mem_delta = oom = 0
             cg_cpu = 0.0
             if cg is not None:

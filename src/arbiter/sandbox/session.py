@@ -104,6 +104,7 @@ class SessionMixin:
             raise
         self._armed = False
         self._server_pid = self._armed_pid
+        self._settling = False
         self.python_loaded = False
         self.load_stage = ""
 

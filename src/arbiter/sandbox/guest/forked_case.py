@@ -238,7 +238,7 @@ class ForkerMixin:
         fk, forker_dead = w.fk, w.forker_dead
         end = w.end or time.monotonic()
         keep = None if forker_dead else fk.pid
-        if forker_dead or not self.only_forker_left(fk.pid, w.pid):
+        if forker_dead or not self.only_forker_left(fk, w.pid):
             self.kill_all(0, keep)
             if not self.reap_all(keep, w.pid):  # a process only the forker could reap: it goes too
                 forker_dead = True

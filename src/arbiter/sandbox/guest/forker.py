@@ -42,6 +42,7 @@ class Forker:
         os.set_blocking(self.started_r, False)
         self.pid = None
         self.pidfd = -1
+        self.children_fd = -1  # its /proc children file (the server's: see only_forker_left)
 
     def forker_fds(self):
         return (self.go_r, self.report_w, self.started_w)
@@ -53,6 +54,11 @@ class Forker:
             os.close(fd)
         self.go_r = self.report_w = self.started_w = -1
         self.pidfd = os.pidfd_open(pid)
+        self.children_fd = kernel.open_children(pid)
+
+    def children(self):
+        """Its children's pids (zombies included); None when unreadable."""
+        return kernel.children(self.children_fd)
 
     def send(self, frame, fds):
         """Send one request ``frame`` with the case's files ``fds`` (they stay open here)."""
@@ -85,11 +91,11 @@ class Forker:
     def close(self):
         self.go.close()
         for fd in (self.go_r, self.report_r, self.report_w, self.started_r, self.started_w,
-                   self.pidfd):
+                   self.pidfd, self.children_fd):
             if fd >= 0:
                 os.close(fd)
         self.go_r = self.report_r = self.report_w = self.started_r = self.started_w = -1
-        self.pidfd = -1
+        self.pidfd = self.children_fd = -1
 
 
 #: The descriptors a case's files are on, in the order they are sent: stdin, stdout, stderr,

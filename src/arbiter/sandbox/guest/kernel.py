@@ -3,6 +3,7 @@
 :data:`LIBC` and :data:`RAW_FORK` are set once by :func:`load_libc` at start-up. See docs/sandbox.md.
 """
 
+import errno
 import os
 import signal
 import sys
@@ -83,36 +84,26 @@ def namespace_pids(keep=None):
             if name.isdigit() and int(name) not in (me, keep)]
 
 
-def children(pid):
-    """The pids of the children of (the main thread of) ``pid``, zombies included; None when
-    it is gone or unreadable. Its ``/proc`` file is kept open (read again from the start:
-    a path lookup in ``/proc`` costs ten times the read)."""
-    key = (os.getpid(), pid)  # (a forked child never reads its parent's descriptors)
-    fd = _CHILDREN_FDS.get(key)
-    if fd is None:
-        try:
-            fd = os.open("/proc/%d/task/%d/children" % (pid, pid), os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            return None
-        if len(_CHILDREN_FDS) >= 4:  # (forkers replaced since: their files are of no use)
-            forget_children()
-        _CHILDREN_FDS[key] = fd
+def open_children(pid):
+    """A descriptor of ``/proc/<pid>/task/<pid>/children`` (read it with :func:`children`), or -1.
+    It stays the file of that process: once it is gone it reads empty, and a later process
+    with the same pid number has a file of its own (keep it with what it was opened for)."""
+    try:
+        return os.open("/proc/%d/task/%d/children" % (pid, pid), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1
+
+
+def children(fd):
+    """The pids of the children of (the main thread of) the process whose :func:`open_children`
+    descriptor is ``fd``, zombies included; None when unreadable. (Read again from the start:
+    a path lookup in ``/proc`` costs ten times the read.)"""
+    if fd < 0:
+        return None
     try:
         return [int(p) for p in os.pread(fd, 1 << 16, 0).split()]
     except (OSError, ValueError):
         return None
-
-
-_CHILDREN_FDS = {}
-
-
-def forget_children():
-    """Close the ``/proc`` files :func:`children` keeps open (in this process)."""
-    me = os.getpid()
-    for (owner, _), fd in list(_CHILDREN_FDS.items()):
-        if owner == me:
-            os.close(fd)
-    _CHILDREN_FDS.clear()
 
 
 def sigkill_each(pids):
@@ -140,6 +131,22 @@ def stopped(pid):
     except ChildProcessError:
         return False
     return bool(done) and os.WIFSTOPPED(status)
+
+
+def write_own_proc(name, value):
+    """Write ``value`` to this (non-dumpable) process's ``/proc/self/<name>``: dumpable only for
+    the instant of the write, while no program is alive in the sandbox. Raises OSError."""
+    if LIBC is None:
+        raise OSError(errno.ENOSYS, "no libc")
+    LIBC.prctl(4, 1, 0, 0, 0)
+    try:
+        fd = os.open("/proc/self/" + name, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(fd, value)
+        finally:
+            os.close(fd)
+    finally:
+        LIBC.prctl(4, 0, 0, 0, 0)
 
 
 def set_own_oom_adj(value):

@@ -8,15 +8,17 @@ import os
 import signal
 
 from .forker import REPORT_GRACE
-from .kernel import children, namespace_pids, parent_pid, sigkill_each
+from .kernel import children, namespace_pids, open_children, parent_pid, sigkill_each
 
 
 class ReaperMixin:
     """Killing, reaping and wiping (see the module docstring)."""
 
-    #: ``(pid, forker pid)``: the case the forker reported, left a zombie for the forker to reap
-    #: (:meth:`_reap_all_but`); :meth:`await_zombie` waits it out after the reply.
+    #: ``(pid, forker)``: the case the forker (a :class:`~.forker.Forker`) reported, left a
+    #: zombie for the forker to reap (:meth:`_reap_all_but`, :meth:`only_forker_left`);
+    #: :meth:`await_zombie` waits it out after the reply.
     zombie = None
+    own_children_fd = None  # this server's /proc children file (see only_forker_left)
 
     def await_zombie(self):
         """Once the reply is sent: wait until the forker has reaped its reported case, so the
@@ -27,7 +29,7 @@ class ReaperMixin:
             return
         (pid, forker), self.zombie = self.zombie, None
         give_up = time.monotonic() + REPORT_GRACE
-        while pid in (children(forker) or ()):
+        while pid in (forker.children() or ()):
             if time.monotonic() > give_up:
                 self.drop_forker()
                 break
@@ -38,16 +40,18 @@ class ReaperMixin:
             pass
 
     def only_forker_left(self, forker, case):
-        """True when nothing but this server, ``forker`` and its exited ``case`` is left in the
-        namespace: this server's only child is the forker, whose only child (if any) is the case
-        (a zombie the forker reaps next: :meth:`await_zombie`). Every process of the namespace
-        descends from this server (PID 1: orphans are reparented to it), so these two lists see
-        them all. False when not PID 1."""
+        """True when nothing but this server, the forker (a :class:`~.forker.Forker`) and its
+        exited ``case`` is left in the namespace: this server's only child is the forker, whose
+        only child (if any) is the case (a zombie the forker reaps next: :meth:`await_zombie`).
+        Every process of the namespace descends from this server (PID 1: orphans are
+        reparented to it), so these two lists see them all. False when not PID 1."""
         if not self.is_init or case is None:
             return False
-        if children(os.getpid()) != [forker]:
+        if self.own_children_fd is None:
+            self.own_children_fd = open_children(os.getpid())
+        if children(self.own_children_fd) != [forker.pid]:
             return False
-        left = children(forker)
+        left = forker.children()
         if left == [case]:
             self.zombie = (case, forker)
             return True
@@ -108,8 +112,10 @@ class ReaperMixin:
                 except ChildProcessError:
                     pass  # not ours (yet): its parent is dying, then it is reparented to us
             if not reaped:
-                if others == [keeps_child] and _zombie_of(keeps_child, keep):
-                    self.zombie = (keeps_child, keep)  # dead: see await_zombie
+                fk = self.forker
+                if (others == [keeps_child] and fk is not None and fk.pid == keep
+                        and _zombie_of(keeps_child, keep)):
+                    self.zombie = (keeps_child, fk)  # dead: see await_zombie
                     return True
                 if time.monotonic() > give_up or any(
                         p != keeps_child and parent_pid(p) == keep for p in others):

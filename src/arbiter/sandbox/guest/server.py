@@ -142,6 +142,8 @@ class Server(CasesMixin, ForkerMixin, LoaderMixin, ReaperMixin):
                     self.op_ps()
                 elif op == "stdin":
                     self.op_stdin(header, blobs)
+                elif op == "sync":  # (answered once what the last reply left to do is done)
+                    self.reply({"op": "sync"})
                 elif op == "exit":  # (tampered, broken: the pool does not reuse the sandbox)
                     self.reply({"op": "bye", "tampered": self.tampered, "broken": self.broken})
                     return
@@ -255,7 +257,7 @@ class Server(CasesMixin, ForkerMixin, LoaderMixin, ReaperMixin):
             return
         if self.forker is None:  # checked by the probe: this server's copy, then a forker
             self._load_here(source, prelude, filename)
-            self.reply({"op": "load", "ok": True, "wrapped": self.wrapped})
+            self.reply({"op": "load", "ok": True, "wrapped": self.wrapped, "settling": self.is_init})
             self.make_forker()  # while the judge reads the reply
             return
         self.reply({"op": "load", "ok": True, "wrapped": wrapped})
@@ -318,11 +320,17 @@ class Server(CasesMixin, ForkerMixin, LoaderMixin, ReaperMixin):
         call_args = blobs[1] if len(blobs) > 1 else None
         blobs.clear()
         result = self.fork_case(header, stdin=stdin, call_args=call_args)
-        tampered = tampering()
+        tampered = tampering() or tamper.restore_autogroup()
         if tampered:
             self.tampered = result["sandbox_tampered"] = tampered
             self.drop_forker()
         fds = result.pop("_fds")
+        # a forker to make again after the reply: the judge must wait for it before it measures
+        # the next run (its memory would be charged to that run): "settling"
+        if (self.forker is None and not self.tampered and self.is_init
+                and header.get("mode") in ("python", "call")
+                and (self.code is not None or self.pending_load is not None)):
+            result["settling"] = True
         try:
             # before the reply: the next request finds the sandbox clean (a wipe still going on
             # would count in its CPU and memory), and the judge waits for what this run left

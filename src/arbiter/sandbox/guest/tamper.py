@@ -26,9 +26,41 @@ FILTERED = False
 def record_baseline(filtered=False):
     """Remember this server's scheduling state (before any program runs); ``filtered``: see
     :data:`FILTERED`."""
-    global BASELINE, FILTERED
+    global BASELINE, FILTERED, AUTOGROUP, _AUTOGROUP_FD
     BASELINE = sched_state(0)
     FILTERED = bool(filtered) and os.getpid() == 1
+    try:
+        _AUTOGROUP_FD = os.open("/proc/self/autogroup", os.O_RDONLY | os.O_CLOEXEC)
+        AUTOGROUP = autogroup_nice()
+    except (OSError, ValueError, IndexError):
+        _AUTOGROUP_FD, AUTOGROUP = -1, None
+
+
+#: The nice value of this session's autogroup at start-up (None: no autogroup scheduling).
+AUTOGROUP = None
+_AUTOGROUP_FD = -1
+
+
+def autogroup_nice():
+    """The nice value of this process's autogroup (``/proc/self/autogroup``, kept open)."""
+    return int(os.pread(_AUTOGROUP_FD, 128, 0).split()[-1])
+
+
+def restore_autogroup():
+    """A case may set the nice value of its session's autogroup (``/proc/self/autogroup``: it
+    is dumpable), which this server, the forker and every later case share: put it back. Empty,
+    or what could not be put back (the kernel takes one change a tenth of a second)."""
+    if AUTOGROUP is None:
+        return ""
+    import time
+    for attempt in range(3):
+        try:
+            if autogroup_nice() == AUTOGROUP:
+                return ""
+            kernel.write_own_proc("autogroup", b"%d" % AUTOGROUP)
+        except (OSError, ValueError, IndexError):
+            time.sleep(0.11)
+    return "autogroup nice value"
 
 
 def sched_state(pid):

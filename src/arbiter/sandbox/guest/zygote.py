@@ -116,6 +116,7 @@ def _session_server(libc, header, in_fd, out_fd, start_server, prefork):
     blank = None
     try:
         armed_size = int(header["scratch_bytes"])
+        os.setsid()  # a session of its own: its own autogroup and process group
         arm_session(libc, armed_size)
         serve_session = start_server(in_fd, out_fd)  # (ahead of the submission too)
         write_all(out_fd, encode_frame({"op": "armed", "id": header.get("id")}))
