@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 MiB = 1024 * 1024
 
@@ -81,3 +82,10 @@ class Limits:
     def with_(self, **changes) -> "Limits":
         """A copy with some fields changed."""
         return replace(self, **changes)
+
+    def payload(self) -> dict[str, Any]:
+        """The per-run limits as a guest request carries them (docs/sandbox.md, "run")."""
+        return {"cpu_seconds": self.cpu_seconds, "wall_seconds": self.wall,
+                "output_bytes": self.output_bytes, "file_bytes": self.files,
+                "stderr_bytes": self.stderr_bytes, "open_files": self.open_files,
+                "stack_bytes": self.stack}

@@ -81,10 +81,11 @@ class SandboxPool:
     # ---- the caller's side ----------------------------------------------------------------------
     def acquire(self, *, files: Mapping[str, bytes] | None = None, limits: Limits | None = None,
                 config: SandboxConfig | None = None, mounts: Sequence[tuple[str, str]] = (),
-                fresh: bool = False, factory: Callable[..., Sandbox] = Sandbox) -> Sandbox:
+                fresh: bool = False, factory: Callable[..., Sandbox] = Sandbox, python: bool = False) -> Sandbox:
         """A sandbox with a new session: ``files`` read-only in ``/prog``, ``limits`` (see
         :class:`Sandbox`). ``fresh``: a newly started one (after a sandbox failure); ``factory``:
-        the class started (part of the key). Raises SandboxError when none can be started."""
+        the class started (part of the key); ``python``: the session loads a Python program
+        (see :meth:`Sandbox.new_session`). Raises SandboxError when none can be started."""
         self._check_pid()
         limits = limits or Limits()
         config = config or SandboxConfig()
@@ -102,7 +103,7 @@ class SandboxPool:
             try:
                 if not sb.alive:
                     raise SandboxError("the idle sandbox died")
-                sb.new_session(files, limits)
+                sb.new_session(files, limits, python=python)
                 break
             except (SandboxError, OSError):
                 self._count("discarded")

@@ -65,18 +65,6 @@ def _cgroups_available() -> tuple[bool, str]:
 _ROOT_LAYOUT: list[str] | None = None
 
 
-def _limits_payload(limits: Limits) -> dict[str, Any]:
-    return {
-        "cpu_seconds": limits.cpu_seconds,
-        "wall_seconds": limits.wall,
-        "output_bytes": limits.output_bytes,
-        "file_bytes": limits.files,
-        "stderr_bytes": limits.stderr_bytes,
-        "open_files": limits.open_files,
-        "stack_bytes": limits.stack,
-    }
-
-
 class Sandbox(SessionMixin, ChannelMixin):
     """An isolated environment for one submission at a time (docs/sandbox.md).
 
@@ -353,7 +341,7 @@ class Sandbox(SessionMixin, ChannelMixin):
         (:attr:`load_stage`: ``"program"`` or ``"prelude"``). Raises SandboxError."""
         lim = limits or self.limits
         reply, _ = self._request({"op": "load", "filename": filename,
-                                  "limits": _limits_payload(lim.with_(cpu_seconds=10, wall_seconds=20))},
+                                  "limits": lim.with_(cpu_seconds=10, wall_seconds=20).payload()},
                                  [source.encode("utf-8", "surrogateescape"),
                                   prelude.encode("utf-8", "surrogateescape")], timeout=60)
         self.load_stage = reply.get("stage", "program")
@@ -390,16 +378,14 @@ class Sandbox(SessionMixin, ChannelMixin):
         charged for its input (staged first) nor its stdout; with cgroups, stopped once its CPU
         passes the limit (:meth:`_cpu_watch`); the server's own CPU never counted."""
         lim = limits or self.limits
-        req = dict(req, op="run", limits=_limits_payload(lim))
+        req = dict(req, op="run", limits=lim.payload())
         cg = self._cg
         if not self.config.isolated or cg is None:
             req["limits"]["processes"] = lim.processes
         if cg is None:  # no memory cgroup: fall back to an address-space limit
             req["limits"]["address_space_bytes"] = lim.memory_bytes + 64 * MiB
         try:
-            if self._settling:  # the server makes its forker again: its memory is not this run's
-                self._settling = False
-                self._request({"op": "sync"}, [], timeout=60)
+            self._ready_for_run()
             staged = 0
             base = lim.memory_bytes + SERVER_HEADROOM + lim.output_bytes
             if cg is not None and len(stdin) > STAGE_STDIN_BYTES:

@@ -64,11 +64,13 @@ class SessionMixin:
             raise
         self._armed = True
 
-    def new_session(self, files: Mapping[str, bytes] | None = None, limits: Limits | None = None) -> None:
+    def new_session(self, files: Mapping[str, bytes] | None = None, limits: Limits | None = None,
+                    python: bool = False) -> None:
         """Start a session: ``files`` read-only in ``/prog``, fresh ``/work``, ``/tmp``,
         ``/dev/shm`` (``limits.scratch_bytes`` each), ``/proc`` and PID numbering, the sandbox-wide
-        ``limits`` (memory, processes) on the cgroups. Raises SandboxError (the sandbox must then
-        be closed)."""
+        ``limits`` (memory, processes) on the cgroups; ``python``: it will load a Python program
+        (the forker forked ahead is kept for it; else it is gone before the first run is
+        measured). Raises SandboxError (the sandbox must then be closed)."""
         if self._server_pid:
             raise SandboxError("a session is open: end_session() first")
         self.arm()
@@ -93,7 +95,7 @@ class SessionMixin:
                     self._cg.set_pids_max(self.limits.processes + _EXTRA_TASKS)
                     self._session_processes = self.limits.processes
             self._request_id += 1  # its hello is read with the next reply (see _read_frame)
-            self._send({"op": "go", "scratch_bytes": self.limits.scratch_bytes,
+            self._send({"op": "go", "scratch_bytes": self.limits.scratch_bytes, "python": python,
                         "prog": f"/prog/.s/{name}/prog", "id": self._request_id})
             self._hello_pending = self._request_id
         except cgroups.CgroupError as exc:
@@ -108,11 +110,26 @@ class SessionMixin:
         self.python_loaded = False
         self.load_stage = ""
 
+    def _ready_for_run(self) -> None:
+        """Before a run's cgroup readings: the session started (its hello read: nothing of its
+        start-up, such as the forker it no longer needs, is charged to the run), and what the
+        last reply left the server to do done (``settling``: ``sync``)."""
+        self._take_hello()
+        if self._settling:
+            self._settling = False
+            self._request({"op": "sync"}, [], timeout=SESSION_TIMEOUT)
+
     def _read_frame(self, deadline: float, watch: Callable[[], bool] | None = None
                     ) -> tuple[dict[str, Any], list[bytes]]:
         """(:class:`ChannelMixin`'s) After a ``go``, the session's hello first: the request
         that follows a ``go`` is sent before it is read, so a session costs no round trip of its
         own. A session that did not start gives the sandbox up (SandboxError)."""
+        self._take_hello()
+        return super()._read_frame(deadline, watch)
+
+    def _take_hello(self) -> None:
+        """Read the hello of the last ``go`` if it is not read yet. A session that did not
+        start gives the sandbox up (SandboxError)."""
         go, self._hello_pending = self._hello_pending, 0
         if go:
             hello, _ = super()._read_frame(time.monotonic() + SESSION_TIMEOUT)
@@ -121,7 +138,6 @@ class SessionMixin:
                 self._kill_now()
                 raise SandboxError(self._broken)
             self.hello = hello
-        return super()._read_frame(deadline, watch)
 
     def _session_host_pid(self) -> int:
         """The session server's host pid: the one child of the zygote's one child (the helper

@@ -24,8 +24,7 @@ class CasesMixin:
         mode = req.get("mode", "exec")
         staged = self.staged_stdin if req.get("stdin_staged") else None
         self.staged_stdin = None
-        self.drop_blank_forker(wait=False)  # (a load took it, or no Python program runs here:
-        # reaped with what this run leaves)
+        self.drop_blank_forker()  # (a load took it, or the session said it runs no Python)
         if mode in ("python", "call") and (self.forker is not None or self.loaded()):
             if self.forker is None:
                 self.make_forker()

@@ -46,11 +46,10 @@ class ForkerMixin:
         fk, self.forker = self.forker, None
         _stop(fk)
 
-    def drop_blank_forker(self, wait=True):
-        """Stop the blank forker (if it is still waiting for a program); ``wait=False``: the
-        next :meth:`reap_all` reaps it."""
+    def drop_blank_forker(self):
+        """Stop the blank forker (if it is still waiting for a program)."""
         fk, self.blank_forker = self.blank_forker, None
-        _stop(fk, wait)
+        _stop(fk)
 
     def check_forker(self):
         """Drop the forker unless it is exactly as forked: alive, neither stopped nor continued,
@@ -282,19 +281,18 @@ class ForkerMixin:
                 "maxrss": ru.ru_maxrss, "timed_out": timed_out}
 
 
-def _stop(fk, wait=True):
-    """Kill the forker ``fk`` (if any), reap it (``wait``) and close its files."""
+def _stop(fk):
+    """Kill the forker ``fk`` (if any), reap it and close its files."""
     if fk is None:
         return
     try:
         os.kill(fk.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    if wait:
-        try:
-            os.waitpid(fk.pid, 0)
-        except ChildProcessError:
-            pass
+    try:
+        os.waitpid(fk.pid, 0)
+    except ChildProcessError:
+        pass
     fk.close()
 
 

@@ -361,8 +361,10 @@ def main():
             tamper.record_baseline(opts.get("--filtered"))
             server = Server(in_fd, out_fd, scratch)
 
-            def serve(hello_id, blank):
-                server.request_id, server.blank_forker = hello_id, blank
+            def serve(go, blank):
+                server.request_id, server.blank_forker = go.get("id"), blank
+                if not go.get("python"):  # (gone before the judge measures the first run)
+                    server.drop_blank_forker()
                 server.serve()
             return serve
 

@@ -131,7 +131,7 @@ def _session_server(libc, header, in_fd, out_fd, start_server, prefork):
         _say("session set-up failed: %s: %s" % (type(exc).__name__, exc))
         kernel.EXIT(SETUP_FAILED)
     try:
-        serve_session(go.get("id"), blank)
+        serve_session(go, blank)
     finally:
         kernel.EXIT(0)
 
