@@ -5,7 +5,8 @@ binary prints ``clock_gettime(CLOCK_REALTIME)``, the same clock as the judge's `
 taken just before ``judge()``), read back from the verdict's diff (the expected output is ``x``).
 Modes, interleaved round by round, back to back as an RL scorer sends them:
 
-- warm: the process's pool (:func:`arbiter.sandbox.pool.default_pool`), spares on;
+- warm: a pool per language (as a scorer of one dataset has: a pooled sandbox forks its Python
+  forker ahead of a session when its last session was Python), spares on;
 - cold: a pool that keeps nothing (``ARBITER_POOL=0``): every submission starts its sandbox.
 
 Languages: Python, and C++ with its binary already in the compile cache. Prints p50/p90 (ms)
@@ -54,18 +55,23 @@ def pct(xs: list[float], q: float) -> float:
 
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 40
-    pools = {"warm": SandboxPool(), "cold": SandboxPool(max_sandboxes=0)}
+    pools = {"warm": {lang: SandboxPool() for lang in SOURCES}, "cold": SandboxPool(max_sandboxes=0)}
+
+    def use(mode: str, language: str) -> None:
+        pool = pools[mode]
+        pool_module._default = pool[language] if isinstance(pool, dict) else pool
+
     results: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    for mode, pool in pools.items():  # warm-up: compile cache, first sandboxes, spares
-        pool_module._default = pool
+    for mode in pools:  # warm-up: compile cache, first sandboxes, spares
         for language in SOURCES:
+            use(mode, language)
             for _ in range(3):
                 one(language)
     time.sleep(1.0)
     for _ in range(rounds):
-        for mode, pool in pools.items():
-            pool_module._default = pool
+        for mode in pools:
             for language in SOURCES:
+                use(mode, language)
                 results.setdefault((mode, language), []).append(one(language))
     print(f"judge() call -> first case starting, {rounds} submissions each (ms)")
     print(f"{'language':<8} {'mode':<5} {'p50':>8} {'p90':>8} {'judge p50':>10}")
@@ -77,9 +83,10 @@ def main() -> None:
         warm = pct([r[0] for r in results[("warm", language)]], 50)
         cold = pct([r[0] for r in results[("cold", language)]], 50)
         print(f"{language:<8} cold/warm p50: {cold / warm:.1f}x")
-    print("warm pool:", pools["warm"].stats())
-    for pool in pools.values():
+    for language, pool in pools["warm"].items():
+        print(f"warm pool ({language}):", pool.stats())
         pool.close()
+    pools["cold"].close()
 
 
 if __name__ == "__main__":

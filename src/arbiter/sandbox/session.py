@@ -33,11 +33,16 @@ class SessionMixin:
     _armed_pid = 0  # its host pid
     _session_processes = -1  # the processes limit on the pids cgroup now
     _hello_pending = 0  # the id of the "go" whose hello is not read yet
+    _session_python = False  # the open session loads a Python program (see new_session)
+    #: Whether the next armed session forks its Python forker ahead: as the last session did
+    #: (a pool's sandboxes mostly see one language after another).
+    _prefork_next = True
 
-    def arm(self) -> None:
+    def arm(self, prefork: bool | None = None) -> None:
         """Get the next session ready before its submission is known (what can be done ahead:
         the zygote forks its server into fresh PID and mount namespaces with a fresh ``/proc``;
-        it joins the cgroups). Idempotent. Raises SandboxError (the sandbox must then be closed)."""
+        it joins the cgroups; ``prefork``: it forks its Python forker ahead, default as the last
+        session wanted one). Idempotent. Raises SandboxError (the sandbox must then be closed)."""
         if self._armed or self._server_pid:
             return
         if not self.config.isolated:
@@ -55,7 +60,8 @@ class SessionMixin:
                 self._cg.attach(self._armed_pid)  # before any request: no program ran yet
             # its Python forker, forked ahead of the submission (no reply; sent once the server
             # is in the cgroups: what it forks is too)
-            self._send({"op": "prefork", "id": -2})
+            if self._prefork_next if prefork is None else prefork:
+                self._send({"op": "prefork", "id": -2})
         except (cgroups.CgroupError, OSError) as exc:
             self._broken = f"the session did not start: {exc}"
             raise SandboxError(self._broken) from exc
@@ -73,7 +79,8 @@ class SessionMixin:
         measured). Raises SandboxError (the sandbox must then be closed)."""
         if self._server_pid:
             raise SandboxError("a session is open: end_session() first")
-        self.arm()
+        self.arm(prefork=python)
+        self._session_python = python
         self.limits = limits or self.limits
         self._session += 1
         name = str(self._session) if files else "empty"  # (one shared empty /prog)
@@ -159,6 +166,7 @@ class SessionMixin:
             return False
         if not self._server_pid and not self._armed:
             return True
+        self._prefork_next = self._session_python
         try:
             rid = self._session_request
             if self._server_pid:
