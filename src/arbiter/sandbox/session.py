@@ -139,7 +139,12 @@ class SessionMixin:
         start gives the sandbox up (SandboxError)."""
         go, self._hello_pending = self._hello_pending, 0
         if go:
-            hello, _ = super()._read_frame(time.monotonic() + SESSION_TIMEOUT)
+            try:
+                hello, _ = super()._read_frame(time.monotonic() + SESSION_TIMEOUT)
+            except (EOFError, TimeoutError, OSError, ValueError) as exc:
+                self._broken = f"the session did not start: {exc}{self._stderr_tail()}"
+                self._kill_now()
+                raise SandboxError(self._broken) from exc
             if hello.get("op") != "hello" or hello.get("id") != go or not hello.get("init"):
                 self._broken = f"the session did not start: {hello}{self._stderr_tail()}"
                 self._kill_now()
