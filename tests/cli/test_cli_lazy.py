@@ -55,3 +55,12 @@ def test_a_bare_ray_option_means_a_local_ray():
     assert bare_ray_is_local(["score", "--ray", "--out", "x"]) == ["score", "--ray", "local", "--out", "x"]
     assert bare_ray_is_local(["score", "--ray", "auto", "--out", "x"]) == ["score", "--ray", "auto", "--out", "x"]
     assert bare_ray_is_local(["score", "--out", "--ray"]) == ["score", "--out", "--ray", "local"]
+
+
+def test_the_console_script_finds_the_judge_language_for_its_early_sandbox():
+    from arbiter.cli.entry import _option
+
+    assert _option(["judge", "a.py", "--lang", "python", "--tests", "t"], "--lang") == "python"
+    assert _option(["judge", "a.cpp", "--lang=cpp"], "--lang") == "cpp"
+    assert _option(["judge", "a.cpp", "--lang"], "--lang") is None
+    assert _option(["judge", "a.cpp"], "--lang") is None

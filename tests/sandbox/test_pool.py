@@ -255,3 +255,26 @@ def test_a_forked_child_never_uses_its_parents_sandboxes(pool):
     b = pool.acquire(limits=LIMITS)
     assert b is a and b.run(["/bin/echo", "parent"]).stdout == b"parent\n"
     pool.release(b)
+
+
+def test_prestart_starts_the_sandbox_the_next_acquire_takes(pool):
+    pool.prestart(python=True)
+    pool.prestart(python=True)  # one on its way: nothing more
+    _wait_idle(pool)
+    pool.prestart()  # one idle: nothing more
+    assert pool.stats()["idle"] == 1
+    sb = pool.acquire(limits=LIMITS, python=True)
+    try:
+        assert pool.stats()["started"] == 0 and pool.stats()["reused"] == 1
+        assert sb.load_python("print(int(input()) + 1)\n") is None
+        ex = sb.run_python(b"41\n", LIMITS)
+        assert ex.status is Status.OK and ex.stdout == b"42\n", (ex.status, ex.detail)
+    finally:
+        pool.release(sb)
+
+
+def test_a_disabled_pool_starts_nothing_ahead():
+    off = _pool(max_sandboxes=0)
+    off.prestart()
+    assert off.stats()["idle"] == 0 and not off._threads
+    off.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -105,6 +106,11 @@ def _read_text(path: Path, what: str) -> str:
         raise BadOption(f"{what}: cannot read {path} ({exc.strerror or exc})") from None
 
 
+def _import_table_printer() -> None:
+    import rich.console  # noqa: F401
+    import rich.table  # noqa: F401
+
+
 def _print_verdict(name: str, verdict) -> None:
     """The per-case table, the compiler's output of a CE, and the summary line (rich)."""
     from rich.console import Console
@@ -188,6 +194,8 @@ def register(app: typer.Typer) -> None:
 
             Console(stderr=True).print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2)
+        if not as_json:  # (imported while the judge waits for its sandbox and its runs)
+            threading.Thread(target=_import_table_printer, daemon=True).start()
         verdict = run_judge(task)
         if as_json:
             from arbiter.judge.codec import dumps_verdict

@@ -15,13 +15,15 @@ import os
 import threading
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.errors import SandboxError
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 #: ``0`` disables reuse; a number sets :attr:`SandboxPool.max_sandboxes`.
 POOL_ENV = "ARBITER_POOL"
@@ -123,8 +125,20 @@ class SandboxPool:
             want_spare = (key in self._seen and coming < self.spares
                           and self._alive() < self.max_sandboxes)
             if want_spare:
-                self._submit("spare", key, mounts)
+                self._submit("spare", key, (mounts, python))
         return sb
+
+    def prestart(self, *, config: SandboxConfig | None = None, python: bool = False) -> None:
+        """Start a sandbox for ``config`` (no extra mounts) on the background thread, unless one
+        of its key is idle or on its way: a command about to judge overlaps the start with its
+        own set-up, and its :meth:`acquire` waits for this one. ``python``: as for acquire."""
+        self._check_pid()
+        config = config or SandboxConfig()
+        key = (Sandbox, config, ())
+        with self._cond:
+            if (self._reusable(config) and not self._idle.get(key) and not self._pending.get(key)
+                    and self._alive() < self.max_sandboxes):
+                self._submit("spare", key, ((), python))
 
     def release(self, sb: Sandbox) -> None:
         """Give ``sb`` back after its submission: recycled for the next one on the background
@@ -193,6 +207,8 @@ class SandboxPool:
         """The threads that start the pool's sandboxes. bwrap runs ``--die-with-parent``, and its
         parent is the *thread* that started it: a sandbox started by a caller's thread would die
         with that thread (a ``judge_many`` worker's) while the pool still keeps it."""
+        from concurrent.futures import ThreadPoolExecutor  # (not at import: the CLI's start-up)
+
         with self._cond:
             if self._starters is None:
                 self._starters = ThreadPoolExecutor(max_workers=max(2, _cores()),
@@ -254,10 +270,11 @@ class SandboxPool:
         sb.close()
         return None
 
-    def _spare(self, key: Any, mounts: Sequence[tuple[str, str]]) -> Sandbox | None:
+    def _spare(self, key: Any, how: tuple[Sequence[tuple[str, str]], bool]) -> Sandbox | None:
+        mounts, python = how
         try:
             sb = key[0](config=key[1], mounts=mounts, session=False)
-            sb.arm()
+            sb.arm(prefork=python)
             return sb
         except (SandboxError, OSError):
             return None
