@@ -278,3 +278,24 @@ def test_a_disabled_pool_starts_nothing_ahead():
     off.prestart()
     assert off.stats()["idle"] == 0 and not off._threads
     off.close()
+
+
+def test_back_to_back_submissions_rotate_a_few_sandboxes_and_close_none():
+    # spares cover the recycling of the last ones; none is started only to be closed for want
+    # of room when it comes back
+    pool = SandboxPool(max_sandboxes=6, spares=1)
+    seen: dict[int, Sandbox] = {}
+    try:
+        for i in range(12):
+            sb = pool.acquire(limits=LIMITS, python=True)
+            seen[id(sb)] = sb
+            assert sb.load_python("print(int(input()) + 1)\n") is None
+            ex = sb.run_python(f"{i}\n".encode(), LIMITS)
+            assert ex.stdout == f"{i + 1}\n".encode(), (ex.status, ex.detail)
+            pool.release(sb)
+        stats = pool.stats()
+        assert stats["started"] == 1 and stats["reused"] == 11 and stats["discarded"] == 0, stats
+        assert len(seen) <= pool.max_idle_per_key
+        assert all(sb.alive for sb in seen.values())
+    finally:
+        pool.close()

@@ -47,17 +47,18 @@ class SandboxPool:
 
     - ``max_sandboxes``: sandboxes the pool keeps alive at most (busy + idle + being recycled;
       default ``2 * cores + 2``); past it, a released sandbox is closed. ``0``: no reuse.
-    - ``max_idle_per_key``: idle sandboxes kept per key (default ``max(2, cores)``).
+    - ``max_idle_per_key``: idle and recycling sandboxes kept per key (default
+      ``max(2, cores) + 1``).
     - ``idle_seconds``: an idle sandbox older than this is closed.
     - ``spares``: idle sandboxes started ahead of need for a key whose sandboxes came back
-      healthy before (after an acquire found fewer idle).
+      healthy before (after an acquire left fewer idle: see :meth:`_want_spare`).
     """
 
     def __init__(self, *, max_sandboxes: int | None = None, max_idle_per_key: int | None = None,
                  idle_seconds: float = IDLE_SECONDS, spares: int = 1):
         cores = _cores()
         self.max_sandboxes = 2 * cores + 2 if max_sandboxes is None else max_sandboxes
-        self.max_idle_per_key = max_idle_per_key or max(2, cores)
+        self.max_idle_per_key = max_idle_per_key or max(2, cores) + 1
         self.idle_seconds = idle_seconds
         self.spares = spares
         self._reset()
@@ -70,9 +71,10 @@ class SandboxPool:
         self._busy: dict[int, Any] = {}
         self._seen: set[Any] = set()
         self._jobs: dict[str, deque[tuple[Any, Any]]] = {"recycle": deque(), "spare": deque()}
-        self._threads: dict[str, threading.Thread] = {}
+        self._threads: dict[str, list[threading.Thread]] = {}
         self._starters: ThreadPoolExecutor | None = None
         self._pending: dict[Any, int] = {}  # key -> sandboxes being recycled (or started)
+        self._starting: dict[Any, int] = {}  # key -> spares being started now
         self._closed = False
         self.counts = dict(acquired=0, started=0, reused=0, discarded=0, max_busy=0)
 
@@ -121,12 +123,21 @@ class SandboxPool:
             c["reused" if reused else "started"] += 1
             self._busy[id(sb)] = key
             c["max_busy"] = max(c["max_busy"], len(self._busy))
-            coming = len(self._idle.get(key, ())) + self._pending.get(key, 0)
-            want_spare = (key in self._seen and coming < self.spares
-                          and self._alive() < self.max_sandboxes)
-            if want_spare:
+            if self._want_spare(key):
                 self._submit("spare", key, (mounts, python))
         return sb
+
+    def _want_spare(self, key: Any) -> bool:
+        """Whether an acquire of ``key`` should start a spare (``self._cond`` held): its
+        sandboxes came back healthy before, fewer than :attr:`spares` of them are idle or
+        starting (one being recycled does not count: a recycle takes about as long as a short
+        submission, whose next acquire would wait for it), there is room for one more while the
+        one just taken is recycled later (:attr:`max_idle_per_key`), and in the pool."""
+        idle = len(self._idle.get(key, ()))
+        starting = sum(1 for k, _ in self._jobs["spare"] if k == key) + self._starting.get(key, 0)
+        kept = idle + self._pending.get(key, 0)
+        return (key in self._seen and idle + starting < self.spares and kept + 1 < self.max_idle_per_key
+                and self._alive() < self.max_sandboxes)
 
     def prestart(self, *, config: SandboxConfig | None = None, python: bool = False) -> None:
         """Start a sandbox for ``config`` (no extra mounts) on the background thread, unless one
@@ -164,13 +175,13 @@ class SandboxPool:
         sb.close()
 
     def ensure_capacity(self, busy: int) -> None:
-        """Room for ``busy`` sandboxes in use at once and their recycling (raises
-        :attr:`max_sandboxes` to ``2 * busy`` and :attr:`max_idle_per_key` to ``busy``; never
+        """Room for ``busy`` sandboxes in use at once, their recycling and a spare (raises
+        :attr:`max_sandboxes` to ``2 * busy + 1`` and :attr:`max_idle_per_key` to ``busy + 1``; never
         lowers them, never enables a disabled pool)."""
         with self._cond:
             if self.max_sandboxes > 0:
-                self.max_sandboxes = max(self.max_sandboxes, 2 * busy)
-                self.max_idle_per_key = max(self.max_idle_per_key, busy)
+                self.max_sandboxes = max(self.max_sandboxes, 2 * busy + 1)
+                self.max_idle_per_key = max(self.max_idle_per_key, busy + 1)
 
     def stats(self) -> dict[str, int]:
         """``acquired``, ``started`` (new sandboxes handed out), ``reused``, ``discarded``,
@@ -192,7 +203,7 @@ class SandboxPool:
             for jobs in self._jobs.values():
                 jobs.clear()
             self._cond.notify_all()
-            threads = list(self._threads.values())
+            threads = [t for ts in self._threads.values() for t in ts]
             starters, self._starters = self._starters, None
         if starters is not None:
             starters.shutdown(wait=False)
@@ -227,13 +238,16 @@ class SandboxPool:
             self.counts[name] += 1
 
     def _submit(self, kind: str, key: Any, arg: Any) -> None:
-        """Queue a job for the ``kind`` worker thread (``self._cond`` held)."""
+        """Queue a job for the ``kind`` worker threads (``self._cond`` held)."""
         self._pending[key] = self._pending.get(key, 0) + 1
         self._jobs[kind].append((key, arg))
-        if kind not in self._threads:
-            self._threads[kind] = threading.Thread(target=self._work, args=(kind,),
-                                                   name=f"sandbox-pool-{kind}", daemon=True)
-            self._threads[kind].start()
+        threads = self._threads.setdefault(kind, [])
+        # recycling: one thread per core (a recycle is mostly waiting for the guest, and takes
+        # longer than a one-case submission); spares: one
+        if len(threads) < (_cores() if kind == "recycle" else 1):
+            threads.append(threading.Thread(target=self._work, args=(kind,), daemon=True,
+                                            name=f"sandbox-pool-{kind}-{len(threads)}"))
+            threads[-1].start()
         self._cond.notify_all()
 
     def _work(self, kind: str) -> None:
@@ -247,9 +261,13 @@ class SandboxPool:
                 if self._closed:
                     return
                 key, arg = jobs.popleft()
+                if kind == "spare":
+                    self._starting[key] = self._starting.get(key, 0) + 1
             sb = self._recycle(arg) if kind == "recycle" else self._spare(key, arg)
             with self._cond:
                 self._pending[key] -= 1
+                if kind == "spare":
+                    self._starting[key] -= 1
                 idle = self._idle.setdefault(key, [])
                 if sb is not None and not self._closed and len(idle) < self.max_idle_per_key:
                     idle.append((sb, time.monotonic()))  # the bound holds whatever was on its way
