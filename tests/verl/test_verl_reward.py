@@ -667,3 +667,20 @@ def test_the_rows_own_time_limit_replaces_the_routes():
             compute_score("code_taco", md("print(1)"), gt, {"index": "b", "time_limit": bad})
         with pytest.raises(InvalidTask, match="extra_info.time_limit"):
             compute_score_batch(["code_taco"], [md("print(1)")], [gt], [{"index": "b", "time_limit": bad}])
+
+
+def test_a_batch_with_a_non_code_source_names_the_item_and_row_before_judging():
+    from arbiter.verl.reward import compute_score_batch
+
+    with pytest.raises(ValueError, match=r"item 2 \(gsm8k:7\): data_source 'gsm8k' is not a code-execution source"):
+        compute_score_batch(["code_taco", "code_taco", "gsm8k"], [md(SUM_OK)] * 3, [json.dumps(SUM_DICT)] * 3,
+                            [{"index": 5}, {"index": 6}, {"index": 7}])
+
+
+def test_result_numbers_keep_their_types_whatever_the_verdict():
+    # (a CE runs no case: its CPU time is a sum of nothing, still a float for Arrow/pandas columns)
+    for solution in (md("print(1"), md(SUM_OK), "no code here"):
+        r = compute_score("code_taco", solution, json.dumps(SUM_DICT))
+        assert {k: type(v) for k, v in r.items()} == {
+            "score": float, "verdict": str, "passed": int, "total": int, "reason": str, "seconds": float,
+            "judge_seconds": float, "cpu_seconds": float, "warning": str}, r

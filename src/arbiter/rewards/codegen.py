@@ -162,7 +162,7 @@ def _result(score: float, verdict: str, passed: int, total: int, reason: str, st
                         seconds=round((time.monotonic() - started if prep_seconds is None else prep_seconds)
                                       + judge_seconds, 6),
                         judge_seconds=round(judge_seconds, 6),
-                        cpu_seconds=round(cpu_seconds, 6),
+                        cpu_seconds=round(float(cpu_seconds), 6),
                         warning=warning)
 
 

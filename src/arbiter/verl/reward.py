@@ -110,8 +110,7 @@ def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[Any
                "extra_infos": len(extras)}
     if len(set(lengths.values())) != 1:
         raise ValueError(f"compute_score_batch: lengths differ: {lengths}")
-    for ds in dict.fromkeys(map(str, sources)):
-        route(ds)  # a non-code source fails the batch before any judging
+    _check_sources(sources, extras)  # a non-code source fails the batch before any judging
     if opts.on_invalid == "raise":
         _check_rows(sources, truths, extras, row_limits=opts.time_limit is None)
     if url:  # the server reports every row; the batch's own raising rules apply below
@@ -127,6 +126,19 @@ def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[Any
                              f"(item {i}, {row}): {results[i]['reason']}", row=row, reason=results[i]["reason"],
                              results=results)
     return results
+
+
+def _check_sources(sources: list[Any], extras: list[Any]) -> None:
+    """``ValueError`` naming the first item (index and row) whose data_source is not a code
+    source; each distinct data_source is checked once."""
+    first: dict[str, int] = {}
+    for i, ds in enumerate(sources):
+        first.setdefault(repr(ds), i)
+    for i in first.values():
+        try:
+            route(sources[i])
+        except ValueError as exc:
+            raise ValueError(f"compute_score_batch: item {i} ({row_label(sources[i], extras[i])}): {exc}") from None
 
 
 _clients: dict[tuple[int, str], Any] = {}
