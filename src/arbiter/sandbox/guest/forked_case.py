@@ -44,12 +44,14 @@ class ForkerMixin:
     def drop_forker(self):
         """Stop the forker (if any) and close its files."""
         fk, self.forker = self.forker, None
-        _stop(fk)
+        if fk is not None:
+            fk.stop()
 
     def drop_blank_forker(self):
         """Stop the blank forker (if it is still waiting for a program)."""
         fk, self.blank_forker = self.blank_forker, None
-        _stop(fk)
+        if fk is not None:
+            fk.stop()
 
     def check_forker(self):
         """Drop the forker unless it is exactly as forked: alive, neither stopped nor continued,
@@ -279,21 +281,6 @@ class ForkerMixin:
             return lost
         return {"status": status, "utime": ru.ru_utime, "stime": ru.ru_stime,
                 "maxrss": ru.ru_maxrss, "timed_out": timed_out}
-
-
-def _stop(fk):
-    """Kill the forker ``fk`` (if any), reap it and close its files."""
-    if fk is None:
-        return
-    try:
-        os.kill(fk.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    try:
-        os.waitpid(fk.pid, 0)
-    except ChildProcessError:
-        pass
-    fk.close()
 
 
 #: Seconds a case may run before the server reads its "started" record and watches it by its

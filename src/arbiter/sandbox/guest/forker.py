@@ -60,6 +60,20 @@ class Forker:
         """Its children's pids (zombies included); None when unreadable."""
         return kernel.children(self.children_fd)
 
+    def stop(self):
+        """In the server: kill the forker, reap it and close its files; its wait status, or None
+        when it was reaped already."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            status = os.waitpid(self.pid, 0)[1]
+        except ChildProcessError:
+            status = None
+        self.close()
+        return status
+
     def send(self, frame, fds):
         """Send one request ``frame`` with the case's files ``fds`` (they stay open here)."""
         sent = self.go.sendmsg([frame], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,

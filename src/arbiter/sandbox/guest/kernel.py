@@ -134,15 +134,19 @@ def stopped(pid):
 
 
 def write_own_proc(name, value):
-    """Write ``value`` to this (non-dumpable) process's ``/proc/self/<name>``: dumpable only for
-    the instant of the write, while no program is alive in the sandbox. Raises OSError."""
+    """Write ``value`` to this (non-dumpable) process's ``/proc/self/<name>``; returns the old
+    value (bytes, stripped). Dumpable only for the instant of the write, while no program is
+    alive in the sandbox (the previous case's processes are reaped, the forker is dropped), so
+    nothing can ptrace it. Raises OSError."""
     if LIBC is None:
         raise OSError(errno.ENOSYS, "no libc")
     LIBC.prctl(4, 1, 0, 0, 0)
     try:
-        fd = os.open("/proc/self/" + name, os.O_WRONLY | os.O_CLOEXEC)
+        fd = os.open("/proc/self/" + name, os.O_RDWR | os.O_CLOEXEC)
         try:
+            old = os.pread(fd, 128, 0).strip()
             os.write(fd, value)
+            return old
         finally:
             os.close(fd)
     finally:
@@ -150,21 +154,9 @@ def write_own_proc(name, value):
 
 
 def set_own_oom_adj(value):
-    """Set this (non-dumpable) server's own ``oom_score_adj``; returns the old value (bytes) or
-    None. Dumpable only for the instant of the write, while no program is alive in the sandbox
-    (the previous case's processes are reaped, the forker is dropped), so nothing can ptrace it."""
-    if LIBC is None:
-        return None
-    LIBC.prctl(4, 1, 0, 0, 0)
+    """Set this process's own ``oom_score_adj`` (:func:`write_own_proc`); returns the old value
+    (bytes) or None."""
     try:
-        fd = os.open("/proc/self/oom_score_adj", os.O_RDWR)
-        try:
-            old = os.pread(fd, 16, 0).strip()
-            os.write(fd, value)
-            return old
-        finally:
-            os.close(fd)
+        return write_own_proc("oom_score_adj", value)
     except OSError:
         return None
-    finally:
-        LIBC.prctl(4, 0, 0, 0, 0)

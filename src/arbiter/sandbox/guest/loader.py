@@ -6,7 +6,6 @@ compiler takes only that child with it. See docs/sandbox.md ("load").
 """
 
 import os
-import signal
 
 from . import kernel
 from .cases import Capture, drain
@@ -104,15 +103,7 @@ class LoaderMixin:
     def _load_failed(self, fk, err_r, err):
         """The forker exited (or ran out of time) before it loaded the program: kill and reap it,
         and say why, as the compiler said it."""
-        try:
-            os.kill(fk.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            _, status = os.waitpid(fk.pid, 0)
-        except ChildProcessError:
-            status = None
-        fk.close()
+        status = fk.stop()
         self.kill_all(0)
         self.reap_all()
         drain(err_r, err)

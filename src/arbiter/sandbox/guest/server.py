@@ -52,7 +52,7 @@ _CATCHABLE = ("SIGHUP SIGINT SIGQUIT SIGTERM SIGUSR1 SIGUSR2 SIGALRM SIGPIPE SIG
 
 
 class Server(CasesMixin, ForkerMixin, LoaderMixin, ReaperMixin):
-    def __init__(self, in_fd, out_fd, scratch_dirs, hello_id=None, blank_forker=None):
+    def __init__(self, in_fd, out_fd, scratch_dirs, hello_id=None):
         self.in_fd = in_fd
         self.out_fd = out_fd
         self.scratch_dirs = scratch_dirs
@@ -63,7 +63,7 @@ class Server(CasesMixin, ForkerMixin, LoaderMixin, ReaperMixin):
         self.wrapped = False
         self.kept_files = set()
         self.forker = None  # the Forker that forks each Python case (see make_forker)
-        self.blank_forker = blank_forker  # forked before the program was known (see op_load)
+        self.blank_forker = None  # forked before the program was known (set at go; see op_load)
         self.pending_load = None  # (source, prelude, filename) not yet compiled here (see loaded)
         self.tampered = ""  # what a program changed on this server (see op_run)
         self.broken = ""  # why runs are refused: a failed run could not be cleaned up after
