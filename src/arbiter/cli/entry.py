@@ -48,12 +48,15 @@ def exit_now(code: object) -> None:
 
 
 def prestart_sandbox(argv: list[str]) -> None:
-    """Start the sandbox ``arbiter judge ARGV`` will take (a Python one for ``--lang python``);
-    never fails: a bad command line is the CLI's to report."""
+    """Start the sandbox ``arbiter judge ARGV`` will take (with its Python forker forked ahead
+    when ``--lang`` names a language that loads into one); never fails: a bad command line is
+    the CLI's to report."""
     try:
+        from arbiter.languages.registry import get_language
         from arbiter.sandbox.pool import default_pool
 
-        default_pool().prestart(python=_option(argv, "--lang") == "python")
+        language = get_language(_option(argv, "--lang") or "")
+        default_pool().prestart(python=bool(language is not None and language.fork_server))
     except Exception:
         pass  # (the judge starts its own sandbox, and reports what is wrong)
 
