@@ -10,15 +10,22 @@ For a trivial Python program and a trivial C++ binary (compile cache warm before
 - per submission: ``judge()`` of a one-case task (build or cache hit, sandbox start, load, the
   case, close).
 
-Rounds are interleaved (bare, judge, one-case, bare, ...) so a busy machine hits all alike;
-medians over rounds are printed with their ratio. Usage: ``python bench/judge_overhead.py [N] [rounds]``.
+- fork floor: no isolation at all, a warm interpreter (a fresh one, common modules imported)
+  forking a child per case that runs the program (Python: ``exec`` of the compiled code; C++:
+  ``execv`` of the binary) with stdin from a memfd and stdout into a pipe, as
+  ``bench/workload.py``'s floor: what a case costs on this machine before any judge's work.
+
+Rounds are interleaved (bare, judge, one-case, floor, bare, ...) so a busy machine hits all
+alike; medians over rounds are printed with their ratio. Usage: ``python bench/judge_overhead.py [N] [rounds]``.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import statistics
 import sys
+import tempfile
 import time
 
 from arbiter.checkers.spec import CheckerSpec
@@ -72,6 +79,21 @@ def one_case(lang: str) -> float:
     return time.perf_counter() - t
 
 
+def floor(job: tuple[str, str, int]) -> list[float]:
+    """In a warm worker: seconds per case of the unisolated fork floor (see the docstring)."""
+    import workload  # bench/workload.py: the same floor
+
+    lang, what, n = job
+    run = workload._python_child(compile(what, "main.py", "exec")) if lang == "python" else workload._native_child(what)
+    out = []
+    for i in range(n):
+        t = time.perf_counter()
+        verdict = workload._floor_case(run, f"{i}\n".encode(), (f"{i + 1}\n".encode(),))
+        out.append(time.perf_counter() - t)
+        assert verdict == "AC", verdict
+    return out
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
@@ -79,25 +101,38 @@ def main() -> None:
     assert comp.ok, comp.message
     for lang in SOURCES:
         one_case(lang)  # warm: compile cache, imports, root layout
-    res: dict[str, dict[str, list[float]]] = {lang: {"bare": [], "gap": [], "judge": [], "sub": []} for lang in SOURCES}
-    for _ in range(rounds):
-        for lang in SOURCES:
-            r = res[lang]
-            r["bare"].append(statistics.median(bare(lang, n, comp.binary)))
-            gaps, wall = judged(lang, n)
-            r["gap"].append(statistics.median(gaps))
-            r["judge"].append(wall / n)
-            r["sub"].append(statistics.median(one_case(lang) for _ in range(5)))
+    res: dict[str, dict[str, list[float]]] = {lang: {"bare": [], "gap": [], "judge": [], "sub": [], "floor": []}
+                                              for lang in SOURCES}
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import workload
+
+    with tempfile.TemporaryDirectory() as tmp, \
+            multiprocessing.get_context("spawn").Pool(1, initializer=workload._warm) as pool:
+        binary = os.path.join(tmp, "main")
+        with open(binary, "wb") as f:
+            f.write(comp.binary)
+        os.chmod(binary, 0o755)
+        jobs = {"python": ("python", PY_SRC, n), "cpp": ("cpp", binary, n)}
+        for _ in range(rounds):
+            for lang in SOURCES:
+                r = res[lang]
+                r["bare"].append(statistics.median(bare(lang, n, comp.binary)))
+                gaps, wall = judged(lang, n)
+                r["gap"].append(statistics.median(gaps))
+                r["judge"].append(wall / n)
+                r["sub"].append(statistics.median(one_case(lang) for _ in range(5)))
+                r["floor"].append(statistics.median(pool.apply(floor, (jobs[lang],))))
     print(f"judge() overhead: {n} trivial cases per submission, {rounds} interleaved rounds, "
           f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
     print(f"{'program':<8} {'bare ms/case':>13} {'judge() ms/case':>16} {'judge() wall/N ms':>18} "
-          f"{'ratio':>6} {'one-case judge() ms':>20}")
+          f"{'ratio':>6} {'one-case judge() ms':>20} {'fork floor ms/case':>19}")
     med = lambda xs: statistics.median(xs) * 1e3  # noqa: E731
     for lang in SOURCES:
         r = res[lang]
         print(f"{lang:<8} {med(r['bare']):>13.2f} {med(r['gap']):>16.2f} {med(r['judge']):>18.2f} "
-              f"{med(r['gap']) / med(r['bare']):>5.2f}x {med(r['sub']):>20.1f}")
-    print("target: judge() ms/case <= 2 for both (cpp: a compile cache hit)")
+              f"{med(r['gap']) / med(r['bare']):>5.2f}x {med(r['sub']):>20.1f} {med(r['floor']):>19.2f}")
+    print("target: judge() ms/case <= 2 for both (cpp: a compile cache hit); the fork floor is what no judge "
+          "that starts a process per case goes below here")
 
 
 if __name__ == "__main__":
