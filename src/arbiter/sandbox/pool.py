@@ -1,8 +1,8 @@
 """The warm pool: started sandboxes kept per configuration and reused across submissions.
 
 :class:`SandboxPool` hands out a :class:`~arbiter.sandbox.sandbox.Sandbox` with a fresh session
-(:meth:`SandboxPool.acquire`) and takes it back (:meth:`SandboxPool.release`): on a background
-thread the session is ended (its processes, files and mounts die with its namespaces) and the
+(:meth:`SandboxPool.acquire`) and takes it back (:meth:`SandboxPool.release`): on background
+threads the session is ended (its processes, files and mounts die with its namespaces) and the
 next one armed, spares are started ahead of need, and idle sandboxes expire. A sandbox that
 failed is closed, never reused. :func:`default_pool` is the process's one pool
 (``ARBITER_POOL=0``: none kept, each submission starts its own). See docs/sandbox.md ("Warm pool").
@@ -140,7 +140,7 @@ class SandboxPool:
                 and self._alive() < self.max_sandboxes)
 
     def prestart(self, *, config: SandboxConfig | None = None, python: bool = False) -> None:
-        """Start a sandbox for ``config`` (no extra mounts) on the background thread, unless one
+        """Start a sandbox for ``config`` (no extra mounts) on the pool's spare thread, unless one
         of its key is idle or on its way: a command about to judge overlaps the start with its
         own set-up, and its :meth:`acquire` waits for this one. ``python``: as for acquire."""
         self._check_pid()
@@ -152,8 +152,8 @@ class SandboxPool:
                 self._submit("spare", key, ((), python))
 
     def release(self, sb: Sandbox) -> None:
-        """Give ``sb`` back after its submission: recycled for the next one on the background
-        thread when it is healthy and there is room, else closed."""
+        """Give ``sb`` back after its submission: recycled for the next one on a recycling thread
+        when it is healthy and there is room, else closed."""
         self._check_pid()
         with self._cond:
             key = self._busy.pop(id(sb), None)
