@@ -132,3 +132,19 @@ def test_judge_command_bad_options_exit_2_naming_the_option(tmp_path):
     r = run("judge", "--lang", "cpp", "--tests", str(tests), "--compile-command",
             "g++ -std=c++17 -O2 main.cpp -o main", "--json", str(cpp))
     assert r.returncode == 0 and json.loads(r.stdout)["outcome"] == "AC", r.stdout + r.stderr
+
+
+def test_judge_command_output_that_cannot_be_written_is_status_120_never_a_verdict(tmp_path):
+    # as the interpreter's own exit: a full disk under --json must not read as a rejection (1)
+    import os
+
+    prog = tmp_path / "wrong.py"
+    prog.write_text("print(0)\n")
+    tests = tmp_path / "tests.json"
+    tests.write_text(json.dumps([{"name": "a", "stdin": "", "stdout": "1\n"}]))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # (the flush at exit)
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([str(ARBITER), "judge", str(prog), "--lang", "python", "--tests", str(tests), "--json"],
+                           stdout=full, stderr=subprocess.PIPE, text=True, timeout=300, env=env)
+    assert r.returncode == 120, r.stderr
+    assert "could not be written" in r.stderr

@@ -42,8 +42,12 @@ def exit_now(code: object) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):
-            code = code or 120  # as the interpreter does when flushing at exit fails
+        except (OSError, ValueError) as exc:
+            code = 120  # as the interpreter's exit does when flushing fails, whatever the status
+            try:
+                os.write(2, f"arbiter: the output could not be written: {exc}\n".encode())
+            except OSError:
+                pass
     os._exit(code or 0)
 
 
