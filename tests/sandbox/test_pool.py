@@ -280,9 +280,12 @@ def test_a_disabled_pool_starts_nothing_ahead():
     off.close()
 
 
-def test_back_to_back_submissions_rotate_a_few_sandboxes_and_close_none():
+def test_back_to_back_submissions_rotate_a_few_sandboxes_and_close_none(monkeypatch):
     # spares cover the recycling of the last ones; none is started only to be closed for want
-    # of room when it comes back
+    # of room when it comes back (an acquire waits for a recycle however slow this machine is)
+    import arbiter.sandbox.pool as pool_module
+
+    monkeypatch.setattr(pool_module, "RECYCLE_WAIT", 60.0)
     pool = SandboxPool(max_sandboxes=6, spares=1)
     seen: dict[int, Sandbox] = {}
     try:
