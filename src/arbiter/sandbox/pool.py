@@ -34,6 +34,11 @@ IDLE_SECONDS = 300.0
 RECYCLE_WAIT = 0.5
 
 
+def _key(factory: Callable[..., Sandbox], config: SandboxConfig, mounts: Sequence[tuple[str, str]]) -> tuple:
+    """The pool key of a sandbox: its class, configuration and extra mounts."""
+    return (factory, config, tuple(tuple(m) for m in mounts))
+
+
 def _cores() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -74,7 +79,7 @@ class SandboxPool:
         self._threads: dict[str, list[threading.Thread]] = {}
         self._starters: ThreadPoolExecutor | None = None
         self._pending: dict[Any, int] = {}  # key -> sandboxes being recycled (or started)
-        self._starting: dict[Any, int] = {}  # key -> spares being started now
+        self._starting: dict[Any, int] = {}  # key -> spares queued or being started
         self._closed = False
         self.counts = dict(acquired=0, started=0, reused=0, discarded=0, max_busy=0)
 
@@ -93,7 +98,7 @@ class SandboxPool:
         self._check_pid()
         limits = limits or Limits()
         config = config or SandboxConfig()
-        key = (factory, config, tuple(tuple(m) for m in mounts))
+        key = _key(factory, config, mounts)
         sb = None
         while not fresh and self._reusable(config):
             with self._cond:
@@ -134,10 +139,9 @@ class SandboxPool:
         submission, whose next acquire would wait for it), there is room for one more while the
         one just taken is recycled later (:attr:`max_idle_per_key`), and in the pool."""
         idle = len(self._idle.get(key, ()))
-        starting = sum(1 for k, _ in self._jobs["spare"] if k == key) + self._starting.get(key, 0)
         kept = idle + self._pending.get(key, 0)
-        return (key in self._seen and idle + starting < self.spares and kept + 1 < self.max_idle_per_key
-                and self._alive() < self.max_sandboxes)
+        return (key in self._seen and idle + self._starting.get(key, 0) < self.spares
+                and kept + 1 < self.max_idle_per_key and self._alive() < self.max_sandboxes)
 
     def prestart(self, *, config: SandboxConfig | None = None, python: bool = False) -> None:
         """Start a sandbox for ``config`` (no extra mounts) on the pool's spare thread, unless one
@@ -145,7 +149,7 @@ class SandboxPool:
         own set-up, and its :meth:`acquire` waits for this one. ``python``: as for acquire."""
         self._check_pid()
         config = config or SandboxConfig()
-        key = (Sandbox, config, ())
+        key = _key(Sandbox, config, ())
         with self._cond:
             if (self._reusable(config) and not self._idle.get(key) and not self._pending.get(key)
                     and self._alive() < self.max_sandboxes):
@@ -240,6 +244,8 @@ class SandboxPool:
     def _submit(self, kind: str, key: Any, arg: Any) -> None:
         """Queue a job for the ``kind`` worker threads (``self._cond`` held)."""
         self._pending[key] = self._pending.get(key, 0) + 1
+        if kind == "spare":
+            self._starting[key] = self._starting.get(key, 0) + 1
         self._jobs[kind].append((key, arg))
         threads = self._threads.setdefault(kind, [])
         # recycling: one thread per core (a recycle is mostly waiting for the guest, and takes
@@ -261,8 +267,6 @@ class SandboxPool:
                 if self._closed:
                     return
                 key, arg = jobs.popleft()
-                if kind == "spare":
-                    self._starting[key] = self._starting.get(key, 0) + 1
             sb = self._recycle(arg) if kind == "recycle" else self._spare(key, arg)
             with self._cond:
                 self._pending[key] -= 1
