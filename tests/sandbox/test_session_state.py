@@ -1,0 +1,120 @@
+"""What one session of a reused sandbox can leave for the next (issue 28): nothing it can read.
+
+Stash/copy pairs (tests/session_pairs.py) judged one after the other on the same pooled sandbox:
+the stasher gets AC and the copier, which prints what it finds, WA. Each channel is first shown
+to work within one session (else the pair would prove nothing). See docs/sandbox.md ("What a
+session starts with").
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from arbiter.judge.judge import judge
+from arbiter.judge.verdict import Outcome
+from arbiter.sandbox import pool as pool_module
+from arbiter.sandbox.execution import Status
+from arbiter.sandbox.limits import Limits
+from arbiter.sandbox.pool import SandboxPool
+from arbiter.sandbox.sandbox import Sandbox
+from session_pairs import PAIRS, pair_tasks
+
+LIMITS = Limits(cpu_seconds=4)
+
+
+@pytest.fixture
+def one_sandbox_pool():
+    """The default pool, replaced by a new one keeping a single idle sandbox (the copier can only
+    get the stasher's), started fresh for each test (counters start at zero)."""
+    saved = pool_module._default
+    pool_module._default = SandboxPool(max_sandboxes=2, max_idle_per_key=1, spares=0)
+    yield pool_module._default
+    pool_module._default.close()
+    pool_module._default = saved
+
+
+def _settled(pool: SandboxPool) -> None:
+    deadline = time.monotonic() + 120
+    while pool.stats()["idle"] < 1:
+        assert time.monotonic() < deadline, pool.stats()
+        time.sleep(0.01)
+
+
+def _run(sb: Sandbox, source: str, stdin: bytes) -> bytes:
+    assert sb.load_python(source) is None
+    ex = sb.run_python(stdin, LIMITS)
+    assert ex.status is Status.OK, (ex.status, ex.detail, ex.stderr)
+    return ex.stdout
+
+
+@pytest.mark.parametrize("name", [n for n in PAIRS if n != "hostname"])
+def test_a_stash_is_read_back_within_its_session_only(name):
+    """The control: within one session the copier finds the stash (the channel is real); in the
+    next session of the same sandbox it finds nothing."""
+    stasher, copier, suite = PAIRS[name]
+    case = suite.cases[0]
+    with Sandbox(limits=LIMITS) as sb:
+        assert _run(sb, stasher, case.stdin) == case.expected[0]
+        same = _run(sb, copier, case.stdin)
+        if name != "abstract_unix_socket":  # (its holder is killed after the case)
+            assert same == case.expected[0], same
+        assert sb.end_session()
+        sb.new_session(limits=LIMITS, python=True)
+        assert _run(sb, copier, case.stdin) != case.expected[0]
+
+
+@pytest.mark.parametrize("name", list(PAIRS))
+def test_stash_then_copy_through_one_reused_sandbox(name, one_sandbox_pool):
+    """Finding 1: the copier got AC on the stasher's sandbox (TIME_WAIT 4-tuples, Udp and lo
+    counters lived in the sandbox's network namespace). Each session has its own now: WA."""
+    stasher, copier = pair_tasks(name)
+    first = judge(stasher)
+    assert first.outcome is Outcome.AC, first.reason
+    _settled(one_sandbox_pool)
+    second = judge(copier)
+    assert one_sandbox_pool.stats()["reused"] == 1  # the stasher's sandbox, a new session
+    assert second.outcome is Outcome.WA, (second.reason, [(c.name, c.outcome) for c in second.cases])
+
+
+def test_a_session_has_loopback_and_nothing_else():
+    probe = r"""
+import socket
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(1)
+cli = socket.create_connection(srv.getsockname()); peer, _ = srv.accept()
+cli.sendall(b"ping"); print(peer.recv(4).decode())
+names = sorted(line.split(":")[0].strip() for line in open("/proc/net/dev").readlines()[2:])
+print(",".join(names), socket.gethostname())
+try:
+    socket.create_connection(("10.0.0.1", 80), timeout=1)
+    print("reached")
+except OSError as exc:
+    print(type(exc).__name__)
+"""
+    with Sandbox(limits=LIMITS) as sb:
+        for _ in range(2):
+            assert _run(sb, probe, b"") == b"ping\nlo sandbox\nOSError\n"
+            assert sb.end_session()
+            sb.new_session(limits=LIMITS, python=True)
+
+
+def test_sysv_ipc_and_keyrings_are_denied():
+    """They outlive processes (a SysV segment stays until removed): the seccomp filter denies
+    them (and each session has its own IPC namespace besides)."""
+    probe = r"""
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+out = []
+for name, args in (("shmget", (0, 4096, 0o1000 | 0o600)), ("semget", (0, 1, 0o1000 | 0o600)),
+                   ("msgget", (0, 0o1000 | 0o600))):
+    rc = getattr(libc, name)(*args)
+    out.append("%s=%s" % (name, "ok" if rc >= 0 else errno.errorcode[ctypes.get_errno()]))
+rc = libc.syscall(248, b"user", b"stash", b"42", 2, -2)  # add_key into the user keyring
+out.append("add_key=%s" % ("ok" if rc >= 0 else errno.errorcode[ctypes.get_errno()]))
+print(" ".join(out))
+print(sorted(open("/proc/sysvipc/shm").read().splitlines()[1:]))
+"""
+    with Sandbox(limits=LIMITS) as sb:
+        out = _run(sb, probe, b"")
+    assert out == b"shmget=EPERM semget=EPERM msgget=EPERM add_key=EPERM\n[]\n", out

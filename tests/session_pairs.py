@@ -1,0 +1,256 @@
+"""Pairs of submissions that must not reach each other through a reused sandbox (issue 28).
+
+Each pair is a *stasher* (a correct program that, on the side, leaves its answers where the next
+session could find them) and a *copier* (a wrong program that prints what it finds; without a
+stash it prints a wrong answer). Judged one after the other on the same reused sandbox, the
+stasher must get AC and the copier WA: a copier's AC means a session observed the one before it.
+The same programs are judged through ``judge()`` (tests/sandbox), ``arbiter serve`` (tests/server)
+and ``arbiter score --ray local`` (tests/cluster).
+
+Also a page-cache pair (an earlier case or submission charges ~450 MB of page cache to the
+sandbox's memory cgroup, then a program touching ~590 MB against 512 MiB must still be MLE), and
+the program of the concurrent-exec stress (a correct C++ program with a 2 MB executable).
+"""
+
+from __future__ import annotations
+
+from arbiter.judge.task import CompileSpec, Task
+from arbiter.judge.testsuite import StdioCase, TestSuite
+from arbiter.sandbox.limits import MiB, Limits
+
+#: "print 2n": several cases, so stashes of one case could serve the others too.
+DOUBLING = TestSuite(tuple(StdioCase(f"n{n}", b"%d\n" % n, (b"%d\n" % (2 * n),))
+                           for n in (21, 5, 1234, 77)))
+#: One case (counter stashes count from the sandbox's start: one stash, one read).
+DOUBLING_ONE = TestSuite((StdioCase("n21", b"21\n", (b"42\n",)),))
+
+#: Stashes each answer byte as a loopback TCP connection left in TIME_WAIT (60 s, no process
+#: needed): address 127.a.b.c from a hash of stdin, port 10000 + 256 * i + byte.
+TCP_STASHER = r"""
+import hashlib, socket, sys
+data = sys.stdin.buffer.read()
+answer = b"%d\n" % (2 * int(data))
+h = hashlib.sha256(data).digest()
+addr = "127.%d.%d.%d" % (h[0], h[1], h[2] | 1)
+sys.stdout.buffer.write(answer)
+sys.stdout.flush()
+try:
+    for i, byte in enumerate(answer):
+        port = 10000 + 256 * i + byte
+        srv = socket.socket()
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind((addr, port))
+        srv.listen(1)
+        cli = socket.create_connection((addr, port))
+        peer, _ = srv.accept()
+        cli.close()  # the active close: cli's 4-tuple stays in TIME_WAIT
+        peer.close()
+        srv.close()
+except OSError:
+    pass  # no loopback: nothing to stash (the answer is out already)
+"""
+
+#: Prints the bytes stashed for its stdin in /proc/net/tcp (else a wrong answer).
+TCP_COPIER = r"""
+import hashlib, sys
+data = sys.stdin.buffer.read()
+h = hashlib.sha256(data).digest()
+want = "%02X%02X%02X%02X" % (h[2] | 1, h[1], h[0], 127)
+found = {}
+try:
+    for path in ("/proc/net/tcp",):
+        for line in open(path).readlines()[1:]:
+            ip, port = line.split()[2].split(":")
+            if ip == want:
+                i, byte = divmod(int(port, 16) - 10000, 256)
+                found[i] = byte
+except OSError:
+    pass
+sys.stdout.buffer.write(bytes(found[i] for i in sorted(found)) or b"0\n")
+"""
+
+#: Stashes its answer (< 256) as that many UDP datagrams on loopback: /proc/net/snmp's Udp
+#: counters and /proc/net/dev's lo packet counts move by that much.
+COUNTER_STASHER = r"""
+import socket, sys
+answer = 2 * int(sys.stdin.read())
+print(answer)
+sys.stdout.flush()
+try:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    for _ in range(answer):
+        s.sendto(b"x", s.getsockname())
+        s.recv(1)
+except OSError:
+    pass
+"""
+
+#: Prints the Udp OutDatagrams counter of /proc/net/snmp.
+SNMP_COPIER = r"""
+rows = [l.split() for l in open("/proc/net/snmp") if l.startswith("Udp:")]
+print(int(dict(zip(rows[0][1:], rows[1][1:]))["OutDatagrams"]))
+"""
+
+#: Prints the received-packets count of lo in /proc/net/dev.
+DEV_COPIER = r"""
+for line in open("/proc/net/dev"):
+    name, _, rest = line.partition(":")
+    if name.strip() == "lo":
+        print(int(rest.split()[1]))
+"""
+
+#: Binds an abstract unix socket named after its answer and leaves a child holding it.
+ABSTRACT_STASHER = r"""
+import os, socket, sys, time
+answer = 2 * int(sys.stdin.read())
+print(answer)
+sys.stdout.flush()
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(b"\0stash-%d" % answer)
+s.listen(1)
+if os.fork() == 0:
+    os.setsid()
+    time.sleep(30)
+"""
+
+#: Prints the answer found in /proc/net/unix (abstract names), else a wrong one.
+ABSTRACT_COPIER = r"""
+import re
+found = [m.group(1) for m in re.finditer(r"@stash-(\d+)", open("/proc/net/unix").read())]
+print(found[-1] if found else 0)
+"""
+
+#: Stashes its answer in the UTS namespace (hostname, domain name), if it can.
+UTS_STASHER = r"""
+import socket, sys
+answer = 2 * int(sys.stdin.read())
+print(answer)
+sys.stdout.flush()
+try:
+    socket.sethostname("a%d" % answer)
+except OSError:
+    pass
+try:
+    open("/proc/sys/kernel/domainname", "w").write("a%d" % answer)
+except OSError:
+    pass
+"""
+
+UTS_COPIER = r"""
+import socket
+for name in (socket.gethostname(), open("/proc/sys/kernel/domainname").read().strip()):
+    if name.startswith("a") and name[1:].isdigit():
+        print(name[1:])
+        break
+else:
+    print(0)
+"""
+
+#: Name -> (stasher, copier, suite).
+PAIRS = {
+    "tcp_time_wait": (TCP_STASHER, TCP_COPIER, DOUBLING),
+    "udp_snmp_counters": (COUNTER_STASHER, SNMP_COPIER, DOUBLING_ONE),
+    "lo_dev_counters": (COUNTER_STASHER, DEV_COPIER, DOUBLING_ONE),
+    "abstract_unix_socket": (ABSTRACT_STASHER, ABSTRACT_COPIER, DOUBLING_ONE),
+    "hostname": (UTS_STASHER, UTS_COPIER, DOUBLING_ONE),
+}
+PAIR_LIMITS = Limits(cpu_seconds=4, output_bytes=1 << 20)
+
+
+def pair_tasks(name: str) -> tuple[Task, Task]:
+    """``(stasher, copier)`` of pair ``name`` as Python tasks."""
+    stasher, copier, suite = PAIRS[name]
+    return (Task("python", stasher, suite, limits=PAIR_LIMITS, run_all=True),
+            Task("python", copier, suite, limits=PAIR_LIMITS, run_all=True))
+
+
+# ---- memory: page cache charged by an earlier run -------------------------------------------
+
+CPP_COMPILE = CompileSpec("g++ -std=gnu++17 -O2 main.cpp -o main", 120)
+MEMORY_LIMITS = Limits(cpu_seconds=10, wall_seconds=30, memory_bytes=512 * MiB)
+
+#: On "fill": drops ~450 MB of /usr files from the page cache and reads them back (the pages are
+#: charged to the sandbox's memory cgroup); on "hog": touches ~590 MB (more than 512 MiB). Prints
+#: "ok" either way.
+CACHE_THEN_HOG = r"""
+#include <cstdlib>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cstdio>
+#include <cstring>
+#include <string>
+static long long total = 0;
+static char buf[1 << 20];
+static void walk(const std::string &dir) {
+    if (total > 450LL << 20) return;
+    DIR *d = opendir(dir.c_str());
+    if (!d) return;
+    while (dirent *e = readdir(d)) {
+        if (total > 450LL << 20) break;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        std::string p = dir + "/" + e->d_name;
+        struct stat st;
+        if (lstat(p.c_str(), &st)) continue;
+        if (S_ISDIR(st.st_mode)) { walk(p); continue; }
+        if (!S_ISREG(st.st_mode) || st.st_size < (64 << 10)) continue;
+        int fd = open(p.c_str(), O_RDONLY);
+        if (fd < 0) continue;
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        ssize_t n;
+        while ((n = read(fd, buf, sizeof buf)) > 0) total += n;
+        close(fd);
+    }
+    closedir(d);
+}
+static int hog() {
+    const long n = 590L << 20;
+    char *p = (char *)malloc(n);
+    if (!p) return 1;
+    for (long i = 0; i < n; i += 4096) p[i] = (char)i;
+    long s = 0;
+    for (long i = 0; i < n; i += 1 << 20) s += p[i];
+    printf("ok\n");
+    return s == 12345 ? 1 : 0;
+}
+int main() {
+    char what[16] = "";
+    if (scanf("%15s", what) == 1 && !strcmp(what, "hog")) return hog();
+    walk("/usr/lib");
+    walk("/usr/share");
+    printf("ok\n");
+    return 0;
+}
+"""
+
+FILL = StdioCase("fill", b"fill\n", (b"ok\n",))
+HOG = StdioCase("hog", b"hog\n", (b"ok\n",))
+
+
+def memory_task(*cases: StdioCase) -> Task:
+    """The page-cache program on ``cases`` (:data:`FILL`, :data:`HOG`), every case run."""
+    return Task("cpp", CACHE_THEN_HOG, TestSuite(cases), limits=MEMORY_LIMITS, compile=CPP_COMPILE,
+                run_all=True)
+
+
+# ---- concurrent exec ----------------------------------------------------------------------------
+
+#: A correct "print 2n" whose executable is ~2 MB (an initialised array): writing it takes long
+#: enough for a process started meanwhile to inherit a writable descriptor of it.
+BIG_BINARY = r"""
+#include <cstdio>
+static volatile char pad[2 << 20] = {1};
+int main() {
+    long long n;
+    if (scanf("%lld", &n) != 1) return 1;
+    printf("%lld\n", 2 * n + pad[12345]);
+    return 0;
+}
+"""
+
+
+def big_binary_task(n: int = 21) -> Task:
+    suite = TestSuite((StdioCase(f"n{n}", b"%d\n" % n, (b"%d\n" % (2 * n),)),))
+    return Task("cpp", BIG_BINARY, suite, limits=Limits(cpu_seconds=2), compile=CPP_COMPILE)
