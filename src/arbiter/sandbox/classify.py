@@ -62,10 +62,12 @@ def tampered_detail(what: str) -> str:
 
 
 def status_of(reply: dict[str, Any], lim: Limits, cpu: float, mem_over: bool) -> tuple[Status, str]:
-    """The first rule that matches: tampered server, starved (wall timeout within the CPU and
-    memory limits while others held the CPU), wall timeout, memory, CPU, output, signal, lost
-    status, exit code; else OK."""
+    """The first rule that matches: the program not started (ours), tampered server, starved
+    (wall timeout within the CPU and memory limits while others held the CPU), wall timeout,
+    memory, CPU, output, signal, lost status, exit code; else OK."""
     sig, code = reply.get("signal"), reply.get("exit_code")
+    if reply.get("exec_failed"):  # nothing of the program ran: never its verdict
+        return Status.SANDBOX_ERROR, f"the program could not be started: {reply['exec_failed']}"
     if reply.get("sandbox_tampered"):
         return Status.RUNTIME_ERROR, tampered_detail(reply["sandbox_tampered"])
     if (starved(reply, cpu) and not mem_over and cpu <= lim.cpu_seconds

@@ -98,7 +98,6 @@ class Sandbox(SessionMixin, ChannelMixin):
         self._schedstat_fd = -1  # the server's /proc/<pid>/schedstat (see _server_cpu_ns)
         self._zygote_pid = 0  # host pid of the zygote (isolated), 0 without one
         self._session = 0  # sessions started so far
-        self._session_dir: str | None = None
         self._owner = os.getpid()  # a forked child never touches its parent's sandboxes
         self.hello: dict[str, Any] = {}
         self._settling = False  # the server works on after its last reply (see _run)

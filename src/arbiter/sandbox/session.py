@@ -9,11 +9,10 @@ says whether the sandbox may serve another one. See docs/sandbox.md ("Warm pool"
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from typing import Any, Callable, Mapping
 
-from arbiter.sandbox import cgroups, hostdirs
+from arbiter.sandbox import cgroups
 from arbiter.sandbox.errors import SandboxError
 from arbiter.sandbox.limits import MiB, Limits
 
@@ -22,6 +21,20 @@ SERVER_HEADROOM = 32 * MiB
 _EXTRA_TASKS = 2  # the session server itself (+ one for exec)
 #: Seconds a session may take to start or to end.
 SESSION_TIMEOUT = 20.0
+
+
+def prog_files(files: Mapping[str, bytes]) -> tuple[list[list[Any]], list[bytes]]:
+    """``files`` as the ``go`` request carries them: ``[[name, mode], ...]`` (mode 0755, so
+    binaries run) and their contents. Raises ValueError for a name that is not a plain one."""
+    for name in files:
+        if "/" in name or name in ("", ".", ".."):
+            raise ValueError(f"sandbox file names must be plain names, got {name!r}")
+    return [[name, 0o755] for name in files], [bytes(data) for data in files.values()]
+
+
+def _pages(n: int) -> int:
+    """``n`` bytes rounded up to whole 4 KiB pages."""
+    return (n + 4095) // 4096 * 4096
 
 
 class SessionMixin:
@@ -72,29 +85,25 @@ class SessionMixin:
 
     def new_session(self, files: Mapping[str, bytes] | None = None, limits: Limits | None = None,
                     python: bool = False) -> None:
-        """Start a session: ``files`` read-only in ``/prog``, fresh ``/work``, ``/tmp``,
+        """Start a session: ``files`` read-only in ``/prog`` (written there by the session server
+        itself: no descriptor of the judge's can hold one open for writing when it is executed),
+        fresh ``/work``, ``/tmp``,
         ``/dev/shm`` (``limits.scratch_bytes`` each), ``/proc`` and PID numbering, the sandbox-wide
         ``limits`` (memory, processes) on the cgroups; ``python``: it will load a Python program
         (the forker forked ahead is kept for it; else it is gone before the first run is
         measured). Raises SandboxError (the sandbox must then be closed)."""
         if self._server_pid:
             raise SandboxError("a session is open: end_session() first")
+        names, blobs = prog_files(files or {})
         self.arm(prefork=python)
         self._session_python = python
         self.limits = limits or self.limits
         self._session += 1
-        name = str(self._session) if files else "empty"  # (one shared empty /prog)
-        root = os.path.join(self._tmp or "", "prog", ".s", name)
-        if files or not os.path.isdir(root):
-            os.makedirs(os.path.join(root, "prog"), mode=0o755)
-            for d in (os.path.dirname(root), root, os.path.join(root, "prog")):
-                os.chmod(d, 0o755)
-            hostdirs.write_prog(root, files or {})
-        self._session_dir = root if files else None
         try:
-            if self._cg is not None:  # (the runs' own limit, room for a stdout file included:
-                # a write to memory.limit_in_bytes costs a third of a millisecond)
-                memory = self.limits.memory_bytes + SERVER_HEADROOM + self.limits.output_bytes
+            if self._cg is not None:  # (the runs' own limit, room for a stdout file and /prog's
+                # files included: a write to memory.limit_in_bytes costs a third of a millisecond)
+                memory = (self.limits.memory_bytes + SERVER_HEADROOM + self.limits.output_bytes
+                          + sum(_pages(len(b)) for b in blobs))
                 if memory != self._memory_limit:
                     self._memory_limit = memory
                     self._cg.set_memory_limit(memory)
@@ -103,7 +112,7 @@ class SessionMixin:
                     self._session_processes = self.limits.processes
             self._request_id += 1  # its hello is read with the next reply (see _read_frame)
             self._send({"op": "go", "scratch_bytes": self.limits.scratch_bytes, "python": python,
-                        "prog": f"/prog/.s/{name}/prog", "id": self._request_id})
+                        "files": names, "id": self._request_id}, blobs)
             self._hello_pending = self._request_id
         except cgroups.CgroupError as exc:
             self._broken = f"the session did not start: {exc}"
@@ -195,7 +204,4 @@ class SessionMixin:
             if self._schedstat_fd >= 0:
                 os.close(self._schedstat_fd)
                 self._schedstat_fd = -1
-            if self._session_dir:
-                shutil.rmtree(self._session_dir, ignore_errors=True)
-                self._session_dir = None
         return True

@@ -77,18 +77,20 @@ class CasesMixin:
         t0 = time.monotonic()
         pid = None
         spawned = False
+        exec_r = exec_w = -1  # a forked exec's channel for why execve failed (see child_main)
         if mode == "exec" and "address_space_bytes" not in limits:
             pid = self.spawn_exec(req, limits, stdin_fd, out_fd, err_w,
                                   extra=[(log_w, log_fd)] if log_fd else [])
             spawned = True
-            if isinstance(pid, str):  # execve failed: report like a shell would (exit 127)
-                err.feed(pid.encode("utf-8", "replace"))
+            if isinstance(pid, str):  # execve failed: nothing of the program ran
                 for fd in (stdin_fd, log_r, log_w, err_r, err_w):
                     if fd >= 0:
                         os.close(fd)
                 return self.finish_case(127 << 8, None, 0.0, False, out_fd, err, res_fd,
-                                        out_cap, mode, log, spawned=True)
+                                        out_cap, mode, log, spawned=True, exec_failed=pid)
         if pid is None:
+            if mode == "exec":
+                exec_r, exec_w = os.pipe()  # (close-on-exec: it reads empty once execve worked)
             pid = fork()
             if pid == 0:  # --------------------------------------------------------- child
                 status = 70
@@ -96,10 +98,10 @@ class CasesMixin:
                     if log_fd:
                         os.dup2(log_w, log_fd)
                     status = child_main(self, req, limits, stdin_fd, out_fd, err_w, res_fd,
-                                        call_args, source_for_probe, keep_fd=log_fd)
+                                        call_args, source_for_probe, keep_fd=log_fd, exec_err=exec_w)
                 finally:
                     kernel.EXIT(status)
-        for fd in (stdin_fd, log_w, err_w):
+        for fd in (stdin_fd, log_w, err_w, exec_w):
             if fd >= 0:
                 os.close(fd)
         readers = {err_r: err}
@@ -107,8 +109,12 @@ class CasesMixin:
             readers[log_r] = log
         clock = self.case_clock(t0, limits, pid)
         status, rusage, wall, timed_out = self._wait_here(pid, readers, t0, clock)
+        exec_failed = None
+        if exec_r >= 0:
+            exec_failed = os.read(exec_r, 4096).decode("utf-8", "replace") or None
+            os.close(exec_r)
         return self.finish_case(status, rusage, wall, timed_out, out_fd, err, res_fd, out_cap,
-                                mode, log, spawned=spawned, clock=clock)
+                                mode, log, spawned=spawned, clock=clock, exec_failed=exec_failed)
 
     def _wait_here(self, pid, readers, t0, clock):
         """Wait for the case ``pid`` forked here at ``t0`` (draining ``readers`` until its
@@ -135,7 +141,9 @@ class CasesMixin:
         return status, rusage, wall, timed_out
 
     def finish_case(self, status, rusage, wall, timed_out, out_fd, err, res_fd, out_cap, mode,
-                    log=None, spawned=False, clock=None):
+                    log=None, spawned=False, clock=None, exec_failed=None):
+        """The result header of a case (and ``_fds``, the reply's blobs). ``exec_failed``: why
+        the program could not be started (a ``SANDBOX_ERROR``, never the program's verdict)."""
         out_size = os.fstat(out_fd).st_size
         lost = status is None  # see run_in_forker
         result = {
@@ -154,6 +162,8 @@ class CasesMixin:
             result.update(clock.report())
         if lost:
             result["status_lost"] = True
+        if exec_failed:
+            result["exec_failed"] = exec_failed.strip()
         if mode == "compile_probe":
             result["stderr_text"] = err.value()[:8192].decode("utf-8", "replace")
             os.close(out_fd)

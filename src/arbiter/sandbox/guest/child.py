@@ -56,9 +56,15 @@ def apply_rlimits(rlimits):
             resource.setrlimit(res, (soft_v, hard))
 
 
-def child_main(server, req, limits, stdin_fd, out_fd, err_fd, res_fd, call_args, probe, keep_fd=0):
+def child_main(server, req, limits, stdin_fd, out_fd, err_fd, res_fd, call_args, probe, keep_fd=0,
+               exec_err=-1):
+    """The case's own process (forked by the server): its files, limits, then the program.
+    ``exec_err`` (exec mode): a pipe the reason goes to when ``execve`` fails."""
     import signal
 
+    if exec_err >= 0:  # (close-on-exec, above every descriptor the program is given)
+        import fcntl
+        exec_err = fcntl.fcntl(exec_err, fcntl.F_DUPFD_CLOEXEC, max(16, keep_fd + 1))
     # stdio as real descriptors; everything else closed
     os.dup2(stdin_fd, 0)
     os.dup2(out_fd, 1)
@@ -69,7 +75,11 @@ def child_main(server, req, limits, stdin_fd, out_fd, err_fd, res_fd, call_args,
         top = RESULT_FD
     if keep_fd:
         top = max(top, keep_fd)
-    os.closerange(top + 1, 1 << 16)
+    if exec_err >= 0:
+        os.closerange(top + 1, exec_err)
+        os.closerange(exec_err + 1, 1 << 16)
+    else:
+        os.closerange(top + 1, 1 << 16)
     if not server.is_init:
         os.setsid()  # without a PID namespace the process group is what we can kill
     mode = req.get("mode", "exec")
@@ -94,7 +104,8 @@ def child_main(server, req, limits, stdin_fd, out_fd, err_fd, res_fd, call_args,
         try:
             os.execve(argv[0], argv, env)
         except OSError as exc:
-            os.write(2, ("exec %s failed: %s\n" % (argv[0], exc)).encode())
+            message = ("exec %s failed: %s\n" % (argv[0], exc)).encode()
+            os.write(exec_err if exec_err >= 0 else 2, message)
             return 127
     # Python modes: behave like `python3 -X utf8 main.py` (SIGPIPE and SIGXFSZ stay ignored,
     # as the server has them)

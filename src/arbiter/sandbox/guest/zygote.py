@@ -68,12 +68,14 @@ def loopback_up():
 def arm_session(libc, size):
     """In the session server (PID 1 of its new namespaces), before its submission is known:
     the hostname, ``lo`` up, private mounts, a fresh ``/proc`` and ``/dev/pts``, ``/dev``
-    read-only, fresh scratch tmpfs (``size`` bytes each)."""
+    read-only, fresh scratch tmpfs (``size`` bytes each) and an empty tmpfs on ``/prog`` that
+    only this server writes (:func:`start_session`)."""
     _check(libc.sethostname(HOSTNAME, len(HOSTNAME)), "sethostname")
     loopback_up()
     mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
     for path, mode in SCRATCH_MOUNTS:
         mount(libc, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=%s,size=%d" % (mode, size))
+    mount(libc, "tmpfs", "/prog", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
     mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     if os.path.isdir("/dev/pts"):
         mount(libc, "devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
@@ -82,21 +84,37 @@ def arm_session(libc, size):
 
 
 _RO = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
+#: How a file of ``/prog`` is created: a new file, never through a link; not inherited (nothing
+#: is forked while it is open: this server is single-threaded, so no process can hold it open
+#: for writing when it is executed, which would fail with ETXTBSY).
+_PROG_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def start_session(libc, header, armed_size):
+def write_prog(files, blobs):
+    """The submission's files (``[[name, mode], ...]`` and their contents) into ``/prog``."""
+    if len(files) != len(blobs):
+        raise ValueError("%d files, %d contents" % (len(files), len(blobs)))
+    for (name, mode), data in zip(files, blobs):
+        if not isinstance(name, str) or "/" in name or name in ("", ".", ".."):
+            raise ValueError("bad prog file name %r" % (name,))
+        fd = os.open("/prog/" + name, _PROG_FILE_FLAGS, int(mode) & 0o755)
+        try:
+            write_all(fd, data)
+            os.fchmod(fd, int(mode) & 0o755)
+        finally:
+            os.close(fd)
+
+
+def start_session(libc, header, blobs, armed_size):
     """Once the submission is known (op ``go``): the scratch tmpfs resized to its
-    ``scratch_bytes`` (when not the armed size), its files read-only on ``/prog``; then drop
-    every capability."""
+    ``scratch_bytes`` (when not the armed size), its files (``files``, the blobs) written into
+    ``/prog`` and ``/prog`` made read-only; then drop every capability."""
     size = int(header["scratch_bytes"])
     if size != armed_size:
         for path, _ in SCRATCH_MOUNTS:
             mount(libc, None, path, None, MS_REMOUNT | MS_NOSUID | MS_NODEV, "size=%d" % size)
-    prog = header["prog"]
-    if not prog.startswith("/prog/.s/") or ".." in prog:
-        raise ValueError("bad prog dir %r" % (prog,))
-    mount(libc, prog, "/prog", None, MS_BIND)
-    mount(libc, None, "/prog", None, _RO)
+    write_prog(header.get("files", []), blobs)
+    mount(libc, None, "/prog", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.chdir("/work")
     drop_capabilities(libc)
 
@@ -149,13 +167,14 @@ def _session_server(libc, header, in_fd, out_fd, start_server, prefork):
         arm_session(libc, armed_size)
         serve_session = start_server(in_fd, out_fd)  # (ahead of the submission too)
         write_all(out_fd, encode_frame({"op": "armed", "id": header.get("id")}))
-        go, _ = read_frame_blocking(in_fd)
+        go, blobs = read_frame_blocking(in_fd)
         if go.get("op") == "prefork":
             blank = prefork(lambda: drop_capabilities(libc))
-            go, _ = read_frame_blocking(in_fd)
+            go, blobs = read_frame_blocking(in_fd)
         if go.get("op") != "go":
             kernel.EXIT(0)  # the judge gave the sandbox up before using it
-        start_session(libc, go, armed_size)
+        start_session(libc, go, blobs, armed_size)
+        del blobs
     except BaseException as exc:
         _say("session set-up failed: %s: %s" % (type(exc).__name__, exc))
         kernel.EXIT(SETUP_FAILED)
