@@ -171,8 +171,9 @@ CPP_COMPILE = CompileSpec("g++ -std=gnu++17 -O2 main.cpp -o main", 120)
 MEMORY_LIMITS = Limits(cpu_seconds=10, wall_seconds=30, memory_bytes=512 * MiB)
 
 #: On "fill": drops ~450 MB of /usr files from the page cache and reads them back (the pages are
-#: charged to the sandbox's memory cgroup); on "hog": touches ~590 MB (more than 512 MiB). Prints
-#: "ok" either way.
+#: charged to the sandbox's memory cgroup); on "dentries N": looks up N names that do not exist
+#: under /usr (each a negative dentry charged to the cgroup: ~200 bytes of kernel memory); on
+#: "hog N": touches N MB. Prints "ok".
 CACHE_THEN_HOG = r"""
 #include <cstdlib>
 #include <dirent.h>
@@ -205,8 +206,8 @@ static void walk(const std::string &dir) {
     }
     closedir(d);
 }
-static int hog() {
-    const long n = 590L << 20;
+static int hog(long mb) {
+    const long n = mb << 20;
     char *p = (char *)malloc(n);
     if (!p) return 1;
     for (long i = 0; i < n; i += 4096) p[i] = (char)i;
@@ -215,22 +216,38 @@ static int hog() {
     printf("ok\n");
     return s == 12345 ? 1 : 0;
 }
+static void dentries(long n) {
+    char name[96];
+    struct stat st;
+    for (long i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "/usr/arbiter-no-such-name-%ld-xxxxxxxxxxxxxxxx", i);
+        stat(name, &st);
+    }
+}
 int main() {
     char what[16] = "";
-    if (scanf("%15s", what) == 1 && !strcmp(what, "hog")) return hog();
-    walk("/usr/lib");
-    walk("/usr/share");
+    long n = 0;
+    if (scanf("%15s %ld", what, &n) < 1) return 1;
+    if (!strcmp(what, "hog")) return hog(n);
+    if (!strcmp(what, "dentries")) dentries(n);
+    else {
+        walk("/usr/lib");
+        walk("/usr/share");
+    }
     printf("ok\n");
     return 0;
 }
 """
 
 FILL = StdioCase("fill", b"fill\n", (b"ok\n",))
-HOG = StdioCase("hog", b"hog\n", (b"ok\n",))
+DENTRIES = StdioCase("dentries", b"dentries 1000000\n", (b"ok\n",))
+HOG = StdioCase("hog", b"hog 590\n", (b"ok\n",))  # over 512 MiB: MLE
+NEAR = StdioCase("near", b"hog 470\n", (b"ok\n",))  # under it: AC
 
 
 def memory_task(*cases: StdioCase) -> Task:
-    """The page-cache program on ``cases`` (:data:`FILL`, :data:`HOG`), every case run."""
+    """The page-cache program on ``cases`` (:data:`FILL`, :data:`DENTRIES`, :data:`HOG`,
+    :data:`NEAR`), every case run."""
     return Task("cpp", CACHE_THEN_HOG, TestSuite(cases), limits=MEMORY_LIMITS, compile=CPP_COMPILE,
                 run_all=True)
 

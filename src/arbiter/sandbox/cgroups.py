@@ -8,6 +8,7 @@ See docs/sandbox.md ("Cgroups", "Under host load").
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import signal
@@ -186,6 +187,10 @@ class SandboxCgroups:
                     continue
             self = cls(paths)
             self.set_memory_limit(memory_bytes)
+            try:  # reclaim in this group takes page cache, never anonymous memory (see reclaim)
+                self._write("memory", "memory.swappiness", "0")
+            except CgroupError:
+                pass
             self._write("pids", "pids.max", str(int(processes)))
             if "cpu" in paths:
                 self._write("cpu", "cpu.cfs_period_us", str(CPU_PERIOD_US))
@@ -262,6 +267,48 @@ class SandboxCgroups:
             os.pwrite(self._fd("memory", name, os.O_WRONLY), b"0", 0)
         except OSError as exc:
             raise CgroupError(f"cannot reset {name}: {exc}") from exc
+
+    def memory_pinned(self) -> tuple[int, int]:
+        """``(charged, pinned)`` bytes of the group now: everything charged to it, and what no
+        reclaim can free: anonymous memory, shmem (tmpfs files, memfds) and file pages mapped by
+        its processes (in use). The rest is page cache and kernel objects (dentries, inodes)
+        the kernel would reclaim when the group nears its limit (``memory.stat``)."""
+        try:
+            charged = int(os.pread(self._fd("memory", "memory.usage_in_bytes"), 64, 0))
+            text = os.pread(self._fd("memory", "memory.stat"), 4096, 0)
+        except (OSError, ValueError) as exc:
+            raise CgroupError(f"cannot read memory.stat: {exc}") from exc
+        fields = dict(line.split(b" ", 1) for line in text.split(b"\n", 12)[:12] if b" " in line)
+        try:
+            pinned = int(fields[b"rss"]) + int(fields[b"shmem"]) + int(fields[b"mapped_file"])
+        except (KeyError, ValueError) as exc:
+            raise CgroupError(f"memory.stat without rss, shmem or mapped_file: {exc}") from exc
+        return charged, pinned
+
+    def reclaim(self, target: int) -> int:
+        """Have the kernel reclaim the group's page cache and reclaimable kernel objects down to
+        ``target`` bytes charged (by lowering its memory limit to it for the instant of the write,
+        which reclaims synchronously; ``memory.swappiness`` 0: anonymous memory is never swapped
+        out for it), then put the limit back. Returns the bytes charged after. When the kernel
+        cannot get that low, it stops where it can (EBUSY)."""
+        name = "memory.limit_in_bytes"
+        limit = int(self._read("memory", name))
+        if target < limit:
+            try:
+                fd = os.open(self.paths["memory"] / name, os.O_WRONLY | os.O_CLOEXEC)
+                try:
+                    os.write(fd, str(int(target)).encode())
+                except OSError as exc:
+                    if exc.errno != errno.EBUSY:
+                        raise
+                    pass  # (what is left cannot be reclaimed)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                raise CgroupError(f"cannot lower {name} to reclaim: {exc}") from exc
+            finally:
+                self._write("memory", name, str(limit))
+        return self._pread_int("memory", "memory.usage_in_bytes")
 
     def oom_kills(self) -> int:
         """OOM kills so far in this group (the ``oom_kill`` field, kernel >= 4.13)."""

@@ -41,6 +41,11 @@ REPLY_GRACE = 5.0
 #: scratch dirs costs it CPU; removing it costs the server up to ~3.5 times as much, for a chain
 #: of directories): the reply, sent once the wipe is done, may be that much later.
 CLEANUP_PER_CPU_SECOND = 5.0
+#: Page cache and reclaimable kernel objects (dentries, inodes) the sandbox's memory cgroup may
+#: hold when a run is measured; more (left by an earlier run or submission) is reclaimed first,
+#: or the kernel would reclaim it while the run allocates and that much of the run's memory would
+#: not show in its peak (docs/sandbox.md, "Memory").
+RECLAIMABLE_SLACK = 4 * MiB
 #: A run is stopped once its processes used this many CPU seconds beyond its CPU limit. Above
 #: :data:`~arbiter.sandbox.classify.CPU_TOLERANCE`: a run stopped this way is one that
 #: :func:`~arbiter.sandbox.classify.classify` would call time_limit anyway, it only ends sooner.
@@ -101,6 +106,7 @@ class Sandbox(SessionMixin, ChannelMixin):
         self._owner = os.getpid()  # a forked child never touches its parent's sandboxes
         self.hello: dict[str, Any] = {}
         self._settling = False  # the server works on after its last reply (see _run)
+        self._pinned = -1  # memory the cgroup cannot give back, when last read (see _settle_memory)
         self.python_loaded = False
         self.load_stage = ""
         self.start()
@@ -345,6 +351,7 @@ class Sandbox(SessionMixin, ChannelMixin):
                                   prelude.encode("utf-8", "surrogateescape")], timeout=60)
         self.load_stage = reply.get("stage", "program")
         self._settling = bool(reply.get("settling"))
+        self._pinned = -1  # a forker with the program in it
         if reply.get("ok"):
             self.python_loaded = True
             return None
@@ -399,8 +406,8 @@ class Sandbox(SessionMixin, ChannelMixin):
                 if limit != self._memory_limit:
                     self._memory_limit = limit
                     cg.set_memory_limit(limit)
+                mem_before = self._settle_memory(cg)
                 cg.reset_memory_peak()
-                mem_before = cg.memory_usage()
                 oom_before = cg.oom_kills()
                 cpu_before = cg.cpu_ns() - self._server_cpu_ns()
             blobs = [stdin] if call_payload is None else [stdin, call_payload]
@@ -408,6 +415,8 @@ class Sandbox(SessionMixin, ChannelMixin):
             timeout = wall_cap(lim.wall) + REPLY_GRACE + CLEANUP_PER_CPU_SECOND * (lim.cpu_seconds + CPU_KILL_MARGIN)
             reply, rblobs = self._request(req, blobs, timeout=timeout, watch=watch)
             self._settling = bool(reply.get("settling"))
+            if staged or self._settling:
+                self._pinned = -1  # the staged input, or the forker, goes: look again
             mem_delta = oom = 0
             cg_cpu = 0.0
             if cg is not None:
@@ -424,6 +433,23 @@ class Sandbox(SessionMixin, ChannelMixin):
                        parts.get("result"), mem_delta, oom, cg_cpu, have_memcg=cg is not None)
         ex.log = parts.get("log")
         return ex
+
+    def _settle_memory(self, cg: cgroups.SandboxCgroups) -> int:
+        """Before a run is measured: reclaim what the cgroup holds beyond its pinned memory
+        (:meth:`~arbiter.sandbox.cgroups.SandboxCgroups.memory_pinned`) when that is more than
+        :data:`RECLAIMABLE_SLACK`. ``memory.stat`` is read only when the charge grew by more
+        than that since it was last read (or pinned memory may have shrunk: a staged input
+        freed, a forker replaced, a new session or program). Returns the bytes charged now."""
+        usage = cg.memory_usage()
+        if 0 <= self._pinned and usage - self._pinned <= RECLAIMABLE_SLACK:
+            return usage
+        charged, pinned = cg.memory_pinned()
+        if charged - pinned > RECLAIMABLE_SLACK:
+            charged = cg.reclaim(pinned + RECLAIMABLE_SLACK // 2)
+            usage = cg.memory_usage()
+        # what could not be reclaimed counts as pinned (no second try at every run)
+        self._pinned = pinned if charged - pinned <= RECLAIMABLE_SLACK else charged
+        return usage
 
     def _server_cpu_ns(self) -> int:
         """CPU nanoseconds the sandbox's server itself has used (its ``/proc/<pid>/schedstat``,

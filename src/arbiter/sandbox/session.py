@@ -71,6 +71,8 @@ class SessionMixin:
             self._armed_pid = self._session_host_pid()
             if self._cg is not None:
                 self._cg.attach(self._armed_pid)  # before any request: no program ran yet
+                self._pinned = -1
+                self._settle_memory(self._cg)  # what the last session left (off the next one's path)
             # its Python forker, forked ahead of the submission (no reply; sent once the server
             # is in the cgroups: what it forks is too)
             if self._prefork_next if prefork is None else prefork:
@@ -123,6 +125,7 @@ class SessionMixin:
         self._armed = False
         self._server_pid = self._armed_pid
         self._settling = False
+        self._pinned = -1  # (its /prog files; the blank forker it may drop)
         self.python_loaded = False
         self.load_stage = ""
 
