@@ -25,6 +25,7 @@ from arbiter.languages.cpp.compile import (
     default_pch_store,
     pch_used,
 )
+from arbiter.languages.c import C as GCC_C
 from arbiter.languages.cpp.command import parse_compile_command
 from arbiter.languages.cpp.pch import PchStore, gch_lines, leading_std_headers, new_mount_point, plan_pch
 from arbiter.languages.cpp.toolchain import ToolchainUnavailable, installed_compilers, probe_toolchain
@@ -429,6 +430,35 @@ def test_programs_cannot_see_the_pch_store(head, tmp_path):
         assert used[-1] and store.lookup(plan_pch(head, spec_flags(spec), tc_of(spec))) is not None
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+#: What a compile can tell of its sandbox: whether ``/pch`` (where a PCH is shown) exists.
+SANDBOX_BITS = """\
+#if __has_include("/pch/../usr/include/stdio.h")
+#define PCH_DIR 1
+#else
+#define PCH_DIR 0
+#endif
+#if __has_include(</pch/../usr/include/stdio.h>)
+#define PCH_DIR_SYS 1
+#else
+#define PCH_DIR_SYS 0
+#endif
+int main(void) { printf("%d %d\\n", PCH_DIR, PCH_DIR_SYS); return 0; }
+"""
+
+
+def test_every_compile_sandbox_looks_the_same():
+    """``/pch`` existed only in compiles offered a PCH: ``__has_include("/pch/../usr/...")`` told a
+    program whether an earlier submission had used its headers (issue 28, finding 4). Now a
+    compile with a PCH, one without, and a C compile (no PCH at all) see the same."""
+    spec = CompileSpec("g++ -std=gnu++17 -O2 main.cpp -o main", 120)
+    with_pch = compile_cpp("#include <bits/stdc++.h>\n" + SANDBOX_BITS, spec, use_cache=False, extra_args=("-H",))
+    assert with_pch.ok and pch_used(with_pch.message), with_pch.message[-2000:]
+    without = compile_cpp("#include <bits/stdc++.h>\n" + SANDBOX_BITS, spec, use_cache=False, use_pch=False)
+    c = GCC_C.build("#include <stdio.h>\n" + SANDBOX_BITS, CompileSpec("gcc -O2 main.c -o main", 120))
+    outputs = {run_binary(r.binary if hasattr(r, "binary") else r.files["main"], b"") for r in (with_pch, without, c)}
+    assert len(outputs) == 1, outputs
 
 
 def spec_flags(spec: CompileSpec) -> tuple[str, ...]:

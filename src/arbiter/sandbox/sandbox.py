@@ -74,7 +74,7 @@ class Sandbox(SessionMixin, ChannelMixin):
     """An isolated environment for one submission at a time (docs/sandbox.md).
 
     ``files`` (name -> bytes) are placed read-only in ``/prog``; ``mounts`` are ``(host_path,
-    sandbox_path)`` pairs shown read-only; ``limits`` are the sandbox-wide limits (memory,
+    sandbox_path)`` pairs shown read-only (``host_path`` None: an empty directory); ``limits`` are the sandbox-wide limits (memory,
     processes, scratch) and the default per-run ones. Raises :class:`SandboxError` when it cannot
     start. A context manager; not thread-safe (one thread drives one sandbox). Isolated, it is a
     zygote with one session open (these ``files`` and ``limits``; none with ``session=False``);
@@ -142,6 +142,9 @@ class Sandbox(SessionMixin, ChannelMixin):
         hostdirs.prune_stale_dirs()
         self._tmp = hostdirs.new_dir()
         prog = hostdirs.write_prog(self._tmp, {} if cfg.isolated else self._files)
+        empty = os.path.join(self._tmp, "empty")  # (shown where a mount's host path is None)
+        os.mkdir(empty, 0o755)
+        os.chmod(empty, 0o755)
         self._make_cgroups()
         to_r, to_w = os.pipe()
         from_r, from_w = os.pipe()
@@ -199,7 +202,9 @@ class Sandbox(SessionMixin, ChannelMixin):
                 bwrap=cfg.bwrap, python=cfg.python, root_layout=_ROOT_LAYOUT,
                 ro_binds=cfg.python_ro_binds() + cfg.extra_ro_binds,
                 scratch_bytes=self.limits.scratch_bytes, prog_dir=prog, guest_dir=str(GUEST_DIR),
-                mounts=self._mounts, seccomp_fd=seccomp_fd, info_fd=info_w, in_fd=to_r,
+                mounts=[(host or os.path.join(self._tmp or "", "empty"), inside)
+                        for host, inside in self._mounts],
+                seccomp_fd=seccomp_fd, info_fd=info_w, in_fd=to_r,
                 out_fd=from_w, site=site))
             return argv, env, "/"
         work = os.path.join(self._tmp or "", "work")

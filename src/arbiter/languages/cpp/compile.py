@@ -260,7 +260,10 @@ def _run_compiler(src: bytes, cmd: CompileCommand, tc: Toolchain, limits: Limits
     """Run g++ in a fresh sandbox; returns its run, the executable (at most
     :data:`MAX_EXECUTABLE_BYTES`) and, when it is larger, its size instead."""
     mount = new_mount_point()  # a name no program can guess (pch module docstring)
-    mounts = [(str(pch_dir), mount)] if pch_dir is not None else []
+    # Every compile sandbox has a directory there, the PCH's or an empty one: whether /pch exists
+    # (``__has_include("/pch/../usr/include/stdio.h")``) would tell a program whether another
+    # submission had used its headers before.
+    mounts = [(str(pch_dir) if pch_dir is not None else None, mount)]
     pch_args = tuple(plan.compile_args(mount)) if pch_dir is not None else ()
     with Sandbox(limits=limits, mounts=mounts, config=config) as sb:
         sb.put(cmd.source_name, src)
