@@ -8,6 +8,7 @@ session starts with").
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -20,6 +21,7 @@ from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.pool import SandboxPool
 from arbiter.sandbox.sandbox import Sandbox
 from session_pairs import PAIRS, pair_tasks
+from session_probe import NOISY, PROBE
 
 LIMITS = Limits(cpu_seconds=4)
 
@@ -118,3 +120,33 @@ print(sorted(open("/proc/sysvipc/shm").read().splitlines()[1:]))
     with Sandbox(limits=LIMITS) as sb:
         out = _run(sb, probe, b"")
     assert out == b"shmget=EPERM semget=EPERM msgget=EPERM add_key=EPERM\n[]\n", out
+
+
+def _probe(sb: Sandbox) -> dict:
+    return json.loads(_run(sb, PROBE, b""))
+
+
+def _differences(a: dict, b: dict) -> list[str]:
+    return [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def test_what_a_session_starts_with_is_the_same_after_a_noisy_one():
+    """docs/sandbox.md, "What a session starts with", checked against everything the probe
+    observes (tests/sandbox/session_probe.py): the session after a noisy one (files, TIME_WAIT
+    sockets, UDP traffic, an abstract socket, a daemon, scheduling changes, timers, inotify)
+    sees exactly what the one before it saw; its PID, mount, network, IPC and UTS namespaces are
+    new, its user and cgroup namespaces the sandbox's."""
+    with Sandbox(limits=LIMITS) as sb:
+        first = _probe(sb)
+        for source in (NOISY, PROBE):
+            assert sb.end_session()
+            sb.new_session(limits=LIMITS, python=True)
+            if source is NOISY:
+                assert _run(sb, NOISY, b"") == b"noisy\n"
+        after = _probe(sb)
+    assert _differences(first["state"], after["state"]) == []
+    new = {name for name in first["ns"] if first["ns"][name] != after["ns"][name]}
+    assert {"pid", "mnt", "net", "ipc", "uts"} <= new and not new & {"user", "cgroup"}, new
+    with Sandbox(limits=LIMITS) as other:  # another sandbox: its own cgroup, host folder
+        fresh = _probe(other)
+    assert _differences(first["state"], fresh["state"]) == ["cgroup", "mountinfo"]
