@@ -3,8 +3,8 @@
 PROBE = r'''
 """Prints (JSON) everything a program can observe of its session that is not the host's own
 (docs/sandbox.md, "What a session starts with"): processes, files, mounts, network, IPC, UTS,
-cgroup, credentials, limits, scheduling, environment, keys, timers. Namespace ids separately
-(``ns``): new ones for each session but user and cgroup."""
+cgroup, credentials, limits, scheduling, environment, keys, timers. (Namespace ids are not
+compared: the kernel reuses the number of a namespace that is gone.)"""
 import json, os, re, stat
 
 def read(path, limit=1 << 20):
@@ -50,8 +50,8 @@ for name in sorted(os.listdir("/proc/net")):
         rows = [l.split() for l in text.splitlines()]
         inode = 6 if name == "unix" else -1
         text = "\n".join(" ".join(r[1:inode] + (r[inode + 1:] if inode > 0 else [])) for r in rows)
-    if name == "sockstat":  # TCP alloc and mem, UDP mem: sockets and pages of the whole host
-        text = re.sub(r" (alloc|mem) \d+", "", text)
+    if name == "sockstat":  # TCP orphan, alloc and mem, UDP mem: sockets and pages of the whole host
+        text = re.sub(r" (orphan|alloc|mem) \d+", "", text)
     state["net " + name] = text
 state["sys net"] = proc_tree("/proc/sys/net")
 for name in ("shm", "sem", "msg"):
@@ -78,9 +78,8 @@ state["key-users"] = read("/proc/key-users")
 state["timers"] = read("/proc/self/timers")
 state["fds"] = sorted(os.listdir("/proc/self/fd"))
 state["ns"] = sorted(os.listdir("/proc/self/ns"))
-ids = {name: os.readlink("/proc/self/ns/" + name) for name in state["ns"]}
 state["inotify"] = proc_tree("/proc/sys/fs/inotify")
-print(json.dumps({"state": state, "ns": ids}, sort_keys=True))
+print(json.dumps(state, sort_keys=True))
 '''
 
 NOISY = r'''
