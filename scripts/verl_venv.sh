@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
-# Build (once) the separate venv holding verl 0.9.1 + the PyPI torch wheel (runs on CPU) + Ray,
+# Build (once) a separate venv holding one verl release + the PyPI torch wheel (runs on CPU) + Ray,
 # and (every run, fast) install the arbiter checkout that runs this script into it, editable.
-#   scripts/verl_venv.sh          -> prints the venv's python as the last line of stdout
-#   ARBITER_VERL_VENV=/path       -> where the venv lives (default: ~/.cache/arbiter/verl-0.9.1)
-#   PYTHON=/usr/bin/python3.11    -> the interpreter that creates it (default: python3)
-# See docs/verl.md ("Testing against real verl").
+#   scripts/verl_venv.sh [VERSION]  -> VERSION 0.9.1 (default) or 0.8.0; prints the venv's python last
+#   ARBITER_VERL_VENV=/path         -> where the 0.9.1 venv lives (default: ~/.cache/arbiter/verl-0.9.1)
+#   ARBITER_VERL08_VENV=/path       -> where the 0.8.0 venv lives (default: ~/.cache/arbiter/verl-0.8.0)
+#   PYTHON=/usr/bin/python3.11      -> the interpreter that creates it (default: python3)
+# Packages added to the list after a venv was built (ADDED) are installed into it on the next run,
+# without a rebuild. See docs/verl.md ("Testing against real verl").
 set -euo pipefail
-VERL_VERSION=0.9.1
+VERL_VERSION="${1:-0.9.1}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="${ARBITER_VERL_VENV:-$HOME/.cache/arbiter/verl-$VERL_VERSION}"
+# verl plus what its reward loop imports: hydra/omegaconf (config), Ray (reward-loop actors),
+# torch + tensordict (DataProto), transformers (the tokenizer), cachetools (verl's agent loop).
+case "$VERL_VERSION" in
+  0.9.1)
+    VENV="${ARBITER_VERL_VENV:-$HOME/.cache/arbiter/verl-0.9.1}"
+    PACKAGES=("verl==0.9.1" torch "ray[default]" hydra-core omegaconf tensordict transformers cachetools) ;;
+  0.8.0)  # verl 0.8.0 pins numpy < 2 and tensordict <= 0.10
+    VENV="${ARBITER_VERL08_VENV:-$HOME/.cache/arbiter/verl-0.8.0}"
+    PACKAGES=("verl==0.8.0" torch "ray[default]" hydra-core omegaconf "tensordict>=0.8,<=0.10,!=0.9.0" transformers
+              "numpy<2" cachetools) ;;
+  *) echo "verl_venv: unknown verl version $VERL_VERSION (known: 0.9.1, 0.8.0)" >&2; exit 2 ;;
+esac
+#: distributions added to PACKAGES after venvs were built: installed into an existing venv that lacks them
+ADDED=(cachetools)
 PY="${PYTHON:-$(python3 -c 'import sys; print(sys.executable)')}"
 STAMP="$VENV/.verl-$VERL_VERSION-ok"
-# verl plus what its reward loop imports: hydra/omegaconf (config), Ray (reward-loop actors),
-# torch + tensordict (DataProto), transformers (the tokenizer).
-PACKAGES=("verl==$VERL_VERSION" torch "ray[default]" hydra-core omegaconf tensordict transformers)
 
 pip_install() {  # quiet; on failure, pip's output (less this machine's index-location notes)
   if ! "$VENV/bin/python" -m pip install -q "$@" >"$VENV/.pip.log" 2>&1; then
@@ -31,6 +43,16 @@ if [ ! -f "$STAMP" ]; then
   pip_install "${PACKAGES[@]}"
   "$VENV/bin/python" -c "import verl, torch, ray, hydra; print('verl', verl.__version__, 'torch', torch.__version__, 'ray', ray.__version__)" >&2
   echo "verl $VERL_VERSION built $(date -u +%FT%TZ) in $(( $(date +%s) - start ))s" > "$STAMP"
+fi
+# Every run: what ADDED lists and the venv lacks (one metadata look-up each when nothing is missing).
+missing=()
+for dist in "${ADDED[@]}"; do
+  "$VENV/bin/python" -c "import importlib.metadata as m, sys; m.version(sys.argv[1])" "$dist" 2>/dev/null ||
+    missing+=("$dist")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "verl_venv: adding ${missing[*]} to $VENV" >&2
+  pip_install "${missing[@]}"
 fi
 # Every run: the arbiter of THIS checkout, editable (pip keeps the packages already satisfied);
 # skipped when this very checkout with this very pyproject.toml is the one installed.

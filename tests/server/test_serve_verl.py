@@ -161,3 +161,25 @@ def test_compute_score_url_gives_in_process_results_on_every_row(server, rows):
     with ThreadPoolExecutor(max_workers=2) as pool:
         pairs = list(pool.map(pair, items))
     assert [p[1] for p in pairs] == [p[0] for p in pairs]
+
+
+def test_compute_score_url_takes_every_value_a_trainer_puts_in_extra_info(server, rows):
+    """verl's agent loop adds numpy ``num_turns``; loaders hand numpy arrays, bytes and nested
+    dicts: ``url=`` sends them all and gives what the in-process call gives."""
+    import numpy as np
+
+    from arbiter.verl.reward import compute_score_batch
+
+    row = next(r for r in rows if r.extra_info.get("reference_solutions"))
+    extra = {**row.extra_info, "num_turns": np.int64(2), "rollout_reward_scores": {}, "ids": np.arange(3),
+             "tool_extra_fields": {"raw": b"\x00\xff", "turns": [np.float32(0.5)], "$ref": (1, 2)},
+             "index": np.str_(row.extra_info["index"]), "time_limit": np.float64(5.0)}
+    items = [(np.str_(row.data_source), fence(text), row.ground_truth, extra)
+             for text in (row.extra_info["reference_solutions"][0], WRONG)]
+    keys = ("score", "verdict", "passed", "total", "reason", "warning")
+    local = [compute_score(*it) for it in items]
+    remote = [compute_score(*it, url=server.url) for it in items]
+    assert [[r[k] for k in keys] for r in remote] == [[r[k] for k in keys] for r in local]
+    assert [r["score"] for r in local] == [1.0, 0.0]
+    batch = compute_score_batch(*zip(*items), url=server.url)
+    assert [[r[k] for k in keys] for r in batch] == [[r[k] for k in keys] for r in local]

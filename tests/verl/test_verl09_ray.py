@@ -80,3 +80,77 @@ def test_eight_reward_actors_share_one_node_pool(local_ray, shared, tmp_path):
     for key in EXACT_KEYS:
         assert list(out.non_tensor_batch[key]) == [r[key] for r in expected], key
     assert np.all(out.non_tensor_batch["seconds"].astype(float) >= 0)
+
+
+# ------------------------------------------------------------------ verl's agent loop (the trainer's path)
+
+
+def _agent_loop_worker(handles, tokenizer):
+    """verl's own ``AgentLoopWorker`` holding the reward-loop actors' handles, as the trainer makes
+    it, less what scoring never touches (LLM servers, tools, the model config): ``_compute_score``
+    reads only these attributes."""
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+
+    worker = object.__new__(AgentLoopWorker)
+    worker.reward_loop_worker_handles = handles
+    worker.tokenizer, worker.processor, worker.mm_processor_kwargs = tokenizer, None, {}
+    return worker
+
+
+def _agent_loop_scores(worker, items, tokenizer) -> list[tuple[float, dict]]:
+    """Each response through ``AgentLoopWorker._compute_score`` with the row's columns as the
+    agent loop hands them over (numpy elements of the batch's non-tensor arrays) and 2 turns."""
+    import asyncio
+
+    from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopOutput
+
+    columns = {"data_source": np.array([r["data_source"] for r, _, _ in items]),
+               "reward_model": np.array([r["reward_model"] for r, _, _ in items], dtype=object),
+               "extra_info": np.array([r["extra_info"] for r, _, _ in items], dtype=object),
+               "index": np.arange(len(items))}
+
+    async def one(i, text):
+        ids = tokenizer.encode(text, add_special_tokens=False) + [tokenizer.eos_token_id]
+        output = AgentLoopOutput(prompt_ids=[1, 2, 3], response_ids=ids, response_mask=[1] * len(ids), num_turns=2,
+                                 metrics=AgentLoopMetrics())
+        await worker._compute_score([output], kwargs={k: v[i] for k, v in columns.items()})
+        return output.reward_score, output.extra_fields["reward_extra_info"]
+
+    async def every():
+        return await asyncio.gather(*(one(i, text) for i, (_, text, _) in enumerate(items)))
+
+    return asyncio.run(every())
+
+
+@pytest.mark.parametrize("form", ["local", "url"])
+def test_agent_loop_compute_score_matches_compute_score(local_ray, shared, tmp_path, form):
+    """verl's agent loop adds a numpy ``num_turns`` (and ``rollout_reward_scores``) to
+    ``extra_info`` before calling the reward function: the function form scores in-process and
+    through ``url=`` exactly as ``compute_score`` does."""
+    from live_server import LiveServer
+    from verl.experimental.reward_loop import RewardLoopManager
+    from verl.utils import hf_tokenizer
+
+    from test_verl09_reward_loop import FUNCTION_OVERRIDES
+
+    (tmp_path / "rows").mkdir()
+    items = real_items(shared, tmp_path / "rows")[::2]
+    expected = expected_results(items)
+    tokenizer_dir = make_tokenizer(tmp_path / "tokenizer")
+    tokenizer = hf_tokenizer(str(tokenizer_dir))
+    server = LiveServer() if form == "url" else None
+    try:
+        extra = [f"+reward.custom_reward_function.reward_kwargs.url={server.url}"] if server else []
+        config = compose_config(FUNCTION_OVERRIDES + ["reward.num_workers=2"] + extra, tokenizer_dir)
+        manager = RewardLoopManager(config)
+        got = _agent_loop_scores(_agent_loop_worker(manager.reward_loop_workers, tokenizer), items, tokenizer)
+        if server:
+            assert server.metrics().get('arbiter_request_seconds_count{route="/v1/score"}', 0) >= len(items)
+    finally:
+        if server:
+            server.stop()
+        for actor in manager.reward_loop_workers if "manager" in locals() else []:
+            ray.kill(actor)
+    for (score, info), want, (row, _, kind) in zip(got, expected, items):
+        assert score == want["score"], (kind, info, want)
+        assert {k: info[k] for k in EXACT_KEYS} == {k: want[k] for k in EXACT_KEYS}, kind

@@ -10,10 +10,12 @@ from typing import Any, Sequence
 
 import httpx
 
+from arbiter.judge import jsonvalues
 from arbiter.judge.codec import task_to_json, verdict_from_json
 from arbiter.judge.task import Task
 from arbiter.judge.verdict import Verdict
 from arbiter.rewards.codegen import InvalidTask, RewardResult, SandboxFailure
+from arbiter.rewards.wire import item_to_wire, to_wire
 
 #: HTTP statuses that mean "try again later" (overload, our sandbox failed, draining).
 RETRY_STATUSES = (502, 503, 504)
@@ -46,6 +48,16 @@ def _check(r: httpx.Response) -> Any:
             message = r.text
         raise ServerError(r.status_code, message[:2000])
     return r.json()
+
+
+JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def _score_body(items: Sequence[tuple], options: dict[str, Any] | None) -> str:
+    """``/v1/score``'s body: each item in its wire form (:mod:`arbiter.rewards.wire`: numpy
+    values, bytes and the like reach the server as the same values)."""
+    return jsonvalues.dumps({"items": [item_to_wire(it) for it in items],
+                             "options": to_wire(dict(options or {}))})
 
 
 def _result(d: dict[str, Any]) -> RewardResult:
@@ -83,13 +95,14 @@ class Client(_Base):
         super().__init__(url, **kw)
         self._http = httpx.Client(timeout=self.timeout, headers=self.headers)
 
-    def post(self, path: str, body: dict[str, Any]) -> Any:
-        """POST with retries; the JSON answer."""
+    def post(self, path: str, body: dict[str, Any] | str) -> Any:
+        """POST with retries (``body``: JSON data, or its text); the JSON answer."""
+        content = body if isinstance(body, str) else jsonvalues.dumps(body)
         last = ""
         for attempt in range(self.attempts):
             response = None
             try:
-                response = self._http.post(self.url + path, json=body)
+                response = self._http.post(self.url + path, content=content, headers=JSON_HEADERS)
                 if response.status_code not in RETRY_STATUSES:
                     return _check(response)
                 last = f"HTTP {response.status_code}: {response.text[:300]}"
@@ -107,8 +120,7 @@ class Client(_Base):
     def score(self, items: Sequence[tuple], options: dict[str, Any] | None = None) -> list[RewardResult]:
         """``compute_score`` of each ``(data_source, solution_str, ground_truth, extra_info)``, in
         order; raises what it raises. A sandbox failure is retried like overload."""
-        body = {"items": [dict(zip(("data_source", "solution_str", "ground_truth", "extra_info"), it))
-                          for it in items], "options": dict(options or {})}
+        body = _score_body(items, options)
         for attempt in range(self.attempts):
             answers = self.post("/v1/score", body)["results"]
             failed = [a for a in answers if a.get("type") == "SandboxFailure"]
@@ -138,12 +150,13 @@ class AsyncClient(_Base):
         super().__init__(url, **kw)
         self._http = httpx.AsyncClient(timeout=self.timeout, headers=self.headers)
 
-    async def post(self, path: str, body: dict[str, Any]) -> Any:
+    async def post(self, path: str, body: dict[str, Any] | str) -> Any:
+        content = body if isinstance(body, str) else jsonvalues.dumps(body)
         last = ""
         for attempt in range(self.attempts):
             response = None
             try:
-                response = await self._http.post(self.url + path, json=body)
+                response = await self._http.post(self.url + path, content=content, headers=JSON_HEADERS)
                 if response.status_code not in RETRY_STATUSES:
                     return _check(response)
                 last = f"HTTP {response.status_code}: {response.text[:300]}"
@@ -158,8 +171,7 @@ class AsyncClient(_Base):
         return [verdict_from_json(v) for v in answer["verdicts"]]
 
     async def score(self, items: Sequence[tuple], options: dict[str, Any] | None = None) -> list[RewardResult]:
-        body = {"items": [dict(zip(("data_source", "solution_str", "ground_truth", "extra_info"), it))
-                          for it in items], "options": dict(options or {})}
+        body = _score_body(items, options)
         for attempt in range(self.attempts):
             answers = (await self.post("/v1/score", body))["results"]
             if not any(a.get("type") == "SandboxFailure" for a in answers) or attempt + 1 == self.attempts:

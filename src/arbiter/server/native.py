@@ -14,6 +14,7 @@ from arbiter.judge.codec import task_from_json, verdict_to_json
 from arbiter.judge.judge import judge
 from arbiter.judge.task import Task
 from arbiter.rewards.codegen import InvalidTask, RewardOptions, SandboxFailure, score
+from arbiter.rewards.wire import from_wire
 from arbiter.sandbox.limits import MiB
 from arbiter.server.config import ServerConfig
 from arbiter.server.metrics import Metrics
@@ -58,7 +59,11 @@ def parse_score(body: Any, cfg: ServerConfig) -> tuple[list[tuple], RewardOption
     for i, d in enumerate(_items(body, "items", cfg)):
         if not isinstance(d, dict) or "solution_str" not in d or "ground_truth" not in d:
             raise BadRequest(f"items[{i}]: needs data_source, solution_str, ground_truth (extra_info optional)")
-        items.append((d.get("data_source"), d["solution_str"], d["ground_truth"], d.get("extra_info")))
+        try:  # the client's wire form (arbiter.rewards.wire): bytes travel as {"$bytes": base64}
+            item = tuple(from_wire(d.get(k)) for k in ("data_source", "solution_str", "ground_truth", "extra_info"))
+        except ValueError as exc:
+            raise BadRequest(f"items[{i}]: {exc}") from None
+        items.append(item)
     try:
         opts = RewardOptions.from_kwargs(dict(body.get("options") or {}))
     except (TypeError, ValueError) as exc:
