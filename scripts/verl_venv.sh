@@ -11,19 +11,21 @@ set -euo pipefail
 VERL_VERSION="${1:-0.9.1}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # verl plus what its reward loop imports: hydra/omegaconf (config), Ray (reward-loop actors),
-# torch + tensordict (DataProto), transformers (the tokenizer), cachetools (verl's agent loop).
+# torch + tensordict (DataProto), transformers (the tokenizer), cachetools (verl's agent loop),
+# transferqueue (0.9's replay buffer, where DAPO's filter_groups reads each response's acc).
 case "$VERL_VERSION" in
   0.9.1)
     VENV="${ARBITER_VERL_VENV:-$HOME/.cache/arbiter/verl-0.9.1}"
-    PACKAGES=("verl==0.9.1" torch "ray[default]" hydra-core omegaconf tensordict transformers cachetools) ;;
+    PACKAGES=("verl==0.9.1" torch "ray[default]" hydra-core omegaconf tensordict transformers cachetools
+              "transferqueue==0.1.11")
+    ADDED=(cachetools "transferqueue==0.1.11") ;;
   0.8.0)  # verl 0.8.0 pins numpy < 2 and tensordict <= 0.10
     VENV="${ARBITER_VERL08_VENV:-$HOME/.cache/arbiter/verl-0.8.0}"
     PACKAGES=("verl==0.8.0" torch "ray[default]" hydra-core omegaconf "tensordict>=0.8,<=0.10,!=0.9.0" transformers
-              "numpy<2" cachetools) ;;
+              "numpy<2" cachetools)
+    ADDED=() ;;
   *) echo "verl_venv: unknown verl version $VERL_VERSION (known: 0.9.1, 0.8.0)" >&2; exit 2 ;;
 esac
-#: distributions added to PACKAGES after venvs were built: installed into an existing venv that lacks them
-ADDED=(cachetools)
 PY="${PYTHON:-$(python3 -c 'import sys; print(sys.executable)')}"
 STAMP="$VENV/.verl-$VERL_VERSION-ok"
 
@@ -44,11 +46,12 @@ if [ ! -f "$STAMP" ]; then
   "$VENV/bin/python" -c "import verl, torch, ray, hydra; print('verl', verl.__version__, 'torch', torch.__version__, 'ray', ray.__version__)" >&2
   echo "verl $VERL_VERSION built $(date -u +%FT%TZ) in $(( $(date +%s) - start ))s" > "$STAMP"
 fi
-# Every run: what ADDED lists and the venv lacks (one metadata look-up each when nothing is missing).
+# Every run: what ADDED (distributions put in PACKAGES after venvs were built) lists and the venv
+# lacks, by name and pinned version (one metadata look-up each when nothing is missing).
 missing=()
-for dist in "${ADDED[@]}"; do
-  "$VENV/bin/python" -c "import importlib.metadata as m, sys; m.version(sys.argv[1])" "$dist" 2>/dev/null ||
-    missing+=("$dist")
+for dist in ${ADDED[@]+"${ADDED[@]}"}; do
+  "$VENV/bin/python" -c "import importlib.metadata as m, sys; n, _, v = sys.argv[1].partition('==')
+sys.exit(v not in ('', m.version(n)))" "$dist" 2>/dev/null || missing+=("$dist")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "verl_venv: adding ${missing[*]} to $VENV" >&2

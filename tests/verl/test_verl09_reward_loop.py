@@ -44,7 +44,7 @@ LEGACY_OVERRIDES = [  # verl <= 0.8 keys: accepted by verl 0.9's config, ignored
     "reward_model.reward_manager=naive",
 ]
 #: the keys compared value for value (the other RESULT_KEYS are timings: checked >= 0)
-EXACT_KEYS = ("score", "verdict", "passed", "total", "reason", "warning")
+EXACT_KEYS = ("score", "acc", "verdict", "passed", "total", "reason", "warning")
 
 
 def compose_config(overrides: list[str], tokenizer_dir: Path | None = None):
@@ -254,3 +254,39 @@ def test_manager_file_path_loading_gives_the_package_class():
     overrides = [o for o in MANAGER_OVERRIDES if "module.path" not in o]
     config = compose_config(overrides + [f"reward.reward_manager.module.path={manager_mod.__file__}"])
     assert resolve_reward_manager_cls(config) is manager_mod.ArbiterRewardManager
+
+
+# ------------------------------------------------------------------ DAPO's group filter
+
+
+@pytest.mark.parametrize("overrides", [FUNCTION_OVERRIDES, MANAGER_OVERRIDES], ids=["function", "manager"])
+def test_dapo_filter_groups_reads_acc_from_arbiters_rewards(items, expected, tokenizer_dir, overrides, monkeypatch):
+    """``algorithm.filter_groups.metric=acc``: verl's replay buffer reads ``acc`` from each
+    response's ``reward_extra_info`` (what the agent loop stores from the reward loop's answer)
+    and drops the groups whose ``acc`` is the same for every response. verl's own
+    ``_dapo_filtered_keys`` runs on arbiter's answers; only its transfer-queue store is a dict here."""
+    from verl.trainer.ppo.v1 import replay_buffer as rb
+    from verl.utils import hf_tokenizer
+
+    data = make_dataproto(items, hf_tokenizer(str(tokenizer_dir)))
+    outputs, _ = run_worker(compose_config(overrides, tokenizer_dir), data)
+    # groups ("<uid>_<n>" trajectory keys, as the buffer stores them): every response, and those of each kind
+    kinds = sorted({kind for _, _, kind in items})
+    by_row: dict[str, list[int]] = {"all": list(range(len(items)))}
+    for k, kind in enumerate(kinds):
+        by_row[f"kind{k}"] = [i for i, (_, _, got) in enumerate(items) if got == kind]
+    store = {f"{uid}_{n}": {"reward_extra_info": outputs[i]["reward_extra_info"]}
+             for uid, members in by_row.items() for n, i in enumerate(members)}
+    monkeypatch.setattr(rb, "tq", type("Store", (), {"kv_batch_get": staticmethod(
+        lambda keys, partition_id, select_fields: {"extra_fields": [store[k] for k in keys]})}))
+    buffer = object.__new__(rb.ReplayBuffer)
+    buffer.filter_groups_metric = "acc"
+    buffer.finished_keys = {"train": set(by_row)}
+    buffer.partitions = {"train": {k: {} for k in store}}
+    buffer._dapo_classification_cache = {"train": {}}
+    filtered, counts = buffer._dapo_filtered_keys("train")
+    same = {uid for uid, members in by_row.items()
+            if len(members) > 1 and len({expected[i]["score"] for i in members}) == 1}
+    assert filtered == same and f"kind{kinds.index('no code')}" in same and "all" not in same
+    assert sum(counts.values()) == len(same)
+    assert all(outputs[i]["reward_extra_info"]["acc"] == expected[i]["score"] for i in range(len(items)))

@@ -682,5 +682,5 @@ def test_result_numbers_keep_their_types_whatever_the_verdict():
     for solution in (md("print(1"), md(SUM_OK), "no code here"):
         r = compute_score("code_taco", solution, json.dumps(SUM_DICT))
         assert {k: type(v) for k, v in r.items()} == {
-            "score": float, "verdict": str, "passed": int, "total": int, "reason": str, "seconds": float,
+            "score": float, "acc": float, "verdict": str, "passed": int, "total": int, "reason": str, "seconds": float,
             "judge_seconds": float, "cpu_seconds": float, "warning": str}, r

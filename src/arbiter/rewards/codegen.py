@@ -39,7 +39,9 @@ log = logging.getLogger("arbiter.verl")
 PARITY_MODES = ("prime_code",)
 PRIME_CODE_CASES = 10
 
-RESULT_KEYS = ("score", "verdict", "passed", "total", "reason", "seconds", "judge_seconds", "cpu_seconds", "warning")
+#: ``acc`` is ``score`` again, under the name verl's DAPO recipes filter groups by
+#: (``algorithm.filter_groups.metric=acc``; verl sets it so for a reward that returns a number).
+RESULT_KEYS = ("score", "acc", "verdict", "passed", "total", "reason", "seconds", "judge_seconds", "cpu_seconds", "warning")
 _ON_INVALID = ("zero", "raise")
 _ON_SANDBOX_ERROR = ("raise", "report")
 
@@ -158,7 +160,8 @@ def _result(score: float, verdict: str, passed: int, total: int, reason: str, st
     """``seconds`` is the preparation time (``prep_seconds``, or since ``started``) plus the judge's
     wall time: the work done for this response, without time spent queued behind others."""
     reason = " | ".join(line.strip() for line in reason.splitlines() if line.strip())  # one line
-    return RewardResult(score=float(score), verdict=verdict, passed=int(passed), total=int(total), reason=reason,
+    return RewardResult(score=float(score), acc=float(score), verdict=verdict, passed=int(passed), total=int(total),
+                        reason=reason,
                         seconds=round((time.monotonic() - started if prep_seconds is None else prep_seconds)
                                       + judge_seconds, 6),
                         judge_seconds=round(judge_seconds, 6),
