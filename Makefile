@@ -50,18 +50,22 @@ demo: setup
 	rm -rf out/demo && $(VENV)/bin/arbiter oracle verify --seeds data/oracle/seeds.jsonl --returns data/oracle/returns.jsonl \
 	  --hidden data/oracle/hidden_tests.json --generators data/oracle/generators --out out/demo
 
-# verl 0.9.1 lives in its own venv, kept between runs outside the repository (scripts/verl_venv.sh,
-# ARBITER_VERL_VENV); tests/verl/test_verl09_venv.py runs the verl-only tests in it, or skips saying why.
+# verl 0.9.1 and 0.8.0 live in venvs of their own, kept between runs outside the repository
+# (scripts/verl_venv.sh [VERSION]); tests/verl/test_verl09_venv.py runs the verl-only tests in them, or
+# skips saying why.
 VERL_VENV_SCRIPT := scripts/verl_venv.sh
 
 test: setup
 	@bash $(VERL_VENV_SCRIPT) >/dev/null || echo "verl 0.9.1 venv could not be built: the verl 0.9 tests will be skipped"
+	@bash $(VERL_VENV_SCRIPT) 0.8.0 >/dev/null || echo "verl 0.8.0 venv could not be built: the verl 0.8 tests will be skipped"
 	$(VPY) -m pytest -q
 
-# the verl 0.9 tests alone, in the verl venv
+# the verl tests alone, in the verl venvs
 test-verl: setup
 	VERL_PY=$$(bash $(VERL_VENV_SCRIPT) | tail -1) && PYTHONPATH=src $$VERL_PY -m pytest -q -p no:cacheprovider \
 	  tests/verl/test_verl09_reward_loop.py tests/verl/test_verl09_ray.py
+	VERL_PY=$$(bash $(VERL_VENV_SCRIPT) 0.8.0 | tail -1) && PYTHONPATH=src $$VERL_PY -m pytest -q -p no:cacheprovider \
+	  tests/verl/test_verl08.py
 
 bench: setup
 	for b in executor compile score pie parse acquire judge_overhead; do echo "== bench/$$b.py"; $(VPY) bench/$$b.py || exit 1; done

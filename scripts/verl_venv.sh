@@ -19,11 +19,11 @@ case "$VERL_VERSION" in
     PACKAGES=("verl==0.9.1" torch "ray[default]" hydra-core omegaconf tensordict transformers cachetools
               "transferqueue==0.1.11")
     ADDED=(cachetools "transferqueue==0.1.11") ;;
-  0.8.0)  # verl 0.8.0 pins numpy < 2 and tensordict <= 0.10
+  0.8.0)  # verl 0.8.0 pins numpy < 2 and tensordict <= 0.10; pyarrow 26 needs numpy 2
     VENV="${ARBITER_VERL08_VENV:-$HOME/.cache/arbiter/verl-0.8.0}"
     PACKAGES=("verl==0.8.0" torch "ray[default]" hydra-core omegaconf "tensordict>=0.8,<=0.10,!=0.9.0" transformers
-              "numpy<2" cachetools)
-    ADDED=() ;;
+              "numpy<2" "pyarrow==25.0.1" cachetools)
+    ADDED=("pyarrow==25.0.1") ;;
   *) echo "verl_venv: unknown verl version $VERL_VERSION (known: 0.9.1, 0.8.0)" >&2; exit 2 ;;
 esac
 PY="${PYTHON:-$(python3 -c 'import sys; print(sys.executable)')}"
