@@ -16,6 +16,15 @@ PYTHON_LABELS = frozenset({"python", "python3", "py", "py3"})
 _THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)$")
+END_TOKENS = ("<|endoftext|>", "<|im_end|>", "</s>", "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|end|>",
+              "<|return|>", "<\uff5cend\u2581of\u2581sentence\uff5c>", "<eos>", "<end_of_turn>", "<pad>", "<|pad|>")
+_TOKENS = "|".join(map(re.escape, END_TOKENS))
+_TRAILING = re.compile(r"(?:[ \t\r\n\f\v]|" + _TOKENS + r")*\Z")
+
+
+def strip_end_tokens(text: str) -> str:
+    m = _TRAILING.search(text)
+    return text[:m.start()] if re.search(_TOKENS, m.group()) else text
 
 
 def strip_reasoning(text: str) -> str:
@@ -69,7 +78,8 @@ def fenced_blocks(text: str) -> tuple[list[tuple[str, str]], bool]:
             i += 1
             continue
         indent = len(m.group("indent"))
-        closer = re.compile(r"^[ \t]*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*$")
+        closer = re.compile(r"^[ \t]*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}(?:[ \t][^\n]*|(?:"
+                            + _TOKENS + r")[^\n]*)?$")
         body: list[str] = []
         j = i + 1
         while j < len(lines) and not closer.match(lines[j].rstrip("\r")):
@@ -92,7 +102,7 @@ def extract_code(text: str) -> tuple[str | None, str, int]:
     """``(code, label, blocks)``: the chosen program (``None`` when there is none), its label and
     the number of closed blocks (0 when the answer ends inside an unclosed fence... as counted
     before the unclosed one)."""
-    blocks, unclosed = fenced_blocks(strip_reasoning(text))
+    blocks, unclosed = fenced_blocks(strip_reasoning(strip_end_tokens(text)))
     if unclosed or not blocks:
         return None, "", len(blocks)
     python = [b for b in blocks if b[0] in PYTHON_LABELS]

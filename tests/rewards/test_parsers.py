@@ -35,6 +35,7 @@ PIECES = st.sampled_from([
     "a", "x = 1", "py", "python", "Python3", "cpp", "{.py}", "text", "<think>", "</think>",
     "</THINK>", "x`", " ```", "```python\n", "```\n", "~~~py\n", "print(1)```", "\u212a", "\f",
     "\x0b", "\u00a0", "\u2028", "\r\r", "``` ```", "~~~ ```", "\t```",
+    "<|im_end|>", "</s>", "<|endoftext|>", "<pad>", "```<|eot_id|>", "``` ok", "```ok", "<|end",
 ])
 RESPONSES = st.lists(PIECES, max_size=40).map("".join)
 
@@ -72,6 +73,7 @@ def test_extract_matches_the_reference(text):
     blocks, unclosed = fenced_blocks(strip_reasoning(text))
     assert (blocks, unclosed) == ref.fenced_blocks(ref.strip_reasoning(text))
     assert strip_reasoning(text) == ref.strip_reasoning(text)
+    assert extract.strip_end_tokens(text) == ref.strip_end_tokens(text)
     got = extract_code(text)
     code, label, count = ref.extract_code(text)
     assert got.code == code
@@ -114,11 +116,18 @@ def _adversarial(shape: str, n: int) -> str:
         return "".join(out)
     if shape == "think_tags":
         return "</think>" * (n // 8)
+    if shape == "trailing_end_tokens":  # an OpenRLHF response padded out with end tokens and spaces
+        return "```python\nprint(1)\n```" + " <|im_end|>\n</s><pad>" * (n // 20)
+    if shape == "almost_end_tokens":  # every candidate token tried at every step, none matching
+        return "```python\nprint(1)\n```" + "<|end" * (n // 5)
+    if shape == "closers_with_text":
+        return "```python\n" + "``` done\n```python\nx = 1\n" * (n // 25)
     raise ValueError(shape)
 
 
 SHAPES = ["spaces_then_inline_fence", "spaces_then_code_inline_fence", "many_small_fences", "many_fence_lines",
-          "inline_candidates", "long_backtick_run", "nested_fences", "deep_list_indentation", "think_tags"]
+          "inline_candidates", "long_backtick_run", "nested_fences", "deep_list_indentation", "think_tags",
+          "trailing_end_tokens", "almost_end_tokens", "closers_with_text"]
 
 
 def _calls(fn, *args) -> int:

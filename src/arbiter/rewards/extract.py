@@ -1,9 +1,10 @@
 """Code-block extraction: a model's markdown response -> the Python program to judge.
 
-Think blocks are dropped; fences are line-based (CommonMark, plus an inline closing fence at
-the end of the answer); the last Python-labelled block wins, else the last unlabelled one; no
-program is ``FORMAT_ERROR``; responses over :data:`MAX_RESPONSE_CHARS` are not parsed. Linear
-time in the response. The rules and their reasons: ``docs/codegen.md`` ("Code extraction").
+Trailing end-of-sequence tokens are dropped; think blocks are dropped; fences are line-based
+(CommonMark, plus an inline closing fence at the end of the answer, and a closing fence may carry
+text after a space or an end token); the last Python-labelled block wins, else the last unlabelled
+one; no program is ``FORMAT_ERROR``; responses over :data:`MAX_RESPONSE_CHARS` are not parsed.
+Linear time in the response. The rules and their reasons: ``docs/codegen.md`` ("Code extraction").
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ MAX_RESPONSE_CHARS = 4 * 1024 * 1024
 _THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _MAX_LABELS_SHOWN = 10
+#: End-of-sequence and padding tokens of the common chat templates, which a trainer that decodes
+#: without ``skip_special_tokens`` leaves in the response (OpenRLHF). Trailing ones are dropped
+#: before parsing (rule 0), and one right after a fence makes that line a closing fence (rule 2).
+END_TOKENS = ("<|endoftext|>", "<|im_end|>", "</s>", "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|end|>",
+              "<|return|>", "<\uff5cend\u2581of\u2581sentence\uff5c>", "<eos>", "<end_of_turn>", "<pad>", "<|pad|>")
+_SPACE = " \t\r\n\f\v"
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,23 @@ class Extraction:
     def ok(self) -> bool:
         """True when a program was found."""
         return self.code is not None
+
+
+def strip_end_tokens(text: str) -> str:
+    """``text`` without the end-of-sequence tokens (:data:`END_TOKENS`) it ends with, nor the
+    whitespace around them (rule 0, docs/codegen.md); unchanged when it ends with none. Each
+    character is looked at a bounded number of times."""
+    end = cut = len(text)
+    while True:
+        while end and text[end - 1] in _SPACE:
+            end -= 1
+        token = next((t for t in END_TOKENS if text.endswith(t, 0, end)), None)
+        if token is None:
+            return text if cut == len(text) else text[:cut]
+        end -= len(token)
+        while end and text[end - 1] in _SPACE:
+            end -= 1
+        cut = end
 
 
 def strip_reasoning(text: str) -> str:
@@ -83,9 +107,11 @@ def _fence_line(line: str) -> tuple[int, str, str] | None:
 
 
 def _is_closer(line: str, fence: str) -> bool:
-    """A closing line of ``fence``: only spaces/tabs and at least ``len(fence)`` fence characters."""
+    """A closing line of ``fence``: spaces/tabs, at least ``len(fence)`` fence characters, then
+    nothing, or text after a space or tab, or an end token (rule 2's closing-line text)."""
     core = line.strip(" \t")
-    return len(core) >= len(fence) and not core.strip(fence[0])
+    rest = core.lstrip(fence[0])
+    return len(core) - len(rest) >= len(fence) and (not rest or rest[0] in " \t" or rest.startswith(END_TOKENS))
 
 
 def _inline_code(line: str, fence: str) -> str | None:
@@ -202,7 +228,7 @@ def extract_code(solution_str: str, max_chars: int = MAX_RESPONSE_CHARS) -> Extr
     if len(solution_str) > max_chars:
         return Extraction(None, f"the response is {len(solution_str):,} characters, over the cap of "
                                 f"{max_chars:,} characters on what is parsed (MAX_RESPONSE_CHARS)")
-    answer = strip_reasoning(solution_str)
+    answer = strip_reasoning(strip_end_tokens(solution_str))
     count = 0
     python = plain = None
     labels: dict[str, None] = {}
@@ -231,4 +257,5 @@ def extract_code(solution_str: str, max_chars: int = MAX_RESPONSE_CHARS) -> Extr
     return Extraction(code, label=chosen.label, blocks=count)
 
 
-__all__ = ["Extraction", "MAX_RESPONSE_CHARS", "PYTHON_LABELS", "extract_code", "fenced_blocks", "strip_reasoning"]
+__all__ = ["END_TOKENS", "Extraction", "MAX_RESPONSE_CHARS", "PYTHON_LABELS", "extract_code", "fenced_blocks",
+           "strip_end_tokens", "strip_reasoning"]
