@@ -63,7 +63,7 @@ test: setup
 # the verl tests alone, in the verl venvs
 test-verl: setup
 	VERL_PY=$$(bash $(VERL_VENV_SCRIPT) | tail -1) && PYTHONPATH=src $$VERL_PY -m pytest -q -p no:cacheprovider \
-	  tests/verl/test_verl09_reward_loop.py tests/verl/test_verl09_ray.py
+	  tests/verl/test_verl09_reward_loop.py tests/verl/test_verl09_ray.py tests/integrations/test_trainers_real.py
 	VERL_PY=$$(bash $(VERL_VENV_SCRIPT) 0.8.0 | tail -1) && PYTHONPATH=src $$VERL_PY -m pytest -q -p no:cacheprovider \
 	  tests/verl/test_verl08.py
 

@@ -13,17 +13,22 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # verl plus what its reward loop imports: hydra/omegaconf (config), Ray (reward-loop actors),
 # torch + tensordict (DataProto), transformers (the tokenizer), cachetools (verl's agent loop),
 # transferqueue (0.9's replay buffer, where DAPO's filter_groups reads each response's acc).
+# The 0.9.1 venv also holds the other trainers arbiter's adapters are tested against: TRL, and
+# OpenRLHF without its dependencies (flash-attn and deepspeed need CUDA; its reward-function
+# executor needs only torch, transformers and aiohttp, which are here).
 case "$VERL_VERSION" in
   0.9.1)
     VENV="${ARBITER_VERL_VENV:-$HOME/.cache/arbiter/verl-0.9.1}"
     PACKAGES=("verl==0.9.1" torch "ray[default]" hydra-core omegaconf tensordict transformers cachetools
-              "transferqueue==0.1.11")
-    ADDED=(cachetools "transferqueue==0.1.11") ;;
+              "transferqueue==0.1.11" "trl==1.16.0")
+    ADDED=(cachetools "transferqueue==0.1.11" "trl==1.16.0")
+    NODEPS=("openrlhf==0.11.2") ;;
   0.8.0)  # verl 0.8.0 pins numpy < 2 and tensordict <= 0.10; pyarrow 26 needs numpy 2
     VENV="${ARBITER_VERL08_VENV:-$HOME/.cache/arbiter/verl-0.8.0}"
     PACKAGES=("verl==0.8.0" torch "ray[default]" hydra-core omegaconf "tensordict>=0.8,<=0.10,!=0.9.0" transformers
               "numpy<2" "pyarrow==25.0.1" cachetools)
-    ADDED=("pyarrow==25.0.1") ;;
+    ADDED=("pyarrow==25.0.1")
+    NODEPS=() ;;
   *) echo "verl_venv: unknown verl version $VERL_VERSION (known: 0.9.1, 0.8.0)" >&2; exit 2 ;;
 esac
 PY="${PYTHON:-$(python3 -c 'import sys; print(sys.executable)')}"
@@ -48,14 +53,21 @@ if [ ! -f "$STAMP" ]; then
 fi
 # Every run: what ADDED (distributions put in PACKAGES after venvs were built) lists and the venv
 # lacks, by name and pinned version (one metadata look-up each when nothing is missing).
-missing=()
-for dist in ${ADDED[@]+"${ADDED[@]}"}; do
-  "$VENV/bin/python" -c "import importlib.metadata as m, sys; n, _, v = sys.argv[1].partition('==')
-sys.exit(v not in ('', m.version(n)))" "$dist" 2>/dev/null || missing+=("$dist")
-done
+lacking() {  # the distributions of "$@" (name[==version]) this venv does not hold
+  for dist in "$@"; do
+    "$VENV/bin/python" -c "import importlib.metadata as m, sys; n, _, v = sys.argv[1].partition('==')
+sys.exit(v not in ('', m.version(n)))" "$dist" 2>/dev/null || echo "$dist"
+  done
+}
+missing=($(lacking ${ADDED[@]+"${ADDED[@]}"}))
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "verl_venv: adding ${missing[*]} to $VENV" >&2
   pip_install "${missing[@]}"
+fi
+missing=($(lacking ${NODEPS[@]+"${NODEPS[@]}"}))
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "verl_venv: adding ${missing[*]} (without dependencies) to $VENV" >&2
+  pip_install --no-deps "${missing[@]}"
 fi
 # Every run: the arbiter of THIS checkout, editable (pip keeps the packages already satisfied);
 # skipped when this very checkout with this very pyproject.toml is the one installed.

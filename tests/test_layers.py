@@ -15,7 +15,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "arbiter"
 RANKS = {
     "strenum": 0, "sandbox": 1, "languages": 2, "checkers": 3, "timing": 3, "judge": 4,
     "datasets": 5, "rewards": 6, "cluster": 6.5, "pipelines": 7, "server": 7.5, "client": 7.5,
-    "cli": 8, "verl": 8,
+    "cli": 8, "verl": 8, "integrations": 8.5,
 }
 # "issue N" of arbiter's own tracker (a peer project's issue, "verl issue 1962", is a fine citation).
 OWN_ISSUE = re.compile(r"(?<!verl )(?<!LCB )(?<!LiveCodeBench )\bissue #?\d+\b", re.IGNORECASE)
