@@ -206,3 +206,31 @@ def test_report_counts_what_the_plan_says(pipeline):
         with Image.open(out / name) as im:
             assert im.format == "PNG" and im.size[0] > 100
         assert f"]({name})" in (out / "report.md").read_text()
+
+
+def test_every_stage_has_the_cards_schema_and_hf_datasets_concatenates_them(pipeline, tmp_path):
+    """Candidates (arbiter convert's Parquet), kept rows (curate goldilocks) and the final file
+    (curate consolidate) share one schema, the card's: reward_model {style, ground_truth, method}
+    with a string ground truth, so HF datasets loads and concatenates them."""
+    from datasets import concatenate_datasets, load_dataset
+
+    from arbiter.datasets.convert import RowWriter
+
+    work = pipeline["work"]
+    candidates = tmp_path / "deepcoder.candidates.parquet"
+    with RowWriter(candidates) as writer:  # the Parquet writer of arbiter convert
+        for row in read_jsonl(work / "deepcoder.candidates.jsonl"):
+            writer.write(row)
+    kept, final = tmp_path / "deepcoder.goldilocks.parquet", tmp_path / "final.parquet"
+    arbiter("curate", "goldilocks", "--dataset", str(candidates), "--weak", str(work / "score.deepcoder.weak"),
+            "--strong", str(work / "score.deepcoder.strong"), "--out", str(kept), "--no-english-filter", "--quiet")
+    arbiter("curate", "consolidate", "--source", f"deepcoder={kept}", "--out", str(final))
+    stages = {name: load_dataset("parquet", data_files=str(path), split="train")
+              for name, path in (("candidates", candidates), ("kept", kept), ("final", final))}
+    for ds in stages.values():
+        rm = ds.features["reward_model"]
+        assert list(rm) == ["style", "ground_truth", "method"] and rm["ground_truth"].dtype == "string", rm
+    assert stages["kept"].features == stages["final"].features
+    both = concatenate_datasets([stages["kept"], stages["final"]])
+    assert len(both) == len(stages["kept"]) + len(stages["final"]) > 0
+    assert all(r["reward_model"]["method"] is None for r in both)

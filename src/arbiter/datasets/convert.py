@@ -148,7 +148,7 @@ def make_row(*, data_source: str, prompt: list[Mapping[str, str]], ground_truth:
         "data_source": data_source,
         "prompt": messages,
         "ability": "code",
-        "reward_model": {"style": "rule", "ground_truth": text},
+        "reward_model": {"style": "rule", "ground_truth": text, "method": None},
         "extra_info": {
             "index": index,
             "id": None if id is None else str(id),
@@ -194,14 +194,44 @@ def parquet_schema():
         ("data_source", pa.string()),
         ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
         ("ability", pa.string()),
-        ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.large_string())])),
+        ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string()), ("method", pa.string())])),
         ("extra_info", pa.struct([
             ("index", pa.string()), ("id", pa.string()), ("source", pa.string()), ("difficulty", pa.string()),
-            ("url", pa.string()), ("reference_solutions", pa.list_(pa.large_string())), ("prelude", pa.string()),
+            ("url", pa.string()), ("reference_solutions", pa.list_(pa.string())), ("prelude", pa.string()),
             ("tests", pa.int64()), ("notes", pa.list_(pa.string())),
             ("time_limit", pa.float64()), ("reference_cpu_seconds", pa.float64()),
         ])),
     ])
+
+
+def card_schema(schema: Any, extra_types: Mapping[str, Any] | None = None) -> Any:
+    """``schema`` (pyarrow) with the card's types wherever it holds the card's columns, so that every
+    stage's file (converted, kept, final) has one schema and HF ``datasets`` concatenates them:
+    ``reward_model`` is ``{style, ground_truth, method}`` (strings; a text ground truth is
+    ``string``, never ``large_string``; ``method`` added when missing), and an ``extra_info`` field
+    that :func:`parquet_schema` or ``extra_types`` names takes that type (one inferred from values
+    may be null, an empty list's ``list<null>``, or ``int64`` for whole scores). Other columns and
+    fields are kept as they are."""
+    import pyarrow as pa
+
+    known = {f.name: f.type for f in parquet_schema().field("extra_info").type}
+    known.update(extra_types or {})
+    if "reward_model" in schema.names and pa.types.is_struct(schema.field("reward_model").type):
+        t = schema.field("reward_model").type
+        fields = {t.field(j).name: t.field(j) for j in range(t.num_fields)}
+        truth = fields.get("ground_truth")
+        text = truth is None or pa.types.is_null(truth.type) or pa.types.is_large_string(truth.type)
+        card = [pa.field("style", pa.string()), pa.field("ground_truth", pa.string()) if text else truth,
+                pa.field("method", fields["method"].type if "method" in fields and not pa.types.is_null(
+                    fields["method"].type) else pa.string())]
+        rest = [f for name, f in fields.items() if name not in ("style", "ground_truth", "method")]
+        schema = schema.set(schema.get_field_index("reward_model"), pa.field("reward_model", pa.struct(card + rest)))
+    if "extra_info" in schema.names and pa.types.is_struct(schema.field("extra_info").type):
+        t = schema.field("extra_info").type
+        fields = [pa.field(f.name, known[f.name]) if f.name in known else f
+                  for f in (t.field(j) for j in range(t.num_fields))]
+        schema = schema.set(schema.get_field_index("extra_info"), pa.field("extra_info", pa.struct(fields)))
+    return schema
 
 
 class RowWriter:
@@ -426,6 +456,7 @@ __all__ = [
     "RowWriter",
     "SOURCES",
     "call_prompt",
+    "card_schema",
     "check_output_path",
     "convert",
     "guarded",

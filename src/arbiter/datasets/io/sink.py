@@ -91,8 +91,10 @@ class JsonlSink:
         self.close()
 
 
-def jsonl_to_parquet(jsonl_path: str | os.PathLike, parquet_path: str | os.PathLike) -> int:
+def jsonl_to_parquet(jsonl_path: str | os.PathLike, parquet_path: str | os.PathLike,
+                     schema_of: Callable[[Any], Any] | None = None) -> int:
     """Write a JSONL file as Parquet (pyarrow); nested values are kept as structs/lists.
+    ``schema_of``: the schema to write given the one inferred from the records (the card's types).
 
     Returns the number of rows. Raises ``ValueError`` when the records cannot share one schema.
     """
@@ -101,6 +103,8 @@ def jsonl_to_parquet(jsonl_path: str | os.PathLike, parquet_path: str | os.PathL
 
     rows = list(read_jsonl(jsonl_path))
     table = pa.Table.from_pylist(rows) if rows else pa.table({})
+    if rows and schema_of is not None:
+        table = table.cast(schema_of(table.schema))
     pq.write_table(table, parquet_path)
     return len(rows)
 

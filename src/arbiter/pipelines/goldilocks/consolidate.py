@@ -20,7 +20,7 @@ from arbiter.pipelines.goldilocks.errors import CurationInputError
 from arbiter.pipelines.goldilocks.flag import (
     ANNOTATION_FIELDS, KEPT, LOWER_MAX, UPPER_MIN, _check_thresholds, drop_reason, pass_rate,
 )
-from arbiter.pipelines.goldilocks.writer import CuratedWriter, UnwritableRow, check_output_paths
+from arbiter.pipelines.goldilocks.writer import CuratedWriter, UnwritableRow, check_output_paths, final_schema
 from arbiter.pipelines.outputs import holds_out_dirs, lock_out_dir
 
 
@@ -103,7 +103,10 @@ def consolidated_row(raw: Mapping[str, Any], ann: Mapping[str, Any], new_index: 
     original = extra.get("id") if extra.get("id") is not None else extra.get("index")
     extra.update({"index": new_index, "id": original, **{k: ann[k] for k in ANNOTATION_FIELDS}})
     ds = str(raw["data_source"])
-    return {**raw, "data_source": ds if "code" in ds else f"code_{ds}", "extra_info": extra}
+    rm = dict(raw.get("reward_model") or {})  # the card's {style, ground_truth, method}, method null when absent
+    card = {"style": rm.pop("style", "rule"), "ground_truth": rm.pop("ground_truth", None), "method": rm.pop("method", None)}
+    return {**raw, "data_source": ds if "code" in ds else f"code_{ds}", "reward_model": {**card, **rm},
+            "extra_info": extra}
 
 
 def _consolidate_source(src: Source, writer: CuratedWriter, run: ConsolidationRun, thresholds: tuple[float, float],
@@ -175,7 +178,7 @@ def consolidate(sources: list[Source], out: str | os.PathLike, *, lower_max: flo
     writer.close()
     if parquet:
         tmp = out_path.with_name(out_path.name + ".partial")
-        jsonl_to_parquet(staging, tmp)
+        jsonl_to_parquet(staging, tmp, schema_of=final_schema)
         os.replace(tmp, out_path)
         staging.unlink()
     write_json_atomic(report_path, {"card": "codegen_iquest_card.txt: Creation pipeline step 3",

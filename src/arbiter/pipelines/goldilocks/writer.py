@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from arbiter.datasets import io
+from arbiter.datasets.convert import card_schema
 from arbiter.judge import jsonvalues
 from arbiter.pipelines.goldilocks.english import _SURROGATE, lenient_text
 from arbiter.pipelines.goldilocks.errors import CurationInputError
@@ -37,21 +38,28 @@ def _annotation_arrow_fields() -> list:
 def annotated_schema(schema: Any) -> Any:
     """``schema`` (pyarrow, of the input rows) with the four annotation fields in the
     ``extra_info`` struct (added after its fields, or replacing fields of the same name; a new
-    ``extra_info`` column when there is none), without schema metadata (an HF ``datasets``
+    ``extra_info`` column when there is none) and the card's types
+    (:func:`arbiter.datasets.convert.card_schema`), without schema metadata (an HF ``datasets``
     feature description would no longer match). ``None`` when ``extra_info`` is not a struct."""
     import pyarrow as pa
 
     ann = _annotation_arrow_fields()
     if "extra_info" not in schema.names:
-        return schema.append(pa.field("extra_info", pa.struct(ann))).remove_metadata()
+        return card_schema(schema.append(pa.field("extra_info", pa.struct(ann))).remove_metadata())
     i = schema.get_field_index("extra_info")
     t = schema.field(i).type
     if pa.types.is_null(t):
-        return schema.set(i, pa.field("extra_info", pa.struct(ann))).remove_metadata()
+        return card_schema(schema.set(i, pa.field("extra_info", pa.struct(ann))).remove_metadata())
     if not pa.types.is_struct(t):
         return None
     kept = [t.field(j) for j in range(t.num_fields) if t.field(j).name not in ANNOTATION_FIELDS]
-    return schema.set(i, pa.field("extra_info", pa.struct(kept + ann))).remove_metadata()
+    return card_schema(schema.set(i, pa.field("extra_info", pa.struct(kept + ann))).remove_metadata())
+
+
+def final_schema(schema: Any) -> Any:
+    """The schema of consolidated rows inferred from their values, with the card's types
+    (:func:`arbiter.datasets.convert.card_schema`, annotation fields included)."""
+    return card_schema(schema, {f.name: f.type for f in _annotation_arrow_fields()}).remove_metadata()
 
 
 class UnwritableRow(ValueError):
