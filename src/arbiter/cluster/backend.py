@@ -22,6 +22,30 @@ from arbiter.cluster.pool import NAMESPACE, node_cores, pool_on
 MAX_ITEM_RETRIES = 3
 
 
+#: What a failed connection to a token-authenticated cluster needs (docs/cluster.md, "Quick start").
+TOKEN_HINT = ("Ray >= 2.60's `ray start --head` turns on token authentication: run with RAY_AUTH_MODE=token and "
+              "the cluster's token (the head's ~/.ray/auth_token copied to this machine, or RAY_AUTH_TOKEN), as "
+              "every `ray start --address` on a worker node needs too")
+
+
+def connect_failure(exc: BaseException) -> str:
+    """Ray's "Failed to connect to Ray cluster at ..." with what caused it (Ray keeps the cause in
+    the exception chain and prints none of it) and, unless this process already authenticates
+    with a token, the token-authentication hint."""
+    import os
+
+    parts, seen, cause = [str(exc)], {str(exc)}, exc.__cause__ or exc.__context__
+    while cause is not None and len(parts) < 4:
+        text = f"{type(cause).__name__}: {cause}".strip()
+        if str(cause) not in seen:
+            parts.append(text)
+            seen.add(str(cause))
+        cause = cause.__cause__ or cause.__context__
+    if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+        parts.append(TOKEN_HINT)
+    return "; ".join(p.rstrip(".") for p in parts)
+
+
 class ClusterRefused(RuntimeError):
     """A node cannot run the job (no isolation, another toolchain, no live node); names the node."""
 
@@ -69,8 +93,11 @@ class RayBackend:
         self._ray = ray
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
-            ray.init(address=address, namespace=NAMESPACE, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False)
+            try:
+                ray.init(address=address, namespace=NAMESPACE, include_dashboard=False, log_to_driver=False,
+                         configure_logging=False)
+            except ConnectionError as exc:
+                raise ConnectionError(connect_failure(exc)) from exc
         self._lock = threading.Lock()
         self._fns: dict[int, tuple[Callable, Any]] = {}
         _register_lock_serializers(ray)

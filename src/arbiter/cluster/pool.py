@@ -1,8 +1,9 @@
 """The per-node judge pool: one named Ray actor per node, shared by every process on that node.
 
 :func:`node_pool` returns the pool of the calling process's node, creating it if needed
-(``arbiter-judge-pool-<node_id>`` in namespace ``arbiter``, pinned to its node, detached so it
-outlives whichever worker created it). Its methods judge in this actor's process through the
+(``arbiter-judge-pool-<code version>-<node_id>`` in namespace ``arbiter``, pinned to its node,
+detached so it outlives whichever worker created it; the code version keeps pools of another
+arbiter from judging for this one). Its methods judge in this actor's process through the
 judge layer with at most ``cores`` judges at once (the node's CPU resource), whatever the number
 of callers; :meth:`JudgePool.stats` counts them. See ``docs/cluster.md`` ("The judge pool").
 """
@@ -24,9 +25,32 @@ EXTRA_CONCURRENCY = 4
 FUNCTION_CACHE = 8
 
 
+_code: str | None = None
+
+
+def code_version() -> str:
+    """A digest of this arbiter's code (every ``.py`` file of the package, by path and content),
+    computed once per process: pools are named by it, so a detached pool left by another arbiter
+    (an older release, another checkout) never judges for this one."""
+    global _code
+    if _code is None:
+        import hashlib
+        from pathlib import Path
+
+        import arbiter
+
+        root = Path(arbiter.__file__).parent
+        digest = hashlib.sha256()
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+        _code = digest.hexdigest()[:16]
+    return _code
+
+
 def pool_name(node_id: str) -> str:
-    """The pool actor's name for ``node_id`` (hex, as ``ray.get_runtime_context().get_node_id()``)."""
-    return NAME_PREFIX + node_id
+    """The pool actor's name for ``node_id`` (hex, as ``ray.get_runtime_context().get_node_id()``)
+    and this arbiter's :func:`code_version`."""
+    return f"{NAME_PREFIX}{code_version()}-{node_id}"
 
 
 def node_cores(node_id: str) -> int:
@@ -53,7 +77,7 @@ class JudgePool:
       list of those, in order, judged ``cores`` at once; INVALID_TASK / SANDBOX_ERROR are results
       (as ``compute_score_batch`` with ``raise_errors=False``), never raised;
     - ``run(fn, arg)``: ``fn(arg)`` holding one judge slot (the batch jobs' per-item functions);
-    - ``stats() -> {"node_id", "cores", "busy", "max_busy", "done", "pid", "version"}``;
+    - ``stats() -> {"node_id", "cores", "busy", "max_busy", "done", "pid", "version", "code_version"}``;
     - ``doctor()``, ``toolchain(compiler, flags)``: this node's isolation and pinned toolchain.
     """
 
@@ -138,7 +162,8 @@ class JudgePool:
 
         with self._lock:
             return {"node_id": self.node_id, "cores": self.cores, "busy": self._busy, "max_busy": self._max_busy,
-                    "done": self._done, "pid": os.getpid(), "version": getattr(arbiter, "__version__", "")}
+                    "done": self._done, "pid": os.getpid(), "version": getattr(arbiter, "__version__", ""),
+                    "code_version": code_version()}
 
     def reset_stats(self) -> None:
         with self._lock:
@@ -180,4 +205,4 @@ def node_pool() -> Any:
     return pool_on(ray.get_runtime_context().get_node_id())
 
 
-__all__ = ["JudgePool", "NAMESPACE", "NAME_PREFIX", "node_cores", "node_pool", "pool_name", "pool_on"]
+__all__ = ["JudgePool", "NAMESPACE", "NAME_PREFIX", "code_version", "node_cores", "node_pool", "pool_name", "pool_on"]
