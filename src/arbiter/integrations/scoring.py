@@ -11,27 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from arbiter.rewards.codegen import RewardOptions, RewardResult, finish, prepare
 from arbiter.verl.judges import POOL_CHOICES, judges_for
-
-_clients: dict[tuple[int, str], Any] = {}
-_lock = threading.Lock()
-
-
-def _client(url: str) -> Any:
-    from arbiter.client import Client
-
-    with _lock:
-        key = (os.getpid(), url)
-        if key not in _clients:
-            _clients[key] = Client(url)
-        return _clients[key]
-
+from arbiter.verl.reward import _remote as _client  # one client per URL and process, shared with compute_score
 
 def _run(coro: Any) -> Any:
     """Run ``coro`` to its end from synchronous code, on this thread or, when an event loop is
