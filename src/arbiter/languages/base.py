@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from arbiter.strenum import StrEnum
 
 if TYPE_CHECKING:
+    from arbiter.sandbox.config import SandboxConfig
     from arbiter.sandbox.execution import Execution
     from arbiter.sandbox.limits import Limits
     from arbiter.sandbox.sandbox import Sandbox
@@ -104,6 +105,9 @@ class Language(Protocol):
       ``prelude``: a task's prelude applies.
     - ``crash_marker``: stderr text that marks the interpreter's own crash report (a checker
       program that prints it has crashed, whatever its exit status).
+    - ``fingerprint(spec, config)``: what identifies the toolchain that would build and run a
+      program with ``spec`` under ``config`` (a stable text; ``None`` when it cannot be told, e.g.
+      an unusable compile command), so a verdict is reused only under the same one.
     """
 
     name: str
@@ -116,6 +120,8 @@ class Language(Protocol):
     self_test: SelfTest
 
     def check_command(self, command: str) -> None: ...
+
+    def fingerprint(self, spec: CompileSpec, config: SandboxConfig) -> str | None: ...
 
     def build(self, source: str, spec: CompileSpec, *, entry: str = "main") -> Program | BuildFailure: ...
 

@@ -6,10 +6,13 @@ as ``python3 -I -S checker.py``. See ``docs/languages.md``.
 
 from __future__ import annotations
 
-from arbiter.languages.base import CompileSpec, LoadFailure, Program, SelfTest
+import os
 from typing import TYPE_CHECKING
 
+from arbiter.languages.base import CompileSpec, LoadFailure, Program, SelfTest
+
 if TYPE_CHECKING:
+    from arbiter.sandbox.config import SandboxConfig
     from arbiter.sandbox.execution import Execution
     from arbiter.sandbox.limits import Limits
     from arbiter.sandbox.sandbox import Sandbox
@@ -31,6 +34,11 @@ class PythonLanguage:
     def check_command(self, command: str) -> None:
         raise ValueError("a Python program takes no compile command")
 
+    def fingerprint(self, spec: CompileSpec, config: SandboxConfig) -> str | None:
+        """The sandbox's interpreter and the site directories it reads (``numpy``...): real
+        paths with size, mtime, ctime and inode, so an upgrade changes it."""
+        return repr([_stamp(config.python), *(_stamp(d) for d in config.python_site or ())])
+
     def build(self, source: str, spec: CompileSpec, *, entry: str = "main") -> Program:
         """Nothing to compile: the source as ``<entry>.py`` (a ``SyntaxError`` shows at load)."""
         return Program(files={f"{entry}.py": source.encode("utf-8", "surrogateescape")}, entry=f"{entry}.py",
@@ -48,6 +56,15 @@ class PythonLanguage:
 
     def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits) -> Execution:
         return sandbox.run_python(stdin, limits)
+
+
+def _stamp(path: str) -> tuple:
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return (real,)
+    return (real, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 PYTHON = PythonLanguage()

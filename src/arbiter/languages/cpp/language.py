@@ -33,6 +33,18 @@ class GccLanguage(ArgvLanguage):
         """Raise :class:`CompileCommandError` unless ``command`` is a usable compile command."""
         parse_compile_command(command, dialect=self.dialect)
 
+    def fingerprint(self, spec: CompileSpec, config: object) -> str | None:
+        """The toolchain fingerprint of ``spec``'s compiler and flags
+        (:func:`~arbiter.languages.cpp.toolchain.probe_toolchain`); ``None`` for an unusable
+        command or a compiler that is not installed."""
+        from arbiter.languages.cpp.toolchain import ToolchainUnavailable, probe_toolchain
+
+        try:
+            cmd = parse_compile_command(spec.command, online_judge=spec.online_judge, dialect=self.dialect)
+            return f"{cmd.source_name} {probe_toolchain(cmd.compiler, cmd.flags).fingerprint}"
+        except (CompileCommandError, ToolchainUnavailable, OSError):
+            return None
+
     def build(self, source: str, spec: CompileSpec, *, entry: str = "main") -> Program | BuildFailure:
         """Compile ``source``; the executable is placed as ``entry``. A bad compile command is
         the task's failure, a failed sandbox or a missing compiler ours, a compile error (or a
