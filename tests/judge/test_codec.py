@@ -27,7 +27,7 @@ def test_verdict_json_is_the_judge_cli_shape():
     d = verdict_to_json(v)
     assert d == v.to_dict()  # the shape `arbiter judge --json` has always printed
     assert list(d) == ["outcome", "score", "passed", "total", "cases", "reason", "compile_output", "toolchain",
-                       "seconds"]
+                       "seconds", "cached"]
     assert d["outcome"] == "WA" and d["cases"][1]["outcome"] == "WA" and d["cases"][1]["diff"] == "line 1: 3 vs 4"
     assert dumps_verdict(v) == json.dumps(v.to_dict(), indent=2)
     assert verdict_from_json(json.loads(dumps_verdict(v))) == v

@@ -73,6 +73,8 @@ class Verdict:
     - ``compile_output``: compiler messages (truncated) for compiled languages.
     - ``toolchain``: the toolchain fingerprint (compiled languages), see :mod:`arbiter.languages.cpp.toolchain`.
     - ``seconds``: wall seconds the judge spent (compile + run).
+    - ``cached``: this verdict was not run now but reused from an identical submission's run
+      (:mod:`arbiter.judge.step`; every other field is that run's, timings included).
     """
 
     outcome: Outcome
@@ -84,6 +86,7 @@ class Verdict:
     compile_output: str = ""
     toolchain: dict[str, Any] | None = None
     seconds: float = 0.0
+    cached: bool = False
 
     @property
     def accepted(self) -> bool:

@@ -1,0 +1,340 @@
+"""The judge of an RL step's batch: ``judge()`` plus reuse, failures first and no tail.
+
+:class:`StepJudge` takes tasks (:meth:`~StepJudge.submit`) and runs the ones it cannot answer at
+most ``workers`` at once, longest predicted first. An identical earlier submission's verdict is
+reused (:mod:`.store`), a copy of one being judged waits for it, and an all-or-nothing task runs
+the cases that failed its suite's earlier submissions first (:mod:`.order`). Verdicts keep the
+suite's case order. :func:`default_step_judge` is the process's one. See ``docs/step.md``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from arbiter.judge.judge import default_workers, judge
+from arbiter.judge.step.costs import CostModel
+from arbiter.judge.step.key import CASE_ORDERS, effective_order, suite_digest, verdict_key
+from arbiter.judge.step.order import CaseOrder, permute, restore
+from arbiter.judge.step.store import VerdictStore, decode, encode, reusable
+from arbiter.judge.task import Task
+from arbiter.judge.verdict import Verdict
+from arbiter.sandbox.config import SandboxConfig
+
+#: ``schedule`` values: start the longest predicted submission first, or in submission order.
+SCHEDULES = ("longest_first", "fifo")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Per submission: ``reuse`` verdicts of identical submissions; ``case_order``
+    (``failures_first`` or ``suite``); ``schedule`` (``longest_first`` or ``fifo``)."""
+
+    reuse: bool = True
+    case_order: str = "failures_first"
+    schedule: str = "longest_first"
+
+    def __post_init__(self) -> None:
+        if self.case_order not in CASE_ORDERS:
+            raise ValueError(f"case_order must be one of {CASE_ORDERS}, got {self.case_order!r}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+
+
+#: Reuse, failures first, longest first.
+ON = Settings()
+#: The suite's order, no reuse, submission order: ``judge()`` on each task.
+OFF = Settings(reuse=False, case_order="suite", schedule="fifo")
+
+
+@dataclass
+class _Job:
+    task: Task | None  # None for an opaque job (StepJudge.call)
+    out: Future
+    settings: Settings
+    digest: str | None = None
+    key: str | None = None  # set when this job owns the key's run (VerdictStore.claim)
+    cost: float = 0.0
+    order: list[int] = field(default_factory=list)
+    call: tuple[Callable[[Any], Any], Any] | None = None  # an opaque job (StepJudge.call)
+    inline: bool = False  # judged in the caller's thread (StepJudge.judge_here), not in a slot
+
+
+class StepJudge:
+    """Judges tasks ``workers`` at once on ``executor`` (anything with ``submit(fn, arg) ->
+    Future``: default a thread pool of this process; a Ray backend sends them to node pools),
+    sharing ``store``, ``order`` and ``costs`` (default: new ones) with whoever holds them.
+    ``config``: the sandbox configuration tasks are judged and keyed with. ``inline``:
+    :meth:`judge` runs in the calling thread (:meth:`judge_here`; the caller bounds its threads,
+    e.g. a server's workers). Thread-safe."""
+
+    def __init__(self, workers: int | None = None, *, executor: Any = None, store: VerdictStore | None = None,
+                 order: CaseOrder | None = None, costs: CostModel | None = None,
+                 config: SandboxConfig | None = None, inline: bool = False):
+        self.workers = int(workers or getattr(executor, "workers", 0) or default_workers())
+        self._owned = executor is None
+        self.executor = executor or ThreadPoolExecutor(self.workers, thread_name_prefix="arbiter-step")
+        self.store = store if store is not None else VerdictStore()
+        self.order = order if order is not None else CaseOrder()
+        self.costs = costs if costs is not None else CostModel()
+        self.config = config
+        self.inline = inline
+        self._lock = threading.Lock()
+        self._heap: list[tuple[float, int, _Job]] = []
+        self._seq = itertools.count()
+        self._counts = dict.fromkeys(("submitted", "hits", "joined", "runs", "done", "running", "max_running"), 0)
+
+    # ------------------------------------------------------------------ planning
+
+    def _plan(self, task: Task, settings: Settings, hint: float | None, out: Future) -> _Job:
+        job = _Job(task, out, settings)
+        try:
+            job.digest = suite_digest(task.suite)
+        except RecursionError:
+            job.digest = None
+        if settings.schedule == "longest_first":
+            job.cost = self.costs.predict(job.digest, task, hint)
+        return job
+
+    def predict(self, task: Task, hint: float | None = None) -> float:
+        """Predicted judge seconds of ``task`` (for callers that order their own submissions)."""
+        try:
+            digest: str | None = suite_digest(task.suite)
+        except RecursionError:
+            digest = None
+        return self.costs.predict(digest, task, hint)
+
+    def submission_order(self, tasks: list[Task | None], hints: list[float | None],
+                         settings: Settings = ON) -> list[int]:
+        """For a caller that starts its own submissions in order (a server's request): the
+        positions of ``tasks`` longest predicted first, every repeat of an earlier program after
+        the first copies (by then it is most likely a reused verdict); ``None`` tasks last."""
+        seen: set[str] = set()
+        ranked = []
+        for i, (task, hint) in enumerate(zip(tasks, hints, strict=True)):
+            if task is None:
+                ranked.append((2, 0.0, i))
+                continue
+            key = self.key(task, settings)
+            repeat = key is not None and key in seen
+            seen.add(key) if key is not None else None
+            cost = self.predict(task, hint) if settings.schedule == "longest_first" else 0.0
+            ranked.append((int(repeat), -cost, i))
+        return [i for *_, i in sorted(ranked)]
+
+    def key(self, task: Task, settings: Settings = ON) -> str | None:
+        """``task``'s verdict key under ``settings`` (``None``: never reused)."""
+        return verdict_key(task, self.config, settings.case_order) if settings.reuse else None
+
+    def _count(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            self._counts[name] += n
+
+    # ------------------------------------------------------------------ submitting
+
+    def submit(self, task: Task, *, hint: float | None = None, settings: Settings = ON) -> Future:
+        """A future of ``task``'s verdict: reused, joined to an identical one being judged, or
+        queued. ``hint``: the row's reference CPU seconds per case (a better first prediction)."""
+        out: Future = Future()
+        self._count("submitted")
+        key = self.key(task, settings)
+        if key is not None:
+            hit = self._lookup(key)
+            if isinstance(hit, Verdict):
+                out.set_result(hit)
+                return out
+            if hit is not None:  # an identical task is being judged: wait for it, in no slot
+                hit.add_done_callback(lambda f: self._joined(f, task, hint, settings, out))
+                return out
+        job = self._plan(task, settings, hint, out)
+        job.key = key
+        self._push(job)
+        return out
+
+    def _lookup(self, key: str) -> Verdict | Future | None:
+        """A stored verdict (marked cached), the future of an identical task being judged, or
+        ``None``: the caller now owns ``key`` and must judge it (and settle it)."""
+        hit = self.store.get(key)
+        if hit is None:
+            running = self.store.claim(key)
+            if running is not None:
+                return running
+            hit = self.store.get(key)  # stored between the first look and the claim
+            if hit is None:
+                return None
+            self.store.settle(key, hit)
+        self._count("hits")
+        return hit
+
+    def _joined(self, running: Future, task: Task, hint: float | None, settings: Settings, out: Future) -> None:
+        """The original of a copy ended: its verdict (as a reused one), or the copy runs itself."""
+        error = running.exception()
+        verdict = running.result() if error is None else None
+        if error is not None:
+            out.set_exception(error)
+        elif verdict is not None and reusable(verdict):
+            self._count("joined")
+            out.set_result(decode(encode(verdict)))
+        else:  # our failure (SANDBOX_ERROR) or cancelled: this copy is judged on its own
+            self._push(self._plan(task, settings, hint, out))
+
+    def judge(self, task: Task, *, hint: float | None = None, settings: Settings = ON) -> Verdict:
+        """:meth:`submit` and wait (:meth:`judge_here` for an ``inline`` judge)."""
+        if self.inline:
+            return self.judge_here(task, hint=hint, settings=settings)
+        return self.submit(task, hint=hint, settings=settings).result()
+
+    def call(self, fn: Callable[[Any], Any], arg: Any, priority: float = 0.0) -> Future:
+        """``fn(arg)`` on the executor in one of the ``workers`` slots (work that is not a task,
+        e.g. a batch job's item function), started after queued tasks predicted longer."""
+        out: Future = Future()
+        job = _Job(None, out, OFF, cost=priority, call=(fn, arg))
+        self._push(job)
+        return out
+
+    def _push(self, job: _Job) -> None:
+        with self._lock:
+            heapq.heappush(self._heap, (-job.cost, next(self._seq), job))
+        self._pump()
+
+    def _pump(self) -> None:
+        while True:
+            with self._lock:  # a slot is taken with the job, so never more than `workers` start
+                if self._counts["running"] >= self.workers or not self._heap:
+                    return
+                _, _, job = heapq.heappop(self._heap)
+                self._counts["running"] += 1
+                self._counts["max_running"] = max(self._counts["max_running"], self._counts["running"])
+            if not job.out.set_running_or_notify_cancel():
+                with self._lock:
+                    self._counts["running"] -= 1
+                if job.key is not None:
+                    self.store.settle(job.key)  # its copies judge themselves
+                continue
+            try:
+                self._start(job)
+            except BaseException as exc:  # the executor refused it (shut down, cluster gone)
+                self._finished(job, None, exc)
+
+    def _start(self, job: _Job) -> None:
+        if job.call is not None:
+            fut = self.executor.submit(*job.call)
+        else:
+            fut = self.executor.submit(_judge_with(self.config), self._ordered(job))
+        fut.add_done_callback(lambda f: self._settle(job, f))
+
+    def _ordered(self, job: _Job) -> Task:
+        """The task to run: its cases in the order to run them (``job.order``: the positions)."""
+        assert job.task is not None
+        self._count("runs")
+        if effective_order(job.task, job.settings.case_order) == "failures_first" and job.digest:
+            job.order = self.order.order(job.digest, job.task.suite)
+        return permute(job.task, job.order) if job.order else job.task
+
+    def _settle(self, job: _Job, fut: Future) -> None:
+        error = fut.exception()
+        self._finished(job, None if error is not None else fut.result(), error)
+
+    def _finished(self, job: _Job, result: Any, error: BaseException | None) -> None:
+        try:
+            if error is None and job.call is None:
+                result = self._learn(job, result)
+        except BaseException as exc:  # a bug of ours: this job's error, never a hang
+            error = exc
+        finally:
+            with self._lock:
+                self._counts["running"] -= not job.inline
+                self._counts["done"] += 1
+            if job.key is not None:
+                self.store.settle(job.key, None if error is not None else result, error)
+            if error is not None:
+                job.out.set_exception(error)
+            else:
+                job.out.set_result(result)
+            self._pump()
+
+    def _learn(self, job: _Job, verdict: Verdict) -> Verdict:
+        assert job.task is not None
+        verdict = restore(verdict, job.order) if job.order else verdict
+        if job.digest is not None:
+            self.costs.observe(job.digest, verdict.seconds)
+            if effective_order(job.task, job.settings.case_order) == "failures_first":
+                self.order.learn(job.digest, job.task.suite, verdict)
+        return verdict
+
+    # ------------------------------------------------------------------ in the caller's thread
+
+    def judge_here(self, task: Task, *, hint: float | None = None, settings: Settings = ON) -> Verdict:
+        """:meth:`judge` run in the calling thread (the caller holds its own slot, e.g. a
+        server's worker): reused or joined when it can be, else judged here."""
+        self._count("submitted")
+        key = self.key(task, settings)
+        if key is not None:
+            hit = self._lookup(key)
+            if isinstance(hit, Verdict):
+                return hit
+            if hit is not None:
+                verdict = hit.result()
+                if verdict is not None and reusable(verdict):
+                    self._count("joined")
+                    return decode(encode(verdict))
+                key = None  # the original failed on our side: judged here, on its own
+        out: Future = Future()
+        out.set_running_or_notify_cancel()
+        job = self._plan(task, settings, hint, out)
+        job.key, job.inline = key, True
+        try:
+            self._start_here(job)
+        except BaseException as exc:
+            self._finished(job, None, exc)
+        return out.result()
+
+    def _start_here(self, job: _Job) -> None:
+        verdict = _judge_with(self.config)(self._ordered(job))
+        self._finished(job, verdict, None)
+
+    # ------------------------------------------------------------------ state
+
+    def stats(self) -> dict[str, int]:
+        """``submitted``, ``hits`` (reused), ``joined`` (waited for an identical one), ``runs``
+        (judged), ``running``/``max_running`` (slots in use now / at most), ``done``, ``queued``."""
+        with self._lock:
+            return dict(self._counts, queued=len(self._heap))
+
+    def reset_counts(self) -> None:
+        """Start the counts again (``max_running`` from the slots in use now)."""
+        with self._lock:
+            running = self._counts["running"]
+            self._counts = dict.fromkeys(self._counts, 0)
+            self._counts["running"] = self._counts["max_running"] = running
+
+    def close(self) -> None:
+        """Stop this judge's own thread pool (a given executor is the caller's)."""
+        if self._owned:
+            self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _judge_with(config: SandboxConfig | None) -> Callable[[Task], Verdict]:
+    return judge if config is None else (lambda task: judge(task, config=config))
+
+
+_default: tuple[int, StepJudge] | None = None
+_default_lock = threading.Lock()
+
+
+def default_step_judge() -> StepJudge:
+    """The process's step judge: one judge per core, one verdict store, one case-order memory
+    (recreated after a fork)."""
+    global _default
+    with _default_lock:
+        if _default is None or _default[0] != os.getpid():
+            _default = (os.getpid(), StepJudge())
+        return _default[1]
+
+
+__all__ = ["OFF", "ON", "SCHEDULES", "Settings", "StepJudge", "default_step_judge"]

@@ -1,0 +1,175 @@
+"""The step judge (arbiter.judge.step) on the real sandbox: reused verdicts are the run's own
+(marked cached), copies in flight wait for their original, our failures are never reused, a
+wrong program of a suite fails first on the case that failed the suite's earlier submissions
+while run_all / fraction keep the suite's order, the longest predicted task starts first, and a
+verdict folder survives the process. The hostile side: a program cannot see or write the verdict
+folder, and a one-byte change is another program."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from arbiter.judge.judge import judge
+from arbiter.judge.step import OFF, ON, Settings, StepJudge
+from arbiter.judge.step.store import DiskStore, VerdictStore
+from arbiter.judge.task import Task
+from arbiter.judge.testsuite import StdioCase, TestSuite
+from arbiter.judge.verdict import Outcome
+from arbiter.sandbox.config import SandboxConfig
+from arbiter.sandbox.limits import Limits
+
+SUITE = TestSuite([StdioCase(str(i), f"{i}\n", f"{2 * i}\n") for i in range(12)])
+DOUBLE = "print(2 * int(input()))"
+
+
+def wrong_at(k: int, extra: str = "") -> str:
+    return f"n = int(input())\nprint(2 * n if n != {k} else -1){extra}"
+
+
+def task(source: str, suite: TestSuite = SUITE, **kw) -> Task:
+    return Task("python", source, suite, limits=Limits(cpu_seconds=2), **kw)
+
+
+def same(a, b) -> bool:
+    """Equal verdicts but for ``cached`` (a reused one is the run's own, timings included)."""
+    return dataclasses.replace(a, cached=False) == dataclasses.replace(b, cached=False)
+
+
+def decided(v) -> tuple:
+    """What a verdict decided, without its timings (two runs never share those)."""
+    return (v.outcome, v.score, v.passed, v.total, v.reason,
+            [(c.name, c.outcome, c.exit_code, c.signal, c.diff, c.detail) for c in v.cases])
+
+
+@pytest.fixture
+def judges():
+    j = StepJudge(2)
+    yield j
+    j.close()
+
+
+def test_a_repeat_is_the_runs_own_verdict_marked_cached(judges):
+    first = judges.judge(task(wrong_at(5)))
+    again = judges.judge(task(wrong_at(5), task_id="another row label"))
+    assert not first.cached and again.cached and same(first, again)
+    assert first.outcome is Outcome.WA and judges.stats()["runs"] == 1 and judges.stats()["hits"] == 1
+    assert [c.name for c in again.cases] == [c.name for c in SUITE.cases]  # the suite's order
+
+
+def test_copies_in_flight_wait_for_their_original(judges):
+    futures = [judges.submit(task(DOUBLE)) for _ in range(6)]
+    verdicts = [f.result() for f in futures]
+    assert [v.cached for v in verdicts] == [False] + [True] * 5
+    assert all(same(v, verdicts[0]) and v.outcome is Outcome.AC for v in verdicts)
+    st = judges.stats()
+    assert (st["runs"], st["joined"] + st["hits"]) == (1, 5)
+
+
+def test_a_one_byte_change_is_another_program(judges):
+    a = judges.judge(task(DOUBLE))
+    b = judges.judge(task(DOUBLE + " "))
+    c = judges.judge(task(DOUBLE, SUITE + TestSuite([StdioCase("x", "1\n", "3\n")])))
+    assert not b.cached and not c.cached and a.outcome is Outcome.AC and c.outcome is Outcome.WA
+
+
+def test_our_failures_are_never_reused(tmp_path):
+    broken = SandboxConfig(python=str(tmp_path / "no-python"))
+    j = StepJudge(2, config=broken)
+    try:
+        futures = [j.submit(task(DOUBLE)) for _ in range(3)]
+        verdicts = [f.result() for f in futures]
+        assert all(v.outcome is Outcome.SANDBOX_ERROR and not v.cached for v in verdicts)
+        assert j.stats()["runs"] == 3 and len(j.store) == 0  # each copy judged on its own, nothing kept
+    finally:
+        j.close()
+
+
+def test_failures_first_after_the_suite_taught_it(judges):
+    first = judges.judge(task(wrong_at(9)))  # nothing learned: smallest inputs first, the suite's order here
+    assert (first.passed, first.outcome) == (9, Outcome.WA)
+    other = judges.judge(task(wrong_at(9, "\n# another response")))
+    ran = [c.name for c in other.cases if c.outcome is not Outcome.SKIPPED]
+    assert ran == ["9"] and other.passed == 0 and other.outcome is Outcome.WA and other.score == 0.0
+    assert [c.name for c in other.cases] == [c.name for c in SUITE.cases]
+    ok = judges.judge(task(DOUBLE))  # a right program still runs every case
+    assert ok.outcome is Outcome.AC and ok.passed == 12 and ok.score == 1.0
+    # off: the suite's order, as judge() alone gives
+    plain = judges.judge(task(wrong_at(9, "\n# a third")), settings=OFF)
+    assert plain.passed == 9 and decided(plain) == decided(judge(task(wrong_at(9, "\n# a third"))))
+
+
+@pytest.mark.parametrize("kw", [{"run_all": True}, {"scoring": "fraction"}])
+def test_run_all_and_fraction_keep_the_suites_order(judges, kw):
+    judges.judge(task(wrong_at(7)))  # teaches: case 7 fails
+    v = judges.judge(task(wrong_at(3), **kw))
+    assert v.passed == 11 and [c.outcome for c in v.cases].count(Outcome.WA) == 1
+    assert decided(v) == decided(judge(task(wrong_at(3), **kw)))  # judge()'s verdict: order, counts, reason
+
+
+class _Recording:
+    """A thread pool that records the order in which it is handed tasks."""
+
+    def __init__(self):
+        self.pool = ThreadPoolExecutor(1)
+        self.started: list[int] = []
+        self.gate = threading.Event()
+
+    def submit(self, fn, arg):
+        self.started.append(len(arg.suite.cases))
+        return self.pool.submit(lambda: (self.gate.wait(30), fn(arg))[1])
+
+
+def test_the_longest_predicted_task_starts_first():
+    rec = _Recording()
+    j = StepJudge(1, executor=rec)
+    sizes = [2, 40, 5, 80, 1, 20]
+    suites = [TestSuite([StdioCase(str(i), f"{i}\n", f"{2 * i}\n") for i in range(n)]) for n in sizes]
+    futures = [j.submit(task(DOUBLE, s)) for s in suites]  # the first starts at once (a free slot)
+    rec.gate.set()
+    assert all(f.result().outcome is Outcome.AC for f in futures)
+    assert rec.started == [2, 80, 40, 20, 5, 1]
+    fifo = _Recording()
+    j = StepJudge(1, executor=fifo)
+    fifo.gate.set()
+    [f.result() for f in [j.submit(task(DOUBLE + " #", s), settings=Settings(schedule="fifo")) for s in suites]]
+    assert fifo.started == sizes
+    rec.pool.shutdown()
+    fifo.pool.shutdown()
+
+
+def test_a_verdict_folder_outlives_the_process(tmp_path):
+    first = StepJudge(1, store=VerdictStore(disk=DiskStore(tmp_path)))
+    v = first.judge(task(wrong_at(4)))
+    first.close()
+    later = StepJudge(1, store=VerdictStore(disk=DiskStore(tmp_path)))  # a new process's view of the folder
+    again = later.judge(task(wrong_at(4)))
+    assert again.cached and same(v, again) and later.stats()["runs"] == 0
+    later.close()
+
+
+READS_FOLDER = """
+import os, sys
+path = sys.stdin.readline().strip()
+try:
+    print(sorted(os.listdir(path))[:3])
+    open(os.path.join(path, "planted"), "w").write("x")
+    print("wrote")
+except OSError as exc:
+    print(type(exc).__name__)
+"""
+
+
+def test_a_program_cannot_see_or_plant_verdicts(tmp_path):
+    folder = tmp_path / "verdicts"
+    j = StepJudge(1, store=VerdictStore(disk=DiskStore(folder)))
+    j.judge(task(DOUBLE))  # the folder now holds one verdict
+    assert any(folder.rglob("*"))
+    probe = Task("python", READS_FOLDER, TestSuite([StdioCase("1", f"{folder}\n", "FileNotFoundError\n")]))
+    v = j.judge(probe, settings=ON)
+    assert v.outcome is Outcome.AC, v.reason  # the folder does not exist inside the sandbox
+    assert not (folder / "planted").exists()
+    j.close()
