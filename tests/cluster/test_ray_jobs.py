@@ -56,7 +56,9 @@ def test_two_nodes_give_the_local_files(cluster, inputs, tmp_path):
     pools = [ray.get_actor(pool_name(n["NodeID"]), namespace="arbiter") for n in ray.nodes() if n["Alive"]]
     stats = ray.get([p.stats.remote() for p in pools])
     assert all(s["cores"] == 1 and 1 <= s["max_busy"] <= 1 and s["done"] > 0 for s in stats), stats
-    assert sum(s["done"] for s in stats) >= len(inputs[2]) - summary["overall"]["verdicts"].get("FORMAT_ERROR", 0)
+    records = [json.loads(x) for x in (out / "verdicts.jsonl").read_text().splitlines()]
+    run_now = [r for r in records if r["verdict"] != "FORMAT_ERROR" and not r["cached"]]  # copies are reused
+    assert sum(s["done"] for s in stats) >= len(run_now) > 0
     arbiter(*_score_args(inputs, out, cluster.address))  # a rerun: everything already done, nothing added
     assert without_timing(out / "verdicts.jsonl") == without_timing(inputs[3] / "verdicts.jsonl")
 

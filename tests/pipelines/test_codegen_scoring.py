@@ -183,7 +183,9 @@ def test_resume_after_kill_has_no_duplicates_and_same_result(tmp_path):
     n_rows, per_row = 12, 4
     rows = [row("code_taco", f"r{i}", SUM) for i in range(n_rows)]
     dataset = write_parquet(tmp_path / "d.parquet", rows)
-    recs = [{"index": f"r{i}", "responses": [SLOW_OK if (i + j) % 3 else SUM_WRONG for j in range(per_row)]}
+    # every program distinct (a comment), so none is a reused verdict and the run takes its time
+    recs = [{"index": f"r{i}", "responses": [(SLOW_OK if (i + j) % 3 else SUM_WRONG).replace(
+                "```python\n", f"```python\n# {i}.{j}\n") for j in range(per_row)]}
             for i in reversed(range(n_rows))]  # completions in another order than the dataset
     completions = write_jsonl(tmp_path / "c.jsonl", recs)
     out = tmp_path / "out"

@@ -71,7 +71,8 @@ def test_eight_reward_actors_share_one_node_pool(local_ray, shared, tmp_path):
     # verl pads the batch to a multiple of the actors with copies of its first rows: those are judged too
     padded = list(range(len(items))) + list(range((-len(items)) % ACTORS))
     judged = sum(1 for i in padded if expected[i]["verdict"] not in ("FORMAT_ERROR", "INVALID_TASK"))
-    assert stats["cores"] == cores and stats["done"] == judged, stats
+    # every judged response is run once by the pool, or reused from an identical one (verl's padding copies)
+    assert stats["cores"] == cores and stats["done"] + stats["hits"] + stats["joined"] == judged, stats
     assert 1 <= stats["max_busy"] <= cores, stats  # 8 actors, never more than `cores` judges at once
     # every reward and reward_extra_info value as compute_score gave it in one process
     scores = out.batch["rm_scores"].sum(dim=1).tolist()

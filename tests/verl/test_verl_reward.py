@@ -683,4 +683,4 @@ def test_result_numbers_keep_their_types_whatever_the_verdict():
         r = compute_score("code_taco", solution, json.dumps(SUM_DICT))
         assert {k: type(v) for k, v in r.items()} == {
             "score": float, "acc": float, "verdict": str, "passed": int, "total": int, "reason": str, "seconds": float,
-            "judge_seconds": float, "cpu_seconds": float, "warning": str}, r
+            "judge_seconds": float, "cpu_seconds": float, "cached": bool, "warning": str}, r

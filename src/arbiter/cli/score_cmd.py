@@ -143,6 +143,14 @@ def register(app: typer.Typer) -> None:
         time_limit: Optional[float] = typer.Option(None, "--time-limit", help="CPU seconds per case (default: per data_source)"),
         memory_limit: Optional[int] = typer.Option(None, "--memory-limit", help="MiB per case (default 1024)"),
         run_all: bool = typer.Option(False, "--run-all", help="run every case even after a failure (exact passed counts)"),
+        reuse: bool = typer.Option(True, "--reuse/--no-reuse",
+                                   help="judge identical programs on the same row once (docs/step.md)"),
+        case_order: str = typer.Option("failures_first", "--case-order",
+                                       help="failures_first (cases that failed earlier responses of the row first) "
+                                            "or suite; never changes a score"),
+        verdict_cache: Optional[Path] = typer.Option(None, "--verdict-cache", file_okay=False,
+                                                     help="a folder of verdicts kept between runs: a program judged "
+                                                          "before under the same row and options is not run again"),
         split: Optional[str] = typer.Option(None, "--split", help="split of an HF DatasetDict folder"),
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
         ray: Optional[str] = ray_option(),
@@ -163,7 +171,10 @@ def register(app: typer.Typer) -> None:
         COMPLETIONS, or completions matching no row, is exit 2 naming the file and line; single bad
         completion records are listed (with their line) and skipped. Exit status: 0 done; 1 some
         responses hit SANDBOX_ERROR (not recorded: rerun to retry them); 2 bad input or OUT made
-        with other inputs.
+        with other inputs. Identical programs of a row are judged once, the cases that failed a
+        row's earlier responses run first and the longest responses start first (docs/step.md;
+        --no-reuse, --case-order suite): scores are the same either way, the failing case a
+        wrong response reports may differ.
         """
         from arbiter.pipelines.codegen import ScoringInputError, load_inputs, score_completions
         from arbiter.rewards.codegen import verdict_options
@@ -172,7 +183,8 @@ def register(app: typer.Typer) -> None:
         # INVALID_TASK / SANDBOX_ERROR are reported in the outputs and the table, not as log lines
         logging.getLogger("arbiter.verl").setLevel(logging.ERROR)
         opts = _reward_options(console, parity=parity, checker=checker, case_insensitive=case_insensitive,
-                               time_limit=time_limit, memory_limit_mb=memory_limit, run_all=run_all, workers=workers)
+                               time_limit=time_limit, memory_limit_mb=memory_limit, run_all=run_all, workers=workers,
+                               reuse=reuse, case_order=case_order)
         try:  # every input check runs before the progress bar starts
             inputs = load_inputs(dataset, completions, split=split)
         except (ScoringInputError, OSError) as exc:
@@ -188,7 +200,7 @@ def register(app: typer.Typer) -> None:
         with on_ray(ray, console) as backend:
             try:
                 run = score_completions(dataset, completions, out, reward=opts, split=split, progress=bar,
-                                        inputs=inputs, options=options)
+                                        inputs=inputs, options=options, verdict_cache=verdict_cache)
             except (ValueError, OSError) as exc:
                 bar.stop()
                 raise _fail(console, exc) from None

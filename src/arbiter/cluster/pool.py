@@ -14,13 +14,13 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 NAMESPACE = "arbiter"
 NAME_PREFIX = "arbiter-judge-pool-"
-#: Method calls served at once beyond the judge slots (stats(), callers waiting for a slot).
-EXTRA_CONCURRENCY = 4
+#: Method calls served at once beyond the judge slots (stats(), callers waiting for their verdicts:
+#: a call holds no slot while it waits, so many reward actors' batches can be queued at once).
+EXTRA_CONCURRENCY = 64
 #: Per-item functions kept by a pool (the latest runs').
 FUNCTION_CACHE = 8
 
@@ -68,38 +68,30 @@ def node_cores(node_id: str) -> int:
 
 
 class JudgePool:
-    """The body of the pool actor (a threaded Ray actor; ``cores`` judges at once).
+    """The body of the pool actor (a threaded Ray actor; ``cores`` judges at once, through one
+    :class:`~arbiter.judge.step.StepJudge`: longest predicted first across every caller, identical
+    submissions judged once, failures first; docs/step.md).
 
-    - ``judge(task) -> Verdict`` (:func:`arbiter.judge.judge.judge`);
+    - ``judge(task) -> Verdict`` (:func:`arbiter.judge.judge.judge`, through the step judge);
+    - ``judge_batch(tasks, hints=None, settings=None) -> [Verdict]``: a reward-loop batch at once;
     - ``score(data_source, solution_str, ground_truth, extra_info=None, **reward_options)
       -> RewardResult``: the codegen reward, as ``arbiter.verl.reward.compute_score``;
     - ``score_batch(data_sources, solution_strs, ground_truths, extra_infos=None, **opts)``: a
       list of those, in order, judged ``cores`` at once; INVALID_TASK / SANDBOX_ERROR are results
       (as ``compute_score_batch`` with ``raise_errors=False``), never raised;
     - ``run(fn, arg)``: ``fn(arg)`` holding one judge slot (the batch jobs' per-item functions);
-    - ``stats() -> {"node_id", "cores", "busy", "max_busy", "done", "pid", "version", "code_version"}``;
+    - ``stats() -> {"node_id", "cores", "busy", "max_busy", "done", "hits", "joined", "pid", "version",
+      "code_version"}``;
     - ``doctor()``, ``toolchain(compiler, flags)``: this node's isolation and pinned toolchain.
     """
 
     def __init__(self, node_id: str, cores: int):
-        self.node_id, self.cores = node_id, cores
-        self._slots = threading.BoundedSemaphore(cores)
-        self._lock = threading.Lock()
-        self._busy = self._max_busy = self._done = 0
-        self._fns: dict[str, Callable[[Any], Any]] = {}
-        self._batch = ThreadPoolExecutor(max_workers=cores, thread_name_prefix="arbiter-pool")
+        from arbiter.judge.step import StepJudge
 
-    def _held(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        with self._slots:
-            with self._lock:
-                self._busy += 1
-                self._max_busy = max(self._max_busy, self._busy)
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                with self._lock:
-                    self._busy -= 1
-                    self._done += 1
+        self.node_id, self.cores = node_id, cores
+        self.step = StepJudge(cores)
+        self._lock = threading.Lock()
+        self._fns: dict[str, Callable[[Any], Any]] = {}
 
     def run(self, fn: Any, arg: Any) -> Any:
         """``fn(arg)`` in one judge slot. ``fn``: a function, or ``[ObjectRef]`` of one (a batch
@@ -107,7 +99,7 @@ class JudgePool:
         of a run on this node share one copy, as the threads of a local run do)."""
         if isinstance(fn, list):
             fn = self._function(fn[0])
-        return self._held(fn, arg)
+        return self.step.call(fn, arg).result()
 
     def _function(self, ref: Any) -> Callable[[Any], Any]:
         import ray
@@ -124,9 +116,14 @@ class JudgePool:
         return hit
 
     def judge(self, task: Any) -> Any:
-        from arbiter.judge.judge import judge
+        return self.step.judge(task)
 
-        return self._held(judge, task)
+    def judge_batch(self, tasks: Sequence[Any], hints: Sequence[Any] | None = None, settings: Any = None) -> list[Any]:
+        from arbiter.judge.step import ON
+
+        hints = list(hints) if hints is not None else [None] * len(tasks)
+        futures = [self.step.submit(t, hint=h, settings=settings or ON) for t, h in zip(tasks, hints, strict=True)]
+        return [f.result() for f in futures]
 
     def score(self, data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any = None,
               **kwargs: Any) -> Any:
@@ -134,40 +131,48 @@ class JudgePool:
 
         return self._score((data_source, solution_str, ground_truth, extra_info), RewardOptions.from_kwargs(kwargs))
 
-    def _score(self, item: tuple[Any, Any, Any, Any], opts: Any, raise_errors: bool = True) -> Any:
-        from arbiter.judge.judge import judge
+    def _prepare(self, item: tuple[Any, Any, Any, Any], opts: Any, raise_errors: bool) -> Any:
         from arbiter.judge.verdict import Outcome
-        from arbiter.rewards.codegen import _result, finish, prepare
+        from arbiter.rewards.codegen import _result, prepare
 
         try:
-            prep = prepare(*item, opts)
+            return prepare(*item, opts)
         except ValueError as exc:  # a non-code data_source or a bad override
             if raise_errors:
                 raise
             return _result(0.0, Outcome.INVALID_TASK.value, 0, 0, str(exc), time.monotonic())
-        verdict = self._held(judge, prep.task) if prep.task is not None else None
+
+    def _score(self, item: tuple[Any, Any, Any, Any], opts: Any, raise_errors: bool = True) -> Any:
+        from arbiter.rewards.codegen import finish
+
+        prep = self._prepare(item, opts, raise_errors)
+        if isinstance(prep, dict):
+            return prep
+        verdict = self.step.judge(prep.task, hint=prep.hint, settings=opts.step) if prep.task is not None else None
         return finish(prep, verdict, opts, raise_errors=raise_errors)
 
     def score_batch(self, data_sources: Sequence[Any], solution_strs: Sequence[Any], ground_truths: Sequence[Any],
                     extra_infos: Sequence[Any] | None = None, **kwargs: Any) -> list[Any]:
-        from arbiter.rewards.codegen import RewardOptions
+        from arbiter.rewards.codegen import RewardOptions, finish
 
         opts = RewardOptions.from_kwargs(kwargs)
         extras = list(extra_infos) if extra_infos is not None else [None] * len(data_sources)
-        items = zip(data_sources, solution_strs, ground_truths, extras)
-        return list(self._batch.map(lambda item: self._score(item, opts, raise_errors=False), items))
+        preps = [self._prepare(item, opts, False) for item in zip(data_sources, solution_strs, ground_truths, extras)]
+        futures = [self.step.submit(p.task, hint=p.hint, settings=opts.step)
+                   if not isinstance(p, dict) and p.task is not None else None for p in preps]
+        return [p if isinstance(p, dict) else finish(p, f.result() if f is not None else None, opts, raise_errors=False)
+                for p, f in zip(preps, futures)]
 
     def stats(self) -> dict[str, Any]:
         import arbiter
 
-        with self._lock:
-            return {"node_id": self.node_id, "cores": self.cores, "busy": self._busy, "max_busy": self._max_busy,
-                    "done": self._done, "pid": os.getpid(), "version": getattr(arbiter, "__version__", ""),
-                    "code_version": code_version()}
+        st = self.step.stats()
+        return {"node_id": self.node_id, "cores": self.cores, "busy": st["running"], "max_busy": st["max_running"],
+                "done": st["done"], "hits": st["hits"], "joined": st["joined"], "pid": os.getpid(),
+                "version": getattr(arbiter, "__version__", ""), "code_version": code_version()}
 
     def reset_stats(self) -> None:
-        with self._lock:
-            self._max_busy, self._done = self._busy, 0
+        self.step.reset_counts()
 
     def doctor(self) -> dict[str, Any]:
         from arbiter.sandbox.doctor import diagnose

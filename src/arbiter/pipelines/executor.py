@@ -73,6 +73,11 @@ def use_backend(backend: Backend | None) -> Iterator[Backend | None]:
         _default.remove(backend)
 
 
+def current_backend() -> Backend | None:
+    """The backend of the innermost :func:`use_backend` block, or ``None`` (this process's threads)."""
+    return _default[-1] if _default else None
+
+
 def _backend(workers: int | None, backend: Backend | None, name: str) -> tuple[Backend, bool]:
     if backend is not None:
         return backend, False
@@ -145,4 +150,5 @@ def unordered_map(fn: Callable[[T], R], items: Iterable[T], *, workers: int | No
             pool.close(cancel=True)
 
 
-__all__ = ["Backend", "ThreadBackend", "ordered_map", "ray_backend", "unordered_map", "use_backend"]
+__all__ = ["Backend", "ThreadBackend", "current_backend", "ordered_map", "ray_backend", "unordered_map",
+           "use_backend"]

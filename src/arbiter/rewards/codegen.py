@@ -24,7 +24,9 @@ from typing import Any
 from arbiter.checkers.spec import CHECKER_NAMES
 from arbiter.datasets.verl_rows import vacuous_suite_warning
 from arbiter.judge.encodings.verl import verl_ground_truth_to_suite
-from arbiter.judge.judge import judge
+from arbiter.judge.step import Settings, default_step_judge
+from arbiter.judge.step.key import CASE_ORDERS
+from arbiter.judge.step.stepjudge import SCHEDULES
 from arbiter.judge.task import Task
 from arbiter.judge.testsuite import CallCase, InvalidTestSuite, TestSuite
 from arbiter.judge.verdict import Outcome, Verdict
@@ -41,7 +43,8 @@ PRIME_CODE_CASES = 10
 
 #: ``acc`` is ``score`` again, under the name verl's DAPO recipes filter groups by
 #: (``algorithm.filter_groups.metric=acc``; verl sets it so for a reward that returns a number).
-RESULT_KEYS = ("score", "acc", "verdict", "passed", "total", "reason", "seconds", "judge_seconds", "cpu_seconds", "warning")
+RESULT_KEYS = ("score", "acc", "verdict", "passed", "total", "reason", "seconds", "judge_seconds", "cpu_seconds",
+               "cached", "warning")
 _ON_INVALID = ("zero", "raise")
 _ON_SANDBOX_ERROR = ("raise", "report")
 
@@ -104,6 +107,7 @@ class RewardOptions:
     - ``run_all``: keep running cases after the first failure (exact ``passed`` counts; slower).
     - ``workers``: parallel submissions for the batch variant (default: one per core).
     - ``max_response_chars``: longer responses are FORMAT_ERROR unparsed (docs/codegen.md, step 3).
+    - ``reuse``, ``case_order``, ``schedule``: how a batch is judged (docs/step.md); never the score.
     """
 
     parity: str | None = None
@@ -118,6 +122,9 @@ class RewardOptions:
     run_all: bool = False
     workers: int | None = None
     max_response_chars: int = MAX_RESPONSE_CHARS
+    reuse: bool = True
+    case_order: str = "failures_first"
+    schedule: str = "longest_first"
 
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any]) -> "RewardOptions":
@@ -151,14 +158,26 @@ class RewardOptions:
             raise ValueError(f"max_response_chars must be a positive int, got {opts.max_response_chars!r}")
         if opts.workers is not None and int(opts.workers) < 1:
             raise ValueError(f"workers must be >= 1, got {opts.workers!r}")
+        if not isinstance(opts.reuse, bool):
+            raise ValueError(f"reuse must be true or false, got {opts.reuse!r}")
+        if opts.case_order not in CASE_ORDERS:
+            raise ValueError(f"case_order must be one of {CASE_ORDERS}, got {opts.case_order!r}")
+        if opts.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {opts.schedule!r}")
         return opts
+
+    @property
+    def step(self) -> Settings:
+        """How the judge runs a batch of these responses (:class:`arbiter.judge.step.Settings`)."""
+        return Settings(reuse=self.reuse, case_order=self.case_order, schedule=self.schedule)
 
 
 def _result(score: float, verdict: str, passed: int, total: int, reason: str, started: float,
             judge_seconds: float = 0.0, cpu_seconds: float = 0.0, prep_seconds: float | None = None,
-            warning: str = "") -> RewardResult:
+            warning: str = "", cached: bool = False) -> RewardResult:
     """``seconds`` is the preparation time (``prep_seconds``, or since ``started``) plus the judge's
-    wall time: the work done for this response, without time spent queued behind others."""
+    wall time: the work done for this response, without time spent queued behind others (for a
+    reused verdict, ``cached``: the judge's times of the run it reuses)."""
     reason = " | ".join(line.strip() for line in reason.splitlines() if line.strip())  # one line
     return RewardResult(score=float(score), acc=float(score), verdict=verdict, passed=int(passed), total=int(total),
                         reason=reason,
@@ -166,7 +185,7 @@ def _result(score: float, verdict: str, passed: int, total: int, reason: str, st
                                       + judge_seconds, 6),
                         judge_seconds=round(judge_seconds, 6),
                         cpu_seconds=round(float(cpu_seconds), 6),
-                        warning=warning)
+                        cached=bool(cached), warning=warning)
 
 
 def row_label(data_source: Any, extra_info: Any) -> str:
@@ -231,6 +250,7 @@ class Prepared:
     invalid_error: Exception | None = None
     suite_cases: int = 0  # cases in the row's whole suite (parity mode judges only the first 10)
     warning: str = ""  # about the row, e.g. a vacuous suite (RESULT_KEYS "warning")
+    hint: float | None = None  # extra_info.reference_cpu_seconds: a first prediction of the judge's time
 
 
 #: ``extra_info`` fields a row may use to state its problem's own real-number tolerance.
@@ -324,7 +344,16 @@ def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: 
         task_id=label,
     )
     return Prepared(label, started, prep_seconds=time.monotonic() - started, task=task, suite_cases=suite_cases,
-                    warning=warning)
+                    warning=warning, hint=reference_seconds(extra_info))
+
+
+def reference_seconds(extra_info: Any) -> float | None:
+    """``extra_info.reference_cpu_seconds`` when it is a positive number (``arbiter convert``
+    measures it), else ``None``: a hint of how long the row's submissions take, never a limit."""
+    value = extra_info.get("reference_cpu_seconds") if isinstance(extra_info, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        return None
+    return float(value)
 
 
 def _solution_methods(code: str) -> set[str]:
@@ -382,7 +411,7 @@ def finish(prep: Prepared, verdict: Verdict | None, opts: RewardOptions, *, rais
         if opts.on_sandbox_error == "raise" and raise_errors:
             raise SandboxFailure(f"{prep.label}: {reason}", row=prep.label, reason=verdict.reason)
         return _result(0.0, outcome.value, verdict.passed, verdict.total, reason, prep.started, verdict.seconds, cpu,
-                       prep.prep_seconds, prep.warning)
+                       prep.prep_seconds, prep.warning, verdict.cached)
     if outcome is Outcome.INVALID_TASK:
         if opts.on_invalid == "raise" and raise_errors:
             raise InvalidTask(f"row {prep.label!r}: {verdict.reason}", row=prep.label)
@@ -391,7 +420,7 @@ def finish(prep: Prepared, verdict: Verdict | None, opts: RewardOptions, *, rais
     if opts.parity and outcome not in (Outcome.INVALID_TASK, Outcome.CE):
         outcome, reason = _parity_label(opts.parity, verdict, prep.suite_cases)
     return _result(verdict.score, outcome.value, verdict.passed, verdict.total, reason, prep.started,
-                   verdict.seconds, cpu, prep.prep_seconds, prep.warning)
+                   verdict.seconds, cpu, prep.prep_seconds, prep.warning, verdict.cached)
 
 
 def _parity_label(parity: str, verdict: Verdict, suite_cases: int) -> tuple[Outcome, str]:
@@ -413,14 +442,19 @@ def _parity_label(parity: str, verdict: Verdict, suite_cases: int) -> tuple[Outc
 
 
 def score(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any, opts: RewardOptions, *,
-          raise_errors: bool = True) -> RewardResult:
-    """The reward of one response (:func:`prepare`, the judge, :func:`finish`)."""
+          raise_errors: bool = True, judges: Any = None) -> RewardResult:
+    """The reward of one response (:func:`prepare`, the judge, :func:`finish`). ``judges``: the
+    :class:`~arbiter.judge.step.StepJudge` to ask (default the process's)."""
     prep = prepare(data_source, solution_str, ground_truth, extra_info, opts)
-    return finish(prep, judge(prep.task) if prep.task is not None else None, opts, raise_errors=raise_errors)
+    verdict = None
+    if prep.task is not None:
+        verdict = (judges or default_step_judge()).judge(prep.task, hint=prep.hint, settings=opts.step)
+    return finish(prep, verdict, opts, raise_errors=raise_errors)
 
 
-#: :class:`RewardOptions` fields that never change a verdict (workers, error policies).
-NOT_VERDICT_OPTIONS = ("workers", "on_invalid", "on_sandbox_error")
+#: :class:`RewardOptions` fields that never change a score (parallelism, error policies, how a
+#: batch is judged: docs/step.md).
+NOT_VERDICT_OPTIONS = ("workers", "on_invalid", "on_sandbox_error", "reuse", "case_order", "schedule")
 
 
 def verdict_options(opts: RewardOptions) -> dict[str, Any]:
@@ -430,4 +464,4 @@ def verdict_options(opts: RewardOptions) -> dict[str, Any]:
 
 __all__ = ["InvalidTask", "NOT_VERDICT_OPTIONS", "PARITY_MODES", "PRIME_CODE_CASES", "Prepared", "RESULT_KEYS",
            "ROW_TOLERANCE_FIELDS", "RewardOptions", "RewardResult", "SandboxFailure", "finish", "load_suite",
-           "prepare", "row_label", "row_time_limit", "score", "verdict_options"]
+           "prepare", "reference_seconds", "row_label", "row_time_limit", "score", "verdict_options"]

@@ -14,6 +14,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from pydantic import ValidationError
 
+from arbiter.judge.step import StepJudge
 from arbiter.server import native
 from arbiter.server.config import ServerConfig
 from arbiter.server.metrics import Metrics
@@ -37,6 +38,8 @@ class Service:
     def __post_init__(self) -> None:
         self.pool = JudgePool(self.cfg.workers, self.cfg.queue, self.metrics)
         self.programs = ProgramRuns(self.pool, self.cfg, self.metrics)
+        # judged in the pool's threads (the cap of cfg.workers), verdicts shared between requests
+        self.judges = StepJudge(self.cfg.workers, inline=True)
 
     async def body(self, request: Request) -> Any:
         """The JSON body, read up to ``max_body_bytes`` (:class:`BadRequest` ``413:`` past it)."""
@@ -133,9 +136,12 @@ def _run_code_route(app: FastAPI, svc: Service) -> None:
 
 
 def _batch_routes(app: FastAPI, svc: Service) -> None:
-    async def batch(request: Request, parse, calls, key: str):
+    async def batch(request: Request, parse, units, key: str):
+        """``units(parsed)`` gives the request's calls, or the calls and the order to start them."""
         try:
-            b = native.Batch(svc.pool, calls(parse(await svc.body(request), svc.cfg)))
+            made = await asyncio.to_thread(units, parse(await svc.body(request), svc.cfg))
+            calls, order = made if isinstance(made, tuple) else (made, None)
+            b = native.Batch(svc.pool, calls, order)
         except (BadRequest, Overloaded) as exc:
             return svc.refuse(exc)
         if request.query_params.get("stream") in ("1", "true"):
@@ -146,16 +152,14 @@ def _batch_routes(app: FastAPI, svc: Service) -> None:
     async def judge_route(request: Request):
         """``{"tasks": [Task JSON]}`` -> ``{"verdicts": [Verdict JSON]}`` (docs/codec.md)."""
         return await batch(request, native.parse_tasks,
-                           lambda tasks: [lambda t=t: native.judge_one(t, svc.metrics) for t in tasks], "verdict")
+                           lambda tasks: [lambda t=t: native.judge_one(t, svc.metrics, svc.judges) for t in tasks],
+                           "verdict")
 
     @app.post("/v1/score")
     async def score_route(request: Request):
         """``{"items": [verl item], "options": {...}}`` -> ``{"results": [compute_score result]}``."""
-        def calls(parsed):
-            items, opts = parsed
-            return [lambda it=it: native.score_one(it, opts, svc.metrics) for it in items]
-
-        return await batch(request, native.parse_score, calls, "result")
+        return await batch(request, native.parse_score,
+                           lambda parsed: native.score_units(*parsed, svc.metrics, svc.judges), "result")
 
 
 def _info_routes(app: FastAPI, svc: Service) -> None:

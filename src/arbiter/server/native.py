@@ -1,6 +1,7 @@
 """The native endpoints: ``POST /v1/judge`` (arbiter Tasks -> Verdicts, :mod:`arbiter.judge.codec`)
 and ``POST /v1/score`` (verl items -> :func:`arbiter.rewards.codegen.score` results). A batch runs
-on the judge pool; with ``"stream": true`` its answers come as NDJSON lines as they finish.
+on the judge pool through the service's step judge (reuse, failures first, longest first:
+``docs/step.md``); with ``"stream": true`` its answers come as NDJSON lines as they finish.
 See ``docs/serve.md``."""
 
 from __future__ import annotations
@@ -11,15 +12,18 @@ from concurrent.futures import Future
 from typing import Any, AsyncIterator, Callable
 
 from arbiter.judge.codec import task_from_json, verdict_to_json
-from arbiter.judge.judge import judge
+from arbiter.judge.step import Settings, StepJudge
 from arbiter.judge.task import Task
-from arbiter.rewards.codegen import InvalidTask, RewardOptions, SandboxFailure, score
+from arbiter.rewards.codegen import InvalidTask, Prepared, RewardOptions, SandboxFailure, finish, prepare
 from arbiter.rewards.wire import from_wire
 from arbiter.sandbox.limits import MiB
 from arbiter.server.config import ServerConfig
 from arbiter.server.metrics import Metrics
 from arbiter.server.pool import JudgePool, watch
 from arbiter.server.runcode import BadRequest
+
+#: ``/v1/judge``: verdicts reused between identical tasks, cases in the suite's order.
+JUDGE_SETTINGS = Settings(reuse=True, case_order="suite")
 
 
 def _items(body: Any, key: str, cfg: ServerConfig) -> list:
@@ -71,18 +75,33 @@ def parse_score(body: Any, cfg: ServerConfig) -> tuple[list[tuple], RewardOption
     return items, opts
 
 
-def judge_one(task: Task, metrics: Metrics) -> dict[str, Any]:
-    verdict = judge(task)
-    metrics.verdict(verdict.outcome.value, sum(1 for c in verdict.cases if c.outcome.value != "SKIPPED"))
+def judge_one(task: Task, metrics: Metrics, judges: StepJudge) -> dict[str, Any]:
+    """One task's verdict JSON: reused when an identical task was judged (the suite's case order
+    is kept: a ``/v1/judge`` client gets the verdict ``arbiter judge`` gives)."""
+    verdict = judges.judge(task, settings=JUDGE_SETTINGS)
+    if not verdict.cached:
+        metrics.verdict(verdict.outcome.value, sum(1 for c in verdict.cases if c.outcome.value != "SKIPPED"))
     return verdict_to_json(verdict)
 
 
-def score_one(item: tuple, opts: RewardOptions, metrics: Metrics) -> dict[str, Any]:
+def prepare_one(item: tuple, opts: RewardOptions) -> Prepared | dict[str, Any]:
+    """The item made ready to judge, or the error answer of a non-code ``data_source``."""
+    try:
+        return prepare(*item, opts)
+    except (TypeError, ValueError) as exc:
+        return {"error": str(exc), "type": type(exc).__name__}
+
+
+def finish_one(prep: Prepared | dict[str, Any], opts: RewardOptions, metrics: Metrics,
+               judges: StepJudge) -> dict[str, Any]:
     """One item's result as ``compute_score`` returns it, or ``{"error": message, "type": name,
     "row", "reason"}`` for what it raises (``SandboxFailure``, ``InvalidTask``, ``ValueError``,
     ``TypeError``: the client raises the same)."""
+    if isinstance(prep, dict):
+        return prep
     try:
-        result = dict(score(*item, opts))
+        verdict = judges.judge(prep.task, hint=prep.hint, settings=opts.step) if prep.task is not None else None
+        result = dict(finish(prep, verdict, opts))
     except SandboxFailure as exc:
         metrics.verdict("SANDBOX_ERROR", 0)
         return {"error": str(exc), "type": "SandboxFailure", "row": exc.row, "reason": exc.reason}
@@ -90,16 +109,29 @@ def score_one(item: tuple, opts: RewardOptions, metrics: Metrics) -> dict[str, A
         return {"error": str(exc), "type": "InvalidTask", "row": exc.row, "reason": exc.reason}
     except (TypeError, ValueError) as exc:
         return {"error": str(exc), "type": type(exc).__name__}
-    metrics.verdict(str(result.get("verdict")), int(result.get("total") or 0))
+    metrics.verdict(str(result.get("verdict")), 0 if result.get("cached") else int(result.get("total") or 0))
     return result
 
 
-class Batch:
-    """The futures of one request's units, in order; all admitted up front."""
+def score_units(items: list[tuple], opts: RewardOptions, metrics: Metrics,
+                judges: StepJudge) -> tuple[list[Callable[[], Any]], list[int]]:
+    """A ``/v1/score`` request's units (one per item) and the order to start them in: longest
+    predicted first, repeats of a program last (docs/step.md)."""
+    preps = [prepare_one(item, opts) for item in items]
+    tasks = [None if isinstance(p, dict) else p.task for p in preps]
+    hints = [None if isinstance(p, dict) else p.hint for p in preps]
+    order = judges.submission_order(tasks, hints, opts.step)
+    return [lambda p=p: finish_one(p, opts, metrics, judges) for p in preps], order
 
-    def __init__(self, pool: JudgePool, calls: list[Callable[[], Any]]):
+
+class Batch:
+    """The futures of one request's units, in order; all admitted up front, started in
+    ``order`` (positions of ``calls``; default as given)."""
+
+    def __init__(self, pool: JudgePool, calls: list[Callable[[], Any]], order: list[int] | None = None):
         pool.admit(len(calls))
-        self.futures: list[Future] = [pool.submit(c) for c in calls]
+        futures: dict[int, Future] = {i: pool.submit(calls[i]) for i in (order or range(len(calls)))}
+        self.futures: list[Future] = [futures[i] for i in range(len(calls))]
 
     def cancel(self) -> None:
         for f in self.futures:

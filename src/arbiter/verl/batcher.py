@@ -56,7 +56,8 @@ class RewardBatcher:
         try:
             preps = await loop.run_in_executor(None, self._prepare_all, [item for item, _ in batch])
             todo = [p for p in preps if not isinstance(p, BaseException) and p.task is not None]
-            verdicts = await self.judges.judge([p.task for p in todo]) if todo else []
+            verdicts = (await self.judges.judge([p.task for p in todo], [p.hint for p in todo], self.opts.step)
+                        if todo else [])
         except BaseException as exc:  # the judging call itself failed: every caller hears it
             for _, fut in batch:
                 if not fut.done():

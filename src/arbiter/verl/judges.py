@@ -3,7 +3,7 @@
 :class:`Judges` is the small interface (``async judge(tasks) -> verdicts``, same order);
 :func:`judges_for` picks the per-node judge-pool Ray actor when running inside Ray (every
 reward-loop actor on a node shares it, so the node runs at most one judge per core), else
-:class:`LocalJudges` (one judge per core of this process). See ``docs/verl.md`` ("One judge pool
+:class:`LocalJudges` (this process's step judge: one judge per core). See ``docs/verl.md`` ("One judge pool
 per node").
 """
 
@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
-from arbiter.judge.judge import default_workers, judge
+from arbiter.judge.step import ON, Settings, default_step_judge
 from arbiter.judge.task import Task
 from arbiter.judge.verdict import Verdict
 
@@ -25,44 +22,41 @@ POOL_CHOICES = ("auto", "node", "process")
 
 
 class Judges(Protocol):
-    """Judges a batch of tasks; verdicts in the order of ``tasks``."""
+    """Judges a batch of tasks; verdicts in the order of ``tasks``. ``hints``: each task's row's
+    reference CPU seconds per case (or ``None``); ``settings``: how (docs/step.md)."""
 
     name: str
 
-    async def judge(self, tasks: list[Task]) -> list[Verdict]: ...
+    async def judge(self, tasks: list[Task], hints: list[float | None] | None = None,
+                    settings: Settings = ON) -> list[Verdict]: ...
 
 
 class LocalJudges:
-    """In this process: one thread per core (per process, recreated after a fork)."""
+    """In this process: its step judge (one judge per core, :func:`default_step_judge`)."""
 
     name = "process"
-    _lock = threading.Lock()
-    _executor: tuple[int, ThreadPoolExecutor] | None = None
 
-    @classmethod
-    def _pool(cls) -> ThreadPoolExecutor:
-        with cls._lock:
-            if cls._executor is None or cls._executor[0] != os.getpid():
-                cls._executor = (os.getpid(), ThreadPoolExecutor(max_workers=default_workers(),
-                                                                 thread_name_prefix="arbiter-verl-judge"))
-            return cls._executor[1]
-
-    async def judge(self, tasks: list[Task]) -> list[Verdict]:
-        loop = asyncio.get_running_loop()
-        return list(await asyncio.gather(*(loop.run_in_executor(self._pool(), judge, t) for t in tasks)))
+    async def judge(self, tasks: list[Task], hints: list[float | None] | None = None,
+                    settings: Settings = ON) -> list[Verdict]:
+        judges = default_step_judge()
+        hints = hints or [None] * len(tasks)
+        futures = [judges.submit(t, hint=h, settings=settings) for t, h in zip(tasks, hints, strict=True)]
+        return list(await asyncio.gather(*(asyncio.wrap_future(f) for f in futures)))
 
 
 class NodeJudges:
     """The node's shared judge-pool Ray actor (:func:`arbiter.cluster.pool.node_pool`): the
-    batch's tasks go to it at once; it runs at most one judge per core of the node."""
+    batch goes to it in one call; it runs at most one judge per core of the node, longest first
+    across every caller's batches, reusing verdicts between them."""
 
     name = "node"
 
     def __init__(self, pool):
         self.pool = pool
 
-    async def judge(self, tasks: list[Task]) -> list[Verdict]:
-        return list(await asyncio.gather(*(self.pool.judge.remote(t) for t in tasks)))
+    async def judge(self, tasks: list[Task], hints: list[float | None] | None = None,
+                    settings: Settings = ON) -> list[Verdict]:
+        return list(await self.pool.judge_batch.remote(tasks, hints, settings))
 
 
 def _in_ray() -> bool:

@@ -23,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from arbiter.judge.judge import default_workers, judge
+from arbiter.judge.judge import default_workers
+from arbiter.judge.step import default_step_judge
 from arbiter.judge.testsuite import InvalidTestSuite
 from arbiter.judge.verdict import Outcome
 from arbiter.pipelines.codegen.stream import iter_scores
@@ -32,19 +33,8 @@ from arbiter.rewards.codegen import (PARITY_MODES, RESULT_KEYS, InvalidTask, Pre
 from arbiter.rewards.routes import route
 from arbiter.verl.fileload import adopt
 
-_slots: tuple[int, threading.BoundedSemaphore] | None = None
 _executor: tuple[int, ThreadPoolExecutor] | None = None
 _lock = threading.Lock()
-
-
-def _judge_slots() -> threading.BoundedSemaphore:
-    """One running judge per core for :func:`compute_score`, whatever the number of calling
-    threads (oversubscribed cores turn CPU-bound programs into wall-limit TLEs). Per process."""
-    global _slots
-    with _lock:
-        if _slots is None or _slots[0] != os.getpid():
-            _slots = (os.getpid(), threading.BoundedSemaphore(default_workers()))
-        return _slots[1]
 
 
 def compute_score(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any = None,
@@ -60,9 +50,8 @@ def compute_score(data_source: Any, solution_str: Any, ground_truth: Any, extra_
     opts = RewardOptions.from_kwargs(kwargs)
     prep = prepare(data_source, solution_str, ground_truth, extra_info, opts)
     verdict = None
-    if prep.task is not None:
-        with _judge_slots():
-            verdict = judge(prep.task)
+    if prep.task is not None:  # one judge per core of this process, however many threads call
+        verdict = default_step_judge().judge(prep.task, hint=prep.hint, settings=opts.step)
     return finish(prep, verdict, opts)
 
 
@@ -117,7 +106,8 @@ def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[Any
         remote = dict(kwargs, on_sandbox_error="report", on_invalid="zero")
         results = _remote(url).score(list(zip(sources, solutions, truths, extras)), remote)
     else:
-        results = list(iter_scores(zip(sources, solutions, truths, extras), opts, raise_errors=False))
+        results = list(iter_scores(zip(sources, solutions, truths, extras), opts, raise_errors=False,
+                                   lookahead=len(sources)))  # the whole batch, longest first
     failed = [i for i, r in enumerate(results) if r["verdict"] == Outcome.SANDBOX_ERROR.value]
     if opts.on_sandbox_error == "raise" and failed:
         i = failed[0]

@@ -132,7 +132,8 @@ def _judge_all(folder: RunFolder, ins: ScoringInputs, split: str | None, run: Sc
 def score_completions(dataset: str | os.PathLike, completions: str | os.PathLike, out_dir: str | os.PathLike, *,
                       reward: RewardOptions | None = None, scorer: Scorer | None = None, split: str | None = None,
                       options: Mapping[str, Any] | None = None, progress: Callable[[int, int], None] | None = None,
-                      inputs: ScoringInputs | None = None) -> ScoringRun:
+                      inputs: ScoringInputs | None = None,
+                      verdict_cache: str | os.PathLike | None = None) -> ScoringRun:
     """Score every response in ``completions`` against its row of ``dataset`` into ``out_dir``
     (resumable; ``docs/codegen.md``).
 
@@ -143,7 +144,9 @@ def score_completions(dataset: str | os.PathLike, completions: str | os.PathLike
     - ``options``: what the verdicts depend on, recorded in ``config.json`` (default: the
       reward's verdict options; ``{}`` with a ``scorer``); a rerun with other values is refused;
     - ``progress(done, total)``: called as responses finish (first after every check passed);
-    - ``inputs``: :func:`load_inputs` of these inputs when the caller already checked them.
+    - ``inputs``: :func:`load_inputs` of these inputs when the caller already checked them;
+    - ``verdict_cache``: a folder of verdicts kept between runs (docs/step.md): a program judged
+      before on the same suite, limits and checker is not run again.
 
     Raises :class:`ScoringInputError` (nothing created), :class:`ConfigMismatch` (nothing changed),
     ``OutputDirError``/``OutputDirBusy``, ``OSError``; bad rows and records go to ``errors.jsonl``."""
@@ -151,7 +154,7 @@ def score_completions(dataset: str | os.PathLike, completions: str | os.PathLike
     opts = reward if reward is not None else RewardOptions()
     if options is None:
         options = verdict_options(opts) if scorer is None else {}
-    scorer = scorer or functools.partial(iter_scores, opts=opts, raise_errors=False)
+    scorer = scorer or functools.partial(iter_scores, opts=opts, raise_errors=False, verdict_cache=verdict_cache)
     with RunFolder(out_dir) as folder:
         folder.check_config(config_fingerprint(dataset, completions, split, options), RULES)
         run = ScoringRun(responses=ins.responses)

@@ -1,22 +1,26 @@
 """The codegen reward over a stream of responses, judged in parallel, results in input order.
 
-Used by ``arbiter score`` and verl's batch entry point. Consecutive responses that share one
-ground truth reuse its parsed suite (verl repeats a prompt's row for its n responses). See
-``docs/codegen.md`` ("Executor").
+Used by ``arbiter score`` and verl's batch entry point, through a step judge (``docs/step.md``).
+Consecutive responses that share one ground truth reuse its parsed suite (verl repeats a
+prompt's row for its n responses). See ``docs/codegen.md`` ("Executor").
 """
 
 from __future__ import annotations
 
-import contextlib
+import os
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future
 from typing import Any
 
 from arbiter.judge.encodings.verl import verl_ground_truth_to_suite
-from arbiter.judge.judge import default_workers, judge
+from arbiter.judge.judge import default_workers
+from arbiter.judge.step import StepJudge, default_step_judge
+from arbiter.judge.step.store import DiskStore, VerdictStore
 from arbiter.judge.testsuite import InvalidTestSuite, TestSuite
 from arbiter.judge.verdict import Outcome
-from arbiter.pipelines.executor import ordered_map
+from arbiter.pipelines.executor import current_backend
 from arbiter.rewards.codegen import Prepared, RewardOptions, RewardResult, _result, finish, prepare, row_label
 from arbiter.rewards.routes import route
 Item = tuple[Any, Any, Any, Any]
@@ -61,20 +65,55 @@ def _prepared(items: Iterable[Item], opts: RewardOptions, raise_errors: bool) ->
                       suite=suites.get(ground_truth, label), route_=r)
 
 
-def iter_scores(items: Iterable[Item], opts: RewardOptions, *, raise_errors: bool = True) -> Iterator[RewardResult]:
+#: Responses a stream (``arbiter score``) takes ahead of the one it writes next, so the longest of
+#: them start first (docs/step.md); their tasks (and their rows' suites) are held in memory.
+LOOKAHEAD = 256
+
+
+def _judges(opts: RewardOptions, verdict_cache: str | os.PathLike | None) -> tuple[StepJudge, bool]:
+    """The step judge of a stream and whether it is this stream's own: the process's, or one with
+    ``opts.workers`` threads, a Ray backend, or a verdict folder (sharing the process's memory of
+    verdicts, case orders and costs unless a folder is given)."""
+    base = default_step_judge()
+    backend = current_backend()
+    workers = None if backend is not None else int(opts.workers or default_workers())
+    if backend is None and workers == base.workers and verdict_cache is None:
+        return base, False
+    store = VerdictStore(disk=DiskStore(verdict_cache)) if verdict_cache is not None else base.store
+    return StepJudge(workers, executor=backend, store=store, order=base.order, costs=base.costs), True
+
+
+def iter_scores(items: Iterable[Item], opts: RewardOptions, *, raise_errors: bool = True,
+                lookahead: int | None = None, verdict_cache: str | os.PathLike | None = None) -> Iterator[RewardResult]:
     """Score ``(data_source, solution_str, ground_truth, extra_info)`` items in parallel
     (``opts.workers`` sandboxes, default one per core), yielding results in input order.
 
-    Items are consumed lazily; at most ``2 x workers`` (judged or not) are in flight, so memory
-    stays bounded on long streams whatever the mix. ``raise_errors=False`` returns INVALID_TASK /
-    SANDBOX_ERROR as results whatever ``on_invalid`` / ``on_sandbox_error`` say, and a non-code
-    data_source as an INVALID_TASK result (with ``raise_errors`` it raises ``ValueError``)."""
-    workers = int(opts.workers or default_workers())
-    done = ordered_map(lambda prep: judge(prep.task), _prepared(items, opts, raise_errors), workers=workers,
-                       name="arbiter-judge", submit_if=lambda prep: prep.task is not None)
-    with contextlib.closing(done):  # an error or an early stop cancels the work in flight now
-        for prep, verdict in done:
-            yield finish(prep, verdict, opts, raise_errors=raise_errors)
+    Items are consumed lazily; at most ``lookahead`` (default :data:`LOOKAHEAD`, at least
+    ``2 x workers``) are in flight, judged longest predicted first, identical programs once
+    (docs/step.md); ``verdict_cache``: a folder of verdicts kept between runs. ``raise_errors=False``
+    returns INVALID_TASK / SANDBOX_ERROR as results whatever ``on_invalid`` / ``on_sandbox_error``
+    say, and a non-code data_source as an INVALID_TASK result (with ``raise_errors`` it raises
+    ``ValueError``)."""
+    judges, owned = _judges(opts, verdict_cache)
+    bound = max(lookahead or LOOKAHEAD, 2 * judges.workers)
+    window: deque[tuple[Prepared, Future | None]] = deque()
+    settings = opts.step
+    try:
+        for prep in _prepared(items, opts, raise_errors):
+            fut = judges.submit(prep.task, hint=prep.hint, settings=settings) if prep.task is not None else None
+            window.append((prep, fut))
+            while window and (window[0][1] is None or window[0][1].done() or len(window) > bound):
+                prep, fut = window.popleft()
+                yield finish(prep, fut.result() if fut is not None else None, opts, raise_errors=raise_errors)
+        while window:
+            prep, fut = window.popleft()
+            yield finish(prep, fut.result() if fut is not None else None, opts, raise_errors=raise_errors)
+    finally:  # an error or an early stop drops the work not started
+        for _, fut in window:
+            if fut is not None:
+                fut.cancel()
+        if owned:
+            judges.close()
 
 
-__all__ = ["Item", "iter_scores"]
+__all__ = ["Item", "LOOKAHEAD", "iter_scores"]
