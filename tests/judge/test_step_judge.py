@@ -89,7 +89,7 @@ def test_our_failures_are_never_reused(tmp_path):
 
 
 def test_failures_first_after_the_suite_taught_it(judges):
-    first = judges.judge(task(wrong_at(9)))  # nothing learned: smallest inputs first, the suite's order here
+    first = judges.judge(task(wrong_at(9)))  # nothing learned yet: the suite's order
     assert (first.passed, first.outcome) == (9, Outcome.WA)
     other = judges.judge(task(wrong_at(9, "\n# another response")))
     ran = [c.name for c in other.cases if c.outcome is not Outcome.SKIPPED]

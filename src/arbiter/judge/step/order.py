@@ -2,8 +2,9 @@
 
 Per suite (by digest), what earlier submissions did on each case: how often it ran, failed, and
 what it cost. Cases that failed before come first, cheapest expected cost per failure first;
-then the others by input size, smallest first. :func:`permute` gives the task to judge and
-:func:`restore` puts its case results back in the suite's order. See ``docs/step.md``.
+then the others in the suite's order (measured better than by input size: docs/step.md).
+:func:`permute` gives the task to judge and :func:`restore` puts its case results back in the
+suite's order.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
-from arbiter.judge import jsonvalues
 from arbiter.judge.task import Task
-from arbiter.judge.testsuite import CallCase, TestSuite
+from arbiter.judge.testsuite import TestSuite
 from arbiter.judge.verdict import Outcome, Verdict
 
 #: Seconds a case costs beyond its CPU time (the fork, the reply): keeps costs above zero.
@@ -22,37 +22,22 @@ CASE_OVERHEAD = 0.003
 _FAILED = (Outcome.WA, Outcome.TLE, Outcome.MLE, Outcome.RE, Outcome.OLE)
 
 
-def input_size(case) -> int:
-    """Bytes of a case's input: stdin, or a call's arguments as JSON."""
-    if isinstance(case, CallCase):
-        try:
-            return len(jsonvalues.dumps([list(case.args), case.kwargs]))
-        except (TypeError, ValueError, RecursionError):
-            return 1 << 30
-    return len(case.stdin)
-
-
 @dataclass
 class _SuiteStats:
-    sizes: list[int]
+    cases: int
     runs: list[int] = field(default_factory=list)
     fails: list[int] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        n = len(self.sizes)
-        self.runs, self.fails, self.seconds = [0] * n, [0] * n, [0.0] * n
+        self.runs, self.fails, self.seconds = [0] * self.cases, [0] * self.cases, [0.0] * self.cases
 
     def order(self) -> list[int]:
-        n = len(self.sizes)
+        def cost_per_failure(i: int) -> tuple[float, int]:
+            return ((self.seconds[i] / self.runs[i] + CASE_OVERHEAD) * self.runs[i] / self.fails[i], i)
 
-        def failed_key(i: int) -> tuple[float, int]:
-            cost = self.seconds[i] / self.runs[i] + CASE_OVERHEAD
-            return (cost * self.runs[i] / self.fails[i], i)  # expected cost per failure found
-
-        failed = sorted((i for i in range(n) if self.fails[i]), key=failed_key)
-        rest = sorted((i for i in range(n) if not self.fails[i]), key=lambda i: (self.sizes[i], i))
-        return failed + rest
+        failed = sorted((i for i in range(self.cases) if self.fails[i]), key=cost_per_failure)
+        return failed + [i for i in range(self.cases) if not self.fails[i]]
 
 
 class CaseOrder:
@@ -66,8 +51,8 @@ class CaseOrder:
 
     def _stats(self, digest: str, suite: TestSuite) -> _SuiteStats:
         stats = self._suites.get(digest)
-        if stats is None or len(stats.sizes) != len(suite.cases):
-            stats = self._suites[digest] = _SuiteStats([input_size(c) for c in suite.cases])
+        if stats is None or stats.cases != len(suite.cases):
+            stats = self._suites[digest] = _SuiteStats(len(suite.cases))
             while len(self._suites) > self.max_suites:
                 self._suites.popitem(last=False)
         self._suites.move_to_end(digest)
@@ -113,4 +98,4 @@ def restore(verdict: Verdict, order: list[int]) -> Verdict:
     return replace(verdict, cases=[c for _, c in placed])
 
 
-__all__ = ["CASE_OVERHEAD", "CaseOrder", "input_size", "permute", "restore"]
+__all__ = ["CASE_OVERHEAD", "CaseOrder", "permute", "restore"]
