@@ -1,8 +1,9 @@
 """How long a submission is predicted to take, to start the long ones first (docs/step.md).
 
-Before any submission of a suite has been judged: its size (cases and input bytes) and, when the
-row gives one, its reference solution's measured CPU seconds per case (``hint``). After: the mean
-judge seconds of the suite's submissions seen so far in this run or pool.
+Before any submission of a suite has been judged: its size (cases and input bytes), when the row
+gives one its reference solution's measured CPU seconds per case (``hint``), and the risk of a
+time limit (the share of submissions seen that ran into one, times the task's CPU limit). After:
+the mean judge seconds of the suite's submissions seen so far in this run or pool.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class CostModel:
         self.max_suites = max_suites
         self._lock = threading.Lock()
         self._seen: OrderedDict[str, tuple[int, float]] = OrderedDict()
+        self._judged = self._timed_out = 0
 
     def predict(self, digest: str | None, task: Task, hint: float | None = None) -> float:
         """Predicted judge seconds of ``task`` (whose suite has ``digest``)."""
@@ -44,10 +46,15 @@ class CostModel:
                 seen = self._seen.get(digest)
             if seen is not None:
                 return seen[1] / seen[0]
-        return prior_seconds(task, hint)
-
-    def observe(self, digest: str, seconds: float) -> None:
         with self._lock:
+            risk = self._timed_out / self._judged if self._judged else 0.0
+        return prior_seconds(task, hint) + risk * task.limits.cpu_seconds
+
+    def observe(self, digest: str, seconds: float, timed_out: bool = False) -> None:
+        """A judged submission of the suite ``digest``: its judge seconds, whether it hit a time limit."""
+        with self._lock:
+            self._judged += 1
+            self._timed_out += bool(timed_out)
             n, total = self._seen.pop(digest, (0, 0.0))
             self._seen[digest] = (n + 1, total + max(0.0, seconds))
             while len(self._seen) > self.max_suites:

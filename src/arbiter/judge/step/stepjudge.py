@@ -23,7 +23,7 @@ from arbiter.judge.step.key import CASE_ORDERS, effective_order, suite_digest, v
 from arbiter.judge.step.order import CaseOrder, permute, restore
 from arbiter.judge.step.store import VerdictStore, decode, encode, reusable
 from arbiter.judge.task import Task
-from arbiter.judge.verdict import Verdict
+from arbiter.judge.verdict import Outcome, Verdict
 from arbiter.sandbox.config import SandboxConfig
 
 #: ``schedule`` values: start the longest predicted submission first, or in submission order.
@@ -262,7 +262,7 @@ class StepJudge:
         assert job.task is not None
         verdict = restore(verdict, job.order) if job.order else verdict
         if job.digest is not None:
-            self.costs.observe(job.digest, verdict.seconds)
+            self.costs.observe(job.digest, verdict.seconds, verdict.outcome is Outcome.TLE)
             if effective_order(job.task, job.settings.case_order) == "failures_first":
                 self.order.learn(job.digest, job.task.suite, verdict)
         return verdict
