@@ -12,17 +12,21 @@ streaming memory of ``arbiter score`` at the card's size.
    300 rows, so the streaming machinery is measured, not the judge) against a tenth of it:
    peak RSS (VmHWM) and rows/s side by side.
 
-3. ``--compare TREE``: the same mix (``compute_score_batch`` on every response) run alternately
+3. ``--compare TREE``: the same batch (``compute_score_batch`` on every response) run alternately
    by this checkout and by another one (e.g. a checkout of main from before a change), each
-   through its own ``.venv/bin/python`` in a subprocess, ``--rounds`` times; printed: responses/s
-   of both per round, the median ratio, whether both gave the same verdicts, and the bound the
-   TLE responses set (they run to their CPU limit under any judge). With
-   ``--shape weak`` the mix is shaped like the card's weak-model rollouts (median pass rate 0):
-   8 responses per problem, 7 of them its failing ones (label 0.0, or the unlabelled variants that
-   are usually wrong), cycled, and 1 reference; problems with no failing response are left out.
+   through its own ``.venv/bin/python`` in a subprocess, ``--rounds`` times, then once more in
+   this checkout with its reuse, case order and schedule switched off; printed per shape (median
+   of the rounds, with the load average): responses/s, judge CPU seconds per response (this
+   process and every process under it), makespan / ideal (ideal: that CPU over the cores), the
+   reuse rate, cases run per failing response, and the TLE responses' judge seconds (they run
+   to their CPU limit under any judge). Every response's score must be equal in all three runs.
+   Shapes: ``mix`` (every response above), ``weak`` (the mix shaped like the card's weak-model
+   rollouts: 8 responses per problem, 7 failing ones cycled and 1 reference), ``grpo-weak`` /
+   ``grpo-strong`` / ``grpo`` (both): GRPO steps built from bench/data/grpo (bench/grpo_shapes.py,
+   docs/step.md).
 
 Usage: .venv/bin/python bench/score.py [--rows 14927] [--skip-memory] [--compare TREE [--rounds 3]
-       [--shape mix|weak]]
+       [--shape mix|weak|grpo-weak|grpo-strong|grpo]]
 """
 
 from __future__ import annotations
@@ -198,69 +202,149 @@ def bench_memory(n_rows: int) -> None:
     print(table(["rows x responses", "input MiB", "peak RSS MiB", "wall s", "rows/s", "responses/s"], rows))
 
 
-def mix_once(shape: str) -> None:
-    """One timed ``compute_score_batch`` over the mix (after a warm-up call), as one JSON line:
-    wall seconds, responses, cases run, verdicts. Run by :func:`bench_compare` in each tree."""
+def tree_cpu_seconds() -> float:
+    """CPU seconds used so far by this process and every process under it, reaped or not (the
+    judge, its sandboxes and the programs they ran)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parent: dict[int, int] = {}
+    times: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry.name)
+        parent[pid] = int(fields[1])
+        times[pid] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    me, total = os.getpid(), 0
+    for pid, t in times.items():
+        p = pid
+        while p not in (0, 1) and p != me:
+            p = parent.get(p, 0)
+        total += t if p == me else 0
+    return total / tick
+
+
+SHAPE_ITEMS = {"mix": lambda: load_items()[0], "weak": weak_items}
+OFF = {"reuse": False, "case_order": "suite", "schedule": "fifo"}  # this tree's three switches, all off
+
+
+def _items(shape: str) -> list[tuple]:
+    if shape.startswith("grpo-"):
+        import grpo_shapes
+
+        return grpo_shapes.items(shape.removeprefix("grpo-"))
+    return SHAPE_ITEMS[shape]()
+
+
+def mix_once(shape: str, mode: str = "on") -> None:
+    """One timed ``compute_score_batch`` over the shape (after a warm-up call on a row outside
+    it), as one JSON line: wall and tree CPU seconds, the per-response results. ``mode="off"``:
+    this tree's reuse, case order and schedule switched off. Run by :func:`bench_compare`."""
+    import grpo_shapes
+
     from arbiter.verl.reward import compute_score, compute_score_batch
 
-    items = weak_items() if shape == "weak" else load_items()[0]
-    compute_score(*items[0])  # warm-up: first sandbox start, imports
-    t = time.monotonic()
+    items = _items(shape)
+    kwargs = OFF if mode == "off" else {}
+    compute_score(*grpo_shapes.warmup_item(), **kwargs)  # warm-up: first sandbox start, imports
+    cpu, t = tree_cpu_seconds(), time.monotonic()
     batch = compute_score_batch([i[0] for i in items], [i[1] for i in items], [i[2] for i in items],
-                                [i[3] for i in items])
-    wall = time.monotonic() - t
-    print(json.dumps({"wall": wall, "responses": len(batch), "cases": sum(cases_run(r) for r in batch),
-                      "verdicts": [r["verdict"] for r in batch],
-                      "tle_seconds": sum(r["seconds"] for r in batch if r["verdict"] == "TLE")}))
+                                [i[3] for i in items], **kwargs)
+    wall, cpu = time.monotonic() - t, tree_cpu_seconds() - cpu
+    keep = ("score", "verdict", "passed", "total", "judge_seconds", "cpu_seconds", "cached")
+    print(json.dumps({"wall": wall, "cpu": cpu, "cores": len(os.sched_getaffinity(0)),
+                      "results": [{k: r.get(k, False) for k in keep} for r in batch]}))
 
 
-def bench_compare(other: Path, rounds: int, shape: str) -> None:
-    """The mix in this tree and in ``other``, alternately, each by its own venv's interpreter."""
-    trees = {"this tree": HERE.parent, str(other): other}
-    for name, tree in trees.items():
+def _run_tree(tree: Path, shape: str, mode: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    out = subprocess.run([str(tree / ".venv/bin/python"), str(Path(__file__).resolve()), "--mix-once",
+                          "--shape", shape, "--mode", mode], cwd=tree, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"{tree} ({mode}): the mix failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def cases_ran(r: dict) -> int:
+    """Cases executed for this response now: none for a reused verdict."""
+    return 0 if r.get("cached") else cases_run(r)
+
+
+def figures(got: dict) -> dict:
+    """The per-shape figures of one run (docs/step.md, "Measuring")."""
+    res, n = got["results"], len(got["results"])
+    failing = [r for r in res if r["verdict"] in RUN_VERDICTS]
+    judged = [r for r in res if r["verdict"] not in ("FORMAT_ERROR", "INVALID_TASK")]
+    tle = [r for r in res if r["verdict"] == "TLE" and not r.get("cached")]
+    ideal = got["cpu"] / got["cores"]
+    return {"responses/s": n / got["wall"], "judge CPU-s/resp": got["cpu"] / n, "makespan/ideal": got["wall"] / ideal,
+            "hit rate": sum(1 for r in judged if r.get("cached")) / max(1, len(judged)),
+            "cases/failing resp": sum(cases_ran(r) for r in failing) / max(1, len(failing)),
+            "wall s": got["wall"], "CPU s": got["cpu"], "TLE run": len(tle),
+            "TLE CPU s": sum(r["cpu_seconds"] for r in tle)}
+
+
+def bench_compare(other: Path, rounds: int, shapes: list[str]) -> None:
+    """Each shape in this tree and in ``other`` (today's main), alternately, each by its own
+    venv's interpreter; once more in this tree with its three switches off. Scores must be equal."""
+    for tree in (HERE.parent, other):
         if not (tree / ".venv" / "bin" / "python").exists():
-            sys.exit(f"{name}: no {tree / '.venv/bin/python'}")
-    walls: dict[str, list[float]] = {name: [] for name in trees}
-    tle: dict[str, list[float]] = {name: [] for name in trees}
-    verdicts: dict[str, list[str]] = {}
-    responses = cases = 0
-    for _ in range(rounds):
-        for name, tree in trees.items():
-            env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-            out = subprocess.run([str(tree / ".venv/bin/python"), str(Path(__file__).resolve()), "--mix-once",
-                                  "--shape", shape],
-                                 cwd=tree, env=env, capture_output=True, text=True)
-            if out.returncode != 0:
-                sys.exit(f"{name}: the mix failed:\n{out.stderr[-3000:]}")
-            got = json.loads(out.stdout.strip().splitlines()[-1])
-            walls[name].append(got["wall"])
-            tle[name].append(got.get("tle_seconds", 0.0))
-            verdicts[name], responses, cases = got["verdicts"], got["responses"], got["cases"]
-    this, that = trees
-    print(f"== RL-shaped mix, shape {shape} ({responses} responses, {cases} cases run, compute_score_batch): this tree vs {that}, {rounds} "
-          f"interleaved rounds, load average {os.getloadavg()[0]:.1f}")
-    rows = [[str(i + 1), f"{responses / a:.2f}", f"{responses / b:.2f}", f"{b / a:.2f}x"]
-            for i, (a, b) in enumerate(zip(walls[this], walls[that]))]
-    ratio = statistics.median(b / a for a, b in zip(walls[this], walls[that]))
-    rows.append(["median", f"{responses / statistics.median(walls[this]):.2f}",
-                 f"{responses / statistics.median(walls[that]):.2f}", f"{ratio:.2f}x"])
-    print(table(["round", "this tree responses/s", "other responses/s", "this / other"], rows))
-    same = sum(a == b for a, b in zip(verdicts[this], verdicts[that]))
-    print(f"same verdict in both trees: {same}/{responses}")
-    _print_bound(responses, statistics.median(tle[this]), statistics.median(walls[that]))
+            sys.exit(f"no {tree / '.venv/bin/python'}")
+    for shape in shapes:
+        runs: dict[str, list[dict]] = {"this tree": [], "other": []}
+        scores: dict[str, list] = {}
+        for i in range(rounds):
+            for name, tree in (("other", other), ("this tree", HERE.parent)):
+                got = _run_tree(tree, shape, "on")
+                runs[name].append(figures(got))
+                scores.setdefault(name, [r["score"] for r in got["results"]])
+                if scores[name] != [r["score"] for r in got["results"]]:
+                    sys.exit(f"{shape}: {name} gave other scores in round {i + 1}")
+        off = _run_tree(HERE.parent, shape, "off")
+        scores["this tree, switches off"] = [r["score"] for r in off["results"]]
+        _print_shape(shape, other, runs, figures(off), scores)
 
 
-def _print_bound(responses: int, tle_seconds: float, other_wall: float) -> None:
-    """What the time limits alone allow: a TLE response runs until its CPU limit whatever the
-    judge, so with one worker per core no judge scores the mix faster than this."""
-    from arbiter.judge.judge import default_workers
+def got_cores() -> int:
+    return len(os.sched_getaffinity(0))
 
-    if tle_seconds <= 0:
-        return
-    floor = tle_seconds / default_workers()
-    print(f"time-limit bound: TLE responses took {tle_seconds:.1f} s (their CPU limits) on {default_workers()} "
-          f"workers, so at most {responses / floor:.2f} responses/s, {other_wall / floor:.2f}x the other tree, "
-          "for any judge")
+
+def _distinct(shape: str) -> int:
+    """Distinct (row, program after code extraction) pairs of the shape."""
+    from arbiter.rewards.extract import extract_code
+
+    return len({(ds, str(extra.get("index")), extract_code(resp).code) for ds, resp, _, extra in _items(shape)})
+
+
+def _print_shape(shape: str, other: Path, runs: dict[str, list[dict]], off: dict, scores: dict) -> None:
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    n = len(next(iter(scores.values())))
+    print(f"\n== {shape}: {n} responses ({_distinct(shape)} distinct programs), compute_score_batch; this tree vs "
+          f"{other} (median of {len(runs['other'])} interleaved rounds); load average {load}")
+    cols = ["responses/s", "judge CPU-s/resp", "makespan/ideal", "hit rate", "cases/failing resp", "wall s", "CPU s",
+            "TLE run", "TLE CPU s"]
+    med = {name: {c: statistics.median(f[c] for f in fs) for c in cols} for name, fs in runs.items()}
+    med["this tree, switches off (1 run)"] = off
+    rows = [[name] + [f"{m[c]:.3f}" if isinstance(m[c], float) else str(m[c]) for c in cols] for name, m in med.items()]
+    print(table(["tree"] + cols, rows))
+    a, b = med["this tree"], med["other"]
+    print(f"this / other: CPU per step {a['CPU s'] / b['CPU s']:.2f}x, wall {a['wall s'] / b['wall s']:.2f}x, "
+          f"responses/s {a['responses/s'] / b['responses/s']:.2f}x")
+    no_tle = [(m["CPU s"] - m["TLE CPU s"]) for m in (a, b)]
+    print(f"TLE responses (they run to their CPU limit under any judge): {a['TLE run']} run here, {b['TLE run']} "
+          f"there, {a['TLE CPU s']:.1f} and {b['TLE CPU s']:.1f} CPU s in their cases; without them, CPU per step "
+          f"{no_tle[0] / max(1e-9, no_tle[1]):.2f}x; time-limit bound (TLE CPU / cores): "
+          f"{a['TLE CPU s'] / got_cores():.1f} s here, {b['TLE CPU s'] / got_cores():.1f} s there")
+    ref = scores["other"]
+    for name, s in scores.items():
+        same = sum(x == y for x, y in zip(s, ref))
+        print(f"scores equal to the other tree's: {name}: {same}/{len(ref)}")
+        if same != len(ref):
+            sys.exit(f"MISMATCH: {shape}: {name}")
 
 
 def main() -> None:
@@ -269,15 +353,18 @@ def main() -> None:
     ap.add_argument("--skip-memory", action="store_true", help="only the batch vs one-by-one comparison")
     ap.add_argument("--compare", type=Path, help="another checkout: the mix alternately here and there, side by side")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of --compare")
-    ap.add_argument("--shape", choices=("mix", "weak"), default="mix",
-                    help="--compare's mix: the whole mix, or shaped like weak-model rollouts")
+    ap.add_argument("--shape", choices=("mix", "weak", "grpo-weak", "grpo-strong", "grpo"), default="mix",
+                    help="--compare's batch: the whole mix, shaped like weak-model rollouts, or a GRPO step "
+                         "(grpo: both GRPO shapes)")
     ap.add_argument("--mix-once", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--mode", choices=("on", "off"), default="on", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.mix_once:
-        mix_once(args.shape)
+        mix_once(args.shape, args.mode)
         return
     if args.compare is not None:
-        bench_compare(args.compare.resolve(), args.rounds, args.shape)
+        shapes = ["grpo-weak", "grpo-strong"] if args.shape == "grpo" else [args.shape]
+        bench_compare(args.compare.resolve(), args.rounds, shapes)
         return
     bench_batch_vs_serial()
     if not args.skip_memory:
