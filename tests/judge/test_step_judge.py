@@ -173,3 +173,27 @@ def test_a_program_cannot_see_or_plant_verdicts(tmp_path):
     assert v.outcome is Outcome.AC, v.reason  # the folder does not exist inside the sandbox
     assert not (folder / "planted").exists()
     j.close()
+
+
+ODD_OUTPUT = r"""
+import sys
+sys.stdout.buffer.write(b"\xff\xfe\xed\x00 \xed\xa0\x80 \xf0\x9f\x98\x80 " + b"9" * 5000 + b"\n")
+"""
+
+
+def test_a_reused_verdict_of_odd_output_is_the_runs_own(judges):
+    """Bytes that are not UTF-8, NUL, a lone surrogate's encoding, an emoji and a 5000-digit
+    number in the diff: the stored verdict reads back equal, field for field."""
+    t = Task("python", ODD_OUTPUT, TestSuite([StdioCase("1", "", "1\n"), StdioCase("2", "", "2\n")]))
+    first = judges.judge(t)
+    again = judges.judge(t)
+    assert first.outcome is Outcome.WA and again.cached and same(first, again)
+
+
+def test_a_program_that_changes_with_each_run_gets_its_first_runs_verdict(judges):
+    """A program whose answer depends on chance is judged once: its copies get that verdict (the
+    documented rule), never another program's."""
+    coin = "import os\nprint(2 * int(input()) if os.urandom(1)[0] & 1 else -1)"
+    first = judges.judge(task(coin))
+    assert all(judges.judge(task(coin)).outcome is first.outcome for _ in range(3))
+    assert judges.stats()["runs"] == 1
