@@ -51,7 +51,7 @@ def score_items(items: Sequence[tuple], url: str, pool: str, opts: RewardOptions
         return _client(url).score(items, {k: v for k, v in raw_options.items() if k not in ("url", "pool")})
     preps = [prepare(*item, opts) for item in items]
     todo = [p for p in preps if p.task is not None]
-    verdicts = _run(judges_for(pool).judge([p.task for p in todo])) if todo else []
+    verdicts = _run(judges_for(pool).judge([p.task for p in todo], [p.hint for p in todo], opts.step)) if todo else []
     by_prep = {id(p): v for p, v in zip(todo, verdicts, strict=True)}
     return [finish(p, by_prep.get(id(p)), opts) for p in preps]
 
