@@ -25,26 +25,14 @@ EXTRA_CONCURRENCY = 64
 FUNCTION_CACHE = 8
 
 
-_code: str | None = None
-
-
 def code_version() -> str:
-    """A digest of this arbiter's code (every ``.py`` file of the package, by path and content),
-    computed once per process: pools are named by it, so a detached pool left by another arbiter
-    (an older release, another checkout) never judges for this one."""
-    global _code
-    if _code is None:
-        import hashlib
-        from pathlib import Path
+    """A digest of this arbiter's code (:func:`arbiter.judge.step.key.code_digest`: every source
+    file of the package, by path and content), computed once per process: pools are named by it,
+    so a detached pool left by another arbiter (an older release, another checkout) never judges
+    for this one."""
+    from arbiter.judge.step.key import code_digest
 
-        import arbiter
-
-        root = Path(arbiter.__file__).parent
-        digest = hashlib.sha256()
-        for path in sorted(root.rglob("*.py")):
-            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-        _code = digest.hexdigest()[:16]
-    return _code
+    return code_digest()[:16]
 
 
 def pool_name(node_id: str) -> str:
