@@ -18,8 +18,10 @@ streaming memory of ``arbiter score`` at the card's size.
    this checkout with its reuse, case order and schedule switched off; printed per shape (median
    of the rounds, with the load average): responses/s, judge CPU seconds per response (this
    process and every process under it), makespan / ideal (ideal: that CPU over the cores), the
-   reuse rate, cases run per failing response, and the TLE responses' judge seconds (they run
-   to their CPU limit under any judge). Every response's score must be equal in all three runs.
+   share of the judge slots busy while the batch ran (judge seconds of the responses run over
+   wall x cores: a load-independent view of idle slots, the tail), the reuse rate, cases run per
+   failing response, and the TLE responses' CPU seconds (they run to their CPU limit under any
+   judge). Every response's score must be equal in all three runs.
    Shapes: ``mix`` (every response above), ``weak`` (the mix shaped like the card's weak-model
    rollouts: 8 responses per problem, 7 failing ones cycled and 1 reference), ``grpo-weak`` /
    ``grpo-strong`` / ``grpo`` (both): GRPO steps built from bench/data/grpo (bench/grpo_shapes.py,
@@ -281,7 +283,9 @@ def figures(got: dict) -> dict:
     judged = [r for r in res if r["verdict"] not in ("FORMAT_ERROR", "INVALID_TASK")]
     tle = [r for r in res if r["verdict"] == "TLE" and not r.get("cached")]
     ideal = got["cpu"] / got["cores"]
+    busy = sum(r["judge_seconds"] for r in res if not r.get("cached")) / (got["wall"] * got["cores"])
     return {"responses/s": n / got["wall"], "judge CPU-s/resp": got["cpu"] / n, "makespan/ideal": got["wall"] / ideal,
+            "slots busy": busy,
             "hit rate": sum(1 for r in judged if r.get("cached")) / max(1, len(judged)),
             "cases/failing resp": sum(cases_ran(r) for r in failing) / max(1, len(failing)),
             "wall s": got["wall"], "CPU s": got["cpu"], "TLE run": len(tle),
@@ -309,6 +313,10 @@ def bench_compare(other: Path, rounds: int, shapes: list[str]) -> None:
         _print_shape(shape, other, runs, figures(off), scores)
 
 
+def _cell(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() and abs(value) >= 1 else f"{value:.3f}"
+
+
 def got_cores() -> int:
     return len(os.sched_getaffinity(0))
 
@@ -325,11 +333,12 @@ def _print_shape(shape: str, other: Path, runs: dict[str, list[dict]], off: dict
     n = len(next(iter(scores.values())))
     print(f"\n== {shape}: {n} responses ({_distinct(shape)} distinct programs), compute_score_batch; this tree vs "
           f"{other} (median of {len(runs['other'])} interleaved rounds); load average {load}")
-    cols = ["responses/s", "judge CPU-s/resp", "makespan/ideal", "hit rate", "cases/failing resp", "wall s", "CPU s",
+    cols = ["responses/s", "judge CPU-s/resp", "makespan/ideal", "slots busy", "hit rate", "cases/failing resp",
+            "wall s", "CPU s",
             "TLE run", "TLE CPU s"]
     med = {name: {c: statistics.median(f[c] for f in fs) for c in cols} for name, fs in runs.items()}
     med["this tree, switches off (1 run)"] = off
-    rows = [[name] + [f"{m[c]:.3f}" if isinstance(m[c], float) else str(m[c]) for c in cols] for name, m in med.items()]
+    rows = [[name] + [_cell(m[c]) for c in cols] for name, m in med.items()]
     print(table(["tree"] + cols, rows))
     a, b = med["this tree"], med["other"]
     print(f"this / other: CPU per step {a['CPU s'] / b['CPU s']:.2f}x, wall {a['wall s'] / b['wall s']:.2f}x, "
