@@ -158,6 +158,47 @@ def test_composition_and_kept_over_candidates(data, dataset_report):
     assert f"{len(kept):,} / {total:,}" in dataset_report["md"]
 
 
+def test_a_source_with_no_kept_row_keeps_its_line_and_its_candidates(data, tmp_path):
+    """Four candidate sources, one of which kept nothing: its line stays (0 rows) and the total's yield counts
+    its candidates (before, it vanished and the yield was overstated: 39 / 53 instead of 39 / 58)."""
+    kept = data["kept"]
+    named = {"cco": data["root"] / "cco_candidates.jsonl", "deepcoder": data["root"] / "deepcoder_candidates.jsonl",
+             "taco": data["root"] / "apps.jsonl", "lcb": data["root"] / "leetcode.jsonl"}
+    sizes = {name: sum(1 for _ in iter_raw_rows(path)) for name, path in named.items()}
+    r = cli("report", str(data["dataset"]), "--out", str(tmp_path / "named"),
+            *[a for name, path in named.items() for a in ("--candidates", f"{name}={path}")])
+    assert r.returncode == 0, r.stdout + r.stderr
+    comp = json.loads((tmp_path / "named" / "report.json").read_text())["sections"][0]["data"]["composition"]
+    by_source = {s["source"]: s for s in comp["sources"]}
+    assert set(by_source) == set(named)
+    for name in ("taco", "lcb"):
+        assert (by_source[name]["rows"], by_source[name]["candidates"], by_source[name]["kept_share"]) == (
+            0, sizes[name], 0.0)
+    total = sum(sizes.values())
+    assert comp["total"] == {"rows": len(kept), "candidates": total, "kept_share": pytest.approx(len(kept) / total)}
+    md = (tmp_path / "named" / "report.md").read_text()
+    assert f"| taco | 0 | 0.0% | 0 / {sizes['taco']:,} (0.0%) |" in md
+    assert f"| total | {len(kept):,} | 100.0% | {len(kept):,} / {total:,} ({100 * len(kept) / total:.1f}%) |" in md
+    # unnamed candidates whose data_sources kept nothing: each such data_source gets a line of its own
+    only_cco = tmp_path / "cco.parquet"
+    cco_rows = [r for r in kept if r["source"] == "cco"]
+    pq.write_table(pa.Table.from_pylist([{k: v for k, v in r.items() if k != "source"} for r in cco_rows]), only_cco)
+    dropped = data["candidates"]["deepcoder"]
+    r = cli("report", str(only_cco), "--out", str(tmp_path / "by_ds"), "--candidates", f"cco={named['cco']}",
+            "--candidates", str(named["deepcoder"]))
+    assert r.returncode == 0, r.stdout + r.stderr
+    comp = json.loads((tmp_path / "by_ds" / "report.json").read_text())["sections"][0]["data"]["composition"]
+    want = {}
+    for row in dropped:
+        ds = row["data_source"] if "code" in row["data_source"] else f"code_{row['data_source']}"
+        want[ds] = want.get(ds, 0) + 1
+    lines = {s["source"]: (s["rows"], s["candidates"]) for s in comp["sources"]}
+    kept_ds = {r["data_source"] for r in cco_rows}  # codeforces is in both: its line is cco's
+    assert lines == {"cco": (len(cco_rows), sizes["cco"]), **{d: (0, n) for d, n in want.items() if d not in kept_ds}}
+    assert len(lines) >= 2
+    assert comp["total"]["candidates"] == sizes["cco"] + len(dropped)
+
+
 def test_difficulty_suites_and_prompt_tokens(data, dataset_report, tokenizer):
     sec, kept = dataset_report["section"]["data"], data["kept"]
     slices = {"overall": kept, **{s: [r for r in kept if r["source"] == s] for s in SOURCES}}
