@@ -283,37 +283,63 @@ def test_characters_without_tokenizer_and_bad_inputs_exit_2(data, tmp_path):
         assert e.returncode == 2 and words in e.stdout, e.stdout + e.stderr
 
 
-def test_score_folder_pass_rates_and_pass_at_k(data, tmp_path):
-    """A real ``arbiter score`` run: per row, c of n = 3 responses are the row's reference solution, the rest a
-    reply without code, so every pass rate is known."""
-    rows = [r for run in ("apps", "leetcode") for r in list(iter_raw_rows(data["root"] / f"{run}.jsonl"))[:3]]
-    dataset = tmp_path / "rows.jsonl"
-    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+def _score_folder(rows: list[dict], passes: dict[int, int], folder: Path) -> dict:
+    """A real ``arbiter score`` run where row i has ``passes[i]`` of its n = 3 responses the row's reference
+    solution and the rest a reply without code, so every pass rate is known; ``index -> (data_source, c)``."""
     known, comps = {}, []
     for i, r in enumerate(rows):
-        c = i % 4
+        c = passes[i]
         ref = r["extra_info"]["reference_solutions"][0]
         comps.append({"data_source": r["data_source"], "index": r["extra_info"]["index"],
                       "responses": [f"```python\n{ref}\n```"] * c + ["I cannot solve this."] * (3 - c)})
         known[r["extra_info"]["index"]] = (r["data_source"], c)
-    completions = tmp_path / "comps.jsonl"
+    completions = folder.parent / f"{folder.name}.completions.jsonl"
     completions.write_text("".join(json.dumps(c) + "\n" for c in comps))
-    folder = tmp_path / "scored"
-    s = cli("score", "--dataset", str(dataset), "--completions", str(completions), "--out", str(folder))
+    s = cli("score", "--dataset", str(folder.parent / "rows.jsonl"), "--completions", str(completions),
+            "--out", str(folder))
     assert s.returncode == 0, s.stdout + s.stderr
+    return known
+
+
+def test_score_folder_pass_rates_and_pass_at_k(data, tmp_path):
+    """Two real ``arbiter score`` folders named as the README names them (``score/lc30.weak``,
+    ``score/lc30.strong``): each is a section of its own name (the suffix was dropped as if it were a file
+    extension: ``lc30`` and ``lc30_2``), and a side-by-side section compares them."""
+    rows = [r for run in ("apps", "leetcode") for r in list(iter_raw_rows(data["root"] / f"{run}.jsonl"))[:3]]
+    (tmp_path / "score").mkdir()
+    (tmp_path / "score" / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    weak = _score_folder(rows, {i: i % 4 if i % 4 < 3 else 0 for i in range(len(rows))}, tmp_path / "score" / "lc30.weak")
+    strong = _score_folder(rows, {i: 3 - i % 2 for i in range(len(rows))}, tmp_path / "score" / "lc30.strong")
     out = tmp_path / "rep"
-    r = cli("report", str(folder), "--out", str(out))
+    r = cli("report", str(tmp_path / "score" / "lc30.weak"), str(tmp_path / "score" / "lc30.strong"), "--out", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
-    sec = json.loads((out / "report.json").read_text())["sections"][0]
-    assert sec["kind"] == "score"
-    fig = sec["data"]["figures"]
-    cs = [c for _, c in known.values()]
-    assert fig["pass_rates"]["k"] == 3 and fig["pass_rates"]["rates"] == [cs.count(j) for j in range(4)]
-    for ds in {d for d, _ in known.values()}:
-        mine = [c for d, c in known.values() if d == ds]
-        for k in (1, 2, 3):
-            assert fig["pass_at_k"][ds][str(k)] == pytest.approx(sum(pass_at(3, c, k) for c in mine) / len(mine))
-    for name in sec["plots"].values():
+    sections = json.loads((out / "report.json").read_text())["sections"]
+    assert [(s["kind"], s["name"]) for s in sections] == [("score", "lc30.weak"), ("score", "lc30.strong"),
+                                                          ("score_compare", "score_folders")]
+    md = (out / "report.md").read_text()
+    assert "## Score folder: lc30.weak" in md and "## Score folder: lc30.strong" in md
+    for sec, known in zip(sections, (weak, strong)):
+        fig = sec["data"]["figures"]
+        cs = [c for _, c in known.values()]
+        assert fig["pass_rates"]["k"] == 3 and fig["pass_rates"]["rates"] == [cs.count(j) for j in range(4)]
+        for ds in {d for d, _ in known.values()}:
+            mine = [c for d, c in known.values() if d == ds]
+            for k in (1, 2, 3):
+                assert fig["pass_at_k"][ds][str(k)] == pytest.approx(sum(pass_at(3, c, k) for c in mine) / len(mine))
+        for name in sec["plots"].values():
+            assert name.startswith(sec["name"] + "_")
+            assert_png(out / name)
+    side = sections[2]["data"]
+    assert side["folders"] == ["lc30.weak", "lc30.strong"]
+    for line in side["by_data_source"]:
+        for name, known in (("lc30.weak", weak), ("lc30.strong", strong)):
+            mine = [c for d, c in known.values() if d == line["data_source"]]
+            assert line["folders"][name]["mean_pass_rate"] == pytest.approx(sum(c / 3 for c in mine) / len(mine))
+    assert side["figures"]["pass_rates"]["series"] == {
+        n: [[c for _, c in known.values()].count(j) for j in range(4)] for n, known in (("lc30.weak", weak),
+                                                                                         ("lc30.strong", strong))}
+    assert "## Score folders side by side: score_folders" in md and "| data_source | lc30.weak mean pass rate |" in md
+    for name in sections[2]["plots"].values():
         assert_png(out / name)
 
 

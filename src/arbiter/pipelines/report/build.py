@@ -15,6 +15,7 @@ from typing import Any
 
 from arbiter.datasets.io import write_json_atomic, write_text_atomic
 from arbiter.datasets.verl_rows import dataset_format
+from arbiter.pipelines.report.compare import score_comparison
 from arbiter.pipelines.report.dataset import dataset_section
 from arbiter.pipelines.report.draw import DRAW
 from arbiter.pipelines.report.folders import SECTIONS, folder_kind
@@ -82,10 +83,21 @@ def _section(kind: str, path: Path, opts: ReportOptions, meter: PromptMeter) -> 
     return dataset_section(facts, meter, candidates=named, candidates_by_ds=by_ds, cap=opts.prompt_cap)
 
 
+#: File endings a dataset's name loses in a section name (a folder keeps its whole name: ``lc30.weak``).
+_DATA_SUFFIXES = (".parquet", ".jsonl.gz", ".jsonl", ".json.gz", ".json", ".arrow")
+
+
+def _base_name(p: Path) -> str:
+    name = p.name
+    if not p.is_dir():
+        name = next((name[:-len(s)] for s in _DATA_SUFFIXES if name.endswith(s) and len(name) > len(s)), name)
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "input"
+
+
 def _names(paths: Sequence[Path]) -> list[str]:
     names: list[str] = []
     for p in paths:
-        base = re.sub(r"[^A-Za-z0-9_.-]+", "_", p.name.split(".")[0] or "input")
+        base = _base_name(p)
         name, i = base, 2
         while name in names:
             name, i = f"{base}_{i}", i + 1
@@ -111,6 +123,9 @@ def build_report(inputs: Sequence[str | os.PathLike], out_dir: str | os.PathLike
         raise ValueError(f"--out {out}: a run folder or an input; give a folder of its own for the report")
     out.mkdir(parents=True, exist_ok=True)
     report = Report(out)
+    side = score_comparison(sections)
+    if side is not None:
+        sections.append({"kind": "score_compare", "name": "score_folders", "path": "", "data": side})
     for sec in sections:
         sec["plots"] = DRAW[sec["kind"]](sec, out / sec["name"])
         report.files += list(sec["plots"].values())

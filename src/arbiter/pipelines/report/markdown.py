@@ -89,16 +89,31 @@ def _oracle(d: dict[str, Any]) -> list[str]:
     return out + table(["reason", "rejections"], [[s, num(n)] for s, n in d["by_reason"].items()])
 
 
-_TITLES = {"dataset": "Dataset", "score": "Score folder", "pie": "PIE eval", "oracle": "Oracle verify"}
+def _score_compare(d: dict[str, Any]) -> list[str]:
+    names = d["folders"]
+    out = [" / ".join(f"{n}: {num(d['problems'][n])} problems" for n in names) + ".", ""]
+    header = ["data_source"] + [f"{n} mean pass rate" for n in names] + [f"{n} solved" for n in names]
+    rows = []
+    for r in d["by_data_source"]:
+        cells = [r["folders"][n] for n in names]
+        rows.append([r["data_source"], *(num(c["mean_pass_rate"]) if c else "" for c in cells),
+                     *(num(c["solved_at_least_once"]) if c else "" for c in cells)])
+    out += table(header, rows)
+    ks = sorted({k for c in d["overall_pass_at_k"].values() for k in c}, key=int)
+    return out + table(["pass@k", *ks], [[n, *(num(d["overall_pass_at_k"][n].get(k)) for k in ks)] for n in names])
+
+
+_TITLES = {"dataset": "Dataset", "score": "Score folder", "pie": "PIE eval", "oracle": "Oracle verify",
+           "score_compare": "Score folders side by side"}
 _TABLES: dict[str, Callable[[dict[str, Any]], list[str]]] = {"dataset": _dataset, "score": _score, "pie": _pie,
-                                                             "oracle": _oracle}
+                                                             "oracle": _oracle, "score_compare": _score_compare}
 
 
 def render(title: str, sections: Sequence[dict[str, Any]]) -> str:
     """The whole ``report.md``."""
     out = [f"# {title}", ""]
     for sec in sections:
-        out += [f"## {_TITLES[sec['kind']]}: {sec['name']}", "", f"`{sec['path']}`", ""]
+        out += [f"## {_TITLES[sec['kind']]}: {sec['name']}", ""] + ([f"`{sec['path']}`", ""] if sec["path"] else [])
         out += _TABLES[sec["kind"]](sec["data"])
         out += [f"![{name}]({file})\n" for name, file in sec["plots"].items()]
     return "\n".join(out) + "\n"
