@@ -80,8 +80,20 @@ def test_files_in_and_out(server):
 
 
 def test_unsupported_language_names_the_supported_ones(server):
+    before = server.metrics()
     r = httpx.post(server.url + "/run_code", json={"code": "fmt.Println(1)", "language": "go"}, timeout=60).json()
     assert r["status"] == "SandboxError" and "python" in r["message"] and "cpp" in r["message"]
+    after = server.metrics()
+
+    def delta(name: str) -> float:
+        return after.get(name, 0) - before.get(name, 0)
+
+    # SandboxFusion's SandboxError ("not run") has a metric of its own; arbiter's verdicts and its own
+    # SANDBOX_ERROR count are untouched (they shared one label, and an alert on one read the other)
+    assert delta('arbiter_run_code_answers_total{status="SandboxError"}') == 1
+    assert delta("arbiter_sandbox_errors_total") == 0
+    assert not any(k.startswith("arbiter_verdicts_total") and delta(k) for k in after)
+    assert not any("SandboxError" in k or "Success" in k for k in after if k.startswith("arbiter_verdicts_total"))
     with pytest.raises(Exception, match="not supported"):  # the official client raises, it never scores it
         sf(server, code="x", language="go")
 

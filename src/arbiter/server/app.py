@@ -128,7 +128,7 @@ def _run_code_route(app: FastAPI, svc: Service) -> None:
         except OurFailure as exc:
             svc.metrics.sandbox_errors += 1
             return error(504, f"arbiter's sandbox failed (retry): {exc}", **{"Retry-After": "1"})
-        svc.metrics.verdict(answer["status"], 1)
+        svc.metrics.run_code_answer(answer["status"])
         return answer
 
 

@@ -10,7 +10,9 @@ BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 
 
 
 class Metrics:
-    """Queue depth, busy judges, cases run, verdict counts, sandbox errors, request latency."""
+    """Queue depth, busy judges, cases run, arbiter verdicts (``/v1/judge``, ``/v1/score``), SandboxFusion
+    statuses of ``/run_code`` answers (a metric of their own: its ``SandboxError`` is SandboxFusion's "not run",
+    e.g. an unsupported language, not arbiter's ``SANDBOX_ERROR``), our sandbox errors, request latency."""
 
     def __init__(self) -> None:
         self.started = time.monotonic()
@@ -21,6 +23,7 @@ class Metrics:
         self.cases = 0
         self.sandbox_errors = 0
         self.verdicts: Counter[str] = Counter()
+        self.run_code: Counter[str] = Counter()
         self._lat: dict[str, list[int]] = {}
         self._lat_sum: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -31,6 +34,12 @@ class Metrics:
             self.cases += cases
             if outcome == "SANDBOX_ERROR":
                 self.sandbox_errors += 1
+
+    def run_code_answer(self, status: str) -> None:
+        """One ``/run_code`` answer with SandboxFusion's ``status`` (Success, Failed, SandboxError)."""
+        with self._lock:
+            self.run_code[status] += 1
+            self.cases += 1
 
     def observe(self, route: str, seconds: float) -> None:
         with self._lock:
@@ -54,6 +63,8 @@ class Metrics:
         ]
         with self._lock:
             lines += [f'arbiter_verdicts_total{{outcome="{k}"}} {v}' for k, v in sorted(self.verdicts.items())]
+            lines.append("# TYPE arbiter_run_code_answers_total counter")
+            lines += [f'arbiter_run_code_answers_total{{status="{k}"}} {v}' for k, v in sorted(self.run_code.items())]
             lines.append("# TYPE arbiter_request_seconds histogram")
             for route, counts in sorted(self._lat.items()):
                 total = 0
