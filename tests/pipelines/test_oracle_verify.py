@@ -144,7 +144,11 @@ def test_outputs_sft_verified_best_report(demo):
     assert rep["warnings"] == [] and rep["coverage"]["tasks_visible_only"] == []
     assert all(h["total"] == h["kept"] and not h["dropped"] for h in rep["hidden_checks"].values())
     assert sorted(rep["hidden_checks"]) == sorted(SEEDS)
-    assert sum(rep["by_stage"].values()) == 24 and rep["by_reason"]["tests:WA"] == 7
+    rejected = [json.loads(line) for line in (out / "rejected.jsonl").read_text().splitlines()]
+    wa_rows = [r for r in rejected if any(x["code"] == "WA" for x in r["reasons"])]
+    # rows, not reasons: the 3 WA rows hold 7 WA reasons (one per failing suite), which the count used to be
+    assert sum(rep["by_stage"].values()) == 24 and rep["by_reason"]["tests:WA"] == len(wa_rows) == 3
+    assert sum(len([x for x in r["reasons"] if x["code"] == "WA"]) for r in wa_rows) == 7
     assert rep["tasks"]["dummy_pie_cpp_0003_count_pairs"]["best"]["demo_id"] == faster
     gen = rep["generated"]["dummy_pie_cpp_0001_sum_even"]
     assert gen["kept"] + gen["duplicate_input"] + gen["generator_failed"] + gen["source_failed"] == 26

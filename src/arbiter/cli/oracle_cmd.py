@@ -135,7 +135,7 @@ def _summary_table(report: dict[str, Any]) -> Table:
     for stage, n in report["by_stage"].items():
         s.add_row(f"  first failing stage: {stage}", str(n))
     for reason, n in report["by_reason"].items():
-        s.add_row(f"  reason {reason}", str(n))
+        s.add_row(f"  rows with reason {reason}", str(n))
     return s
 
 

@@ -52,7 +52,7 @@ def _tally(ver: list[dict[str, Any]], rej: list[dict[str, Any]], errs: list[dict
         by_kind[r.get("kind", "?")] += 1
         by_stage[r.get("stage", "?")] += 1
         codes = [f"{x.get('stage')}:{x.get('code')}" for x in r.get("reasons") or []]
-        by_reason.update(codes)
+        by_reason.update(list(dict.fromkeys(codes)))  # rows with the reason: a row failing several suites counts once
         if r.get("kind") != "return":
             continue
         if r.get("task_id") is not None and r.get("stage") != "load":

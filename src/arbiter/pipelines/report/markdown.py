@@ -86,7 +86,7 @@ def _oracle(d: dict[str, Any]) -> list[str]:
     out = [f"{num(c['rows'])} return rows: {num(c['accepted'])} accepted, {num(c['rejected'])} rejected, "
            f"{num(c['errors'])} errors; {num(c['sft_rows'])} SFT rows.", ""]
     out += table(["stage", "rejections"], [[s, num(n)] for s, n in d["by_stage"].items()])
-    return out + table(["reason", "rejections"], [[s, num(n)] for s, n in d["by_reason"].items()])
+    return out + table(["reason", "rejected rows"], [[s, num(n)] for s, n in d["by_reason"].items()])
 
 
 def _score_compare(d: dict[str, Any]) -> list[str]:
