@@ -100,6 +100,25 @@ def test_reward_transform_and_k_sampling_shared_per_source(data):
     assert any(x["reward"] == pytest.approx(0.0) for x in ac)  # SLOW against itself: log(1) = 0
 
 
+def test_reward_pie_floor_mean_says_how_failures_enter_it(data):
+    """pie_floor counts a failed candidate as 1.0 (PIE's gem5_eval.py): the summary's mean reward says so and
+    gives the mean over the correct candidates beside it (it read as a mean speedup of everything)."""
+    out = data["root"] / "out_floor"
+    r = cli("reward", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--candidates", str(data["cands"]),
+            "--out", str(out), "--transform", "pie_floor", "--no-progress")
+    assert r.returncode == 0, r.stdout + r.stderr
+    recs = [x for x in read_jsonl(out / "rewards.jsonl") if x["reward"] is not None]
+    ac, failed = [x for x in recs if x["outcome"] == "AC"], [x for x in recs if x["outcome"] != "AC"]
+    assert len(ac) == 2 and sorted(x["outcome"] for x in failed) == ["CE", "WA"]
+    assert all(x["reward"] == 1.0 for x in failed)
+    s = json.loads((out / "summary.json").read_text())
+    assert s["mean_reward"] == pytest.approx(sum(x["reward"] for x in recs) / 4)
+    assert (s["n_failed_scored"], s["failure_rewards"]) == (2, [1.0])
+    assert s["mean_reward_correct"] == pytest.approx(sum(x["reward"] for x in ac) / 2)
+    assert "of scored; 2 failed candidates in it at 1 each" in r.stdout
+    assert "mean reward of the correct (AC) only (2)" in r.stdout
+
+
 def test_reward_bad_arguments_exit_2(data):
     base = ["reward", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--out", str(data["root"] / "x")]
     r = cli(*base, "--candidates", str(data["root"] / "missing.jsonl"))

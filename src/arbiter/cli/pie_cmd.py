@@ -125,6 +125,15 @@ def _reward_kw(method: Method, k: int, checker: str, compile_command: Optional[s
     return kw
 
 
+def _failures_in(summary: dict) -> str:
+    """How the failed candidates enter the mean reward: ``; 2 failed at 1.0 each``."""
+    n, values = summary.get("n_failed_scored") or 0, summary.get("failure_rewards") or []
+    if not n:
+        return ""
+    each = f"{values[0]:g} each" if len(values) == 1 else "their transform's failure reward"
+    return f"; {n} failed candidate{'s' if n > 1 else ''} in it at {each}"
+
+
 def _fmt(x: Any, spec: str = ".3f") -> str:
     return "" if x is None else format(x, spec)
 
@@ -159,7 +168,11 @@ def print_reward_summary(summary: dict[str, Any], console: Console) -> None:
     t.add_row("scored (reward is a number)", str(summary["n_scored"]))
     t.add_row("%Correct (of scored)", _fmt(summary["pct_correct"], ".2f"))
     t.add_row("%Opt (speedup >= 1.10, of scored)", _fmt(summary["pct_opt"], ".2f"))
-    t.add_row(f"mean reward ({', '.join(summary['transforms'])})", _fmt(summary["mean_reward"], ".4f"))
+    t.add_row(f"mean reward ({', '.join(summary['transforms'])}, of scored{_failures_in(summary)})",
+              _fmt(summary["mean_reward"], ".4f"))
+    if summary.get("n_failed_scored"):
+        t.add_row(f"mean reward of the correct (AC) only ({summary['n_scored'] - summary['n_failed_scored']})",
+                  _fmt(summary.get("mean_reward_correct"), ".4f"))
     unit = summary.get("speedup_unit") or "instructions"
     by_unit = summary.get("speedups_by_unit") or {}
     n_head = (by_unit.get(unit) or {}).get("n", summary["n_correct"])

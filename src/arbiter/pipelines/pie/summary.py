@@ -64,6 +64,7 @@ def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for r in records:
         by[str(r.get("outcome"))] = by.get(str(r.get("outcome")), 0) + 1
     scored = [r for r in records if r.get("reward") is not None]
+    failed = [r for r in scored if r.get("outcome") != "AC"]
     correct = [r for r in scored if r.get("outcome") == "AC" and r.get("speedup")]
     ok = [float(r["speedup"]) for r in correct]
     requested = sorted({str(r.get("requested_method") or r["method"]) for r in records
@@ -85,6 +86,10 @@ def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "n_correct": len(ok),
         "pct_correct": 100.0 * len(ok) / len(scored) if scored else None,
         "mean_reward": statistics.fmean(float(r["reward"]) for r in scored) if scored else None,
+        "n_failed_scored": len(failed),
+        "failure_rewards": sorted({float(r["reward"]) for r in failed}),
+        "mean_reward_correct": (statistics.fmean(float(r["reward"]) for r in scored if r.get("outcome") == "AC")
+                                if len(failed) < len(scored) else None),
         "speedup_unit": unit,
         "mean_speedup": head["mean"],
         "geomean_speedup": head["geomean"],
