@@ -313,3 +313,51 @@ def test_bad_options_are_errors(tmp_path):
                            options=VerifyOptions(**kw))
     with pytest.raises(FileNotFoundError):
         verify_returns(DATA / "seeds.jsonl", tmp_path / "missing.jsonl", tmp_path)
+
+
+# --------------------------------------------------------------------------------------------------
+# what a reader sees is what g++ compiles (Trojan Source and line-break disagreements)
+
+
+def _good_0002() -> dict:
+    return json.loads(next(l for l in _lines(DATA / "returns.jsonl") if '"demo_id": "good-0002"' in l))
+
+
+#: Four edits of the shipped answer good-0002, each showing a reader a line g++ does not compile (or another
+#: variable than the one g++ uses), each passing every test when compiled: the reason that refuses it.
+HIDDEN_LINE = {
+    "SPLICED_LINE_COMMENT": ("    cout << out;", "    // the buffered answer \\\n    out.clear();\n    cout << out;"),
+    "CONFUSABLE_IDENTIFIER": ("    string out;\n", "    string out;\n    string \u043eut;\n    \u043eut += \"debug\\n\";\n"),
+    "UNICODE_LINE_SEPARATOR": ("    cout << out;", "    // the buffered answer\u2028    out.clear();\n    cout << out;"),
+    "NEL_CHARACTER": ("    cout << out;", "    // the buffered answer\x85    out.clear();\n    cout << out;"),
+}
+
+
+def test_answers_whose_reader_sees_another_program_than_gcc_are_refused(tmp_path):
+    """Each edit compiles and passes the task's tests (g++ never compiles the line a reader sees), so before it
+    was accepted into sft.jsonl; now each is rejected at the format stage with its own reason, and the
+    unedited answer beside them is still accepted."""
+    from arbiter.judge.build import build_cpp
+
+    good = _good_0002()
+    answer = good["messages"][-1]["content"]
+    rows_out = [good]
+    for code, (old, new) in HIDDEN_LINE.items():
+        assert old in answer
+        row = json.loads(json.dumps(good))
+        row["messages"][-1]["content"] = answer.replace(old, new, 1)
+        row["demo_id"] = code
+        rows_out.append(row)
+        program = row["messages"][-1]["content"].split("```cpp\n", 1)[1].rsplit("```", 1)[0]
+        assert build_cpp(program).ok, code  # g++ takes every one of them
+    returns = tmp_path / "returns.jsonl"
+    returns.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows_out), encoding="utf-8")
+    out = tmp_path / "out"
+    verify_returns(DATA / "seeds.jsonl", returns, out, hidden=DATA / "hidden_tests.json",
+                   options=VerifyOptions(measure_cases=1))
+    (acc,) = rows(out / "verified.jsonl")
+    assert acc["line"] == 1
+    rej = {r["line"]: r for r in rows(out / "rejected.jsonl")}
+    for line, code in enumerate(HIDDEN_LINE, 2):
+        assert rej[line]["stage"] == "format" and [x["code"] for x in rej[line]["reasons"]] == [code], rej[line]
+    assert len(rows(out / "sft.jsonl")) == 1
