@@ -123,7 +123,7 @@ def _key(language: str, source: str, files: dict[str, bytes], limits: Limits, co
     h = hashlib.sha256()
     for part in (language, source, repr(sorted((k, hashlib.sha256(v).hexdigest()) for k, v in files.items())),
                  repr(limits), repr(config)):
-        h.update(part.encode("utf-8", "surrogateescape") + b"\0")
+        h.update(part.encode("utf-8", "surrogatepass") + b"\0")  # any str, one way: a key, not a program
     return h.hexdigest()
 
 

@@ -62,6 +62,26 @@ class Program:
     toolchain: dict[str, Any] | None = None
 
 
+class SourceNotText(ValueError):
+    """A source that no compiler or interpreter can read: it holds a lone UTF-16 surrogate (a JSON ``"\\ud800"``,
+    e.g. a reply cut inside an emoji's pair), which has no UTF-8 form. The message names its line and column."""
+
+
+def source_bytes(source: str) -> bytes:
+    """The UTF-8 bytes of a program's ``source``. U+DC80-U+DCFF stand for the raw bytes of a source read from a
+    file with ``surrogateescape`` (a PIE program with Latin-1 comments) and become those bytes again; any other
+    lone surrogate raises :class:`SourceNotText` (the program's compile error, never an exception)."""
+    try:
+        return source.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        ch = source[exc.start]
+        line = source.count("\n", 0, exc.start) + 1
+        column = exc.start - (source.rfind("\n", 0, exc.start) + 1) + 1
+        raise SourceNotText(f"the source is not text: a lone surrogate U+{ord(ch):04X} at line {line}, column "
+                            f"{column} (half of a UTF-16 pair, as in a reply cut inside an emoji) has no UTF-8 "
+                            "form, so no compiler can read the program") from None
+
+
 class FailureKind(StrEnum):
     """Whose fault a failed build is: the program's (``CE``), the task's compile command
     (``INVALID_TASK``) or ours (``SANDBOX_ERROR``)."""

@@ -6,7 +6,8 @@ as ``python3 -I -S checker.py``. See ``docs/languages.md``.
 
 from __future__ import annotations
 
-from arbiter.languages.base import CompileSpec, LoadFailure, Program, SelfTest
+from arbiter.languages.base import (BuildFailure, CompileSpec, FailureKind, LoadFailure, Program, SelfTest,
+                                    SourceNotText, source_bytes)
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -31,10 +32,14 @@ class PythonLanguage:
     def check_command(self, command: str) -> None:
         raise ValueError("a Python program takes no compile command")
 
-    def build(self, source: str, spec: CompileSpec, *, entry: str = "main") -> Program:
-        """Nothing to compile: the source as ``<entry>.py`` (a ``SyntaxError`` shows at load)."""
-        return Program(files={f"{entry}.py": source.encode("utf-8", "surrogateescape")}, entry=f"{entry}.py",
-                       source=source)
+    def build(self, source: str, spec: CompileSpec, *, entry: str = "main") -> Program | BuildFailure:
+        """Nothing to compile: the source as ``<entry>.py`` (a ``SyntaxError`` shows at load); a source that is
+        not text (a lone surrogate) is a compile error."""
+        try:
+            data = source_bytes(source)
+        except SourceNotText as exc:
+            return BuildFailure(FailureKind.COMPILE_ERROR, "the program does not compile (not text)", str(exc))
+        return Program(files={f"{entry}.py": data}, entry=f"{entry}.py", source=source)
 
     def argv(self, program: Program, sandbox: Sandbox) -> list[str]:
         return [sandbox.config.python, "-I", "-S", f"{sandbox.prog_dir}/{program.entry}"]

@@ -26,7 +26,7 @@ def program_key(req: RunCodeRequest) -> str:
     h = hashlib.sha256()
     for part in (req.language, req.code, repr(sorted(req.files.items())), repr(req.fetch_files),
                  repr((req.run_timeout, req.compile_timeout, req.memory_limit_MB))):
-        h.update(part.encode("utf-8", "surrogateescape") + b"\0")
+        h.update(part.encode("utf-8", "surrogatepass") + b"\0")  # any str, one way: a key, not a program
     return h.hexdigest()
 
 

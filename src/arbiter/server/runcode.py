@@ -11,6 +11,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, Field
 
 from arbiter.judge.run_once import RunOnce, WarmSandboxes, run_once, supported_languages
+from arbiter.judge.testsuite import str_to_bytes
 from arbiter.sandbox.execution import Status
 from arbiter.sandbox.limits import MiB, Limits
 from arbiter.server.config import ServerConfig
@@ -72,7 +73,7 @@ def run_code(req: RunCodeRequest, cfg: ServerConfig, warm: WarmSandboxes | None)
                                        f"{', '.join(supported_languages())}")
     limits = _limits(req, cfg)
     try:
-        once = run_once(req.language, req.code, (req.stdin or "").encode("utf-8", "surrogateescape"), limits,
+        once = run_once(req.language, req.code, str_to_bytes(req.stdin or ""), limits,
                         compile_seconds=req.compile_timeout, files=_files(req), fetch=tuple(req.fetch_files),
                         warm=warm)
     except ValueError as exc:
@@ -98,6 +99,14 @@ def _answer(status: str, message: str, compile_result: dict | None = None, run_r
             "executor_pod_name": None, "files": files or {}}
 
 
+def _compile_message(reason: str, output: str) -> str:
+    """``compile error: main.cpp:1:13: error: ...``: the reason, then the compiler's first error line."""
+    lines = [x.strip() for x in output.splitlines() if x.strip()]
+    first = next((x for x in lines if "error" in x), lines[0] if lines else "")
+    head = reason if "compile" in reason else f"compile error: {reason}"
+    return f"{head}: {first[:300]}" if first and first not in head else head
+
+
 def to_answer(once: RunOnce) -> dict[str, Any]:
     """The SandboxFusion answer for what :func:`run_once` saw (no sandbox error in it)."""
     compile_result = None
@@ -106,7 +115,12 @@ def to_answer(once: RunOnce) -> dict[str, Any]:
         compile_result = _result("Finished", once.compile_seconds, 1 if failed else 0, "", once.compile_output,
                                  status_detail="compile_error" if failed else "ok")
     if once.build_failure is not None:
-        return _answer("Failed", f"compile error: {once.build_failure.reason}", compile_result)
+        message = _compile_message(once.build_failure.reason, once.compile_output)
+        if once.compiled:
+            return _answer("Failed", message, compile_result)
+        # an interpreted program that cannot be read (a lone surrogate): python would exit 1, as for a SyntaxError
+        run = _result("Finished", 0.0, 1, "", once.compile_output, status_detail="compile_error")
+        return _answer("Failed", message, None, run)
     if once.execution is None:  # a Python program that does not load: python would exit 1
         run = _result("Finished", 0.0, 1, "", once.load_error, status_detail="compile_error")
         return _answer("Failed", "the program does not compile (SyntaxError)", compile_result, run)
