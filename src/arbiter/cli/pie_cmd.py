@@ -242,7 +242,8 @@ def reward(
     """Re-timed, correctness-gated speedup of each candidate over its row's source program.
 
     Writes OUT/rewards.jsonl (one record per candidate), OUT/errors.jsonl and OUT/summary.json, and prints a
-    summary table. Exit status: 0 done, 3 some SANDBOX_ERROR (rerun to retry), 2 bad arguments."""
+    summary table. Exit status: 0 done, 3 some SANDBOX_ERROR (rerun to retry), 2 bad arguments, 4 --ray: Ray
+    did not start in 3 tries."""
     from arbiter.pipelines.pie.batch import run_reward_batch
     from arbiter.timing.instructions import ValgrindUnavailable
 
@@ -312,7 +313,8 @@ def evaluate(
     """PIE's paper metrics at best@k for k = 1..n: %Opt, mean speedup, %Correct.
 
     %Opt = speedup >= 1.10; mean speedup floored at 1.0 (failures count as 1.0); %Correct = a fully correct
-    generation among the first k. Prints the table; writes OUT/metrics.json and OUT/generations.jsonl."""
+    generation among the first k. Prints the table; writes OUT/metrics.json and OUT/generations.jsonl.
+    Exit status: 4 with --ray when Ray did not start in 3 tries."""
     from arbiter.pipelines.pie.eval import run_eval
     from arbiter.timing.instructions import ValgrindUnavailable
 
