@@ -151,12 +151,15 @@ def test_generate_then_verify_keeps_the_fastest_full_mark_answer_per_task(tmp_pa
     assert "best answer per task" in p.stdout
 
 
-def test_generate_without_api_key_is_a_clear_error(tmp_path):
+def test_generate_checks_the_endpoint_first_and_needs_no_api_key(tmp_path):
+    """As ``arbiter sample``: the key is optional, and an endpoint that cannot be reached (or does not serve the
+    model) stops the run with exit 2 before anything is asked or written."""
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     p = subprocess.run([*ARBITER, "oracle", "generate", "--seeds", str(DATA / "seeds.jsonl"), "--out",
                         str(tmp_path / "g"), "--model", "m", "--base-url", "http://127.0.0.1:9/v1"],
                        capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
-    assert p.returncode == 2 and "OPENAI_API_KEY" in p.stdout
+    assert p.returncode == 2 and "cannot reach the endpoint" in p.stdout, p.stdout + p.stderr
+    assert not (tmp_path / "g" / "returns.jsonl").exists()
 
 
 def test_our_own_failure_is_reported_not_rejected_and_a_rerun_retries(tmp_path):

@@ -15,6 +15,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from arbiter.cli.cluster_opts import on_ray, ray_option, record_cluster
+from arbiter.cli.llm_opts import MB, RETRIES_HELP, SIZE_HELP, TIMEOUT_HELP
+from arbiter.pipelines.llm_client import (DEFAULT_CONCURRENCY, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES,
+                                          DEFAULT_TIMEOUT)
 from arbiter.pipelines.outputs import holds_out_dirs
 from arbiter.strenum import StrEnum
 
@@ -233,36 +236,47 @@ def _run_verify(seeds: Path, returns: Path, out: Path, hidden: Optional[Path], g
     return 3 if run.report["counts"].get("errors") else 0
 
 
+# help texts shared by verify and generate (the same options, verifying the same way)
+HIDDEN_HELP = "hidden tests: {task_id: [{name, stdin, stdout}]}"
+GENERATORS_HELP = "folder of <task_id>.py test generators"
+MEASURE_HELP = ("instructions (valgrind, deterministic), cycles (model cycles from cache + branch simulation, "
+                "deterministic) or wall (interleaved repeats)")
+MIN_SPEEDUP_HELP = "minimum largest-tests speedup (1.0 = not slower)"
+MEASURE_CASES_HELP = "measure the N largest tests (by input size)"
+LARGEST_FRACTION_HELP = "share of the measured tests (costliest first) gated on"
+GEN_PLAN_HELP = "generated inputs: SIZE:COUNT,... (seeds 0..COUNT-1)"
+WORKERS_HELP = "rows verified at once (default: cores)"
+PARQUET_HELP = "also write Parquet copies of the outputs"
+CACHE_DIR_HELP = "cache root for generated tests and source counts (default: $ARBITER_CACHE_DIR or ~/.cache/arbiter)"
+PROGRESS_HELP = "no progress bar"
+NO_ROWS_HELP = "print only the summary, not one line per row"
+
 
 @oracle_app.command("verify")
 def verify(
     seeds: Path = typer.Option(..., "--seeds", help="seed rows (JSONL or Parquet)"),
     returns: Path = typer.Option(..., "--returns", help="oracle return rows (JSONL or Parquet)"),
     out: Path = typer.Option(..., "--out", help="output folder (created; a rerun resumes)"),
-    hidden: Optional[Path] = typer.Option(None, "--hidden", help="hidden tests: {task_id: [{name, stdin, stdout}]}"),
-    generators: Optional[Path] = typer.Option(None, "--generators", help="folder of <task_id>.py test generators"),
-    measure: MeasureMethod = typer.Option(MeasureMethod.instructions, "--measure",
-                                          help="instructions (valgrind, deterministic), cycles (model cycles from cache + branch simulation, deterministic) or wall (interleaved repeats)"),
-    min_speedup: float = typer.Option(1.0, "--min-speedup", help="minimum largest-tests speedup (1.0 = not slower)"),
-    measure_cases: int = typer.Option(3, "--measure-cases", help="measure the N largest tests (by input size)"),
-    largest_fraction: float = typer.Option(0.5, "--largest-fraction",
-                                           help="share of the measured tests (costliest first) gated on"),
-    gen_plan: str = typer.Option("0:10,1:10,2:4,3:2", "--gen-plan",
-                                 help="generated inputs: SIZE:COUNT,... (seeds 0..COUNT-1)"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="rows verified at once (default: cores)"),
-    parquet: bool = typer.Option(False, "--parquet", help="also write Parquet copies of the outputs"),
+    hidden: Optional[Path] = typer.Option(None, "--hidden", help=HIDDEN_HELP),
+    generators: Optional[Path] = typer.Option(None, "--generators", help=GENERATORS_HELP),
+    measure: MeasureMethod = typer.Option(MeasureMethod.instructions, "--measure", help=MEASURE_HELP),
+    min_speedup: float = typer.Option(1.0, "--min-speedup", help=MIN_SPEEDUP_HELP),
+    measure_cases: int = typer.Option(3, "--measure-cases", help=MEASURE_CASES_HELP),
+    largest_fraction: float = typer.Option(0.5, "--largest-fraction", help=LARGEST_FRACTION_HELP),
+    gen_plan: str = typer.Option("0:10,1:10,2:4,3:2", "--gen-plan", help=GEN_PLAN_HELP),
+    workers: Optional[int] = typer.Option(None, "--workers", help=WORKERS_HELP),
+    parquet: bool = typer.Option(False, "--parquet", help=PARQUET_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help="rebuild generated tests and re-measure the source"),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir",
-                                             help="cache root for generated tests and source counts "
-                                                  "(default: $ARBITER_CACHE_DIR or ~/.cache/arbiter)"),
-    no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
-    no_rows: bool = typer.Option(False, "--no-rows", help="print only the summary, not one line per row"),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
+    no_progress: bool = typer.Option(False, "--no-progress", "--quiet", help=PROGRESS_HELP),
+    no_rows: bool = typer.Option(False, "--no-rows", help=NO_ROWS_HELP),
     ray: Optional[str] = ray_option(),
 ) -> None:
     """Verify oracle return rows against their seed rows; write sft.jsonl, verified.jsonl, rejected.jsonl,
     best.jsonl and report.json to OUT and print the table.
 
-    Exit status: 0 when every row got a verdict, 3 when some rows hit our own errors (rerun), 2 for bad input.
+    Exit status: 0 when every row got a verdict, 3 when some rows hit our own errors (rerun), 2 for bad input,
+    4 --ray: Ray did not start in 3 tries (nothing was run).
     """
     console = _console()
     try:
@@ -290,29 +304,31 @@ def generate(
     base_url: Optional[str] = typer.Option(None, "--base-url",
                                            help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL)"),
     n: int = typer.Option(4, "--n", help="samples per seed row"),
-    concurrency: int = typer.Option(4, "--concurrency", help="requests in flight"),
-    max_retries: int = typer.Option(4, "--max-retries", help="retries per request (429/5xx/connection)"),
-    temperature: float = typer.Option(0.7, "--temperature"),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
+    concurrency: int = typer.Option(DEFAULT_CONCURRENCY, "--concurrency", help="requests in flight"),
+    max_retries: int = typer.Option(DEFAULT_MAX_RETRIES, "--max-retries", help=RETRIES_HELP),
+    timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", help=TIMEOUT_HELP),
+    max_response_mb: float = typer.Option(DEFAULT_MAX_RESPONSE_BYTES / MB, "--max-response-mb", help=SIZE_HELP),
+    temperature: float = typer.Option(0.7, "--temperature", help="sampling temperature sent with each request"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="completion token cap (default: the server's)"),
     sampling: str = typer.Option("n", "--sampling", help="n (API n parameter) or repeat (one request per sample)"),
-    hidden: Optional[Path] = typer.Option(None, "--hidden", help="hidden tests file"),
-    generators: Optional[Path] = typer.Option(None, "--generators", help="folder of <task_id>.py generators"),
-    measure: MeasureMethod = typer.Option(MeasureMethod.instructions, "--measure"),
-    min_speedup: float = typer.Option(1.0, "--min-speedup"),
-    measure_cases: int = typer.Option(3, "--measure-cases"),
-    largest_fraction: float = typer.Option(0.5, "--largest-fraction"),
-    gen_plan: str = typer.Option("0:10,1:10,2:4,3:2", "--gen-plan"),
-    workers: Optional[int] = typer.Option(None, "--workers"),
-    parquet: bool = typer.Option(False, "--parquet"),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir"),
-    no_progress: bool = typer.Option(False, "--no-progress"),
-    no_rows: bool = typer.Option(False, "--no-rows"),
+    hidden: Optional[Path] = typer.Option(None, "--hidden", help=HIDDEN_HELP),
+    generators: Optional[Path] = typer.Option(None, "--generators", help=GENERATORS_HELP),
+    measure: MeasureMethod = typer.Option(MeasureMethod.instructions, "--measure", help=MEASURE_HELP),
+    min_speedup: float = typer.Option(1.0, "--min-speedup", help=MIN_SPEEDUP_HELP),
+    measure_cases: int = typer.Option(3, "--measure-cases", help=MEASURE_CASES_HELP),
+    largest_fraction: float = typer.Option(0.5, "--largest-fraction", help=LARGEST_FRACTION_HELP),
+    gen_plan: str = typer.Option("0:10,1:10,2:4,3:2", "--gen-plan", help=GEN_PLAN_HELP),
+    workers: Optional[int] = typer.Option(None, "--workers", help=WORKERS_HELP),
+    parquet: bool = typer.Option(False, "--parquet", help=PARQUET_HELP),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
+    no_progress: bool = typer.Option(False, "--no-progress", "--quiet", help=PROGRESS_HELP),
+    no_rows: bool = typer.Option(False, "--no-rows", help=NO_ROWS_HELP),
 ) -> None:
-    """Send each seed row's messages to an OpenAI-compatible endpoint (API key from $OPENAI_API_KEY), N
-    samples per row, then verify them all; best.jsonl keeps the fastest full-mark answer per task.
+    """Send each seed row's messages to an OpenAI-compatible endpoint (API key from $OPENAI_API_KEY, optional),
+    N samples per row, then verify them all; best.jsonl keeps the fastest full-mark answer per task.
 
     Resumable: samples already in OUT/returns.jsonl are not asked for again; rows already verified are
-    skipped.
+    skipped. Exit status: 0 done; 2 bad input; 3 some samples missing (failed requests) or rows not verified.
     """
     from arbiter.pipelines.oracle.writer import generate as run_generate
 
@@ -341,10 +357,14 @@ def generate(
             summary = run_generate(seeds, returns, model=model, base_url=base_url,
                                    api_key=os.environ.get("OPENAI_API_KEY"), n=n, concurrency=concurrency,
                                    max_retries=max_retries, temperature=temperature, max_tokens=max_tokens,
-                                   sampling=sampling, on_progress=on_progress)  # type: ignore[arg-type]
+                                   sampling=sampling, request_timeout=timeout,
+                                   max_response_bytes=int(max_response_mb * MB), check_first=True,
+                                   on_progress=on_progress)  # type: ignore[arg-type]
         console.print(f"writer: {summary.samples_written} new samples, {summary.samples_existing} already there, "
                       f"{summary.samples_missing} missing after {summary.requests} requests "
-                      f"({summary.retries} retries, {summary.failed_requests} failed) -> {returns}")
+                      f"({summary.retries} retries, {summary.failed_requests} given up on"
+                      f"{f', {summary.malformed_answers} malformed answers' if summary.malformed_answers else ''})"
+                      f" -> {returns}", highlight=False)
         code = _run_verify(seeds, returns, out, hidden, generators, opts, console, not no_progress, not no_rows)
         if summary.samples_missing and code == 0:
             console.print(f"[yellow]{summary.samples_missing} samples are still missing "

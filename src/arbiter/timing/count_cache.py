@@ -36,7 +36,7 @@ def sha256_hex(data: bytes | str | None) -> str:
     if data is None:
         return ""
     if isinstance(data, str):
-        data = data.encode("utf-8")
+        data = data.encode("utf-8", "surrogatepass")  # any str
     return hashlib.sha256(data).hexdigest()
 
 

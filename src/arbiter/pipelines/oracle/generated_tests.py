@@ -217,7 +217,7 @@ def suite_key(seed: Any, generator_sha256: str, plan: GenPlan) -> str:
     """The cache key (64 hex chars) of a task's generated suite: sha256 of the canonical JSON of
     ``[CACHE_VERSION, task_id, generator sha256, [(size, seed)...], source sha256, compile command,
     run.timeout_sec, run.memory_mb]``."""
-    src = hashlib.sha256(seed.source_code.encode("utf-8", "surrogateescape")).hexdigest()
+    src = hashlib.sha256(seed.source_code.encode("utf-8", "surrogatepass")).hexdigest()  # a key: any str
     raw = json.dumps([CACHE_VERSION, seed.task_id, generator_sha256, plan.pairs(), src, seed.compile.command,
                       float(seed.run.timeout_sec), int(seed.run.memory_mb)], separators=(",", ":"))
     return hashlib.sha256(raw.encode()).hexdigest()

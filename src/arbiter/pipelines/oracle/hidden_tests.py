@@ -133,7 +133,7 @@ def check_hidden_tests(seed: Any, cases: Sequence[Any], checker: Any, *, cache_d
                                f"so its hidden tests cannot be checked: {comp.message[:500]}")
     limits = source_check_limits(seed)
     data = [(c.name, str_to_bytes(c.stdin), str_to_bytes(c.stdout)) for c in cases]
-    raw = json.dumps([CACHE_VERSION, seed.task_id, _sha(seed.source_code.encode("utf-8", "surrogateescape")),
+    raw = json.dumps([CACHE_VERSION, seed.task_id, _sha(seed.source_code.encode("utf-8", "surrogatepass")),
                       spec.command, comp.toolchain.fingerprint, checker.name, bool(checker.case_insensitive),
                       [limits.cpu_seconds, limits.wall_seconds, limits.memory_bytes, limits.output_bytes],
                       [[n, _sha(i), _sha(o)] for n, i, o in data]], separators=(",", ":"))
