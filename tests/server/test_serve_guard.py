@@ -127,6 +127,14 @@ def test_sigterm_drains_in_flight_then_exits_0():
     assert box[0].status_code == 200 and box[0].json()["verdicts"][0]["outcome"] == "AC"
     with pytest.raises(httpx.TransportError):
         httpx.get(s.url + "/metrics", timeout=5)
+    # it says where it listens and with how many judges, and when it drains and stops (it said nothing)
+    said = s.proc.stdout.read().decode().splitlines()
+    from arbiter.judge.judge import default_workers
+
+    assert f"arbiter serve: listening on http://127.0.0.1:{s.port}, {default_workers()} judges, queue 256, " \
+           "no token (loopback only)" in said, said
+    assert any(line.startswith("arbiter serve: stopping: no new requests; draining") for line in said), said
+    assert said[-1] == "arbiter serve: stopped", said
 
 
 def _wait_for(cond, seconds: float = 60.0) -> None:

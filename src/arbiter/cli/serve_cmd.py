@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import signal
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -41,5 +41,43 @@ def register(app: typer.Typer) -> None:
         # a no-op one here, so a drained server exits 0.
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: None)
-        uvicorn.run(create_app(cfg), host=cfg.host, port=cfg.port, log_level="warning",
-                    timeout_graceful_shutdown=int(cfg.drain_seconds), access_log=False)
+        config = uvicorn.Config(create_app(cfg), host=cfg.host, port=cfg.port, log_level="warning",
+                                timeout_graceful_shutdown=int(cfg.drain_seconds), access_log=False)
+        _Announcing(config, cfg).run()
+
+
+def _say(text: str) -> None:
+    import sys
+
+    print(f"arbiter serve: {text}", file=sys.stderr, flush=True)
+
+
+def _announcing_server() -> type:
+    import uvicorn
+
+    class Announcing(uvicorn.Server):
+        """uvicorn's server, saying when it listens (address, judges, queue, token) and when it stops."""
+
+        def __init__(self, config: Any, cfg: Any):
+            super().__init__(config)
+            self.cfg = cfg
+
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                cfg = self.cfg
+                bound = [s.getsockname() for srv in getattr(self, "servers", []) for s in srv.sockets or []]
+                where = ", ".join(f"http://{a[0]}:{a[1]}" for a in bound) or f"http://{cfg.host}:{cfg.port}"
+                _say(f"listening on {where}, {cfg.workers} judges, queue {cfg.queue}, "
+                     f"{'token required' if cfg.token else 'no token (loopback only)'}")
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            _say(f"stopping: no new requests; draining those in flight (up to {self.cfg.drain_seconds:g} s)")
+            await super().shutdown(sockets)
+            _say("stopped")
+
+    return Announcing
+
+
+def _Announcing(config: Any, cfg: Any) -> Any:  # noqa: N802 - the class is built when uvicorn is imported
+    return _announcing_server()(config, cfg)
