@@ -20,7 +20,8 @@ from arbiter.datasets.convert import check_output_path
 from arbiter.pipelines.codegen import CONFIG_FILE, input_identity
 from arbiter.pipelines.goldilocks.english import EnglishFilter, _english_detector_description, _template_report, _with_confidence
 from arbiter.pipelines.goldilocks.errors import CurationInputError
-from arbiter.pipelines.goldilocks.flag import ENGLISH_MIN, KEPT, LOWER_MAX, UPPER_MIN, VACUOUS, _check_thresholds
+from arbiter.pipelines.goldilocks.flag import (ENGLISH_MIN, ENGLISH_NEAR_MISS, KEPT, LOWER_MAX, UPPER_MIN, VACUOUS,
+                                               _check_thresholds)
 from arbiter.pipelines.goldilocks.prescan import Prescan, _input_schema, _prescan
 from arbiter.pipelines.goldilocks.rows import RowDecider, rows_log_record
 from arbiter.pipelines.goldilocks.combine import load_folders
@@ -217,7 +218,7 @@ def _write_rows(inp: _Inputs, decider: RowDecider, split: str | None, counts: Cu
             items = decider.first_decisions(inp.dataset, split)
             for item, conf in _with_confidence(items, lambda it: it.text, inp.english):
                 payload = decider.final_decision(item, conf, writer, inp.out.name) if item.decision == "" else None
-                counts.count(item)
+                counts.count(item, conf)
                 if payload is not None:
                     writer.write_encoded(payload)
                     counts.replaced_rows += bool(item.replaced)
@@ -261,6 +262,12 @@ def _result_warnings(counts: CurationCounts) -> list[str]:
         warnings.append(f"{kept_vacuous} row(s) with a vacuous suite (every expected output empty: any program "
                         f"printing nothing passes) went through the filter (--keep-vacuous); "
                         f"{sum(1 for v in vacuous_rows if v['decision'] == KEPT)} kept, listed in the report")
+    near = sorted(counts.english_near_misses, key=lambda r: -r["english_confidence"])
+    if near:
+        shown = ", ".join(f"{r['row_key']} ({r['english_confidence']:.3f})" for r in near[:5])
+        warnings.append(f"{len(near)} row(s) dropped by the English filter although English is the likelier reading "
+                        f"(confidence >= {ENGLISH_NEAR_MISS}; a genuine English statement can score 0.97): {shown}"
+                        f"{', ...' if len(near) > 5 else ''}; listed in the report (english_near_misses)")
     if counts.replaced_rows:
         warnings.append(f"{counts.replaced_rows} kept row(s) held lone surrogates, replaced by U+FFFD in the Parquet "
                         f"output (fields listed in the rows log)")
@@ -287,6 +294,7 @@ def _report_content(inp: _Inputs, counts: CurationCounts, options: dict[str, Any
         "bad_rows": counts.bad_rows,
         "duplicate_rows": counts.duplicates,
         "vacuous_rows": counts.vacuous_rows,
+        "english_near_misses": sorted(counts.english_near_misses, key=lambda r: -r["english_confidence"]),
         "template_lines": _template_report(inp.scan.template),
         "warnings": warnings,
     }

@@ -28,6 +28,9 @@ LOWER_MAX = 0.875
 UPPER_MIN = 0.125
 #: The card's English filter: "lingua confidence >= 0.999".
 ENGLISH_MIN = 0.999
+#: A row the English filter drops with at least this confidence (English likelier than every other language
+#: together) is a near miss, listed for a curator to look at: a genuine English statement can score 0.97.
+ENGLISH_NEAR_MISS = 0.5
 #: The card's ``extra_info`` annotation fields (Schema: ``{index, id, lower_pass_rate, lower_scores,
 #: upper_pass_rate, upper_scores}``).
 ANNOTATION_FIELDS = ("lower_pass_rate", "lower_scores", "upper_pass_rate", "upper_scores")
