@@ -2,8 +2,10 @@
 
 verl 0.9's ``main_ppo`` reads ``reward.custom_reward_function.*`` and ``reward.reward_manager.*``
 and silently ignores the <= 0.8 keys (top-level ``custom_reward_function``,
-``reward_model.reward_manager``), then scores code with its own ``prime_code``. Works on an
-OmegaConf ``DictConfig`` or plain dicts; imports nothing from verl. See ``docs/verl.md``.
+``reward_model.reward_manager``), then scores code with its own ``prime_code``. Its fully-async entry
+point (``fully_async_main``, a config with ``async_training``) migrates them onto ``reward.*`` first
+(``migrate_legacy_reward_impl``): there they are honoured, and win. Works on an OmegaConf ``DictConfig``
+or plain dicts; imports nothing from verl. See ``docs/verl.md``.
 """
 
 from __future__ import annotations
@@ -42,26 +44,63 @@ def names_arbiter(path: Any) -> bool:
     return text.endswith("arbiter/verl/reward.py")
 
 
+def is_fully_async(config: Any) -> bool:
+    """True for a config of verl's fully-async trainer (``fully_async_main`` requires ``async_training``)."""
+    return _get(config, "async_training") is not None
+
+
+def _legacy_function_set(config: Any) -> bool:
+    """Whether ``migrate_legacy_reward_impl`` moves the top-level ``custom_reward_function`` onto
+    ``reward.custom_reward_function`` (it does when any of its values is set, and then replaces it whole)."""
+    legacy = _get(config, "custom_reward_function")
+    values = legacy.values() if hasattr(legacy, "values") else ()
+    return any(v is not None for v in values)
+
+
+def _effective(config: Any) -> dict[str, Any]:
+    """The reward keys verl will read: ``reward.*``, with the legacy keys migrated over them as
+    ``migrate_legacy_reward_impl`` does for a fully-async config."""
+    keys = {"path": _get(config, "reward.custom_reward_function.path"),
+            "manager": _get(config, "reward.reward_manager.name"),
+            "source": _get(config, "reward.reward_manager.source"),
+            "module": _get(config, "reward.reward_manager.module.path")}
+    if not is_fully_async(config):
+        return keys
+    if _legacy_function_set(config):
+        keys["path"] = _get(config, "custom_reward_function.path")
+    if _get(config, "reward_model.reward_manager") is not None:
+        keys["manager"] = _get(config, "reward_model.reward_manager")
+    if _get(config, "reward_model.reward_loop_source") is not None:
+        keys["source"] = _get(config, "reward_model.reward_loop_source")
+        keys["module"] = _get(config, "reward_model.reward_loop_module_path")
+    return keys
+
+
 def config_problems(config: Any) -> list[str]:
-    """Why ``config`` (a verl 0.9 trainer config) would not score with arbiter; ``[]`` when it does."""
+    """Why ``config`` (a verl 0.9 trainer config) would not score with arbiter; ``[]`` when it does. A
+    fully-async config (``async_training``) is read as verl's ``fully_async_main`` reads it: the legacy keys
+    migrated onto ``reward.*``."""
     problems = []
-    path = _get(config, "reward.custom_reward_function.path")
+    fully_async = is_fully_async(config)
+    keys = _effective(config)
+    path, manager, source, module = keys["path"], keys["manager"], keys["source"], keys["module"]
     legacy_path = _get(config, "custom_reward_function.path")
-    manager = _get(config, "reward.reward_manager.name")
-    source = _get(config, "reward.reward_manager.source")
-    module = _get(config, "reward.reward_manager.module.path")
     uses_manager = source == "importlib" and str(module or "").removesuffix(".py").replace("/", ".").endswith(
         "arbiter.verl.reward_loop")
     if not names_arbiter(path) and not uses_manager:
-        problems.append(f"reward.custom_reward_function.path is {path!r}, not pkg://arbiter.verl.reward: verl scores "
+        where = ("custom_reward_function.path (the legacy key, which fully-async training migrates over "
+                 "reward.custom_reward_function)" if fully_async and _legacy_function_set(config)
+                 else "reward.custom_reward_function.path")
+        problems.append(f"{where} is {path!r}, not pkg://arbiter.verl.reward: verl scores "
                         "with its own reward function (prime_code for code rows)")
-    if names_arbiter(legacy_path) and not names_arbiter(path):
-        problems.append("the legacy top-level custom_reward_function names arbiter, but verl >= 0.9 ignores it: "
+    if not fully_async and names_arbiter(legacy_path) and not names_arbiter(path):
+        problems.append("the legacy top-level custom_reward_function names arbiter, but verl >= 0.9's main_ppo "
+                        "ignores it (only the fully-async trainer migrates it): "
                         "set reward.custom_reward_function.path=pkg://arbiter.verl.reward")
     legacy_manager = _get(config, "reward_model.reward_manager")
-    if legacy_manager is not None:
+    if legacy_manager is not None and not fully_async:
         problems.append(f"reward_model.reward_manager={legacy_manager!r} is a verl <= 0.8 key that verl >= 0.9's "
-                        "main_ppo ignores: use reward.reward_manager.name")
+                        "main_ppo ignores (only the fully-async trainer migrates it): use reward.reward_manager.name")
     if source in (None, "register") and manager is not None and manager not in VERL09_MANAGERS:
         problems.append(f"reward.reward_manager.name={manager!r} is not registered in verl 0.9's reward loop "
                         f"(known: {', '.join(VERL09_MANAGERS)})")
@@ -78,4 +117,5 @@ def warn_once(config: Any, where: str) -> list[str]:
     return problems
 
 
-__all__ = ["ARBITER_REWARD_PATHS", "VERL09_MANAGERS", "config_problems", "names_arbiter", "warn_once"]
+__all__ = ["ARBITER_REWARD_PATHS", "VERL09_MANAGERS", "config_problems", "is_fully_async", "names_arbiter",
+           "warn_once"]
