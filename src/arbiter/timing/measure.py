@@ -205,9 +205,9 @@ def _compare_cached(pa: Program, pb: Program, cases: list[Case], native: Limits,
 
     def measure(key: str, prog: Program, todo: list[Case]) -> None:
         nonlocal core
-        with _lease(pin) as core:
-            run = measure_instructions(prog.binary, todo, limits=native, same_output=same_output,
-                                       stop_on_failure=stop, valgrind=vg, pin=False)
+        run = measure_instructions(prog.binary, todo, limits=native, same_output=same_output,
+                                   stop_on_failure=stop, valgrind=vg, pin=pin)
+        core = run.cores[0] if run.cores else core
         for c in run.counts:
             order.append({"case": c.case, "program": key})
             setattr(figs[c.case], key, c.cost if c.ok else None)
