@@ -123,7 +123,8 @@ class ProgramCounts:
         run = measure_instructions(compile_cpp(code, CompileSpec()).binary,
                                    [(c.name, c.stdin, None) for c in suite.cases], limits=DEFAULT_LIMITS,
                                    valgrind=vg, workers=1)
-        self.seconds.setdefault(meter, []).append((time.monotonic() - t0) / max(1, len(suite.cases)))
+        per_case = (time.monotonic() - t0) / max(1, len(suite.cases))
+        self.seconds.setdefault(vg.fingerprint()["meter"], []).append(per_case)
         rec["ok"] = run.ok
         rec["cases"] = {c.case: {"Ir": c.instructions, **(c.events or {})} for c in run.counts if c.ok}
         if not run.ok:

@@ -293,6 +293,20 @@ static void add_count(IRSB* sb, ULong n)
    addStmtToIRSB(sb, IRStmt_Store(Iend_LE, addr, IRExpr_RdTmp(t2)));
 }
 
+/* The fetch of the instruction at IMark st, unless it lies in the line the block's previous instruction was
+   fetched from: a block runs a prefix of its instructions in order, so that line was fetched just before, is the
+   most recent of its I1 set (no data access touches I1), and fetching it again would hit and change nothing.
+   Returns the instruction's last line. */
+static UWord add_ifetch(IRSB* out, IRStmt* st, UWord iline)
+{
+   Addr a = (Addr)st->Ist.IMark.addr;
+   UWord len = st->Ist.IMark.len ? st->Ist.IMark.len : 1;
+   UWord first = a >> I1.line_bits, last = (a + len - 1) >> I1.line_bits;
+   if (first != iline || last != iline)
+      add_call(out, "ac_ifetch", &ac_ifetch, mkIRExpr_HWord((HWord)a), mkIRExpr_HWord((HWord)len), NULL);
+   return last;
+}
+
 static IRSB* ac_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestLayout* layout,
                            const VexGuestExtents* vge, const VexArchInfo* archinfo_host,
                            IRType gWordTy, IRType hWordTy)
@@ -300,6 +314,7 @@ static IRSB* ac_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestL
    IRSB* out = deepCopyIRSBExceptStmts(in);
    ULong pending = 0;
    Addr ia = 0;
+   UWord iline = (UWord)-1;  /* the I1 line the previous instruction of this block was fetched from */
    Int i;
    for (i = 0; i < in->stmts_used; i++) {
       IRStmt* st = in->stmts[i];
@@ -317,8 +332,7 @@ static IRSB* ac_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestL
       }
       addStmtToIRSB(out, st);
       if (sim && st->tag == Ist_IMark)
-         add_call(out, "ac_ifetch", &ac_ifetch, mkIRExpr_HWord((HWord)st->Ist.IMark.addr),
-                  mkIRExpr_HWord((HWord)st->Ist.IMark.len), NULL);
+         iline = add_ifetch(out, st, iline);
    }
    add_count(out, pending);
    if (sim && in->next->tag != Iex_Const
