@@ -6,7 +6,9 @@ For 1, 5, 20 and 50 cases it runs, end to end as a pipeline would (fresh sandbox
 - ``native``  — each program once per case in its own sandbox (what the judge's correctness pass costs);
 - ``instr``   — :func:`arbiter.timing.measure.compare` with ``method="instructions"`` (one valgrind run per
   case and program, valgrind start-up included);
-- ``cycles``  — last: the cost ratio cycles / instructions per case (cache and branch simulation on);
+- ``cycles``  — last: the cost ratio cycles / instructions per case (cache and branch simulation on), then what
+  one reward-shaped measurement in cycles (the default measure) costs: the candidate's cases on one core against
+  spread over every core, and the source measured once, then taken from the count cache;
 - ``wall``    — ``compare(method="wall")`` with PIE's sample schedule shrunk to 1 warm-up + 5 repeats, ABBA
   (headline on the CPU clock, wall clock alongside).
 
@@ -20,6 +22,7 @@ Usage: ``.venv/bin/python bench/pie.py [--sizes 1,5,20,50] [--reps 3]``.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -28,6 +31,7 @@ from pathlib import Path
 from arbiter.languages.cpp.compile import CompileSpec, compile_cpp
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import Sandbox
+from arbiter.timing.count_cache import CountCache
 from arbiter.timing.measure import Program, compare, startup_floor
 from arbiter.timing.cycles import DEFAULT_MODEL
 from arbiter.timing.instructions import find_valgrind, measure_instructions
@@ -151,6 +155,31 @@ def cycles_cost(slow: Program, fast: Program, cases, limits: Limits, vg) -> None
     cc = compare(slow, fast, cases, "cycles", limits=limits, valgrind=vg)
     print(f"speedup at {len(cases)} cases: instructions {ci.speedup:.2f}, cycles ({DEFAULT_MODEL.name}) "
           f"{cc.speedup:.2f}")
+    reward_cost(slow, fast, cases[:10], limits, vg)
+
+
+def reward_cost(slow: Program, fast: Program, cases, limits: Limits, vg) -> None:
+    """One reward in cycles: the candidate's cases on one core vs spread over the cores; the source measured once
+    and then reused from the count cache (what a batch of candidates for one source pays)."""
+    meter = vg.with_cycles(DEFAULT_MODEL)
+    cores = len(os.sched_getaffinity(0))
+    t = {}
+    for workers in (1, cores):
+        t0 = time.perf_counter()
+        run = measure_instructions(fast.binary, cases, limits=limits, valgrind=meter, workers=workers)
+        t[workers] = time.perf_counter() - t0
+        assert run.ok
+    cache = CountCache()
+    t0 = time.perf_counter()
+    first = compare(slow, fast, cases, "cycles", limits=limits, valgrind=vg, baseline_cache=cache)
+    t_first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    again = compare(slow, fast, cases, "cycles", limits=limits, valgrind=vg, baseline_cache=cache)
+    t_again = time.perf_counter() - t0
+    assert first.speedup == again.speedup and again.extra["baseline_cache_hits"] == len(cases)
+    print(f"\none reward in cycles, {len(cases)} cases: candidate on 1 core {t[1]:.2f}s, on {cores} cores "
+          f"{t[cores]:.2f}s ({t[1] / t[cores]:.2f}x); source + candidate {t_first:.2f}s, then with the source's "
+          f"counts cached {t_again:.2f}s ({t_first / t_again:.2f}x)")
 
 
 if __name__ == "__main__":

@@ -345,3 +345,12 @@ def test_verify_empty_returns_file_exits_2_naming_returns_but_binary_junk_is_rej
     rejected = [r for r in rows(out / "rejected.jsonl") if r.get("kind") == "return"]
     assert [r["line"] for r in rejected] == [1, 2, 3] and all(r["stage"] == "load" for r in rejected), rejected
     assert all(r["reasons"] and r["reasons"][0]["code"] in ("NOT_UTF8", "MALFORMED_JSON") for r in rejected)
+
+
+def test_help_names_the_default_measure_and_why():
+    """``--help`` of verify and generate says which measure the speed gate uses by default (cycles) and why."""
+    for cmd in ("verify", "generate"):
+        r = cli(cmd, "--help")
+        text = " ".join(r.stdout.replace("│", " ").split())
+        assert r.returncode == 0, r.stderr
+        assert "cycles (default)" in text and "gem5" in text and "[default: cycles]" in text, text

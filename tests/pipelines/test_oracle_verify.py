@@ -113,15 +113,17 @@ def test_outputs_sft_verified_best_report(demo):
         assert s["messages"][-1]["role"] == "assistant"
         v = rec["verification"]
         for f in ("compile_ok", "all_visible_tests_pass", "all_hidden_tests_pass", "score", "runtime_ms", "speedup",
-                  "instructions", "toolchain", "notes"):
+                  "cycles", "instructions", "toolchain", "notes"):
             assert f in v, f
         assert v["all_visible_tests_pass"] and v["all_hidden_tests_pass"] and v["all_generated_tests_pass"]
         assert v["toolchain"]["fingerprint"] == v["measurement"]["fingerprint"]
         assert v["toolchain"]["flags"] == ["-std=c++20", "-O2", "-pipe"]  # the seed's command, as is
-        ins = v["instructions"]
-        assert ins["source"] > ins["answer"] > 0 and v["speedup"] == pytest.approx(ins["source"] / ins["answer"],
+        cyc = v["cycles"]  # the default measure; its figures under its unit's name
+        assert v["instructions"] is None
+        assert cyc["source"] > cyc["answer"] > 0 and v["speedup"] == pytest.approx(cyc["source"] / cyc["answer"],
                                                                                    rel=1e-5)
-        assert v["measurement"]["method"] == "instructions" and len(v["measurement"]["cases"]) == 3
+        assert v["measurement"]["method"] == "cycles" and len(v["measurement"]["cases"]) == 3
+        assert v["measurement"]["meter"]["cycle_model"]["name"] == "gem5-skylake-se"
         assert sorted(v["measurement"]["largest_cases"]) == ["gen_s3_0", "gen_s3_1"]
         assert rec["claimed_verification"] == json.loads(
             (DATA / "returns.jsonl").read_text().splitlines()[rec["line"] - 1])["verification"]
@@ -138,8 +140,8 @@ def test_outputs_sft_verified_best_report(demo):
     assert rep["counts"] == {"rows": 31, "accepted": 7, "rejected": 24, "errors": 0, "sft_rows": 7,
                              "other_rejections": 0, "accepted_visible_only": 0,
                              "accepted_speed_gate_not_applied": 0, "measure_fallbacks": 0,
-                             "speedup_units": {"instructions": len(measured)}, "tasks_best_across_units": 0}
-    assert all(r["unit"] == "instructions" for r in rep["rows"] if r["outcome"] == "accepted")
+                             "speedup_units": {"cycles": len(measured)}, "tasks_best_across_units": 0}
+    assert all(r["unit"] == "cycles" for r in rep["rows"] if r["outcome"] == "accepted")
     # every task has hidden and generated tests, the demo's hidden tests all agree with the seeds' sources
     assert rep["warnings"] == [] and rep["coverage"]["tasks_visible_only"] == []
     assert all(h["total"] == h["kept"] and not h["dropped"] for h in rep["hidden_checks"].values())
@@ -241,6 +243,9 @@ def test_bad_input_each_row_rejected_with_its_reason_batch_unaffected(tmp_path):
     assert acc["line"] == 1 and acc["verification"]["score"] == 1.0
     assert acc["verification"]["all_hidden_tests_pass"] is None
     assert acc["verification"]["speed_gate"] == "not_applied" and "speed gate not applied" in acc["verification"]["notes"]
+    # under the default measure the exemption compares with the start-up floor in cycles
+    m = acc["verification"]["measurement"]
+    assert m["unit"] == "cycles" and m["startup_floor"] > 0 and "cycles on" in acc["verification"]["notes"]
     assert run.report["counts"]["accepted"] == 1 and run.report["counts"]["rejected"] == 8
     assert run.report["counts"]["other_rejections"] == 3
     assert len(rows(out / "sft.jsonl")) == 1

@@ -1,9 +1,9 @@
 """The one correctness-gated speedup: a candidate is measured against its source only once it is correct.
 
 :func:`gated_speedup` compiles the source, gates the candidate on the cases (its verdict there must be AC),
-measures both with :func:`arbiter.timing.measure.compare` (instruction counts, falling back to interleaved wall
-time when valgrind cannot run a program; or wall time) and classifies what happened into one
-:class:`SpeedupOutcome`. The oracle and the PIE reward map these codes to their own output records.
+measures both with :func:`arbiter.timing.measure.compare` (model cycles by default, or instruction counts, both
+falling back to interleaved wall time when valgrind cannot run a program; or wall time) and classifies what
+happened into one :class:`SpeedupOutcome`. The oracle and the PIE reward map these codes to their own output records.
 See ``docs/oracle.md`` ("The gated speedup").
 """
 
@@ -22,6 +22,7 @@ from arbiter.judge.testsuite import StdioCase, TestSuite
 from arbiter.judge.verdict import Outcome, Verdict
 from arbiter.sandbox.limits import Limits
 from arbiter.strenum import StrEnum
+from arbiter.timing.comparison import DEFAULT_METHOD
 
 __all__ = [
     "MeasureFailure",
@@ -95,16 +96,17 @@ class MeasureFailure:
 class SpeedupSpec:
     """How both programs are built, checked and measured.
 
-    ``names``: the two programs' names in the comparison record. ``cache``: a
-    :class:`~arbiter.timing.count_cache.CountCache` for the source's counts (instructions; ``None``: none kept),
-    keyed also by ``output_check``. ``fallback``: measure with wall time when valgrind cannot run a program.
-    ``config``: the sandbox configuration of the gate's judge runs.
+    ``method``: the measure (default :data:`~arbiter.timing.comparison.DEFAULT_METHOD`, cycles). ``names``: the
+    two programs' names in the comparison record. ``cache``: a :class:`~arbiter.timing.count_cache.CountCache` for
+    the source's counts (cycles or instructions; ``None``: none kept), keyed also by ``output_check``.
+    ``fallback``: measure with wall time when valgrind cannot run a program. ``config``: the sandbox configuration
+    of the gate's judge runs.
     """
 
     compile: CompileSpec = field(default_factory=CompileSpec)
     limits: Limits = field(default_factory=Limits)
     checker: CheckerSpec = field(default_factory=lambda: CheckerSpec("trailing_whitespace"))
-    method: Method = "instructions"
+    method: Method = DEFAULT_METHOD
     largest_fraction: float = 0.2
     repeats: int = 5
     warmup: int = 1
@@ -119,7 +121,8 @@ class SpeedupSpec:
 class SpeedupResult:
     """What :func:`gated_speedup` found. ``stage``: where it ended (``source_compile``, ``gate``,
     ``candidate_compile``, ``measure``). ``error``: the exception behind a ``SANDBOX_ERROR``, when one was
-    raised. ``cache_hits``: source figures taken from the cache (instructions without fallback, else None)."""
+    raised. ``cache_hits``: source figures taken from the cache (cycles or instructions without fallback, else
+    None)."""
 
     outcome: SpeedupOutcome
     reason: str
@@ -152,7 +155,7 @@ def gated_speedup(source: str, candidate: str, cases: Sequence[StdioCase], spec:
 
     ``passed``: verdicts the candidate already got; a case named in an AC case result of an AC verdict is not
     judged again (the rest are, all-or-nothing). Raises ``ValueError`` for no cases, a bad method or compile
-    command; ``ValgrindUnavailable`` for instructions without valgrind. Sandbox failures come back as
+    command; ``ValgrindUnavailable`` for cycles or instructions without valgrind. Sandbox failures come back as
     ``SANDBOX_ERROR`` with ``error`` set.
     """
     from arbiter.languages.cpp.compile import compile_cpp
@@ -228,7 +231,7 @@ def _same_output(checker: CheckerSpec, cases: Sequence[StdioCase]) -> Callable[[
 
 
 def _compare(src: Any, cand: Any, cases: Sequence[StdioCase], spec: SpeedupSpec, hold: Hold) -> tuple[Any, int | None]:
-    """The comparison (after a meter fallback, if any) and the source's cache hits (instructions only)."""
+    """The comparison (after a meter fallback, if any) and the source's cache hits (valgrind measures only)."""
     from arbiter.timing.measure import Program, compare, mark_fallback, meter_fallback_reason
     from arbiter.timing.count_cache import CountCache
 

@@ -35,12 +35,17 @@ __all__ = [
     "METHODS",
     "unit_of",
     "comparable_speedups",
+    "DEFAULT_METHOD",
 ]
 
 
 Method = Literal["instructions", "cycles", "wall"]
 #: Every measure ``compare`` knows.
 METHODS: tuple[str, ...] = ("instructions", "cycles", "wall")
+#: The measure of the speedups users get by default (the PIE reward and eval, the oracle speed gate): model cycles,
+#: deterministic like instruction counts and, unlike them, close to PIE's gem5 speedups (``docs/measurement.md``,
+#: "Cycles"). :func:`~arbiter.timing.measure.compare` itself still defaults to instructions.
+DEFAULT_METHOD: Method = "cycles"
 
 
 def unit_of(method: str | None) -> str:

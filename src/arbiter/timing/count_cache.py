@@ -62,7 +62,8 @@ def count_key(executable_sha: str, stdin: bytes, expected: bytes | None, *, tool
 
 
 class CountCache:
-    """Instruction counts by :func:`count_key`, in memory and optionally on disk (``docs/measurement.md``, "The baseline cache").
+    """Baseline figures (instructions or model cycles) by :func:`count_key`, in memory and optionally on disk
+    (``docs/measurement.md``, "The baseline cache").
 
     - ``directory``: where entries are stored (created on first write); ``None``: memory only.
     - ``remember_failures``: also remember failed runs, in memory (:meth:`put_failure`); off: only successful

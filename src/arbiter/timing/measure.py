@@ -205,9 +205,9 @@ def _compare_cached(pa: Program, pb: Program, cases: list[Case], native: Limits,
 
     def measure(key: str, prog: Program, todo: list[Case]) -> None:
         nonlocal core
-        with _lease(pin) as core:
-            run = measure_instructions(prog.binary, todo, limits=native, same_output=same_output,
-                                       stop_on_failure=stop, valgrind=vg, pin=False)
+        run = measure_instructions(prog.binary, todo, limits=native, same_output=same_output,
+                                   stop_on_failure=stop, valgrind=vg, pin=pin)
+        core = run.cores[0] if run.cores else core
         for c in run.counts:
             order.append({"case": c.case, "program": key})
             setattr(figs[c.case], key, c.cost if c.ok else None)
@@ -313,19 +313,26 @@ _floors_lock = threading.Lock()
 
 
 def startup_floor(compiler: Any = None, *, iostream: bool = False, limits: Limits | None = None,
-                  valgrind: Valgrind | None = None) -> int:
-    """Instructions executed by an empty program (``int main() {}``; with ``iostream=True``, one that only
-    includes ``<iostream>``) under the given toolchain and flags: the instruction-count analogue of the PIE card's
-    gem5 startup floor (192M ticks; card, ``ceiling_speedup``), which "depends on the compiler/glibc/link mode".
+                  valgrind: Valgrind | None = None, method: Method = "instructions",
+                  cycle_model: CycleModel = DEFAULT_MODEL) -> int:
+    """The cost of an empty program (``int main() {}``; with ``iostream=True``, one that only includes
+    ``<iostream>``) under the given toolchain and flags, in ``method``'s unit: instructions, or model cycles
+    (``method="cycles"``, ``cycle_model``). The analogue of the PIE card's gem5 startup floor (192M ticks; card,
+    ``ceiling_speedup``), which "depends on the compiler/glibc/link mode"; in cycles of the default model it is
+    that floor's order of magnitude (``docs/measurement.md``, "Cycles").
 
     ``compiler``: a :class:`~arbiter.languages.cpp.CompileSpec` (or ``None``: the default spec) passed to
     :func:`arbiter.languages.cpp.compile_cpp`, or a callable ``source -> compiled program`` (anything
     :meth:`Program.of` accepts; its toolchain fingerprint must describe the same compiler, flags, libc and link
-    mode as the programs measured). Cached per (toolchain fingerprint,
-    iostream, meter) for the life of the process. Returns instructions (an int > 0). Raises RuntimeError when
-    the empty program does not compile or cannot be measured, ValgrindUnavailable without valgrind.
+    mode as the programs measured). Cached per (toolchain fingerprint, iostream, meter incl. cycle model) for the
+    life of the process. Returns an int > 0. Raises RuntimeError when the empty program does not compile or cannot
+    be measured, ValgrindUnavailable without valgrind, ValueError for the wall method (no floor).
     """
+    if method not in ("instructions", "cycles"):
+        raise ValueError(f"the startup floor is measured in instructions or cycles, not {method!r}")
     vg = valgrind or find_valgrind()
+    if method == "cycles" and vg.cycle_model is None:
+        vg = vg.with_cycles(cycle_model)
     source = IOSTREAM_PROGRAM if iostream else EMPTY_PROGRAM
     if callable(compiler):
         compiled = compiler(source)

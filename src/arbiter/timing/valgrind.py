@@ -87,6 +87,7 @@ class Valgrind:
     - ``arch``: valgrind's platform name, e.g. ``"amd64-linux"``.
     - ``cpu_model`` / ``cpu_flags_sha256``: the host CPU; glibc chooses routines by CPUID, so counts are only
       comparable on the same CPU model and flags.
+    - ``cycle_model``: the cycle model of a cycles meter (:meth:`with_cycles`), ``None`` for instructions.
     """
 
     lib_dir: str

@@ -17,8 +17,9 @@
    every data access (loads, stores, CAS, LL/SC, dirty helpers' memory effects) through D1, their misses through a
    unified LL (set-associative, LRU, write-allocate, like cachegrind's simulator; geometry from --I1/--D1/--LL
    size,assoc,line); conditional branches go through a gshare predictor (16384 2-bit counters, 14 bits of global
-   history) and indirect jumps/calls/returns through a 512-entry target buffer. At exit one more line precedes the
-   count: "arbiter-count sim: I1m=.. D1m=.. LLim=.. LLdm=.. Bc=.. Bcm=.. Bi=.. Bim=..". The count itself is
+   history) and indirect jumps/calls/returns through a 512-entry target buffer; the distinct 4 KiB pages touched
+   (Pg) and the system calls made (Sys) are counted too. At exit one more line precedes the count:
+   "arbiter-count sim: I1m=.. D1m=.. LLim=.. LLdm=.. Bc=.. Bcm=.. Bi=.. Bim=.. Pg=.. Sys=..". The count itself is
    unchanged by simulation. No prefetcher, no timing: see docs/measurement.md, "Cycles".
    Built by arbiter.timing.instructions.build_counter_tool against the libcoregrind/libvex of the installed
    valgrind (Debian's valgrind package ships them for external tools). amd64 only (the request block is at %rax). */
@@ -64,6 +65,7 @@ typedef struct { const HChar* name; Long size, assoc, line; UWord sets_mask; Int
 static Bool sim = False;
 static Cache I1 = {"I1", 32768, 8, 64}, D1 = {"D1", 32768, 8, 64}, LL = {"LL", 8388608, 16, 64};
 static ULong I1m = 0, D1m = 0, LLim = 0, LLdm = 0, Bc = 0, Bcm = 0, Bi = 0, Bim = 0;
+static ULong Pg = 0, Sys = 0;
 #define COND_BITS 14
 #define COND_SIZE (1u << COND_BITS)
 #define IND_SIZE 512
@@ -124,14 +126,67 @@ static Bool ref(Cache* c, Addr a, UWord size)
    return miss;
 }
 
+/* Pages the program touched (4 KiB; their first touches are the page faults of a fresh process). A first touch of
+   a page is always a last-level miss (the caches start empty), so only LL misses are looked up: one hash set of
+   page numbers, open addressing, grown at half full. */
+#define PAGE_BITS 12
+static UWord* touched = NULL;
+static UWord touched_cap = 0;
+
+/* the slot of page key k (page + 1; 0 marks an empty slot) in a table of cap slots */
+static UWord page_slot(UWord* table, UWord cap, UWord k)
+{
+   UWord i = (UWord)((k * 0x9E3779B97F4A7C15ULL) >> 40) & (cap - 1);
+   while (table[i] != 0 && table[i] != k)
+      i = (i + 1) & (cap - 1);
+   return i;
+}
+
+static void touch_page(UWord page)
+{
+   UWord k = page + 1, i, j;
+   if (2 * (Pg + 1) > touched_cap) {
+      UWord old_cap = touched_cap;
+      UWord* old = touched;
+      touched_cap = old_cap ? 2 * old_cap : 4096;
+      touched = VG_(calloc)("arbiter-count.pages", touched_cap, sizeof(UWord));
+      for (j = 0; j < old_cap; j++)
+         if (old[j] != 0)
+            touched[page_slot(touched, touched_cap, old[j])] = old[j];
+      if (old != NULL)
+         VG_(free)(old);
+   }
+   i = page_slot(touched, touched_cap, k);
+   if (touched[i] == 0) {
+      touched[i] = k;
+      Pg++;
+   }
+}
+
+static void ll_miss_pages(Addr a, UWord size)
+{
+   UWord first = a >> PAGE_BITS, last = (a + (size ? size : 1) - 1) >> PAGE_BITS, p;
+   for (p = first; p <= last; p++) touch_page(p);
+}
+
 static VG_REGPARM(2) void ac_ifetch(Addr a, UWord size)
 {
-   if (ref(&I1, a, size)) { I1m++; if (ref(&LL, a, size)) LLim++; }
+   if (ref(&I1, a, size)) { I1m++; if (ref(&LL, a, size)) { LLim++; ll_miss_pages(a, size); } }
 }
 
 static VG_REGPARM(2) void ac_data(Addr a, UWord size)
 {
-   if (ref(&D1, a, size)) { D1m++; if (ref(&LL, a, size)) LLdm++; }
+   if (ref(&D1, a, size)) { D1m++; if (ref(&LL, a, size)) { LLdm++; ll_miss_pages(a, size); } }
+}
+
+/* System calls the program makes (ld.so's included). */
+static void ac_pre_syscall(ThreadId tid, UInt no, UWord* args, UInt nargs)
+{
+   if (sim) Sys++;
+}
+
+static void ac_post_syscall(ThreadId tid, UInt no, UWord* args, UInt nargs, SysRes res)
+{
 }
 
 static VG_REGPARM(2) void ac_cond(Addr ia, UWord taken)
@@ -238,6 +293,20 @@ static void add_count(IRSB* sb, ULong n)
    addStmtToIRSB(sb, IRStmt_Store(Iend_LE, addr, IRExpr_RdTmp(t2)));
 }
 
+/* The fetch of the instruction at IMark st, unless it lies in the line the block's previous instruction was
+   fetched from: a block runs a prefix of its instructions in order, so that line was fetched just before, is the
+   most recent of its I1 set (no data access touches I1), and fetching it again would hit and change nothing.
+   Returns the instruction's last line. */
+static UWord add_ifetch(IRSB* out, IRStmt* st, UWord iline)
+{
+   Addr a = (Addr)st->Ist.IMark.addr;
+   UWord len = st->Ist.IMark.len ? st->Ist.IMark.len : 1;
+   UWord first = a >> I1.line_bits, last = (a + len - 1) >> I1.line_bits;
+   if (first != iline || last != iline)
+      add_call(out, "ac_ifetch", &ac_ifetch, mkIRExpr_HWord((HWord)a), mkIRExpr_HWord((HWord)len), NULL);
+   return last;
+}
+
 static IRSB* ac_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestLayout* layout,
                            const VexGuestExtents* vge, const VexArchInfo* archinfo_host,
                            IRType gWordTy, IRType hWordTy)
@@ -245,6 +314,7 @@ static IRSB* ac_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestL
    IRSB* out = deepCopyIRSBExceptStmts(in);
    ULong pending = 0;
    Addr ia = 0;
+   UWord iline = (UWord)-1;  /* the I1 line the previous instruction of this block was fetched from */
    Int i;
    for (i = 0; i < in->stmts_used; i++) {
       IRStmt* st = in->stmts[i];
@@ -262,8 +332,7 @@ static IRSB* ac_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestL
       }
       addStmtToIRSB(out, st);
       if (sim && st->tag == Ist_IMark)
-         add_call(out, "ac_ifetch", &ac_ifetch, mkIRExpr_HWord((HWord)st->Ist.IMark.addr),
-                  mkIRExpr_HWord((HWord)st->Ist.IMark.len), NULL);
+         iline = add_ifetch(out, st, iline);
    }
    add_count(out, pending);
    if (sim && in->next->tag != Iex_Const
@@ -312,8 +381,8 @@ static void ac_post_clo_init(void)
 static void ac_fini(Int exitcode)
 {
    if (sim)
-      VG_(umsg)("arbiter-count sim: I1m=%llu D1m=%llu LLim=%llu LLdm=%llu Bc=%llu Bcm=%llu Bi=%llu Bim=%llu\n",
-                I1m, D1m, LLim, LLdm, Bc, Bcm, Bi, Bim);
+      VG_(umsg)("arbiter-count sim: I1m=%llu D1m=%llu LLim=%llu LLdm=%llu Bc=%llu Bcm=%llu Bi=%llu Bim=%llu "
+                "Pg=%llu Sys=%llu\n", I1m, D1m, LLim, LLdm, Bc, Bcm, Bi, Bim, Pg, Sys);
    VG_(umsg)("I   refs:      %'llu\n", n_instrs);
 }
 
@@ -327,6 +396,7 @@ static void ac_pre_clo_init(void)
    VG_(details_avg_translation_sizeB)(200);
    VG_(basic_tool_funcs)(ac_post_clo_init, ac_instrument, ac_fini);
    VG_(needs_command_line_options)(ac_process_cmd_line_option, ac_print_usage, ac_print_debug_usage);
+   VG_(needs_syscall_wrapper)(ac_pre_syscall, ac_post_syscall);
 }
 
 VG_DETERMINE_INTERFACE_VERSION(ac_pre_clo_init)

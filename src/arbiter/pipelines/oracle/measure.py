@@ -83,7 +83,7 @@ def measure(seed: SeedRow, code: str, all_cases: list[Case], passed: list[Any], 
         return
     cmp = got.comparison
     if cmp.fallback_reason is not None:
-        notes.append(f"measured with wall/CPU time instead of instructions: {cmp.fallback_reason}")
+        notes.append(f"measured with wall/CPU time instead of {cmp.requested_method}: {cmp.fallback_reason}")
     if cmp.sandbox_error:
         raise InfraError("measurement: sandbox error: " + "; ".join(
             f"{f['program']}/{f['case']}: {f.get('detail', '')}" for f in cmp.failures))
@@ -102,8 +102,8 @@ def measure(seed: SeedRow, code: str, all_cases: list[Case], passed: list[Any], 
 def _record_speedups(cmp: Any, ver: dict[str, Any]) -> None:
     ver["speedup"] = _round(cmp.speedup)
     ver["largest_speedup"] = _round(cmp.largest_speedup)
-    if cmp.method == "instructions":
-        ver["instructions"] = {"source": cmp.a_total, "answer": cmp.b_total,
+    if cmp.method in ("instructions", "cycles"):  # the figures under their unit's name
+        ver[cmp.method] = {"source": cmp.a_total, "answer": cmp.b_total,
                                "largest_cases": cmp.largest_cases,
                                "source_largest": sum(c.a for c in cmp.cases if c.case in cmp.largest_cases),
                                "answer_largest": sum(c.b for c in cmp.cases if c.case in cmp.largest_cases)}
@@ -115,7 +115,7 @@ def _apply_gate(seed: SeedRow, cmp: Any, d: dict[str, Any], ctx: VerifyContext, 
     opts = ctx.options
     big = [c for c in cmp.cases if c.case in cmp.largest_cases]
     src_cost = sum(c.a for c in big)
-    floor = ctx.startup_floor(seed) if cmp.method == "instructions" else None
+    floor = ctx.startup_floor(seed, cmp.method) if cmp.method in ("instructions", "cycles") else None
     if floor is not None:
         d["startup_floor"] = floor
     shows = measurable(cmp.method, src_cost, len(big), floor)

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from arbiter.pipelines.oracle.generated_tests import DEFAULT_PLAN, GenPlan
+from arbiter.timing.comparison import DEFAULT_METHOD
+from arbiter.timing.cycles import DEFAULT_MODEL
 
 Method = Literal["instructions", "cycles", "wall"]
 
@@ -34,8 +36,10 @@ class InfraError(RuntimeError):
 class VerifyOptions:
     """Options of a verification run.
 
-    - ``measure``: ``"instructions"`` (valgrind counts, deterministic; default) or ``"wall"`` (interleaved
-      repeats, ``wall_repeats`` rounds after one warm-up; seconds).
+    - ``measure``: ``"cycles"`` (default: model cycles from one valgrind run per case with cache and branch
+      simulation, deterministic, close to gem5's timing; ``docs/measurement.md``, "Cycles"), ``"instructions"``
+      (valgrind counts, deterministic) or ``"wall"`` (interleaved repeats, ``wall_repeats`` rounds after one
+      warm-up; seconds).
     - ``min_speedup``: the answer passes the speed gate when ``largest_speedup >= min_speedup`` (1.0: not
       slower than the source).
     - ``measure_cases``: how many tests (the largest by input bytes) are measured, >= 1.
@@ -50,7 +54,7 @@ class VerifyOptions:
     - ``config``: sandbox configuration (default :class:`~arbiter.sandbox.config.SandboxConfig`).
     """
 
-    measure: Method = "instructions"
+    measure: Method = DEFAULT_METHOD
     min_speedup: float = 1.0
     measure_cases: int = DEFAULT_MEASURE_CASES
     largest_fraction: float = DEFAULT_LARGEST_FRACTION
@@ -81,10 +85,12 @@ class VerifyOptions:
             self.gen_plan = GenPlan.parse(self.gen_plan)
 
     def to_dict(self) -> dict[str, Any]:
-        """The options as JSON (``gen_plan`` in its text form; ``config`` and the cache folder left out)."""
-        return {"measure": self.measure, "min_speedup": self.min_speedup, "measure_cases": int(self.measure_cases),
-                "largest_fraction": self.largest_fraction, "gen_plan": str(self.gen_plan),
-                "workers": self.workers, "wall_repeats": self.wall_repeats}
+        """The options as JSON (``gen_plan`` in its text form; ``config`` and the cache folder left out; with
+        cycles, the cycle model's identity)."""
+        model = {"cycle_model": DEFAULT_MODEL.identity()} if self.measure == "cycles" else {}
+        return {"measure": self.measure, **model, "min_speedup": self.min_speedup,
+                "measure_cases": int(self.measure_cases), "largest_fraction": self.largest_fraction,
+                "gen_plan": str(self.gen_plan), "workers": self.workers, "wall_repeats": self.wall_repeats}
 
 
 def cache_subdir(opts: VerifyOptions, name: str) -> Path | None:

@@ -33,7 +33,7 @@ from arbiter.rewards.pie.reward import pie_reward
 from arbiter.pipelines.runs import RunFolder
 from arbiter.timing.count_cache import sha256_hex as _sha
 from arbiter.timing.instructions import ValgrindUnavailable
-from arbiter.timing.comparison import unit_of
+from arbiter.timing.comparison import DEFAULT_METHOD, unit_of
 
 
 def sample_rng(seed: int, source: PieSource) -> random.Random:
@@ -64,7 +64,7 @@ def _score_one(item: CandidateItem, *, tests: Any, seed: int, reward_kw: dict[st
     """The JSON record of one candidate (:func:`score_candidates`)."""
     head = {"key": item.key, "line": item.line, "index": item.index, "id": item.record_id,
             "candidate_sha256": _sha(item.code) if item.code else None}
-    method = reward_kw.get("method", "instructions")
+    method = reward_kw.get("method", DEFAULT_METHOD)
     unit = unit_of(method)
     if item.error or item.source is None:
         src = item.source

@@ -13,7 +13,7 @@ from typing import Any
 
 from arbiter.datasets.pie.card import OPT_THRESHOLD
 from arbiter.rewards.pie.result import DATASET_DEFECT
-from arbiter.timing.comparison import unit_of
+from arbiter.timing.comparison import DEFAULT_METHOD, unit_of
 
 
 def _count(items: Iterable[str]) -> dict[str, int]:
@@ -69,7 +69,7 @@ def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     ok = [float(r["speedup"]) for r in correct]
     requested = sorted({str(r.get("requested_method") or r["method"]) for r in records
                         if r.get("requested_method") or r.get("method")})
-    unit = _unit_of(requested[0]) if len(requested) == 1 else "instructions"
+    unit = _unit_of(requested[0]) if len(requested) == 1 else unit_of(DEFAULT_METHOD)
     per_unit: dict[str, list[float]] = {}
     for r in correct:
         per_unit.setdefault(_figure_kind(r), []).append(float(r["speedup"]))

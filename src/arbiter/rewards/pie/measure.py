@@ -1,6 +1,6 @@
 """Steps 5-8 of the PIE reward: the candidate through :func:`arbiter.judge.speedup.gated_speedup` (correct first,
-then measured against the source, instruction counts with a cached source baseline and the wall fallback, or
-wall), its outcome mapped to PIE's record, and the headroom.
+then measured against the source: model cycles (default) or instruction counts with a cached source baseline and
+the wall fallback, or wall), its outcome mapped to PIE's record, and the headroom.
 See ``docs/pie.md`` ("Re-timing a candidate", "Outcome codes").
 """
 
@@ -117,7 +117,7 @@ def _measured_stop(c: RewardCall, r: SpeedupResult) -> Stop:
     res, comp = c.res, r.comparison
     res.src_total, res.candidate_total = comp.a_total, comp.b_total
     res.largest_speedup = comp.largest_speedup
-    if res.method == "instructions" and c.with_floor:
+    if res.method in ("instructions", "cycles") and c.with_floor:
         _headroom(c, comp)
     how = f" ({res.unit}; {res.method} fallback: {res.fallback_reason})" if res.fallback_reason else f" ({res.unit})"
     return Stop(Outcome.AC, f"correct on {len(c.used)} case(s); speedup {comp.speedup:.4g}{how}", comp.speedup,
@@ -125,10 +125,10 @@ def _measured_stop(c: RewardCall, r: SpeedupResult) -> Stop:
 
 
 def _headroom(c: RewardCall, comp: Comparison) -> None:
-    """The startup floor (instructions of an empty program, same toolchain) and the card's ceiling."""
+    """The startup floor (the cost of an empty program, same toolchain, same measure) and the card's ceiling."""
     res = c.res
     try:
-        res.startup_floor = startup_floor(c.spec)
+        res.startup_floor = startup_floor(c.spec, method=res.method)  # type: ignore[arg-type]
     except RuntimeError:
         res.startup_floor = None
     if res.startup_floor:

@@ -17,6 +17,7 @@ from arbiter.judge.testsuite import StdioCase, TestSuite
 from arbiter.judge.verdict import Outcome
 from arbiter.rewards.pie.transforms import RewardTransform
 from arbiter.sandbox.limits import Limits
+from arbiter.timing.comparison import DEFAULT_METHOD
 from arbiter.timing.count_cache import CountCache
 
 
@@ -49,9 +50,9 @@ class PieRewardResult:
     tgt_id: str | None = None
     transform: str = "raw"
     transform_params: dict[str, float] = field(default_factory=dict)
-    method: str = "instructions"
-    unit: str = "instructions"
-    requested_method: str = "instructions"
+    method: str = DEFAULT_METHOD
+    unit: str = DEFAULT_METHOD
+    requested_method: str = DEFAULT_METHOD
     fallback_reason: str | None = None
     k: int = -1
     cases: list[str] = field(default_factory=list)
