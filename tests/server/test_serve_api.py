@@ -171,7 +171,7 @@ def test_healthz_is_the_doctor_and_metrics_count(server):
     h = httpx.get(server.url + "/healthz", timeout=120)
     assert h.status_code == 200 and h.json()["isolated"] is True and h.json()["checks"]
     m = server.metrics()
-    assert m["arbiter_cases_total"] > 0 and 'arbiter_verdicts_total{outcome="AC"}' in m
+    assert m["arbiter_cases_total"] > 0 and 'arbiter_verdicts_total{tenant="anonymous",verdict="AC"}' in m
     assert any(k.startswith("arbiter_request_seconds_bucket") for k in m)
 
 

@@ -7,7 +7,7 @@ as ``python3 -I -S checker.py``. See ``docs/languages.md``.
 from __future__ import annotations
 
 from arbiter.languages.base import CompileSpec, LoadFailure, Program, SelfTest
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
     from arbiter.sandbox.execution import Execution
@@ -46,8 +46,9 @@ class PythonLanguage:
             return None
         return LoadFailure(error, sandbox.load_stage == "prelude", "the program does not compile (SyntaxError)")
 
-    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits) -> Execution:
-        return sandbox.run_python(stdin, limits)
+    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits,
+            keep: Sequence[str] = ()) -> Execution:
+        return sandbox.run_python(stdin, limits, keep=keep)
 
 
 PYTHON = PythonLanguage()

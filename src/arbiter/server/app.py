@@ -1,10 +1,11 @@
-"""The FastAPI application: auth, size caps, the routes over the judge pool. See ``docs/serve.md``."""
+"""The FastAPI application: tenants (tokens), size caps, drain, the routes over the fair queue of
+judge slots. See ``docs/serve.md``."""
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
+import logging
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -14,29 +15,56 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from pydantic import ValidationError
 
-from arbiter.server import native
+from arbiter.server import answer, native
+from arbiter.server.admission import FairQueue, Refused, Tenant
 from arbiter.server.config import ServerConfig
 from arbiter.server.metrics import Metrics
-from arbiter.server.pool import JudgePool, Overloaded, watch
-from arbiter.server.programs import ProgramRuns
-from arbiter.server.runcode import BadRequest, OurFailure, RunCodeRequest
+from arbiter.server.runcode import BadRequest, OurFailure, RunCodeRequest, close_slot, prepare, run_code
 
-OPEN_PATHS = ("/healthz",)
-ROUTES = ("/run_code", "/v1/judge", "/v1/score", "/healthz", "/metrics")
+log = logging.getLogger("arbiter.serve")
+
+
+class Expired(Exception):
+    """A ``/run_code`` request waited ``hold_seconds`` without a judge (504: its client retries)."""
 
 
 @dataclass
 class Service:
-    """What the routes share: settings, counters, the judge pool, ``/run_code``'s program groups."""
+    """What the routes share: settings, counters, the fair queue, the drain state."""
 
     cfg: ServerConfig
     health: Callable[[], dict[str, Any]]
     metrics: Metrics = field(default_factory=Metrics)
     health_report: dict[str, Any] | None = None
+    draining: bool = False
+    in_flight: int = 0
+    _logged: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.pool = JudgePool(self.cfg.workers, self.cfg.queue, self.metrics)
-        self.programs = ProgramRuns(self.pool, self.cfg, self.metrics)
+        self.queue = FairQueue(self.cfg.workers, queue=self.cfg.queue, on_start=self._started,
+                               on_done=self._done, on_close=close_slot)
+        self.metrics.set("arbiter_judges", self.cfg.workers)
+        for name in ("arbiter_cases_total", "arbiter_sandbox_errors_total", "arbiter_cancelled_total"):
+            self.metrics.add(name, 0)
+        self.gauges()
+
+    def _started(self, tenant: str, waited: float) -> None:
+        self.metrics.observe("arbiter_tenant_wait_seconds", waited, tenant=tenant)
+        self.gauges()
+
+    def _done(self, tenant: str, seconds: float) -> None:
+        self.metrics.add("arbiter_tenant_judge_seconds_total", seconds, tenant=tenant)
+        self.gauges()
+
+    def gauges(self) -> None:
+        busy = 0
+        for name, (waiting, running) in self.queue.snapshot().items():
+            self.metrics.set("arbiter_tenant_queue_depth", waiting, tenant=name)
+            self.metrics.set("arbiter_tenant_judges_busy", running, tenant=name)
+            busy += running
+        self.metrics.set("arbiter_queue_depth", self.queue.waiting)
+        self.metrics.set("arbiter_judges_busy", busy)
+        self.metrics.set("arbiter_draining", int(self.draining))
 
     async def body(self, request: Request) -> Any:
         """The JSON body, read up to ``max_body_bytes`` (:class:`BadRequest` ``413:`` past it)."""
@@ -47,21 +75,30 @@ class Service:
                 raise BadRequest(f"413:request body over {self.cfg.max_body_bytes} bytes")
         try:
             return json.loads(data)
+        except RecursionError:
+            raise BadRequest("the body is not JSON this service takes: nested too deeply") from None
         except ValueError as exc:
             raise BadRequest(f"the body is not JSON: {exc}") from None
 
-    def refuse(self, exc: Exception, overload_status: int = 503) -> JSONResponse:
-        """413/422 for a refused request; ``overload_status`` + ``Retry-After`` for overload."""
-        if isinstance(exc, Overloaded):
-            self.metrics.refused += 1
-            return error(overload_status, str(exc), **{"Retry-After": str(exc.retry_after)})
-        msg = str(exc)
-        return error(413, msg[4:]) if msg.startswith("413:") else error(422, msg)
+    def refuse(self, tenant: str, status: int, reason: str, message: str, retry_after: int) -> JSONResponse:
+        """A load refusal (429/503/504 + ``Retry-After``), counted and logged (once per 10 s a reason)."""
+        self.metrics.refused(tenant, reason, status)
+        now = time.monotonic()
+        if now - self._logged.get(reason, -1e9) > 10:
+            self._logged[reason] = now
+            log.warning("arbiter serve: refused a request of tenant %s with %d (%s): %s", tenant, status, reason,
+                        message)
+        return error(status, message, **{"Retry-After": str(retry_after)})
 
 
 def error(status: int, message: str, **headers: str) -> JSONResponse:
     return JSONResponse({"status": "SandboxError" if status >= 500 else "Refused", "message": message},
                         status_code=status, headers=headers or None)
+
+
+def bad_request(exc: Exception) -> JSONResponse:
+    msg = str(exc)
+    return error(413, msg[4:]) if msg.startswith("413:") else error(422, msg)
 
 
 def create_app(cfg: ServerConfig, *, health: Callable[[], dict[str, Any]] | None = None) -> FastAPI:
@@ -72,10 +109,12 @@ def create_app(cfg: ServerConfig, *, health: Callable[[], dict[str, Any]] | None
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         yield
-        svc.pool.shutdown()
+        await asyncio.to_thread(svc.queue.close)
 
     app = FastAPI(title="arbiter", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
-    _guard(app, svc)
+    from arbiter.server.guard import install
+
+    install(app, svc)
     _run_code_route(app, svc)
     _batch_routes(app, svc)
     _info_routes(app, svc)
@@ -83,61 +122,69 @@ def create_app(cfg: ServerConfig, *, health: Callable[[], dict[str, Any]] | None
     return app
 
 
-def _guard(app: FastAPI, svc: Service) -> None:
-    """Bearer token (constant-time compare; 401 runs nothing), body size (413), latency. A plain
-    ASGI middleware, so that the routes still see the client's disconnect."""
-    cfg, expected = svc.cfg, f"Bearer {svc.cfg.token}".encode()
+def tenant_of(request: Request) -> Tenant:
+    return request.scope["arbiter.tenant"]
 
-    class Guard:
-        def __init__(self, inner):
-            self.inner = inner
 
-        async def __call__(self, scope, receive, send):
-            if scope["type"] != "http":
-                return await self.inner(scope, receive, send)
-            headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
-            refused = None
-            if cfg.token and scope["path"] not in OPEN_PATHS:
-                if not hmac.compare_digest(headers.get("authorization", b""), expected):
-                    refused = error(401, "missing or wrong API token (Authorization: Bearer ...)")
-            length = headers.get("content-length", b"")
-            if refused is None and length.isdigit() and int(length) > cfg.max_body_bytes:
-                refused = error(413, f"request body of {int(length)} bytes; at most {cfg.max_body_bytes}")
-            if refused is not None:
-                return await refused(scope, receive, send)
-            started = time.monotonic()
-            try:
-                await self.inner(scope, receive, send)
-            finally:
-                svc.metrics.observe(scope["path"] if scope["path"] in ROUTES else "other", time.monotonic() - started)
-
-    app.add_middleware(Guard)
+async def hold(svc: Service, fut, request: Request, poll: float = 0.2) -> Any:
+    """Await a ``/run_code`` unit: cancelled when its client leaves, :class:`Expired` when it has not
+    started within ``hold_seconds``."""
+    afut = asyncio.wrap_future(fut)
+    deadline = time.monotonic() + svc.cfg.hold_seconds
+    while True:
+        done, _ = await asyncio.wait({afut}, timeout=poll)
+        if done:
+            return afut.result()
+        if await request.is_disconnected():
+            if svc.queue.cancel(fut):
+                svc.metrics.add("arbiter_cancelled_total")
+            raise asyncio.CancelledError("client disconnected")
+        if time.monotonic() > deadline and svc.queue.cancel(fut):
+            raise Expired(f"no judge free within {svc.cfg.hold_seconds:g} s (the server is saturated); retry")
 
 
 def _run_code_route(app: FastAPI, svc: Service) -> None:
     @app.post("/run_code")
     async def run_code_route(request: Request):
         """SandboxFusion's endpoint; overload and our own failures are 504 (verl retries 504 only)."""
+        tenant = tenant_of(request)
         try:
-            req = RunCodeRequest.model_validate(await svc.body(request))
-            answer = await watch(svc.programs.submit(req), request.is_disconnected)
+            p = prepare(RunCodeRequest.model_validate(await svc.body(request)), svc.cfg)
+            fut = svc.queue.submit(tenant, p.key, [lambda slot: run_code(p, svc.cfg, slot)])[0]
+            spooled = await hold(svc, fut, request)
         except ValidationError as exc:
-            return error(422, f"bad /run_code request: {exc.errors(include_url=False)}")
-        except (BadRequest, Overloaded) as exc:
-            return svc.refuse(exc, 504)
+            return error(422, f"bad /run_code request: {exc.errors(include_url=False)}"[:4000])
+        except BadRequest as exc:
+            return bad_request(exc)
+        except Refused as exc:
+            return svc.refuse(tenant.name, 504, exc.reason, str(exc), exc.retry_after)
+        except Expired as exc:
+            return svc.refuse(tenant.name, 504, "held_too_long", str(exc), 1)
         except OurFailure as exc:
-            svc.metrics.sandbox_errors += 1
+            svc.metrics.add("arbiter_sandbox_errors_total")
             return error(504, f"arbiter's sandbox failed (retry): {exc}", **{"Retry-After": "1"})
-        svc.metrics.verdict(answer["status"], 1)
-        return answer
+        status = _peek_status(spooled)
+        svc.metrics.run_code(tenant.name, status)
+        return StreamingResponse(answer.stream(spooled), media_type="application/json",
+                                 headers={"Content-Length": str(answer.size(spooled))})
+
+
+def _peek_status(spooled) -> str:
+    head = spooled.read(64).decode("ascii", "replace")
+    spooled.seek(0)
+    return head.split('"status": "', 1)[-1].split('"', 1)[0]
 
 
 def _batch_routes(app: FastAPI, svc: Service) -> None:
     async def batch(request: Request, parse, calls, key: str):
+        tenant = tenant_of(request)
         try:
-            b = native.Batch(svc.pool, calls(parse(await svc.body(request), svc.cfg)))
-        except (BadRequest, Overloaded) as exc:
-            return svc.refuse(exc)
+            parsed = parse(await svc.body(request), svc.cfg)
+            b = native.Batch(svc.queue, tenant, calls(parsed, tenant.name), svc.metrics)
+        except BadRequest as exc:
+            return bad_request(exc)
+        except Refused as exc:
+            return svc.refuse(tenant.name, exc.status, exc.reason, str(exc), exc.retry_after)
         if request.query_params.get("stream") in ("1", "true"):
             return StreamingResponse(b.lines(key, request.is_disconnected), media_type="application/x-ndjson")
         return {key + "s": await b.results(request.is_disconnected)}
@@ -145,15 +192,15 @@ def _batch_routes(app: FastAPI, svc: Service) -> None:
     @app.post("/v1/judge")
     async def judge_route(request: Request):
         """``{"tasks": [Task JSON]}`` -> ``{"verdicts": [Verdict JSON]}`` (docs/codec.md)."""
-        return await batch(request, native.parse_tasks,
-                           lambda tasks: [lambda t=t: native.judge_one(t, svc.metrics) for t in tasks], "verdict")
+        return await batch(request, native.parse_tasks, lambda tasks, who: [
+            lambda slot, t=t: native.judge_one(t, svc.metrics, who) for t in tasks], "verdict")
 
     @app.post("/v1/score")
     async def score_route(request: Request):
         """``{"items": [verl item], "options": {...}}`` -> ``{"results": [compute_score result]}``."""
-        def calls(parsed):
+        def calls(parsed, who):
             items, opts = parsed
-            return [lambda it=it: native.score_one(it, opts, svc.metrics) for it in items]
+            return [lambda slot, it=it: native.score_one(it, opts, svc.metrics, who) for it in items]
 
         return await batch(request, native.parse_score, calls, "result")
 
@@ -161,13 +208,20 @@ def _batch_routes(app: FastAPI, svc: Service) -> None:
 def _info_routes(app: FastAPI, svc: Service) -> None:
     @app.get("/healthz")
     async def healthz():
-        """The doctor's answer: 200 when this node can isolate, else 503."""
+        """The doctor's answer: 200 when this node can isolate (and is not draining), else 503."""
         if svc.health_report is None:
             svc.health_report = await asyncio.to_thread(svc.health)
-        return JSONResponse(svc.health_report, status_code=200 if svc.health_report.get("isolated") else 503)
+        ok = svc.health_report.get("isolated") and not svc.draining
+        return JSONResponse(dict(svc.health_report, draining=svc.draining), status_code=200 if ok else 503)
+
+    @app.get("/v1/ping")
+    async def ping():
+        """SandboxFusion's health check."""
+        return "pong"
 
     @app.get("/metrics")
     async def metrics_route():
+        svc.gauges()
         return PlainTextResponse(svc.metrics.text(), media_type="text/plain; version=0.0.4")
 
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from arbiter.judge.judge import default_workers
+from arbiter.server.tenants import Tenants
 
 LOOPBACK_NAMES = ("localhost",)
+#: verl's sandbox_fusion client waits ``compile_timeout + run_timeout + 10`` s for an answer:
+#: a ``/run_code`` request that starts within 10 s (less a margin) ends in time.
+VERL_API_SLACK = 10.0
 
 
 def is_loopback(host: str) -> bool:
@@ -25,24 +29,25 @@ def is_loopback(host: str) -> bool:
 class ServerConfig:
     """Settings of one ``arbiter serve`` process.
 
-    - ``host`` / ``port``: where to listen (loopback by default; any other address needs ``token``).
-    - ``token``: the Bearer token every request must carry (``None``: no auth, loopback only).
-    - ``workers``: judges running at once (default one per core).
-    - ``queue``: units (a ``/run_code`` request, a task, a score item) admitted but not yet
-      running; past it requests get 503 (``/run_code``: 504, the status verl retries) with
-      ``Retry-After``.
+    - ``host`` / ``port``: where to listen (loopback by default; any other address needs tenants).
+    - ``tenants``: who may call it (tokens; none: no auth, loopback only, one anonymous tenant).
+    - ``workers``: judge slots (default one per core).
+    - ``queue``: units (a ``/run_code`` request, a task, a score item) waiting over all tenants;
+      each tenant has its own caps (:class:`~arbiter.server.admission.Tenant`).
+    - ``hold_seconds``: how long a ``/run_code`` request may wait for a judge before it is
+      answered 504 (its client retries): within verl's HTTP timeout.
     - ``max_body_bytes`` (413), ``max_items`` tasks/items per request and ``max_tests`` cases
-      per task (422), ``max_output_bytes``: stdout per run, ``max_memory_mb`` / ``max_seconds``:
-      the largest limits a request may ask for (422).
-    - ``stream_over``: a batch of more than this many answers as NDJSON when asked for.
+      per task (422), ``max_output_bytes``: stdout per run (and fetched files per answer),
+      ``max_memory_mb`` / ``max_seconds``: the largest limits a request may ask for (422).
     - ``drain_seconds``: how long a SIGTERM waits for requests in flight.
     """
 
     host: str = "127.0.0.1"
     port: int = 8080
-    token: str | None = None
+    tenants: Tenants = field(default_factory=Tenants)
     workers: int = 0
-    queue: int = 256
+    queue: int = 4096
+    hold_seconds: float = VERL_API_SLACK - 2.0
     max_body_bytes: int = 64 * 1024 * 1024
     max_items: int = 4096
     max_tests: int = 10_000
@@ -50,11 +55,14 @@ class ServerConfig:
     max_memory_mb: int = 4096
     default_memory_mb: int = 1024
     max_seconds: float = 60.0
+    max_processes: int = 256
+    max_open_files: int = 1024
     drain_seconds: float = 120.0
 
     def __post_init__(self) -> None:
-        if not is_loopback(self.host) and not self.token:
-            raise ValueError(f"binding {self.host} (not loopback) needs an API token: --token or ARBITER_TOKEN")
+        if not is_loopback(self.host) and not self.tenants.required:
+            raise ValueError(f"binding {self.host} (not loopback) needs API tokens: --token, --tokens FILE, "
+                             f"ARBITER_TOKEN or ARBITER_TOKENS")
         if self.workers <= 0:
             object.__setattr__(self, "workers", default_workers())
         if self.queue < 1:
