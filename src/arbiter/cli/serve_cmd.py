@@ -22,8 +22,9 @@ def register(app: typer.Typer) -> None:
         queue: int = typer.Option(4096, "--queue", help="waiting units over all tenants before 503/504"),
         tenant_queue: int = typer.Option(1024, "--tenant-queue",
                                          help="waiting units per tenant before 429/504 (token file: queue=N)"),
-        hold_seconds: float = typer.Option(8.0, "--hold-seconds",
-                                           help="a /run_code request waits this long for a judge, then 504"),
+        hold_seconds: float = typer.Option(0.0, "--hold-seconds",
+                                           help="a /run_code request waits this long for its answer, then 504 "
+                                                "(0: verl's client timeout less 5 s)"),
         max_body_mb: int = typer.Option(64, "--max-body-mb", help="largest request body, MiB (413 past it)"),
         max_output_mb: int = typer.Option(64, "--max-output-mb",
                                           help="stdout kept per run and files per answer, MiB"),

@@ -81,7 +81,7 @@ class FairQueue:
     """Runs units on ``slots`` threads. ``on_start(tenant, waited)`` and ``on_done(tenant,
     seconds)`` report to the metrics; ``queue`` caps waiting units over all tenants."""
 
-    def __init__(self, slots: int, *, queue: int = 4096, affinity: float = 0.5,
+    def __init__(self, slots: int, *, queue: int = 4096, affinity: float = 2.0,
                  on_start: Callable[[str, float], None] | None = None,
                  on_done: Callable[[str, float], None] | None = None,
                  on_close: Callable[[Slot], None] | None = None):
@@ -183,13 +183,7 @@ class FairQueue:
         if not ready:
             return None
         st = self._least(ready, self._tenants.get(slot.tenant))
-        flows = [(k, f) for k, f in st.flows.items() if f.units]
-        own = st.flows.get(slot.flow) if slot.tenant == st.tenant.name else None
-        low = min(f.vtime for _, f in flows)
-        if own is not None and own.units and own.vtime <= low + self.affinity:
-            key, f = slot.flow, own
-        else:
-            key, f = min(flows, key=lambda kf: kf[1].vtime)
+        key, f = self._flow(st, slot)
         unit = f.units.popleft()
         if not unit.future.set_running_or_notify_cancel():
             st.waiting -= 1
@@ -204,6 +198,18 @@ class FairQueue:
         unit.charged = est
         slot.tenant, slot.flow = st.tenant.name, key
         return unit
+
+    def _flow(self, st: _TenantState, slot: Slot) -> tuple[str, _Flow]:
+        """The slot's own flow (its warm sandbox) while within ``affinity`` judge seconds of the
+        least served flow (a flow of slow units falls behind after its first); else, among the
+        flows that near, the one whose next unit waited longest."""
+        flows = [(k, f) for k, f in st.flows.items() if f.units]
+        low = min(f.vtime for _, f in flows)
+        own = st.flows.get(slot.flow) if slot.tenant == st.tenant.name else None
+        if own is not None and own.units and own.vtime <= low + self.affinity:
+            return slot.flow, own
+        near = [(k, f) for k, f in flows if f.vtime <= low + self.affinity]
+        return min(near, key=lambda kf: kf[1].units[0].enqueued)
 
     def _least(self, ready: list[_TenantState], own: _TenantState | None) -> _TenantState:
         low = min(s.vtime for s in ready)

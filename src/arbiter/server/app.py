@@ -17,8 +17,9 @@ from pydantic import ValidationError
 
 from arbiter.server import answer, native
 from arbiter.server.admission import FairQueue, Refused, Tenant
-from arbiter.server.config import ServerConfig
+from arbiter.server.config import ANSWER_MARGIN, VERL_API_SLACK, ServerConfig
 from arbiter.server.metrics import Metrics
+from arbiter.server.retries import Orphans, request_key
 from arbiter.server.runcode import BadRequest, OurFailure, RunCodeRequest, close_slot, prepare, run_code
 
 log = logging.getLogger("arbiter.serve")
@@ -43,6 +44,7 @@ class Service:
     def __post_init__(self) -> None:
         self.queue = FairQueue(self.cfg.workers, queue=self.cfg.queue, on_start=self._started,
                                on_done=self._done, on_close=close_slot)
+        self.orphans = Orphans(self.cfg.retry_window, self.queue.cancel)
         self.metrics.set("arbiter_judges", self.cfg.workers)
         for name in ("arbiter_cases_total", "arbiter_sandbox_errors_total", "arbiter_cancelled_total"):
             self.metrics.add(name, 0)
@@ -66,13 +68,21 @@ class Service:
         self.metrics.set("arbiter_judges_busy", busy)
         self.metrics.set("arbiter_draining", int(self.draining))
 
-    async def body(self, request: Request) -> Any:
-        """The JSON body, read up to ``max_body_bytes`` (:class:`BadRequest` ``413:`` past it)."""
+    async def read(self, request: Request) -> bytes:
+        """The body, read up to ``max_body_bytes`` (:class:`BadRequest` ``413:`` past it)."""
         data = bytearray()
         async for chunk in request.stream():
             data += chunk
             if len(data) > self.cfg.max_body_bytes:
                 raise BadRequest(f"413:request body over {self.cfg.max_body_bytes} bytes")
+        return bytes(data)
+
+    async def body(self, request: Request) -> Any:
+        """The JSON body (:class:`BadRequest` for what is not JSON)."""
+        return self.parse(await self.read(request))
+
+    @staticmethod
+    def parse(data: bytes) -> Any:
         try:
             return json.loads(data)
         except RecursionError:
@@ -126,32 +136,58 @@ def tenant_of(request: Request) -> Tenant:
     return request.scope["arbiter.tenant"]
 
 
-async def hold(svc: Service, fut, request: Request, poll: float = 0.2) -> Any:
-    """Await a ``/run_code`` unit: cancelled when its client leaves, :class:`Expired` when it has not
-    started within ``hold_seconds``."""
-    afut = asyncio.wrap_future(fut)
-    deadline = time.monotonic() + svc.cfg.hold_seconds
-    while True:
-        done, _ = await asyncio.wait({afut}, timeout=poll)
-        if done:
-            return afut.result()
-        if await request.is_disconnected():
-            if svc.queue.cancel(fut):
-                svc.metrics.add("arbiter_cancelled_total")
-            raise asyncio.CancelledError("client disconnected")
-        if time.monotonic() > deadline and svc.queue.cancel(fut):
-            raise Expired(f"no judge free within {svc.cfg.hold_seconds:g} s (the server is saturated); retry")
+async def disconnected(request: Request) -> None:
+    """Returns once the client has gone (the body is read first: nothing else is waited for)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def hold(svc: Service, fut, request: Request, key: str, deadline: float) -> Any:
+    """Await a ``/run_code`` unit until ``deadline`` (monotonic), with no polling: cancelled when
+    its client leaves; :class:`Expired` when it is not done by then (queued or running, it keeps
+    its place for the client's retry: :mod:`.retries`)."""
+    afut, gone = asyncio.wrap_future(fut), asyncio.ensure_future(disconnected(request))
+    try:
+        done, _ = await asyncio.wait({afut, gone}, timeout=max(0.0, deadline - time.monotonic()),
+                                     return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+    if afut in done:
+        return afut.result()
+    if gone in done:
+        if svc.queue.cancel(fut):
+            svc.metrics.add("arbiter_cancelled_total")
+        raise asyncio.CancelledError("client disconnected")
+    svc.orphans.leave(key, fut)
+    raise Expired("not answered within the client's timeout (the server is saturated); retry: "
+                  "the same request takes over this one's place")
+
+
+def answer_within(req: RunCodeRequest, cfg: ServerConfig) -> float:
+    """Seconds a ``/run_code`` request has for its answer: ``hold_seconds`` when set, else verl's
+    client timeout (``compile_timeout + run_timeout + 10``) less :data:`ANSWER_MARGIN`."""
+    if cfg.hold_seconds > 0:
+        return cfg.hold_seconds
+    return max(1.0, min(req.compile_timeout, cfg.max_seconds) + min(req.run_timeout, cfg.max_seconds)
+               + VERL_API_SLACK - ANSWER_MARGIN)
 
 
 def _run_code_route(app: FastAPI, svc: Service) -> None:
     @app.post("/run_code")
     async def run_code_route(request: Request):
         """SandboxFusion's endpoint; overload and our own failures are 504 (verl retries 504 only)."""
-        tenant = tenant_of(request)
+        tenant, arrived = tenant_of(request), time.monotonic()
         try:
-            p = prepare(RunCodeRequest.model_validate(await svc.body(request)), svc.cfg)
-            fut = svc.queue.submit(tenant, p.key, [lambda slot: run_code(p, svc.cfg, slot)])[0]
-            spooled = await hold(svc, fut, request)
+            raw = await svc.read(request)
+            key = request_key(tenant.name, raw)
+            req = RunCodeRequest.model_validate(svc.parse(raw))
+            fut = svc.orphans.adopt(key)
+            if fut is None:
+                p = prepare(req, svc.cfg)
+                fut = svc.queue.submit(tenant, p.key, [lambda slot: run_code(p, svc.cfg, slot)])[0]
+            else:
+                svc.metrics.add("arbiter_run_code_adopted_total", tenant=tenant.name)
+            spooled = await hold(svc, fut, request, key, arrived + answer_within(req, svc.cfg))
         except ValidationError as exc:
             return error(422, f"bad /run_code request: {exc.errors(include_url=False)}"[:4000])
         except BadRequest as exc:

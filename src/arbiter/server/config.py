@@ -10,9 +10,11 @@ from arbiter.judge.judge import default_workers
 from arbiter.server.tenants import Tenants
 
 LOOPBACK_NAMES = ("localhost",)
-#: verl's sandbox_fusion client waits ``compile_timeout + run_timeout + 10`` s for an answer:
-#: a ``/run_code`` request that starts within 10 s (less a margin) ends in time.
+#: verl's sandbox_fusion client waits ``compile_timeout + run_timeout + 10`` s for an answer, then
+#: fails the case (a read timeout is never retried; a 504 is).
 VERL_API_SLACK = 10.0
+#: A ``/run_code`` request not answered this many seconds before that is answered 504.
+ANSWER_MARGIN = 5.0
 
 
 def is_loopback(host: str) -> bool:
@@ -34,8 +36,10 @@ class ServerConfig:
     - ``workers``: judge slots (default one per core).
     - ``queue``: units (a ``/run_code`` request, a task, a score item) waiting over all tenants;
       each tenant has its own caps (:class:`~arbiter.server.admission.Tenant`).
-    - ``hold_seconds``: how long a ``/run_code`` request may wait for a judge before it is
-      answered 504 (its client retries): within verl's HTTP timeout.
+    - ``hold_seconds``: how long a ``/run_code`` request may wait for its answer before it is
+      answered 504 (its client retries); ``0``: verl's client timeout less :data:`ANSWER_MARGIN`.
+      The unit keeps its place for ``retry_window`` seconds: the same request sent again takes
+      it over (or its answer).
     - ``max_body_bytes`` (413), ``max_items`` tasks/items per request and ``max_tests`` cases
       per task (422), ``max_output_bytes``: stdout per run (and fetched files per answer),
       ``max_memory_mb`` / ``max_seconds``: the largest limits a request may ask for (422).
@@ -47,7 +51,8 @@ class ServerConfig:
     tenants: Tenants = field(default_factory=Tenants)
     workers: int = 0
     queue: int = 4096
-    hold_seconds: float = VERL_API_SLACK - 2.0
+    hold_seconds: float = 0.0
+    retry_window: float = 30.0
     max_body_bytes: int = 64 * 1024 * 1024
     max_items: int = 4096
     max_tests: int = 10_000

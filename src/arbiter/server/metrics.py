@@ -21,6 +21,7 @@ HELP = {
     "arbiter_tenant_wait_seconds": ("histogram", "seconds a unit waited for a judge"),
     "arbiter_verdicts_total": ("counter", "arbiter verdicts given (/v1/judge, /v1/score)"),
     "arbiter_run_code_total": ("counter", "SandboxFusion /run_code answers by status"),
+    "arbiter_run_code_adopted_total": ("counter", "/run_code retries that took over their earlier attempt's place"),
     "arbiter_refused_total": ("counter", "requests refused for load (429/503/504) by reason"),
     "arbiter_cases_total": ("counter", "test cases run"),
     "arbiter_sandbox_errors_total": ("counter", "arbiter's own sandbox failures"),
@@ -106,7 +107,7 @@ def render(values: dict[tuple[str, tuple], float]) -> str:
         lines += [f"# HELP {family} {text}", f"# TYPE {family} {kind}"]
         for (name, labels), v in sorted(values.items(), key=_order):
             if _family(name) == family:
-                lines.append(f"{name}{_labels(labels)} {v:g}" if float(v).is_integer() else
+                lines.append(f"{name}{_labels(labels)} {int(v)}" if float(v).is_integer() else
                              f"{name}{_labels(labels)} {v:.6f}")
     return "\n".join(lines) + "\n"
 

@@ -45,6 +45,10 @@ def _limit_caps(cfg: ServerConfig) -> dict[str, float]:
             "stack_bytes": memory}
 
 
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
 def check_task(task: Task, where: str, cfg: ServerConfig) -> None:
     """:class:`BadRequest` naming ``where`` and the field for a task past the service's caps."""
     if len(task.suite) > cfg.max_tests:
@@ -52,7 +56,7 @@ def check_task(task: Task, where: str, cfg: ServerConfig) -> None:
     for name, cap in _limit_caps(cfg).items():
         value = getattr(task.limits, name)
         if value is not None and value > cap:
-            raise BadRequest(f"{where}.limits.{name}: {value:g} is over this service's cap of {cap:g}")
+            raise BadRequest(f"{where}.limits.{name}: {_num(value)} is over this service's cap of {_num(cap)}")
     if task.compile.timeout_seconds > cfg.max_seconds:
         raise BadRequest(f"{where}.compile.timeout_seconds: {task.compile.timeout_seconds:g} is over this "
                          f"service's cap of {cfg.max_seconds:g}")
@@ -156,7 +160,7 @@ class Batch:
         pending = {asyncio.wrap_future(f): i for i, f in enumerate(self.futures)}
         try:
             while pending:
-                done, _ = await asyncio.wait(set(pending), timeout=0.2, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(set(pending), timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
                 if not done and await disconnected():
                     return
                 for d in done:
@@ -165,8 +169,9 @@ class Batch:
             self.cancel()
 
 
-async def watch(fut: Future, disconnected: Callable[[], Any] | None, poll: float = 0.2) -> Any:
-    """Await ``fut``; ``asyncio.CancelledError`` once ``await disconnected()`` says the client left."""
+async def watch(fut: Future, disconnected: Callable[[], Any] | None, poll: float = 1.0) -> Any:
+    """Await ``fut``; ``asyncio.CancelledError`` once ``await disconnected()`` says the client left
+    (asked every ``poll`` seconds)."""
     afut = asyncio.wrap_future(fut)
     while True:
         done, _ = await asyncio.wait({afut}, timeout=poll)

@@ -25,7 +25,7 @@ class _Server(uvicorn.Server):
 def startup_line(cfg: ServerConfig, host: str, port: int) -> str:
     who = ", ".join(cfg.tenants.names()) if cfg.tenants.required else "no token (loopback only)"
     return (f"arbiter serve: listening on http://{host}:{port} with {cfg.workers} judges; tenants: {who}; "
-            f"queue {cfg.queue} units; /run_code waits up to {cfg.hold_seconds:g} s for a judge")
+            f"queue {cfg.queue} units")
 
 
 async def _drain(server: _Server, svc, cfg: ServerConfig) -> None:
