@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from pydantic import ValidationError
 from arbiter.server import answer, native
 from arbiter.server.admission import FairQueue, Refused, Tenant
 from arbiter.server.config import ANSWER_MARGIN, VERL_API_SLACK, ServerConfig
+from arbiter.server.jupyter import RunJupyterRequest, run_jupyter
 from arbiter.server.metrics import Metrics
 from arbiter.server.retries import Orphans, request_key
 from arbiter.server.runcode import BadRequest, OurFailure, RunCodeRequest, close_slot, prepare, run_code
@@ -126,6 +128,7 @@ def create_app(cfg: ServerConfig, *, health: Callable[[], dict[str, Any]] | None
 
     install(app, svc)
     _run_code_route(app, svc)
+    _jupyter_route(app, svc)
     _batch_routes(app, svc)
     _info_routes(app, svc)
     app.state.service = svc
@@ -201,6 +204,30 @@ def _run_code_route(app: FastAPI, svc: Service) -> None:
             return error(504, f"arbiter's sandbox failed (retry): {exc}", **{"Retry-After": "1"})
         status = _peek_status(spooled)
         svc.metrics.run_code(tenant.name, status)
+        return StreamingResponse(answer.stream(spooled), media_type="application/json",
+                                 headers={"Content-Length": str(answer.size(spooled))})
+
+
+def _jupyter_route(app: FastAPI, svc: Service) -> None:
+    @app.post("/run_jupyter")
+    async def run_jupyter_route(request: Request):
+        """SandboxFusion's notebook endpoint (cells in one Python process: :mod:`.jupyter`)."""
+        tenant = tenant_of(request)
+        try:
+            req = RunJupyterRequest.model_validate(await svc.body(request))
+            mark = "@@arbiter-cells-" + secrets.token_hex(16)
+            fut = svc.queue.submit(tenant, mark, [lambda slot: run_jupyter(req, svc.cfg, mark)])[0]
+            spooled = await native.watch(fut, request.is_disconnected)
+        except ValidationError as exc:
+            return error(422, f"bad /run_jupyter request: {exc.errors(include_url=False)}"[:4000])
+        except BadRequest as exc:
+            return bad_request(exc)
+        except Refused as exc:
+            return svc.refuse(tenant.name, exc.status, exc.reason, str(exc), exc.retry_after)
+        except OurFailure as exc:
+            svc.metrics.add("arbiter_sandbox_errors_total")
+            return error(504, f"arbiter's sandbox failed (retry): {exc}", **{"Retry-After": "1"})
+        svc.metrics.add("arbiter_run_jupyter_total", tenant=tenant.name, status=_peek_status(spooled))
         return StreamingResponse(answer.stream(spooled), media_type="application/json",
                                  headers={"Content-Length": str(answer.size(spooled))})
 

@@ -21,6 +21,7 @@ HELP = {
     "arbiter_tenant_wait_seconds": ("histogram", "seconds a unit waited for a judge"),
     "arbiter_verdicts_total": ("counter", "arbiter verdicts given (/v1/judge, /v1/score)"),
     "arbiter_run_code_total": ("counter", "SandboxFusion /run_code answers by status"),
+    "arbiter_run_jupyter_total": ("counter", "SandboxFusion /run_jupyter answers by status"),
     "arbiter_run_code_adopted_total": ("counter", "/run_code retries that took over their earlier attempt's place"),
     "arbiter_refused_total": ("counter", "requests refused for load (429/503/504) by reason"),
     "arbiter_cases_total": ("counter", "test cases run"),
