@@ -29,6 +29,8 @@ def register(app: typer.Typer) -> None:
         max_output_mb: int = typer.Option(64, "--max-output-mb",
                                           help="stdout kept per run and files per answer, MiB"),
         drain_seconds: float = typer.Option(120.0, "--drain-seconds", help="SIGTERM: wait this long for requests"),
+        ray_address: Optional[str] = typer.Option(None, "--ray", help="serve on every node of this Ray cluster "
+                                                  "(auto: the one this machine joined) with Ray Serve"),
     ) -> None:
         """Serve SandboxFusion's /run_code, /v1/judge, /v1/score, /healthz and /metrics.
 
@@ -54,4 +56,8 @@ def register(app: typer.Typer) -> None:
         except (OSError, ValueError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2)
+        if ray_address:
+            from arbiter.server.ray_serve import serve_on_ray
+
+            sys.exit(serve_on_ray(cfg, ray_address))
         sys.exit(serve_forever(cfg))

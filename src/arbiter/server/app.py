@@ -113,9 +113,11 @@ def bad_request(exc: Exception) -> JSONResponse:
     return error(413, msg[4:]) if msg.startswith("413:") else error(422, msg)
 
 
-def create_app(cfg: ServerConfig, *, health: Callable[[], dict[str, Any]] | None = None) -> FastAPI:
+def create_app(cfg: ServerConfig, *, health: Callable[[], dict[str, Any]] | None = None,
+               metrics_text: Callable[[Service], str] | None = None) -> FastAPI:
     """The service. ``health``: returns the doctor's report as a dict (default
-    :func:`arbiter.sandbox.doctor.diagnose`, run once and kept)."""
+    :func:`arbiter.sandbox.doctor.diagnose`, run once and kept); ``metrics_text``: what
+    ``/metrics`` answers (default this process's counters; on Ray, the cluster's sum)."""
     svc = Service(cfg, health or _diagnose)
 
     @asynccontextmanager
@@ -130,7 +132,7 @@ def create_app(cfg: ServerConfig, *, health: Callable[[], dict[str, Any]] | None
     _run_code_route(app, svc)
     _jupyter_route(app, svc)
     _batch_routes(app, svc)
-    _info_routes(app, svc)
+    _info_routes(app, svc, metrics_text)
     app.state.service = svc
     return app
 
@@ -268,7 +270,7 @@ def _batch_routes(app: FastAPI, svc: Service) -> None:
         return await batch(request, native.parse_score, calls, "result")
 
 
-def _info_routes(app: FastAPI, svc: Service) -> None:
+def _info_routes(app: FastAPI, svc: Service, metrics_text: Callable[[Service], str] | None) -> None:
     @app.get("/healthz")
     async def healthz():
         """The doctor's answer: 200 when this node can isolate (and is not draining), else 503."""
@@ -284,8 +286,12 @@ def _info_routes(app: FastAPI, svc: Service) -> None:
 
     @app.get("/metrics")
     async def metrics_route():
-        svc.gauges()
-        return PlainTextResponse(svc.metrics.text(), media_type="text/plain; version=0.0.4")
+        if metrics_text is not None:
+            text = await asyncio.to_thread(metrics_text, svc)
+        else:
+            svc.gauges()
+            text = svc.metrics.text()
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
 
 def _diagnose() -> dict[str, Any]:

@@ -44,6 +44,7 @@ class ServerConfig:
       per task (422), ``max_output_bytes``: stdout per run (and fetched files per answer),
       ``max_memory_mb`` / ``max_seconds``: the largest limits a request may ask for (422).
     - ``drain_seconds``: how long a SIGTERM waits for requests in flight.
+    - ``node``: this node's name in answers (``executor_pod_name``; on Ray, its node id).
     """
 
     host: str = "127.0.0.1"
@@ -63,6 +64,7 @@ class ServerConfig:
     max_processes: int = 256
     max_open_files: int = 1024
     drain_seconds: float = 120.0
+    node: str | None = None
 
     def __post_init__(self) -> None:
         if not is_loopback(self.host) and not self.tenants.required:

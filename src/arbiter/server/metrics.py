@@ -12,6 +12,7 @@ BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 
 #: name -> (type, help)
 HELP = {
     "arbiter_judges": ("gauge", "judge slots"),
+    "arbiter_nodes": ("gauge", "nodes whose counters this sum holds (Ray Serve)"),
     "arbiter_judges_busy": ("gauge", "judge slots running a unit now"),
     "arbiter_queue_depth": ("gauge", "units admitted and waiting for a judge"),
     "arbiter_draining": ("gauge", "1 while a SIGTERM drain is under way"),

@@ -148,7 +148,7 @@ def run_code(p: Prepared, cfg: ServerConfig, slot: Slot) -> BinaryIO:
     spelled = dict(p.spelled)
     once.files = {spelled.get(k, k): v for k, v in once.files.items()}
     once.files_omitted = {spelled.get(k, k): v for k, v in once.files_omitted.items()}
-    return answer.spool(to_answer(once))
+    return answer.spool(dict(to_answer(once), executor_pod_name=cfg.node))
 
 
 def close_slot(slot: Slot) -> None:
