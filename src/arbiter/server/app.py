@@ -22,9 +22,33 @@ from arbiter.server.config import ANSWER_MARGIN, VERL_API_SLACK, ServerConfig
 from arbiter.server.jupyter import RunJupyterRequest, run_jupyter
 from arbiter.server.metrics import Metrics
 from arbiter.server.retries import Orphans, request_key
-from arbiter.server.runcode import BadRequest, OurFailure, RunCodeRequest, close_slot, prepare, run_code
+from arbiter.server.runcode import BadRequest, OurFailure, RunCodeRequest, prepare, run_code, warm_sandboxes
 
 log = logging.getLogger("arbiter.serve")
+
+
+#: Bodies larger than this wait for their share of the body budget; each costs this many copies
+#: of its size while parsed (the bytes, their text, the parsed strings).
+LARGE_BODY = 1 << 20
+BODY_COPIES = 3
+
+
+class ByteBudget:
+    """Bytes that requests' bodies may hold at once; a request waits for its share."""
+
+    def __init__(self, total: int):
+        self.total, self.free = total, total
+        self._cond = asyncio.Condition()
+
+    async def acquire(self, n: int) -> None:
+        async with self._cond:
+            await self._cond.wait_for(lambda: self.free >= n)
+            self.free -= n
+
+    async def release(self, n: int) -> None:
+        async with self._cond:
+            self.free += n
+            self._cond.notify_all()
 
 
 class Expired(Exception):
@@ -44,8 +68,9 @@ class Service:
     _logged: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.queue = FairQueue(self.cfg.workers, queue=self.cfg.queue, on_start=self._started,
-                               on_done=self._done, on_close=close_slot)
+        self.queue = FairQueue(self.cfg.workers, queue=self.cfg.queue, on_start=self._started, on_done=self._done)
+        self.warm = warm_sandboxes(self.cfg)
+        self.bodies = ByteBudget(self.cfg.body_budget_bytes)
         self.orphans = Orphans(self.cfg.retry_window, self.queue.cancel)
         self.metrics.set("arbiter_judges", self.cfg.workers)
         for name in ("arbiter_cases_total", "arbiter_sandbox_errors_total", "arbiter_cancelled_total"):
@@ -71,22 +96,35 @@ class Service:
         self.metrics.set("arbiter_draining", int(self.draining))
 
     async def read(self, request: Request) -> bytes:
-        """The body, read up to ``max_body_bytes`` (:class:`BadRequest` ``413:`` past it)."""
+        """The body, read up to ``max_body_bytes`` (:class:`BadRequest` ``413:`` past it). A large
+        body first waits for its share of ``body_budget_bytes`` (held until the request ends)."""
+        length = request.headers.get("content-length", "")
+        if length.isdigit() and int(length) > LARGE_BODY:
+            cost = min(BODY_COPIES * int(length), self.bodies.total)
+            await self.bodies.acquire(cost)
+            request.scope["arbiter.body_cost"] = cost
         data = bytearray()
         async for chunk in request.stream():
             data += chunk
             if len(data) > self.cfg.max_body_bytes:
                 raise BadRequest(f"413:request body over {self.cfg.max_body_bytes} bytes")
-        return bytes(data)
+        return data  # type: ignore[return-value]
 
     async def body(self, request: Request) -> Any:
         """The JSON body (:class:`BadRequest` for what is not JSON)."""
         return self.parse(await self.read(request))
 
     @staticmethod
-    def parse(data: bytes) -> Any:
+    def parse(data: bytes | bytearray) -> Any:
+        """The JSON of a body; a ``bytearray`` is emptied once decoded (one copy less held)."""
         try:
-            return json.loads(data)
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BadRequest(f"the body is not UTF-8 JSON: {exc}") from None
+        if isinstance(data, bytearray):
+            data.clear()
+        try:
+            return json.loads(text)
         except RecursionError:
             raise BadRequest("the body is not JSON this service takes: nested too deeply") from None
         except ValueError as exc:
@@ -124,6 +162,7 @@ def create_app(cfg: ServerConfig, *, health: Callable[[], dict[str, Any]] | None
     async def lifespan(app: FastAPI):
         yield
         await asyncio.to_thread(svc.queue.close)
+        svc.warm.close()
 
     app = FastAPI(title="arbiter", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     from arbiter.server.guard import install
@@ -186,13 +225,16 @@ def _run_code_route(app: FastAPI, svc: Service) -> None:
             raw = await svc.read(request)
             key = request_key(tenant.name, raw)
             req = RunCodeRequest.model_validate(svc.parse(raw))
+            raw = b""  # the body's copies go as soon as the request is checked
+            within = answer_within(req, svc.cfg)
             fut = svc.orphans.adopt(key)
             if fut is None:
                 p = prepare(req, svc.cfg)
-                fut = svc.queue.submit(tenant, p.key, [lambda slot: run_code(p, svc.cfg, slot)])[0]
+                fut = svc.queue.submit(tenant, p.key, [lambda slot: run_code(p, svc.cfg, svc.warm)])[0]
             else:
                 svc.metrics.add("arbiter_run_code_adopted_total", tenant=tenant.name)
-            spooled = await hold(svc, fut, request, key, arrived + answer_within(req, svc.cfg))
+            del req
+            spooled = await hold(svc, fut, request, key, arrived + within)
         except ValidationError as exc:
             return error(422, f"bad /run_code request: {exc.errors(include_url=False)}"[:4000])
         except BadRequest as exc:

@@ -40,6 +40,8 @@ class ServerConfig:
       answered 504 (its client retries); ``0``: verl's client timeout less :data:`ANSWER_MARGIN`.
       The unit keeps its place for ``retry_window`` seconds: the same request sent again takes
       it over (or its answer).
+    - ``body_budget_bytes``: what bodies over 1 MiB may hold at once (three copies each while
+      parsed); a request waits for its share.
     - ``max_body_bytes`` (413), ``max_items`` tasks/items per request and ``max_tests`` cases
       per task (422), ``max_output_bytes``: stdout per run (and fetched files per answer),
       ``max_memory_mb`` / ``max_seconds``: the largest limits a request may ask for (422).
@@ -55,6 +57,7 @@ class ServerConfig:
     hold_seconds: float = 0.0
     retry_window: float = 30.0
     max_body_bytes: int = 64 * 1024 * 1024
+    body_budget_bytes: int = 192 * 1024 * 1024
     max_items: int = 4096
     max_tests: int = 10_000
     max_output_bytes: int = 64 * 1024 * 1024

@@ -64,6 +64,8 @@ def install(app: FastAPI, svc: "Service") -> None:
                 await self.inner(scope, receive, send)
             finally:
                 svc.in_flight -= 1
+                if scope.get("arbiter.body_cost"):
+                    await svc.bodies.release(scope["arbiter.body_cost"])
                 svc.metrics.observe("arbiter_request_seconds", time.monotonic() - started,
                                     route=path if path in ROUTES else "other")
 

@@ -17,7 +17,9 @@ MAX_ORPHANS = 4096
 
 def request_key(tenant: str, body: bytes) -> str:
     """What makes a retry the same request: its tenant and its exact body."""
-    return hashlib.sha256(tenant.encode() + b"\0" + body).hexdigest()
+    h = hashlib.sha256(tenant.encode() + b"\0")
+    h.update(body)
+    return h.hexdigest()
 
 
 class Orphans:

@@ -17,7 +17,6 @@ from arbiter.judge.run_once import RunOnce, WarmSandboxes, run_once, supported_l
 from arbiter.sandbox.execution import Status
 from arbiter.sandbox.limits import MiB, Limits
 from arbiter.server import answer
-from arbiter.server.admission import Slot
 from arbiter.server.config import ServerConfig
 
 #: ``fetch_files`` entries per request at most.
@@ -129,15 +128,17 @@ def prepare(req: RunCodeRequest, cfg: ServerConfig) -> Prepared:
                     tuple(fetch.items()))
 
 
-def run_code(p: Prepared, cfg: ServerConfig, slot: Slot) -> BinaryIO:
-    """Run the request on a judge slot (its warm sandbox of the last program); the SandboxFusion
-    answer, spooled. Raises :class:`OurFailure` (504: our sandbox failed after retries)."""
+def warm_sandboxes(cfg: ServerConfig) -> WarmSandboxes:
+    """The service's idle sandboxes of recent programs, shared by its judge slots (two per slot)."""
+    return WarmSandboxes(capacity=2 * cfg.workers, idle_seconds=60, per_program=1 << 30, wait_seconds=0)
+
+
+def run_code(p: Prepared, cfg: ServerConfig, warm: WarmSandboxes) -> BinaryIO:
+    """Run the request on a judge slot (with the warm sandbox of its program, if one is idle); the
+    SandboxFusion answer, spooled. Raises :class:`OurFailure` (504: our sandbox failed after retries)."""
     if p.language not in supported_languages():
         return answer.spool(_answer("SandboxError", f"language {p.language!r} is not supported by arbiter; "
                                                     f"supported: {', '.join(supported_languages())}"))
-    warm = slot.state.get("warm")
-    if warm is None:
-        warm = slot.state["warm"] = WarmSandboxes(capacity=1, idle_seconds=60, per_program=1 << 30, wait_seconds=0)
     try:
         once = run_once(p.language, p.code, p.stdin, p.limits, compile_seconds=p.compile_seconds, files=p.files,
                         fetch=p.fetch, warm=warm, fetch_bytes=cfg.max_output_bytes)
@@ -149,12 +150,6 @@ def run_code(p: Prepared, cfg: ServerConfig, slot: Slot) -> BinaryIO:
     once.files = {spelled.get(k, k): v for k, v in once.files.items()}
     once.files_omitted = {spelled.get(k, k): v for k, v in once.files_omitted.items()}
     return answer.spool(dict(to_answer(once), executor_pod_name=cfg.node))
-
-
-def close_slot(slot: Slot) -> None:
-    warm = slot.state.pop("warm", None)
-    if warm is not None:
-        warm.close()
 
 
 def _stream(data: bytes, name: str, extra: dict[str, Any]) -> Any:
