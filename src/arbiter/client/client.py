@@ -17,8 +17,8 @@ from arbiter.judge.verdict import Verdict
 from arbiter.rewards.codegen import InvalidTask, RewardResult, SandboxFailure
 from arbiter.rewards.wire import item_to_wire, to_wire
 
-#: HTTP statuses that mean "try again later" (overload, our sandbox failed, draining).
-RETRY_STATUSES = (502, 503, 504)
+#: HTTP statuses that mean "try again later" (a tenant over its caps, overload, our sandbox failed, draining).
+RETRY_STATUSES = (429, 502, 503, 504)
 
 
 class ServerError(RuntimeError):

@@ -9,7 +9,7 @@ in a sandbox (an argv, or the warm fork server) and carries a self-test program 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from arbiter.strenum import StrEnum
 
@@ -143,7 +143,9 @@ class Language(Protocol):
 
     def load(self, sandbox: Sandbox, program: Program, prelude: str) -> LoadFailure | None: ...
 
-    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits) -> Execution: ...
+    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits,
+            keep: Sequence[str] = ()) -> Execution:
+        """Run one case; ``keep``: files of the working directory the wipe after it spares."""
 
 
 class ArgvLanguage:
@@ -161,5 +163,6 @@ class ArgvLanguage:
     def load(self, sandbox: Sandbox, program: Program, prelude: str) -> LoadFailure | None:
         return None
 
-    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits) -> Execution:
-        return sandbox.run(self.argv(program, sandbox), stdin, limits)
+    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits,
+            keep: Sequence[str] = ()) -> Execution:
+        return sandbox.run(self.argv(program, sandbox), stdin, limits, keep=keep)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from arbiter.languages.base import (BuildFailure, CompileSpec, FailureKind, LoadFailure, Program, SelfTest,
                                     SourceNotText, source_bytes)
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
     from arbiter.sandbox.execution import Execution
@@ -51,8 +51,9 @@ class PythonLanguage:
             return None
         return LoadFailure(error, sandbox.load_stage == "prelude", "the program does not compile (SyntaxError)")
 
-    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits) -> Execution:
-        return sandbox.run_python(stdin, limits)
+    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits,
+            keep: Sequence[str] = ()) -> Execution:
+        return sandbox.run_python(stdin, limits, keep=keep)
 
 
 PYTHON = PythonLanguage()

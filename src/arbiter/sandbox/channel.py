@@ -56,7 +56,12 @@ class ChannelMixin:
             if not chunk:
                 raise EOFError("the sandbox server closed its pipe")
             buf += chunk
-        data = bytes(buf[:n])
+        if len(buf) == n:  # (a large blob: one copy, not two)
+            data = bytes(buf)
+            buf.clear()
+            return data
+        with memoryview(buf) as view:
+            data = bytes(view[:n])
         del buf[:n]
         return data
 

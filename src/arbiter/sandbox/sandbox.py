@@ -362,11 +362,11 @@ class Sandbox(SessionMixin, ChannelMixin):
             return None
         return (reply.get("error") or "the program could not be compiled").strip()
 
-    def run_python(self, stdin: bytes = b"", limits: Limits | None = None) -> Execution:
-        """Run the loaded program as ``__main__`` in a forked child, like ``python3 main.py``."""
+    def run_python(self, stdin: bytes = b"", limits: Limits | None = None, *, keep: Sequence[str] = ()) -> Execution:
+        """Run the loaded program as ``__main__`` in a forked child (``keep``: as :meth:`run`)."""
         if not self.python_loaded:
             raise SandboxError("load_python() first")
-        return self._run({"mode": "python"}, stdin, limits)
+        return self._run({"mode": "python", "keep": [os.path.join(self.work_dir, k) for k in keep]}, stdin, limits)
 
     def call_python(self, fn_name: str, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None,
                     limits: Limits | None = None, *, call_json: str | bytes | None = None) -> Execution:
