@@ -89,20 +89,13 @@ def rows(shared, tmp_path_factory):
     for source, rel in SOURCES.items():
         convert(source, shared / "realdata" / rel, out / f"{source}.parquet")
         for row in iter_rows(out / f"{source}.parquet"):
+            # every row in verl's {inputs, outputs[, fn_name]} form (docs/verl.md, "verl's stock code
+            # rewards"); the stdin rows here (call rows: tests/verl/test_verl09_stock_rewards.py)
             cases = json.loads(row.ground_truth)
-            if isinstance(cases, dict) and "fn_name" not in cases or \
-                    isinstance(cases, list) and all(c.get("type") == "stdin_stdout" for c in cases):
+            assert isinstance(cases, dict), row.key
+            if "fn_name" not in cases:
                 picked.append(row)
     return picked
-
-
-def verl_truth(ground_truth: str) -> dict:
-    """The row's stdin cases as verl's ``{"inputs": [...], "outputs": [...]}`` (APPS rows are
-    in that shape already; the others are arbiter's stdin_stdout case lists)."""
-    cases = json.loads(ground_truth)
-    if isinstance(cases, dict):
-        return cases
-    return {"inputs": [c["input"] for c in cases], "outputs": [c["output"] for c in cases]}
 
 
 def responses(row, i: int) -> dict[str, str]:
@@ -133,8 +126,8 @@ def test_verl_sandbox_fusion_through_run_code_agrees_with_arbiter(server, rows):
 
     def both(item):
         row, kind, text = item
-        verl_score, meta = sf.compute_score(server.url + "/run_code", semaphore, 1024, text,
-                                            verl_truth(row.ground_truth), continuous=True)
+        verl_score, meta = sf.compute_score(server.url + "/run_code", semaphore, 1024, text, row.ground_truth,
+                                            continuous=True)  # the row's own ground truth, as verl hands it over
         ours = compute_score(row.data_source, text, row.ground_truth, row.extra_info, parity="prime_code")
         return f"{row.data_source}:{row.extra_info['index']}", kind, float(verl_score), ours, meta
 
