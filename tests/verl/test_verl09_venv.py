@@ -38,6 +38,7 @@ def _has_verl() -> bool:  # the distribution, not find_spec: tests/verl itself i
 
 
 @pytest.mark.skipif(_has_verl(), reason="verl is installed in this interpreter: the verl tests run here directly")
+@pytest.mark.timeout(2500)  # the files' own run has 2400 s (the suite's 900 s is per test; here one test is many)
 @pytest.mark.parametrize("version", list(RELEASES))
 def test_verl_tests_pass_in_the_verl_venv(version):
     venv, files = RELEASES[version]
