@@ -88,4 +88,4 @@ def test_legacy_keys_are_read_as_the_verl_at_hand_reads_them():
     assert config_problems(legacy) == ignored
     foreign = {**legacy, "custom_reward_function": {"path": "/my/reward.py", "name": "score"}}
     [problem] = config_problems(foreign, verl_version="0.8.0")  # the migration puts it over arbiter's
-    assert problem.startswith("custom_reward_function.path (the legacy key, which this verl migrates"), problem
+    assert problem.startswith("custom_reward_function.path (the legacy key, which verl 0.8's main_ppo migrates"), problem

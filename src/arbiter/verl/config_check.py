@@ -105,7 +105,8 @@ def config_problems(config: Any, verl_version: str | None = None) -> list[str]:
     uses_manager = source == "importlib" and str(module or "").removesuffix(".py").replace("/", ".").endswith(
         "arbiter.verl.reward_loop")
     if not names_arbiter(path) and not uses_manager:
-        where = ("custom_reward_function.path (the legacy key, which this verl migrates over "
+        who = "fully-async training" if is_fully_async(config) else "verl 0.8's main_ppo"
+        where = (f"custom_reward_function.path (the legacy key, which {who} migrates over "
                  "reward.custom_reward_function)" if migrated and _legacy_function_set(config)
                  else "reward.custom_reward_function.path")
         problems.append(f"{where} is {path!r}, not pkg://arbiter.verl.reward: verl scores "
