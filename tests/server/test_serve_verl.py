@@ -90,20 +90,13 @@ def rows(shared, tmp_path_factory):
     for source, rel in SOURCES.items():
         convert(source, shared / "realdata" / rel, out / f"{source}.parquet")
         for row in iter_rows(out / f"{source}.parquet"):
+            # every row in verl's {inputs, outputs[, fn_name]} form (docs/verl.md, "verl's stock code
+            # rewards"); the stdin rows here (call rows: tests/verl/test_verl09_stock_rewards.py)
             cases = json.loads(row.ground_truth)
-            if isinstance(cases, dict) and "fn_name" not in cases or \
-                    isinstance(cases, list) and all(c.get("type") == "stdin_stdout" for c in cases):
+            assert isinstance(cases, dict), row.key
+            if "fn_name" not in cases:
                 picked.append(row)
     return picked
-
-
-def verl_truth(ground_truth: str) -> dict:
-    """The row's stdin cases as verl's ``{"inputs": [...], "outputs": [...]}`` (APPS rows are
-    in that shape already; the others are arbiter's stdin_stdout case lists)."""
-    cases = json.loads(ground_truth)
-    if isinstance(cases, dict):
-        return cases
-    return {"inputs": [c["input"] for c in cases], "outputs": [c["output"] for c in cases]}
 
 
 def responses(row, i: int) -> dict[str, str]:
@@ -152,7 +145,7 @@ def test_verl_sandbox_fusion_at_its_documented_concurrency_agrees_with_arbiter(s
     _verl_sandbox_fusion()
     items = [(row, kind, text) for row in rows for kind, text in responses(row, 0).items()]  # every row
     assert len(rows) >= 20 and any(kind == "reference" for _, kind, _ in items)
-    jobs = [(server.url, [(j, verl_truth(items[j][0].ground_truth), items[j][2])
+    jobs = [(server.url, [(j, items[j][0].ground_truth, items[j][2])
                           for j in range(w, len(items), VERL_WORKERS)]) for w in range(VERL_WORKERS)]
     with ProcessPoolExecutor(VERL_WORKERS, mp_context=multiprocessing.get_context("fork")) as pool:
         scored = {index: (verl, errors) for part in pool.map(_verl_worker, jobs) for index, verl, errors in part}

@@ -40,7 +40,7 @@ def connect_failure(exc: BaseException) -> str:
 
     parts, seen, cause = [str(exc)], {str(exc)}, exc.__cause__ or exc.__context__
     while cause is not None and len(parts) < 4:
-        text = f"{type(cause).__name__}: {cause}".strip()
+        text = _without_traceback(f"{type(cause).__name__}: {cause}".strip())
         if str(cause) not in seen:
             parts.append(text)
             seen.add(str(cause))
@@ -48,6 +48,16 @@ def connect_failure(exc: BaseException) -> str:
     if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
         parts.append(TOKEN_HINT)
     return "; ".join(p.rstrip(".") for p in parts)
+
+
+def _without_traceback(text: str) -> str:
+    """``text`` with a traceback Ray pasted into it ("Last connection error: Traceback ...") cut
+    down to the exception it ends with (its unindented lines)."""
+    head, marker, trace = text.partition("Traceback (most recent call last):")
+    if not marker:
+        return text
+    raised = [line.strip() for line in trace.splitlines() if line.strip() and not line[:1].isspace()]
+    return " ".join([head.strip(), *raised])
 
 
 class ClusterRefused(RuntimeError):
