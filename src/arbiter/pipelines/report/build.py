@@ -47,7 +47,8 @@ class Report:
 
 
 def input_kind(path: Path) -> str:
-    """``score`` / ``pie`` / ``pie_reward`` / ``oracle`` for a run folder, ``dataset`` for verl rows; raises ``ValueError``."""
+    """``score`` / ``pie`` / ``pie_reward`` / ``oracle`` for a run folder, ``dataset`` for verl rows; raises
+    ``ValueError``."""
     if not path.exists():
         raise ValueError(f"{path}: not found")
     kind = folder_kind(path)
