@@ -4,7 +4,7 @@ and through the PIE reward, under every measure.
 
 Every cheat answers the oracle's sum-even task (``dummy_pie_cpp_0001_sum_even``) with the seed's own O(n^2) loop
 natively and an O(n) path that is wrong for n < 64 under the meter. The suites: the oracle's hidden tests plus one
-n = 12,000 test, long enough to time natively (``EVERY``), and its tests with n >= 64 only (``LARGE``: the fast path
+n = 16,000 test, long enough to time natively (``EVERY``), and its tests with n >= 64 only (``LARGE``: the fast path
 is right on every one of them, so no output check can catch it). What each defence gives:
 
 - ``smc_*`` (the code changes under the meter): refused by the meter (``modifies_code``: PIE ``UNMEASURABLE``, oracle
@@ -57,7 +57,7 @@ COUNTED = "smc_proc_self_mem"  # the one code change the meter follows instead o
 #: get its honest figure (about 1), which is no cheat; that is the only other outcome allowed for them.
 TIMED = {"detect_timing", "detect_rdtsc"}
 REFUSED = [p for p in SMC if p.stem != COUNTED]
-LONG_N = 12000
+LONG_N = 16000
 
 
 def seed_source() -> str:
@@ -178,9 +178,10 @@ def test_pie_reward_refuses_a_wrong_output_when_measured(every):
 
 
 def test_wall_time_measures_the_program_that_runs(large):
-    for path in CHEATS:
-        r = pie_reward(src(), path.read_text(), large, method="wall", repeats=3, transform="raw")
-        assert r.outcome == "AC" and 0.5 < r.speedup < 2.0, (path.stem, r.outcome, r.speedup, r.reason)
+    """Wall time runs the native program (no meter to tell apart): one cheat of each kind gets its true figure."""
+    for path in [p for p in CHEATS if p.stem in ("smc_rwx_patch", "smc_memfd_alias", "detect_env", "detect_rdtsc")]:
+        r = pie_reward(src(), path.read_text(), large, method="wall", repeats=1, transform="raw")
+        assert r.outcome == "AC" and 0.25 < r.speedup < 3.0, (path.stem, r.outcome, r.speedup, r.reason)  # never ~40x
 
 
 # ------------------------------------------------------------------------------------------------- oracle verify
