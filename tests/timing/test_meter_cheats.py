@@ -20,12 +20,8 @@ Honest programs are never refused, with the host under load too.
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -43,6 +39,7 @@ from arbiter.sandbox.sandbox import Sandbox
 from arbiter.timing.instructions import MODIFIES_CODE_REASON, MeasureStatus, measure_instructions, valgrind_available
 from arbiter.timing.valgrind import find_valgrind
 from arbiter.timing.cycles import DEFAULT_MODEL
+from test_under_load import hogs  # noqa: F401  (the fixture: two spinning processes per core)
 
 pytestmark = pytest.mark.skipif(not valgrind_available(), reason="valgrind (with its tool libraries) is not installed")
 
@@ -260,21 +257,6 @@ def test_oracle_spot_checks_catch_a_wrong_output_when_measured(suite, tmp_path):
 
 HALF = seed_source().replace("for(int j=0;j<n;j++)", "for(int j=0;j<=i;j++)")  # half the seed's iterations
 LINEAR = seed_source().replace("for(int j=0;j<n;j++){if(i==j&&", "for(int j=i;j<=i;j++){if(")  # O(n), honest
-
-
-@pytest.fixture
-def hogs():
-    """Two spinning processes per core, each in its own session; killed afterwards."""
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True,
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-             for _ in range(2 * (os.cpu_count() or 1))]
-    yield procs
-    for p in procs:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
 
 
 @pytest.mark.parametrize("method", ["instructions", "cycles"])
