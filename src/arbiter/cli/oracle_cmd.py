@@ -42,12 +42,13 @@ MEASURE_HELP = ("cycles (default): model cycles of gem5's Skylake (the PIE card'
 
 
 def _options(measure: MeasureMethod, min_speedup: float, measure_cases: int, largest_fraction: float,
-             gen_plan: str, workers: Optional[int], parquet: bool, no_cache: bool, cache_dir: Optional[Path]):
+             gen_plan: str, workers: Optional[int], parquet: bool, no_cache: bool, cache_dir: Optional[Path],
+             spot_checks: int = 3):
     from arbiter.pipelines.oracle.verify import VerifyOptions
 
     opts = VerifyOptions(measure=measure.value, min_speedup=min_speedup, measure_cases=measure_cases,
                          largest_fraction=largest_fraction, gen_plan=gen_plan, workers=workers, parquet=parquet,
-                         use_cache=not no_cache, cache_dir=cache_dir)
+                         use_cache=not no_cache, cache_dir=cache_dir, spot_checks=spot_checks)
     opts.check()
     return opts
 
@@ -250,6 +251,8 @@ GENERATORS_HELP = "folder of <task_id>.py test generators"
 MIN_SPEEDUP_HELP = "minimum largest-tests speedup (1.0 = not slower)"
 MEASURE_CASES_HELP = "measure the N largest tests (by input size)"
 LARGEST_FRACTION_HELP = "share of the measured tests (costliest first) gated on"
+SPOT_CHECKS_HELP = ("also run the answer under the meter on N other tests it passed, drawn at random (output "
+                    "checked: the measured program must be the one that runs)")
 GEN_PLAN_HELP = "generated inputs: SIZE:COUNT,... (seeds 0..COUNT-1)"
 WORKERS_HELP = "rows verified at once (default: cores)"
 PARQUET_HELP = "also write Parquet copies of the outputs"
@@ -269,6 +272,7 @@ def verify(
     min_speedup: float = typer.Option(1.0, "--min-speedup", help=MIN_SPEEDUP_HELP),
     measure_cases: int = typer.Option(3, "--measure-cases", help=MEASURE_CASES_HELP),
     largest_fraction: float = typer.Option(0.5, "--largest-fraction", help=LARGEST_FRACTION_HELP),
+    spot_checks: int = typer.Option(3, "--spot-checks", help=SPOT_CHECKS_HELP),
     gen_plan: str = typer.Option("0:10,1:10,2:4,3:2", "--gen-plan", help=GEN_PLAN_HELP),
     workers: Optional[int] = typer.Option(None, "--workers", help=WORKERS_HELP),
     parquet: bool = typer.Option(False, "--parquet", help=PARQUET_HELP),
@@ -287,7 +291,7 @@ def verify(
     console = _console()
     try:
         opts = _options(measure, min_speedup, measure_cases, largest_fraction, gen_plan, workers, parquet,
-                        no_cache, cache_dir)
+                        no_cache, cache_dir, spot_checks)
         from arbiter.pipelines.oracle.verify import check_returns_not_empty
 
         check_returns_not_empty(returns)  # 0 rows: exit 2 before anything is written, as for --seeds
@@ -323,6 +327,7 @@ def generate(
     min_speedup: float = typer.Option(1.0, "--min-speedup", help=MIN_SPEEDUP_HELP),
     measure_cases: int = typer.Option(3, "--measure-cases", help=MEASURE_CASES_HELP),
     largest_fraction: float = typer.Option(0.5, "--largest-fraction", help=LARGEST_FRACTION_HELP),
+    spot_checks: int = typer.Option(3, "--spot-checks", help=SPOT_CHECKS_HELP),
     gen_plan: str = typer.Option("0:10,1:10,2:4,3:2", "--gen-plan", help=GEN_PLAN_HELP),
     workers: Optional[int] = typer.Option(None, "--workers", help=WORKERS_HELP),
     parquet: bool = typer.Option(False, "--parquet", help=PARQUET_HELP),
@@ -341,7 +346,7 @@ def generate(
     console = _console()
     try:
         opts = _options(measure, min_speedup, measure_cases, largest_fraction, gen_plan, workers, parquet, False,
-                        cache_dir)
+                        cache_dir, spot_checks)
         if not seeds.is_file():
             raise FileNotFoundError(f"seeds file not found: {seeds}")
         from arbiter.pipelines.oracle.verify import check_generators_dir, ensure_out_dir, load_hidden_or_raise

@@ -374,13 +374,17 @@ def evaluate(
 
 @pie_app.command("plots")
 def plots(
-    folder: Path = typer.Argument(..., exists=True, file_okay=False, help="an `arbiter pie eval` --out folder"),
+    folder: Path = typer.Argument(..., exists=True, file_okay=False,
+                                  help="an `arbiter pie eval` or `arbiter pie reward` --out folder"),
     out: Optional[Path] = typer.Option(None, "--out", file_okay=False, help="report folder (default FOLDER/plots)"),
 ) -> None:
-    """PNG plots of a finished run (speedup distribution, %Opt by k) with report.md and report.json (docs/report.md)."""
+    """PNG plots of a finished run with report.md and report.json (docs/report.md): for `pie eval` the speedup
+    distribution and %Opt by k, for `pie reward` the speedup distribution and the reward by candidate."""
     from arbiter.cli.report_cmd import run_report
+    from arbiter.pipelines.report.folders import folder_kind
 
-    run_report([folder], out or folder / "plots", title="pie eval")
+    kind = folder_kind(folder)
+    run_report([folder], out or folder / "plots", title="pie reward" if kind == "pie_reward" else "pie eval")
 
 
 def register(app: typer.Typer) -> None:

@@ -2,8 +2,8 @@
 
 :func:`count_instructions` counts one case in a caller's sandbox; :func:`measure_instructions` counts a binary
 on a list of cases in a fresh one; :func:`valgrind_limits` scales native limits for a valgrind run. A run that
-crashes, hits a limit, prints a wrong answer, calls ``execve``, needs processes, makes a client request or
-leaves no count is a failed :class:`CaseCount`, never a figure.
+crashes, hits a limit, prints a wrong answer, calls ``execve``, needs processes, makes a client request, changes its
+code at run time or leaves no count is a failed :class:`CaseCount`, never a figure.
 
 This module is also the instruction meter's front door: the names of :mod:`~arbiter.timing.status`,
 :mod:`~arbiter.timing.processes`, :mod:`~arbiter.timing.valgrind` and :mod:`~arbiter.timing.valgrind_log` are
@@ -33,7 +33,8 @@ from arbiter.timing.valgrind import (
     build_counter_tool, cpu_identity, find_valgrind, valgrind_available,
 )
 from arbiter.timing.valgrind_log import (
-    CLIENT_REQUEST_REASON, meter_reason, parse_cachegrind_log, refused_client_request, undecodable_instruction,
+    CLIENT_REQUEST_REASON, MODIFIES_CODE_REASON, meter_reason, parse_cachegrind_log, refused_client_request,
+    refused_code_change, undecodable_instruction,
 )
 from arbiter.timing.wallclock import core_lease, held_core
 
@@ -43,6 +44,7 @@ __all__ = [
     "EXEC_REFUSED_LAUNCHER",
     "LOG_FD",
     "MEMORY_EXTRA_BYTES",
+    "MODIFIES_CODE_REASON",
     "NO_NEW_PROCESSES",
     "PROBED_STATUSES",
     "SANDBOX_TOOL_DIR",
@@ -53,6 +55,7 @@ __all__ = [
     "TOOL_SOURCE",
     "build_counter_tool",
     "refused_client_request",
+    "refused_code_change",
     "CaseCount",
     "InstructionRun",
     "MeasureStatus",
@@ -168,6 +171,11 @@ def count_instructions(sandbox: Sandbox, argv: Sequence[str] = ("/prog/main",), 
                          detail=f"{CLIENT_REQUEST_REASON} (request {refused}, refused by the meter, which stopped "
                                 "the run; valgrind would have run code of the program natively or otherwise outside "
                                 "the count)", **common)
+    changed = refused_code_change(ex.log)
+    if changed is not None:  # the meter could have run stale code: nothing this run did is a measurement
+        return CaseCount(status=MeasureStatus.MODIFIES_CODE,
+                         detail=f"{MODIFIES_CODE_REASON} ({changed}; refused by the meter, which stopped the run)",
+                         **common)
     if ex.exit_code == 101 and b"EXEC FAILED" in (ex.log or b"") + ex.stderr:
         return CaseCount(status=MeasureStatus.EXEC_REFUSED,
                          detail="the program called execve; only a single process can be measured", **common)

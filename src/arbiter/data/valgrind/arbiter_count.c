@@ -10,6 +10,16 @@
    prints "arbiter-count: refused client request 0x..." to the log and ends the process before the core acts on
    it. Where the request's bytes come from (the binary, a library, code written at run time) does not matter.
 
+   Code that changes under the meter: valgrind runs translations of the program's code, so a program that changes
+   its code could run one thing natively and another (a stale translation) under the meter. Run with
+   --smc-check=all, every translation checks its code at entry (a change made by a system call, such as a write to
+   /proc/self/mem, or by an earlier block is seen); a store into the code of the block that is running is not.
+   So the tool ends the run, with "arbiter-count: refused code change: ..." in the log, when the program asks for
+   memory that is writable and executable at once (mmap, mprotect, pkey_mprotect with PROT_WRITE|PROT_EXEC;
+   shmat with SHM_EXEC; personality(READ_IMPLIES_EXEC)), asks for any new executable memory once its own code has
+   started (a second, executable view of memory it can write), or runs code from a writable mapping (an
+   executable stack, a writable and executable segment of the binary).
+
    Counting: one IMark is one guest instruction; the count of the instructions seen so far is added to a 64-bit
    counter before every side exit and at the end of the block (an exit taken skips the rest), inline (no helper
    call). At exit the total is printed as cachegrind prints it: "I   refs:      1,234".
@@ -33,6 +43,8 @@
 #include "pub_tool_options.h"
 #include "pub_tool_libcbase.h"
 #include "pub_tool_mallocfree.h"
+#include "pub_tool_clientstate.h"
+#include "pub_tool_vkiscnums.h"
 #include "libvex_guest_amd64.h"
 #include <stddef.h>
 
@@ -58,6 +70,57 @@ static VG_REGPARM(1) void ac_client_request(HWord args)
       return;
    VG_(umsg)("arbiter-count: refused client request 0x%lx%s\n", req, readable ? "" : " (unreadable)");
    VG_(exit)(REFUSED_EXIT);
+}
+
+/* ---- code that changes under the meter ---- */
+#define PROT_W_X (VKI_PROT_WRITE | VKI_PROT_EXEC)
+#define SHM_EXEC_FLAG 0100000          /* shmat's SHM_EXEC */
+#define READ_IMPLIES_EXEC_FLAG 0x0400000 /* personality's READ_IMPLIES_EXEC */
+/* set once a block of the program's own binary has been translated: from then on ld.so has mapped every library */
+static Bool program_started = False;
+
+static void refuse_code_change(const HChar* what)
+{
+   VG_(umsg)("arbiter-count: refused code change: %s\n", what);
+   VG_(exit)(REFUSED_EXIT);
+}
+
+/* before the kernel acts on a system call of the program (called by ac_pre_syscall) */
+static void refuse_code_syscall(UInt sysno, UWord* args)
+{
+   UWord prot;
+   if (sysno == __NR_mmap || sysno == __NR_mprotect || sysno == __NR_pkey_mprotect) {
+      prot = args[2];
+      if ((prot & PROT_W_X) == PROT_W_X)
+         refuse_code_change("the program asked for memory that is writable and executable");
+      if ((prot & VKI_PROT_EXEC) && program_started)
+         refuse_code_change("the program asked for executable memory after it started");
+   } else if (sysno == __NR_shmat) {
+      if (args[2] & SHM_EXEC_FLAG)
+         refuse_code_change("the program attached shared memory as executable");
+   } else if (sysno == __NR_personality) {
+      if (args[0] != 0xffffffffUL && (args[0] & READ_IMPLIES_EXEC_FLAG))
+         refuse_code_change("the program asked that readable memory be executable (READ_IMPLIES_EXEC)");
+   } else if (sysno == __NR_remap_file_pages && program_started) {
+      refuse_code_change("the program remapped file pages after it started");
+   }
+}
+
+/* at translation time: refuse code in writable memory; note when the program's own binary starts running */
+static void check_code_extents(const VexGuestExtents* vge)
+{
+   UInt i;
+   for (i = 0; i < vge->n_used; i++) {
+      NSegment const* seg = VG_(am_find_nsegment)((Addr)vge->base[i]);
+      if (seg != NULL && seg->hasW && (seg->kind == SkFileC || seg->kind == SkAnonC || seg->kind == SkShmC))
+         refuse_code_change("the program runs code from writable memory");
+   }
+   if (!program_started && vge->n_used > 0) {
+      NSegment const* seg = VG_(am_find_nsegment)((Addr)vge->base[0]);
+      const HChar* name = seg != NULL && seg->kind == SkFileC ? VG_(am_get_filename)(seg) : NULL;
+      if (name != NULL && VG_(args_the_exename) != NULL && VG_(strcmp)(name, VG_(args_the_exename)) == 0)
+         program_started = True;
+   }
 }
 
 /* ---- cache and branch simulation (--sim=yes) ---- */
@@ -182,6 +245,7 @@ static VG_REGPARM(2) void ac_data(Addr a, UWord size)
 /* System calls the program makes (ld.so's included). */
 static void ac_pre_syscall(ThreadId tid, UInt no, UWord* args, UInt nargs)
 {
+   refuse_code_syscall(no, args);
    if (sim) Sys++;
 }
 
@@ -311,11 +375,13 @@ static IRSB* ac_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestL
                            const VexGuestExtents* vge, const VexArchInfo* archinfo_host,
                            IRType gWordTy, IRType hWordTy)
 {
-   IRSB* out = deepCopyIRSBExceptStmts(in);
+   IRSB* out;
    ULong pending = 0;
    Addr ia = 0;
    UWord iline = (UWord)-1;  /* the I1 line the previous instruction of this block was fetched from */
    Int i;
+   check_code_extents(vge);
+   out = deepCopyIRSBExceptStmts(in);
    for (i = 0; i < in->stmts_used; i++) {
       IRStmt* st = in->stmts[i];
       if (st == NULL || st->tag == Ist_NoOp)

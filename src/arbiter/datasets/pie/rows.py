@@ -368,7 +368,24 @@ class PiePair(BaseModel):
 AnyPieRow = Union[PieRow, PieBysrcRow]
 
 
-RowKind = Literal["pairs", "bysrc", "auto"]
+RowKind = Literal["pairs", "bysrc", "pie", "auto"]
+
+
+#: What a PIE release row (PIE's own schema, e.g. its ``val.jsonl``: ``src_id, tgt_id, problem_id, speedup,
+#: src_code, tgt_code, ...``) lacks next to a pie-gem5 row; said once when such a file is read as rows.
+PIE_RELEASE_LACKS = ("it has no gem5 columns: no per-case ticks (gem5_src_per_tc_ticks, gem5_tgt_per_tc_ticks, "
+                     "gem5_fastest_per_tc_ticks), no case manifest (usable_case_ids, correctness_kept_case_ids) and "
+                     "no derived figures (our_speedup_usable, ceiling_speedup, ...), so the card's reward over "
+                     "dataset ticks (speedup, oracle_speedup, fastest_speedup, ceiling_speedup) cannot be computed "
+                     "from it; its `speedup` column is PIE's own figure, and `arbiter pie reward` re-times its "
+                     "programs on the problem's tests")
+
+
+def is_pie_release_row(raw: Any) -> bool:
+    """True for a row of PIE's own schema: a mapping with ``src_code``, ``tgt_code`` and ``speedup`` and none of
+    the gem5 columns."""
+    return (isinstance(raw, Mapping) and not any(str(k).startswith("gem5_") for k in raw)
+            and all(k in raw for k in ("src_code", "tgt_code", "speedup")))
 
 
 _MODELS: dict[str, type[_PieRowBase]] = {"pairs": PieRow, "bysrc": PieBysrcRow}

@@ -1,6 +1,6 @@
 """``arbiter report``: one report folder (``report.md``, ``report.json``, PNGs) over any mix of a verl
-dataset with the goldilocks annotation and ``arbiter score`` / ``pie eval`` / ``oracle verify`` folders,
-each recognised by its files. See ``docs/report.md``.
+dataset with the goldilocks annotation and ``arbiter score`` / ``pie eval`` / ``pie reward`` / ``oracle verify``
+folders, each recognised by its files. See ``docs/report.md``.
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ class Report:
 
 
 def input_kind(path: Path) -> str:
-    """``score`` / ``pie`` / ``oracle`` for a run folder, ``dataset`` for verl rows; raises ``ValueError``."""
+    """``score`` / ``pie`` / ``pie_reward`` / ``oracle`` for a run folder, ``dataset`` for verl rows; raises
+    ``ValueError``."""
     if not path.exists():
         raise ValueError(f"{path}: not found")
     kind = folder_kind(path)
@@ -57,7 +58,7 @@ def input_kind(path: Path) -> str:
         dataset_format(path)
     except ValueError:
         raise ValueError(f"{path}: neither a verl dataset (.parquet, .jsonl, an HF folder) nor an arbiter score, "
-                         "pie eval or oracle verify folder") from None
+                         "pie eval, pie reward or oracle verify folder") from None
     return "dataset"
 
 

@@ -48,6 +48,17 @@ def _pie(sec: dict[str, Any], stem: Path) -> dict[str, str]:
                                           "PIE best@k")}
 
 
+def _pie_reward(sec: dict[str, Any], stem: Path) -> dict[str, str]:
+    fig = sec["data"]["figures"]
+    sp = fig["speedups"]
+    return {"speedups": plots.histogram(stem.with_name(stem.name + "_speedups.png"), sp["edges"], sp["counts"],
+                                        log=True, xlabel=f"speedup of a correct candidate ({sp['unit']})",
+                                        ylabel="candidates", title="PIE reward: speedup distribution",
+                                        marker=sp["opt_threshold"]),
+            "rewards": plots.reward_bars(stem.with_name(stem.name + "_rewards.png"), fig["rewards"],
+                                         title=f"reward by candidate ({sec['data'].get('transforms')})")}
+
+
 def _oracle(sec: dict[str, Any], stem: Path) -> dict[str, str]:
     fig = sec["data"]["figures"]
     sp = fig["speedups"]
@@ -70,6 +81,7 @@ def _score_compare(sec: dict[str, Any], stem: Path) -> dict[str, str]:
 
 
 DRAW: dict[str, Callable[[dict[str, Any], Path], dict[str, str]]] = {
-    "dataset": _dataset, "score": _score, "pie": _pie, "oracle": _oracle, "score_compare": _score_compare}
+    "dataset": _dataset, "score": _score, "pie": _pie, "pie_reward": _pie_reward, "oracle": _oracle,
+    "score_compare": _score_compare}
 
 __all__ = ["DRAW"]

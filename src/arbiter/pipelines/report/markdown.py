@@ -81,6 +81,15 @@ def _pie(d: dict[str, Any]) -> list[str]:
                         for m in d["metrics"]])
 
 
+def _pie_reward(d: dict[str, Any]) -> list[str]:
+    s = d["summary"]
+    out = [f"{num(s['n'])} candidates, {num(s['n_scored'])} scored, {num(s['n_correct'])} correct "
+           f"({num(s['pct_correct'], 2)}%); %Opt {num(s['pct_opt'], 2)}; mean reward {num(s['mean_reward'])} "
+           f"(transform {d['transforms']}); speedups in {s['speedup_unit']}: mean {num(s['mean_speedup'])}, "
+           f"median {num(s['median_speedup'])}, geomean {num(s['geomean_speedup'])}.", ""]
+    return out + table(["outcome", "candidates"], [[o, num(n)] for o, n in d["by_outcome"].items()])
+
+
 def _oracle(d: dict[str, Any]) -> list[str]:
     c = d["counts"]
     out = [f"{num(c['rows'])} return rows: {num(c['accepted'])} accepted, {num(c['rejected'])} rejected, "
@@ -103,10 +112,11 @@ def _score_compare(d: dict[str, Any]) -> list[str]:
     return out + table(["pass@k", *ks], [[n, *(num(d["overall_pass_at_k"][n].get(k)) for k in ks)] for n in names])
 
 
-_TITLES = {"dataset": "Dataset", "score": "Score folder", "pie": "PIE eval", "oracle": "Oracle verify",
-           "score_compare": "Score folders side by side"}
+_TITLES = {"dataset": "Dataset", "score": "Score folder", "pie": "PIE eval", "pie_reward": "PIE reward",
+           "oracle": "Oracle verify", "score_compare": "Score folders side by side"}
 _TABLES: dict[str, Callable[[dict[str, Any]], list[str]]] = {"dataset": _dataset, "score": _score, "pie": _pie,
-                                                             "oracle": _oracle, "score_compare": _score_compare}
+                                                             "pie_reward": _pie_reward, "oracle": _oracle,
+                                                             "score_compare": _score_compare}
 
 
 def render(title: str, sections: Sequence[dict[str, Any]]) -> str:

@@ -13,7 +13,7 @@ from arbiter.judge.speedup import SpeedupOutcome, SpeedupResult, SpeedupSpec, ga
 from arbiter.judge.verdict import Outcome
 from arbiter.languages.cpp.toolchain import ToolchainMismatch
 from arbiter.rewards.pie.options import _checker_key
-from arbiter.rewards.pie.result import UNMEASURABLE, RewardCall, Stop
+from arbiter.rewards.pie.result import MEASURE_MISMATCH, NATIVE_CONTRADICTS, UNMEASURABLE, RewardCall, Stop
 from arbiter.timing.measure import Comparison, startup_floor
 from arbiter.timing.count_cache import CountCache
 from arbiter.timing.count_cache import sha256_hex as _sha
@@ -111,7 +111,11 @@ def _measured_stop(c: RewardCall, r: SpeedupResult) -> Stop:
             return Stop(Outcome.INVALID_TASK, f"row {c.label}: the source failed under measurement {what}")
         if r.outcome is SpeedupOutcome.UNMEASURABLE:
             return Stop(UNMEASURABLE, f"candidate on case {f.case}: {f.detail}".strip(), None, scored=True)
+        if r.outcome is SpeedupOutcome.MEASURE_MISMATCH:
+            return Stop(MEASURE_MISMATCH, r.reason, None, scored=True)
         return Stop(f.verdict, f"candidate failed under measurement {what}", None, scored=True)
+    if r.outcome is SpeedupOutcome.NATIVE_CONTRADICTS:
+        return Stop(NATIVE_CONTRADICTS, f"candidate: {r.reason}", None, scored=True)
     if r.outcome is not SpeedupOutcome.MEASURED:
         return Stop(Outcome.SANDBOX_ERROR, r.reason)
     res, comp = c.res, r.comparison

@@ -27,6 +27,13 @@ from arbiter.timing.count_cache import CountCache
 UNMEASURABLE: str = SpeedupOutcome.UNMEASURABLE.value
 
 
+#: Outcomes of a correct candidate whose measured program is not the program that runs (``docs/measurement.md``,
+#: "The measured program is the program that runs"): a wrong output when measured although the same case passed
+#: natively, or a counted speedup far above the native CPU-time speedup. Failure reward, no speedup.
+MEASURE_MISMATCH: str = SpeedupOutcome.MEASURE_MISMATCH.value
+NATIVE_CONTRADICTS: str = SpeedupOutcome.NATIVE_CONTRADICTS.value
+
+
 #: Outcome of a row whose own source or target program fails the row's tests (wrong result or no compile): the
 #: dataset is at fault, not the candidate (``docs/pie.md``, step 4). Not a verdict of the judge; ``reward`` None.
 DATASET_DEFECT = "DATASET_DEFECT"
