@@ -1,4 +1,4 @@
-"""The forker (the warm process that forks each Python case; see sandbox.guest.forked_case.ForkerMixin.make_forker).
+"""The forker (the warm process that forks each Python case; see sandbox.guest.forker.make_forker).
 
 A program shares the sandbox with its forker: it may signal it, stop it, lower its limits or
 try to forge its reports. Whatever it does, each case gets the verdict of its own run, the next

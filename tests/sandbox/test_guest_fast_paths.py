@@ -21,14 +21,11 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 _STALE_CHILDREN_SCRIPT = r"""
 import os, signal, time
 from arbiter.sandbox.guest.forker import Forker
-from arbiter.sandbox.guest.reaper import ReaperMixin
+from arbiter.sandbox.guest.reaper import only_forker_left
+from arbiter.sandbox.guest.state import ServerState
 
 assert os.getpid() == 1
-
-class Server(ReaperMixin):
-    is_init = True
-
-server = Server()
+state = ServerState(-1, -1, True)
 
 def zombie(pid):
     while True:
@@ -66,7 +63,7 @@ def forker(with_sibling):
 # server keeps its /proc children file open
 os.write(os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY), b"499")
 f1, c1, _ = forker(False)
-assert server.only_forker_left(f1, c1)
+assert only_forker_left(state, f1, c1)
 os.kill(f1.pid, signal.SIGKILL)  # a program kills its forker; the server reaps it...
 os.waitpid(f1.pid, 0)
 f1.close()
@@ -79,7 +76,7 @@ while True:  # (its case, reparented here)
 os.write(os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY), b"%d" % (f1.pid - 1))
 f2, c2, sib = forker(True)
 assert f2.pid == f1.pid, (f1.pid, f2.pid)
-print("only_forker_left with a live sibling:", server.only_forker_left(f2, c2), flush=True)
+print("only_forker_left with a live sibling:", only_forker_left(state, f2, c2), flush=True)
 os.kill(f2.pid, signal.SIGKILL)
 """
 
