@@ -82,8 +82,10 @@ class JudgePool:
     """
 
     def __init__(self, node_id: str, cores: int):
+        from arbiter.sandbox.slots import judge_slots
+
         self.node_id, self.cores = node_id, cores
-        self._slots = threading.BoundedSemaphore(cores)
+        self._slots = judge_slots(cores)  # (the actor's process judges for the whole node)
         self._lock = threading.Lock()
         self._busy = self._max_busy = self._done = 0
         self._fns: dict[str, Callable[[Any], Any]] = {}

@@ -1,4 +1,4 @@
-"""Errors of PIE rows: :class:`RowError` (one bad row, every bad column named) and :class:`PieRowError`.
+"""Errors of PIE rows: :class:`RowIssues` (one bad row, every bad column named) and :class:`PieRowError`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 
 @dataclass(frozen=True)
-class RowError:
+class RowIssues:
     """One input row that could not be turned into a row model.
 
     ``index`` is the 0-based position of the row in its source (data rows only; blank JSONL lines are not
@@ -45,9 +45,9 @@ class RowError:
 
 
 class PieRowError(ValueError):
-    """A row failed validation. ``.error`` is the :class:`RowError` (row index, ids, columns, messages)."""
+    """A row failed validation. ``.error`` is the :class:`RowIssues` (row index, ids, columns, messages)."""
 
-    def __init__(self, error: RowError):
+    def __init__(self, error: RowIssues):
         super().__init__(str(error))
         self.error = error
 

@@ -25,7 +25,7 @@ from arbiter.datasets.pie.decode import (
     ReqStr,
     Ticks,
 )
-from arbiter.datasets.pie.errors import PieRowError, RowError, _id_or_none, _issues_from_validation, _row_label
+from arbiter.datasets.pie.errors import PieRowError, RowIssues, _id_or_none, _issues_from_validation, _row_label
 
 
 #: Splits of the card's "Splits" table.
@@ -376,13 +376,13 @@ _MODELS: dict[str, type[_PieRowBase]] = {"pairs": PieRow, "bysrc": PieBysrcRow}
 
 def _validate(model: type[BaseModel], raw: Any, index: int | None) -> Any:
     if not isinstance(raw, Mapping):
-        err = RowError(index, None, None, (("<row>", f"is a {type(raw).__name__}, not a JSON object / mapping"),))
+        err = RowIssues(index, None, None, (("<row>", f"is a {type(raw).__name__}, not a JSON object / mapping"),))
         raise PieRowError(err)
     try:
         obj = model.model_validate(dict(raw))
     except ValidationError as e:
         raise PieRowError(
-            RowError(index, _id_or_none(raw, "problem_id"), _id_or_none(raw, "src_id"), _issues_from_validation(e))
+            RowIssues(index, _id_or_none(raw, "problem_id"), _id_or_none(raw, "src_id"), _issues_from_validation(e))
         ) from None
     if isinstance(obj, _PieRowBase):
         obj._index = index
@@ -414,5 +414,5 @@ def parse_pie_pair(raw: Mapping[str, Any], *, index: int | None = None) -> PiePa
         try:
             return row.to_pair()
         except ValidationError as e:
-            raise PieRowError(RowError(index, row.problem_id, row.src_id, _issues_from_validation(e))) from None
+            raise PieRowError(RowIssues(index, row.problem_id, row.src_id, _issues_from_validation(e))) from None
     return _validate(PiePair, raw, index)

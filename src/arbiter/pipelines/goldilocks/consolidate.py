@@ -25,7 +25,7 @@ from arbiter.pipelines.outputs import holds_out_dirs, lock_out_dir
 
 
 @dataclass(frozen=True)
-class Source:
+class ConsolidationSource:
     """One source to consolidate: its re-index ``prefix`` (``deepcoder``, ``cco``), its ``rows`` and, optionally,
     a ``sidecar`` dataset carrying the annotation (rows of ``data_source``, ``index`` or ``extra_info.index``,
     and ``lower_scores`` / ``upper_scores`` [+ pass rates], top-level or in ``extra_info``)."""
@@ -109,7 +109,7 @@ def consolidated_row(raw: Mapping[str, Any], ann: Mapping[str, Any], new_index: 
             "extra_info": extra}
 
 
-def _consolidate_source(src: Source, writer: CuratedWriter, run: ConsolidationRun, thresholds: tuple[float, float],
+def _consolidate_source(src: ConsolidationSource, writer: CuratedWriter, run: ConsolidationRun, thresholds: tuple[float, float],
                         split: str | None) -> None:
     sidecar = load_sidecar(src.sidecar, split) if src.sidecar is not None else None
     counts = run.counts.setdefault(src.prefix, {"candidates": 0, KEPT: 0, "floor": 0, "ceiling": 0,
@@ -144,7 +144,7 @@ def _consolidate_source(src: Source, writer: CuratedWriter, run: ConsolidationRu
 
 
 @holds_out_dirs
-def consolidate(sources: list[Source], out: str | os.PathLike, *, lower_max: float = LOWER_MAX,
+def consolidate(sources: list[ConsolidationSource], out: str | os.PathLike, *, lower_max: float = LOWER_MAX,
                 upper_min: float = UPPER_MIN, split: str | None = None,
                 report: str | os.PathLike | None = None) -> ConsolidationRun:
     """Consolidate ``sources`` (in order) into ``out`` (``.jsonl`` or ``.parquet``, written to a temporary file
@@ -190,4 +190,4 @@ def consolidate(sources: list[Source], out: str | os.PathLike, *, lower_max: flo
     return run
 
 
-__all__ = ["ConsolidationRun", "Source", "consolidate", "consolidated_row", "load_sidecar", "read_annotation"]
+__all__ = ["ConsolidationRun", "ConsolidationSource", "consolidate", "consolidated_row", "load_sidecar", "read_annotation"]
