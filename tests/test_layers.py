@@ -118,6 +118,17 @@ def test_no_two_public_classes_share_a_name():
     assert {name: where for name, where in seen.items() if len(where) > 1} == {}
 
 
+def test_no_private_name_is_imported_from_another_module():
+    """A name with a leading underscore belongs to its module: what another module needs is public."""
+    offenders = [
+        f"{p.relative_to(SRC)}:{node.lineno}: {node.module}.{a.name}"
+        for p in _modules() for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("arbiter")
+        for a in node.names if a.name.startswith("_") and not a.name.startswith("__")
+    ]
+    assert offenders == []
+
+
 def test_no_class_is_built_from_mixins():
     """One concept a class, composed rather than cut into mixins (docs/sandbox.md, "Files")."""
     offenders = [

@@ -37,7 +37,7 @@ class RowIssues:
 
     def where(self) -> str:
         """``row 3 (problem_id=p02915, src_id=s1)`` — the row part of messages."""
-        return _row_label(self.index, self.problem_id, self.src_id)
+        return row_label(self.index, self.problem_id, self.src_id)
 
     def __str__(self) -> str:
         body = "; ".join(f"column {c!r}: {m}" if c != "<row>" else m for c, m in self.issues)
@@ -52,20 +52,20 @@ class PieRowError(ValueError):
         self.error = error
 
 
-def _row_label(index: int | None, problem_id: Any, src_id: Any) -> str:
+def row_label(index: int | None, problem_id: Any, src_id: Any) -> str:
     ids = ", ".join(f"{k}={v}" for k, v in (("problem_id", problem_id), ("src_id", src_id)) if v is not None)
     head = f"row {index}" if index is not None else "row"
     return f"{head} ({ids})" if ids else head
 
 
-def _id_or_none(raw: Any, key: str) -> str | None:
+def id_or_none(raw: Any, key: str) -> str | None:
     if isinstance(raw, Mapping):
         v = raw.get(key)
         return None if v is None else str(v)
     return None
 
 
-def _issues_from_validation(e: ValidationError) -> tuple[tuple[str, str], ...]:
+def issues_from_validation(e: ValidationError) -> tuple[tuple[str, str], ...]:
     out: list[tuple[str, str]] = []
     for err in e.errors():
         ctx = err.get("ctx") or {}

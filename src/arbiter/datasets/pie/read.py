@@ -13,14 +13,14 @@ from typing import Any, Literal
 from arbiter.datasets.io import iter_lines
 from arbiter.datasets.pie.errors import PieRowError, RowIssues
 from arbiter.datasets.pie.rows import (
-    _MODELS,
+    MODELS,
     AnyPieRow,
     PieBysrcRow,
     PiePair,
     PieRow,
     RowKind,
-    _PieRowBase,
-    _validate,
+    PieRowBase,
+    validate_row,
     parse_pie_pair,
 )
 
@@ -136,7 +136,7 @@ def iter_rows(source: Any, *, kind: RowKind = "auto", split: str | None = None) 
     first readable row has a ``tgt_id`` column (``[pairs only]`` in the card), else bysrc. A bad row never stops
     the iteration; the source itself being unreadable raises (see :func:`iter_raw_rows`).
     """
-    model: type[_PieRowBase] | None = None if kind == "auto" else _MODELS.get(kind)
+    model: type[PieRowBase] | None = None if kind == "auto" else MODELS.get(kind)
     if kind != "auto" and model is None:
         raise ValueError(f"kind must be 'pairs', 'bysrc' or 'auto', got {kind!r}")
     for i, raw in iter_raw_rows(source, split=split):
@@ -146,7 +146,7 @@ def iter_rows(source: Any, *, kind: RowKind = "auto", split: str | None = None) 
         if model is None and isinstance(raw, Mapping):
             model = PieRow if "tgt_id" in raw else PieBysrcRow
         try:
-            yield _validate(model or PieRow, raw, i)
+            yield validate_row(model or PieRow, raw, i)
         except PieRowError as e:
             yield e.error
 

@@ -18,7 +18,7 @@ from arbiter.datasets.io import jsonl_to_parquet, write_json_atomic
 from arbiter.datasets.verl_rows import RowError, iter_raw_rows, parse_row, row_key
 from arbiter.pipelines.goldilocks.errors import CurationInputError
 from arbiter.pipelines.goldilocks.flag import (
-    ANNOTATION_FIELDS, KEPT, LOWER_MAX, UPPER_MIN, _check_thresholds, drop_reason, pass_rate,
+    ANNOTATION_FIELDS, KEPT, LOWER_MAX, UPPER_MIN, check_thresholds, drop_reason, pass_rate,
 )
 from arbiter.pipelines.goldilocks.writer import CuratedWriter, UnwritableRow, check_output_paths, final_schema
 from arbiter.pipelines.outputs import holds_out_dirs, lock_out_dir
@@ -153,7 +153,7 @@ def consolidate(sources: list[ConsolidationSource], out: str | os.PathLike, *, l
     source from 0. A row that cannot be consolidated (not a verl row, no or bad annotation, a repeated key) is a
     problem naming row and field, and the batch goes on. Raises :class:`CurationInputError` for bad thresholds,
     prefixes, paths, or a bad sidecar."""
-    _check_thresholds(lower_max, upper_min, None)
+    check_thresholds(lower_max, upper_min, None)
     out_path = Path(out)
     report_path = Path(report) if report is not None else out_path.with_name(out_path.stem + ".report.json")
     prefixes = [s.prefix for s in sources]
