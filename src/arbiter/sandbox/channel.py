@@ -35,9 +35,17 @@ class Channel:
 
     def fail(self, reason: str) -> SandboxError:
         """Give the sandbox up (``broken``, killed); the error to raise."""
-        self.broken = self.broken or reason
         self.kill()
+        return self.refuse(reason)
+
+    def refuse(self, reason: str) -> SandboxError:
+        """No more requests (``broken``: the first reason stays); the error to raise."""
+        self.broken = self.broken or reason
         return SandboxError(self.broken)
+
+    def on_read(self, hook: Callable[[], None]) -> None:
+        """Run ``hook`` before each frame is read (a session's pending hello)."""
+        self.before_read = hook
 
     def next_id(self) -> int:
         """A new request id (for a request whose reply is read later)."""

@@ -64,7 +64,7 @@ class Session:
         self.settling = False  # its server works on after its last reply (see ready_for_run)
         self.count = 0  # sessions opened so far
         self.held = 0  # bytes the open session's /prog files hold in the memory cgroup
-        channel.before_read = self.take_hello
+        channel.on_read(self.take_hello)
 
     def arm(self, scratch_bytes: int, prefork: bool | None = None) -> None:
         """Get the next session ready before its submission is known (what can be done ahead:
@@ -94,10 +94,9 @@ class Session:
             if self.prefork_next if prefork is None else prefork:
                 ch.send({"op": "prefork", "id": -2})
         except (cgroups.CgroupError, OSError) as exc:
-            ch.broken = ch.broken or f"the session did not start: {exc}"
-            raise SandboxError(ch.broken) from exc
+            raise ch.refuse(f"the session did not start: {exc}") from exc
         except SandboxError as exc:
-            ch.broken = ch.broken or str(exc)
+            ch.refuse(str(exc))
             raise
         self.armed = True
 
@@ -128,10 +127,9 @@ class Session:
                      "files": names, "id": rid}, blobs)
             self.hello_pending = rid
         except cgroups.CgroupError as exc:
-            ch.broken = ch.broken or f"the session did not start: {exc}"
-            raise SandboxError(ch.broken) from exc
+            raise ch.refuse(f"the session did not start: {exc}") from exc
         except SandboxError as exc:
-            ch.broken = ch.broken or str(exc)
+            ch.refuse(str(exc))
             raise
         self.armed = False
         self.server_pid = self.armed_pid
