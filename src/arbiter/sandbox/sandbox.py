@@ -342,8 +342,9 @@ class Sandbox:
         self.load_stage = reply.get("stage", "program")
         if self.session is not None:
             self.session.after_reply(reply)
-        if self.meter is not None:
-            self.meter.forget_pinned()  # a forker with the program in it
+        if self.meter is not None and (self.python_loaded or self.session is None):
+            self.meter.forget_pinned()  # the forker of the last program went (the first load
+            # takes the blank forker: pinned memory only grows, which the next run sees)
         if reply.get("ok"):
             self.python_loaded = True
             return None

@@ -134,8 +134,8 @@ class Session:
         self.armed = False
         self.server_pid = self.armed_pid
         self.settling = False
-        if self.meter is not None:
-            self.meter.forget_pinned()  # (its /prog files; the blank forker it may drop)
+        if self.meter is not None and not python:
+            self.meter.forget_pinned()  # (the blank forker forked ahead is dropped: less pinned)
 
     def after_reply(self, reply: dict[str, Any]) -> None:
         """Note what a reply says the server still does (``settling``: it makes its forker
