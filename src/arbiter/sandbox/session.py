@@ -83,7 +83,7 @@ class Session:
             self.request = ch.request_id  # the zygote's "ended" will carry it
             if reply.get("op") != "armed":
                 raise SandboxError(f"the session did not start: {reply}{self.stderr_tail()}")
-            self.armed_pid = self._host_pid()
+            self.armed_pid = self._host_pid(int(reply.get("levels", 2)))
             if self.cg is not None:
                 self.cg.attach(self.armed_pid)  # before any request: no program ran yet
             if self.meter is not None:
@@ -167,11 +167,11 @@ class Session:
             raise ch.fail(f"the session did not start: {hello}{self.stderr_tail()}")
         self.hello = hello
 
-    def _host_pid(self) -> int:
-        """The session server's host pid: the one child of the zygote's one child (the helper
-        that entered the new PID namespace)."""
+    def _host_pid(self, levels: int) -> int:
+        """The session server's host pid: the zygote's one child (``levels`` 1), or that
+        child's one child (2: a helper entered the new PID namespace)."""
         pid = self.zygote_pid
-        for _ in range(2):
+        for _ in range(levels):
             with open(f"/proc/{pid}/task/{pid}/children") as f:
                 kids = f.read().split()
             if len(kids) != 1:
