@@ -17,7 +17,7 @@ from typing import Any
 
 from arbiter.rewards.codegen import RewardOptions, RewardResult, finish, prepare
 from arbiter.verl.judges import POOL_CHOICES, judges_for
-from arbiter.verl.reward import _remote as _client  # one client per URL and process, shared with compute_score
+from arbiter.verl.reward import remote_client as _client  # one client per URL and process, shared with compute_score
 
 def _run(coro: Any) -> Any:
     """Run ``coro`` to its end from synchronous code, on this thread or, when an event loop is

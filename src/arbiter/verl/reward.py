@@ -46,7 +46,7 @@ def compute_score(data_source: Any, solution_str: Any, ground_truth: Any, extra_
     url = _remote_url(kwargs)
     if url:
         RewardOptions.from_kwargs(kwargs)  # a bad option fails here, as in-process
-        return _remote(url).score([(data_source, solution_str, ground_truth, extra_info)], kwargs)[0]
+        return remote_client(url).score([(data_source, solution_str, ground_truth, extra_info)], kwargs)[0]
     opts = RewardOptions.from_kwargs(kwargs)
     prep = prepare(data_source, solution_str, ground_truth, extra_info, opts)
     verdict = None
@@ -105,7 +105,7 @@ def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[Any
         _check_rows(sources, truths, extras, row_limits=opts.time_limit is None)
     if url:  # the server reports every row; the batch's own raising rules apply below
         remote = dict(kwargs, on_sandbox_error="report", on_invalid="zero")
-        results = _remote(url).score(list(zip(sources, solutions, truths, extras)), remote)
+        results = remote_client(url).score(list(zip(sources, solutions, truths, extras)), remote)
     else:
         results = list(iter_scores(zip(sources, solutions, truths, extras), opts, raise_errors=False))
     failed = [i for i, r in enumerate(results) if r["verdict"] == Outcome.SANDBOX_ERROR.value]
@@ -139,7 +139,7 @@ def _remote_url(kwargs: dict[str, Any]) -> str:
     return kwargs.pop("url", None) or os.environ.get("ARBITER_URL", "")
 
 
-def _remote(url: str) -> Any:
+def remote_client(url: str) -> Any:
     """One :class:`arbiter.client.Client` per URL and process."""
     from arbiter.client import Client
 
