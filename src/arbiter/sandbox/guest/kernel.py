@@ -1,6 +1,10 @@
 """Process plumbing of the guest server: libc access, fork, own oom_score_adj, the namespace's pids.
 
-:data:`LIBC` and :data:`RAW_FORK` are set once by :func:`load_libc` at start-up. See docs/sandbox.md.
+Exports: :func:`load_libc` (sets :data:`LIBC`, :data:`RAW_FORK` once at start-up), :func:`fork`,
+:func:`find_tid_offset` and :func:`clone_process` (a process cloned into new namespaces),
+:data:`EXIT`, :func:`memfd`, :func:`reseed_random`, :func:`close_all_but`, :func:`namespace_pids`,
+:func:`open_children`, :func:`children`, :func:`sigkill_each`, :func:`parent_pid`, :func:`stopped`,
+:func:`write_own_proc`, :func:`set_own_oom_adj`. See docs/sandbox.md.
 """
 
 import errno

@@ -2,8 +2,10 @@
 ``session``) it starts a session server in fresh PID, mount, network, IPC and UTS namespaces
 (:data:`SESSION_NAMESPACES`: fresh ``/proc``, loopback, hostname); the server answers ``armed``,
 then on ``go`` mounts fresh tmpfs scratch dirs and that submission's ``/prog``, drops every
-capability and serves. The zygote waits for it to end and reports ``ended``. See docs/sandbox.md
-("Warm pool", "What a session starts with").
+capability and serves. The zygote waits for it to end and reports ``ended``. Exports:
+:func:`serve` (the zygote's loop), :func:`arm_session`, :func:`start_session`, :func:`write_prog`,
+:func:`drop_capabilities`, :func:`loopback_up`, :func:`mount`, :data:`SESSION_NAMESPACES`. See
+docs/sandbox.md ("Warm pool", "What a session starts with").
 """
 
 import ctypes
