@@ -2,9 +2,8 @@
 
 :func:`judge_slots` is the process's :class:`JudgeSlots` (a forked child gets its own); every
 door that judges on behalf of many callers holds one slot per judge: verl's ``compute_score``
-and reward-loop manager, the node's Ray judge pool (sized to its node's cores), ``arbiter
-serve`` (sized to ``--workers``). Oversubscribed cores turn CPU-bound programs into wall-limit
-TLEs. The sandboxes themselves are the warm pool's (:func:`arbiter.sandbox.pool.default_pool`).
+and reward-loop manager, the node's Ray judge pool (sized to its node's cores). Oversubscribed
+cores turn CPU-bound programs into wall-limit TLEs. The sandboxes themselves are the warm pool's (:func:`arbiter.sandbox.pool.default_pool`).
 See docs/sandbox.md ("Warm pool").
 """
 
