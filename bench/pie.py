@@ -32,7 +32,7 @@ from arbiter.languages.cpp.compile import CompileSpec, compile_cpp
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import Sandbox
 from arbiter.timing.count_cache import CountCache
-from arbiter.timing.measure import Program, compare, startup_floor
+from arbiter.timing.measure import MeasuredProgram, compare, startup_floor
 from arbiter.timing.cycles import DEFAULT_MODEL
 from arbiter.timing.instructions import find_valgrind, measure_instructions
 from arbiter.timing.wallclock import core_lease
@@ -43,11 +43,11 @@ SPEC = CompileSpec(command="g++ -std=gnu++17 -O3 main.cpp -o main")
 STATIC = CompileSpec(command="g++ -std=gnu++17 -O3 -static main.cpp -o main")
 
 
-def build(path: Path, name: str) -> Program:
+def build(path: Path, name: str) -> MeasuredProgram:
     result = compile_cpp(path.read_text(), SPEC)
     if not result.ok:
         sys.exit(f"compile of {path} failed: {result.message}")
-    return Program.of(result, name)
+    return MeasuredProgram.of(result, name)
 
 
 def load_cases() -> list[tuple[str, bytes, bytes]]:
@@ -60,7 +60,7 @@ def load_cases() -> list[tuple[str, bytes, bytes]]:
     return cases
 
 
-def native(a: Program, b: Program, cases, limits: Limits) -> None:
+def native(a: MeasuredProgram, b: MeasuredProgram, cases, limits: Limits) -> None:
     with core_lease():
         for prog in (a, b):
             with Sandbox(files={"main": prog.binary}, limits=limits) as sb:
@@ -140,7 +140,7 @@ def main() -> None:
     cycles_cost(slow, fast, all_cases[:max(sizes)], limits, vg)
 
 
-def cycles_cost(slow: Program, fast: Program, cases, limits: Limits, vg) -> None:
+def cycles_cost(slow: MeasuredProgram, fast: MeasuredProgram, cases, limits: Limits, vg) -> None:
     """The cost ratio cycles / instructions per case (same programs, same cases, one valgrind run each)."""
     print(f"\ncost of the cycles measure (cache + branch simulation) per case, {len(cases)} cases per program:")
     print(f"{'program':>8} {'instr ms/case':>13} {'cycles ms/case':>14} {'ratio':>6} {'same Ir':>7}")
@@ -158,7 +158,7 @@ def cycles_cost(slow: Program, fast: Program, cases, limits: Limits, vg) -> None
     reward_cost(slow, fast, cases[:10], limits, vg)
 
 
-def reward_cost(slow: Program, fast: Program, cases, limits: Limits, vg) -> None:
+def reward_cost(slow: MeasuredProgram, fast: MeasuredProgram, cases, limits: Limits, vg) -> None:
     """One reward in cycles: the candidate's cases on one core vs spread over the cores; the source measured once
     and then reused from the count cache (what a batch of candidates for one source pays)."""
     meter = vg.with_cycles(DEFAULT_MODEL)

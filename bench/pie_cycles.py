@@ -37,7 +37,7 @@ from arbiter.rewards.pie.options import DEFAULT_LIMITS
 from arbiter.sandbox.limits import MiB, Limits
 from arbiter.timing.cycles import DEFAULT_MODEL, NOMINAL_HZ, SKYLAKE_4IPC, CycleModel
 from arbiter.timing.instructions import find_valgrind, measure_instructions
-from arbiter.timing.measure import Program, compare
+from arbiter.timing.measure import MeasuredProgram, compare
 
 #: Problems held out from every choice of weights (fixed before the first fit; 491 of the 1,174 pairs).
 HELD_OUT = frozenset({"p02687", "p02608", "p00653", "p03500"})
@@ -247,7 +247,7 @@ def memory_bound_example(n: int = 2_000_000) -> dict:
     """A DP over a 256 MiB array with random access (a) against a compute-only loop (b): cost(a) / cost(b) by
     each measure (< 1: the DP is cheaper)."""
     lim = Limits(cpu_seconds=20, memory_bytes=768 * MiB)
-    a, b = (Program.of(compile_cpp(code, CompileSpec()), name) for code, name in ((DP, "dp"), (COMPUTE, "compute")))
+    a, b = (MeasuredProgram.of(compile_cpp(code, CompileSpec()), name) for code, name in ((DP, "dp"), (COMPUTE, "compute")))
     cases = [("c", f"{n}\n".encode(), None)]
     out = {"instructions": compare(a, b, cases, "instructions", limits=lim).speedup}
     for model in (SKYLAKE_4IPC, DEFAULT_MODEL):

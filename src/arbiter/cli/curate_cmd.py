@@ -264,7 +264,7 @@ def consolidate_cmd(
 
     Exit status: 0 done; 1 some rows could not be consolidated (listed); 2 bad input.
     """
-    from arbiter.pipelines.goldilocks import CurationInputError, Source, consolidate
+    from arbiter.pipelines.goldilocks import ConsolidationSource, CurationInputError, consolidate
 
     console = Console(stderr=True)
     try:
@@ -272,7 +272,7 @@ def consolidate_cmd(
         unknown = sorted(set(sides) - set(rows))
         if unknown:
             raise CurationInputError(f"--sidecar {unknown[0]}: no --source with that prefix")
-        run = consolidate([Source(p, r, sides.get(p)) for p, r in rows.items()], out, lower_max=lower_max,
+        run = consolidate([ConsolidationSource(p, r, sides.get(p)) for p, r in rows.items()], out, lower_max=lower_max,
                           upper_min=upper_min, split=split, report=report)
     except (CurationInputError, ValueError, OSError) as exc:
         console.print(f"[red]error:[/] {_show(exc)}")

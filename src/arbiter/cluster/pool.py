@@ -82,8 +82,10 @@ class JudgePool:
     """
 
     def __init__(self, node_id: str, cores: int):
+        from arbiter.sandbox.slots import judge_slots
+
         self.node_id, self.cores = node_id, cores
-        self._slots = threading.BoundedSemaphore(cores)
+        self._slots = judge_slots(cores)  # (the actor's process judges for the whole node)
         self._lock = threading.Lock()
         self._busy = self._max_busy = self._done = 0
         self._fns: dict[str, Callable[[Any], Any]] = {}
@@ -137,14 +139,14 @@ class JudgePool:
     def _score(self, item: tuple[Any, Any, Any, Any], opts: Any, raise_errors: bool = True) -> Any:
         from arbiter.judge.judge import judge
         from arbiter.judge.verdict import Outcome
-        from arbiter.rewards.codegen import _result, finish, prepare
+        from arbiter.rewards.codegen import reward_result, finish, prepare
 
         try:
             prep = prepare(*item, opts)
         except ValueError as exc:  # a non-code data_source or a bad override
             if raise_errors:
                 raise
-            return _result(0.0, Outcome.INVALID_TASK.value, 0, 0, str(exc), time.monotonic())
+            return reward_result(0.0, Outcome.INVALID_TASK.value, 0, 0, str(exc), time.monotonic())
         verdict = self._held(judge, prep.task) if prep.task is not None else None
         return finish(prep, verdict, opts, raise_errors=raise_errors)
 

@@ -38,7 +38,7 @@ class Runner:
         self.close()
         files = None if self.language.fork_server else self.program.files
         self.sandbox = default_pool().acquire(files=files, limits=self.task.limits, config=self.config,
-                                              fresh=fresh, factory=Sandbox,
+                                              mounts=self.language.mounts, fresh=fresh, factory=Sandbox,
                                               python=bool(self.language.fork_server))
         try:
             self.load_error = self.language.load(self.sandbox, self.program, self.task.prelude)

@@ -255,11 +255,11 @@ def output_check_of(checker: CheckerSpec, cases: Sequence[StdioCase]) -> Callabl
 
 def _compare(src: Any, cand: Any, cases: Sequence[StdioCase], spec: SpeedupSpec, hold: Hold) -> tuple[Any, int | None]:
     """The comparison (after a meter fallback, if any) and the source's cache hits (valgrind measures only)."""
-    from arbiter.timing.measure import Program, compare, mark_fallback, meter_fallback_reason
+    from arbiter.timing.measure import MeasuredProgram, compare, mark_fallback, meter_fallback_reason
     from arbiter.timing.count_cache import CountCache
 
-    a = Program(src.binary, src.toolchain, spec.names[0])
-    b = Program(cand.binary, cand.toolchain, spec.names[1])
+    a = MeasuredProgram(src.binary, src.toolchain, spec.names[0])
+    b = MeasuredProgram(cand.binary, cand.toolchain, spec.names[1])
     timing_cases = [(c.name, c.stdin, c.expected[0]) for c in cases]
     kw: dict[str, Any] = dict(limits=spec.limits, same_output=output_check_of(spec.checker, cases),
                               largest_fraction=spec.largest_fraction, repeats=spec.repeats, warmup=spec.warmup)

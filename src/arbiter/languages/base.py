@@ -124,6 +124,8 @@ class Language(Protocol):
       ``prelude``: a task's prelude applies.
     - ``crash_marker``: stderr text that marks the interpreter's own crash report (a checker
       program that prints it has crashed, whatever its exit status).
+    - ``mounts``: ``(host path, sandbox path)`` pairs its programs' sandboxes show read-only
+      (a toolchain outside ``/usr``).
     """
 
     name: str
@@ -134,6 +136,7 @@ class Language(Protocol):
     prelude: bool
     crash_marker: str
     self_test: SelfTest
+    mounts: tuple[tuple[str, str], ...]
 
     def check_command(self, command: str) -> None: ...
 
@@ -155,6 +158,7 @@ class ArgvLanguage:
     call_cases = False
     prelude = False
     crash_marker = ""
+    mounts: tuple[tuple[str, str], ...] = ()
 
     def argv(self, program: Program, sandbox: Sandbox) -> list[str]:
         """``[<program folder>/<entry>]``: run the built executable."""

@@ -26,6 +26,7 @@ class PythonLanguage:
     call_cases = True
     prelude = True
     crash_marker = "Traceback (most recent call last)"
+    mounts: tuple[tuple[str, str], ...] = ()
     self_test = SelfTest(source="import sys\nprint(sum(map(int, sys.stdin.read().split())))\n",
                          stdin=b"1 2 3\n", expected=b"6\n")
 

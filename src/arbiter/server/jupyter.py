@@ -14,7 +14,7 @@ from arbiter.judge.run_once import run_once
 from arbiter.sandbox.limits import MiB, Limits
 from arbiter.server import answer
 from arbiter.server.config import ServerConfig
-from arbiter.server.runcode import BadRequest, OurFailure, _fetch, _files, _utf8
+from arbiter.server.runcode import BadRequest, OurFailure, fetch_paths, request_files, utf8_bytes
 
 #: The notebook's driver: the cells come on stdin as JSON, the results go to the real stdout
 #: after a marker line (a cell writing to descriptor 1 itself can only spoil its own answer).
@@ -66,12 +66,12 @@ def run_jupyter(req: RunJupyterRequest, cfg: ServerConfig, mark: str) -> BinaryI
     if not 0 < req.total_timeout <= cfg.max_seconds:
         raise BadRequest(f"total_timeout must be in (0, {cfg.max_seconds:g}] seconds, got {req.total_timeout:g}")
     for i, cell in enumerate(req.cells):
-        _utf8(cell, f"cells[{i}]")
-    fetch = _fetch(req)  # type: ignore[arg-type]  (the same fields as /run_code's)
+        utf8_bytes(cell, f"cells[{i}]")
+    fetch = fetch_paths(req)  # type: ignore[arg-type]  (the same fields as /run_code's)
     limits = Limits(cpu_seconds=req.total_timeout, wall_seconds=req.total_timeout,
                     memory_bytes=cfg.default_memory_mb * MiB, output_bytes=cfg.max_output_bytes)
     once = run_once("python", DRIVER.replace("MARK", repr(mark)), json.dumps(req.cells).encode(), limits,
-                    files=_files(req), fetch=tuple(fetch), fetch_bytes=cfg.max_output_bytes)  # type: ignore[arg-type]
+                    files=request_files(req), fetch=tuple(fetch), fetch_bytes=cfg.max_output_bytes)  # type: ignore[arg-type]
     if once.sandbox_error:
         raise OurFailure(once.sandbox_error)
     return answer.spool(to_answer(once, mark, dict(fetch)))

@@ -48,7 +48,7 @@ class OurFailure(Exception):
 
 
 @dataclass(frozen=True)
-class Prepared:
+class PreparedRun:
     """A checked request, ready to run: what :func:`run_once` takes, and its program's key."""
 
     language: str
@@ -62,7 +62,7 @@ class Prepared:
     spelled: tuple[tuple[str, str], ...] = ()  # fetched name -> the path the request first gave for it
 
 
-def _utf8(value: str, field: str) -> bytes:
+def utf8_bytes(value: str, field: str) -> bytes:
     try:
         return value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -85,12 +85,12 @@ def _limits(req: RunCodeRequest, cfg: ServerConfig) -> Limits:
 def _name(name: str, field: str) -> str:
     if "\0" in name or "/" in name or name in ("", ".", ".."):
         raise BadRequest(f"{field}: {name[:80]!r} is not a plain file name (no '/', no NUL, not '.' or '..')")
-    if len(_utf8(name, field)) > NAME_MAX:
+    if len(utf8_bytes(name, field)) > NAME_MAX:
         raise BadRequest(f"{field}: a file name of at most {NAME_MAX} bytes, got {len(name.encode())}")
     return name
 
 
-def _files(req: RunCodeRequest) -> dict[str, bytes]:
+def request_files(req: RunCodeRequest) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     for name, data in req.files.items():
         field = f"files[{name[:80]!r}]"
@@ -102,7 +102,7 @@ def _files(req: RunCodeRequest) -> dict[str, bytes]:
     return out
 
 
-def _fetch(req: RunCodeRequest) -> dict[str, str]:
+def fetch_paths(req: RunCodeRequest) -> dict[str, str]:
     """Plain names in the working directory (``x``, ``./x``, ``/work/x``), each once: name -> the
     first path the request gave for it."""
     if len(req.fetch_files) > MAX_FETCH:
@@ -117,16 +117,16 @@ def _fetch(req: RunCodeRequest) -> dict[str, str]:
     return names
 
 
-def prepare(req: RunCodeRequest, cfg: ServerConfig) -> Prepared:
+def prepare(req: RunCodeRequest, cfg: ServerConfig) -> PreparedRun:
     """The checked request; :class:`BadRequest` naming the field refused."""
-    limits, files, fetch = _limits(req, cfg), _files(req), _fetch(req)
+    limits, files, fetch = _limits(req, cfg), request_files(req), fetch_paths(req)
     # a lone surrogate in the code is the program's CE (languages.source_bytes), in stdin its bytes
     code, stdin = req.code.encode("utf-8", "surrogatepass"), str_to_bytes(req.stdin or "")
     h = hashlib.sha256()
     for part in (req.language.encode("utf-8", "replace"), code, repr(sorted((k, hashlib.sha256(v).hexdigest())
                  for k, v in files.items())).encode(), repr((fetch, limits, req.compile_timeout)).encode()):
         h.update(part + b"\0")
-    return Prepared(req.language, req.code, stdin, limits, req.compile_timeout, files, tuple(fetch), h.hexdigest(),
+    return PreparedRun(req.language, req.code, stdin, limits, req.compile_timeout, files, tuple(fetch), h.hexdigest(),
                     tuple(fetch.items()))
 
 
@@ -135,7 +135,7 @@ def warm_sandboxes(cfg: ServerConfig) -> WarmSandboxes:
     return WarmSandboxes(capacity=2 * cfg.workers, idle_seconds=60, per_program=1 << 30, wait_seconds=0)
 
 
-def run_code(p: Prepared, cfg: ServerConfig, warm: WarmSandboxes) -> BinaryIO:
+def run_code(p: PreparedRun, cfg: ServerConfig, warm: WarmSandboxes) -> BinaryIO:
     """Run the request on a judge slot (with the warm sandbox of its program, if one is idle); the
     SandboxFusion answer, spooled. Raises :class:`OurFailure` (504: our sandbox failed after retries)."""
     if p.language not in supported_languages():

@@ -19,6 +19,7 @@ from typing import Protocol
 from arbiter.judge.judge import default_workers, judge
 from arbiter.judge.task import Task
 from arbiter.judge.verdict import Verdict
+from arbiter.sandbox.slots import judge_slots
 
 log = logging.getLogger("arbiter.verl")
 POOL_CHOICES = ("auto", "node", "process")
@@ -33,7 +34,8 @@ class Judges(Protocol):
 
 
 class LocalJudges:
-    """In this process: one thread per core (per process, recreated after a fork)."""
+    """In this process: one thread per core (per process, recreated after a fork), each judge
+    holding one of the process's judge slots (:func:`arbiter.sandbox.slots.judge_slots`)."""
 
     name = "process"
     _lock = threading.Lock()
@@ -49,7 +51,13 @@ class LocalJudges:
 
     async def judge(self, tasks: list[Task]) -> list[Verdict]:
         loop = asyncio.get_running_loop()
-        return list(await asyncio.gather(*(loop.run_in_executor(self._pool(), judge, t) for t in tasks)))
+        return list(await asyncio.gather(*(loop.run_in_executor(self._pool(), _judge_in_slot, t) for t in tasks)))
+
+
+def _judge_in_slot(task: Task) -> Verdict:
+    """One judge, holding one of the process's judge slots (shared with ``compute_score``)."""
+    with judge_slots():
+        return judge(task)
 
 
 class NodeJudges:

@@ -30,21 +30,11 @@ from arbiter.pipelines.codegen.stream import iter_scores
 from arbiter.rewards.codegen import (PARITY_MODES, RESULT_KEYS, InvalidTask, Prepared, RewardOptions, RewardResult,
                                      SandboxFailure, finish, load_suite, prepare, row_label, row_time_limit)
 from arbiter.rewards.routes import route
+from arbiter.sandbox.slots import judge_slots
 from arbiter.verl.fileload import adopt
 
-_slots: tuple[int, threading.BoundedSemaphore] | None = None
 _executor: tuple[int, ThreadPoolExecutor] | None = None
 _lock = threading.Lock()
-
-
-def _judge_slots() -> threading.BoundedSemaphore:
-    """One running judge per core for :func:`compute_score`, whatever the number of calling
-    threads (oversubscribed cores turn CPU-bound programs into wall-limit TLEs). Per process."""
-    global _slots
-    with _lock:
-        if _slots is None or _slots[0] != os.getpid():
-            _slots = (os.getpid(), threading.BoundedSemaphore(default_workers()))
-        return _slots[1]
 
 
 def compute_score(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any = None,
@@ -63,7 +53,7 @@ def compute_score(data_source: Any, solution_str: Any, ground_truth: Any, extra_
     prep = prepare(data_source, solution_str, ground_truth, extra_info, opts)
     verdict = None
     if prep.task is not None:
-        with _judge_slots():
+        with judge_slots():  # (one judge per core, whatever the number of calling threads)
             verdict = judge(prep.task)
     return finish(prep, verdict, opts)
 

@@ -17,7 +17,7 @@ from arbiter.judge.judge import default_workers, judge
 from arbiter.judge.testsuite import InvalidTestSuite, TestSuite
 from arbiter.judge.verdict import Outcome
 from arbiter.pipelines.executor import ordered_map
-from arbiter.rewards.codegen import Prepared, RewardOptions, RewardResult, _result, finish, prepare, row_label
+from arbiter.rewards.codegen import Prepared, RewardOptions, RewardResult, reward_result, finish, prepare, row_label
 from arbiter.rewards.routes import route
 Item = tuple[Any, Any, Any, Any]
 
@@ -54,7 +54,7 @@ def _prepared(items: Iterable[Item], opts: RewardOptions, raise_errors: bool) ->
             if raise_errors:
                 raise
             now = time.monotonic()  # a stream (arbiter score) reports the row and goes on
-            yield Prepared(label, now, result=_result(0.0, Outcome.INVALID_TASK.value, 0, 0, str(exc), now),
+            yield Prepared(label, now, result=reward_result(0.0, Outcome.INVALID_TASK.value, 0, 0, str(exc), now),
                            invalid_error=exc)
             continue
         yield prepare(data_source, solution_str, ground_truth, extra_info, opts,

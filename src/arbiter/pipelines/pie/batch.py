@@ -21,7 +21,7 @@ from arbiter.pipelines.outputs import holds_out_dirs
 from arbiter.pipelines.pie.candidates import CandidateItem, iter_candidates
 from arbiter.pipelines.pie.config import CONFIG_RULES, reward_config
 from arbiter.pipelines.pie.inputs import (
-    _CANDIDATE_SHAPE,
+    CANDIDATE_SHAPE,
     CandidatesInputError,
     check_candidates_usable,
     check_tests_source,
@@ -153,7 +153,7 @@ def _read_items(candidates: str | os.PathLike, index: RowIndex, tests: Any, fiel
                                    f"({e.strerror or e})") from None
     if input_option is not None:
         check_candidates_usable(items, candidates, index, option=input_option,
-                                shape=_CANDIDATE_SHAPE.replace('"candidates" | "code"',
+                                shape=CANDIDATE_SHAPE.replace('"candidates" | "code"',
                                                                " | ".join(f'"{f}"' for f in field_names)))
     return items
 

@@ -15,7 +15,7 @@ from arbiter.datasets.pie.source import RowIndex
 from arbiter.judge.task import CompileSpec
 from arbiter.pipelines import runs
 from arbiter.pipelines.runs import CONFIG_FILE, ConfigMismatch, ConfigRules
-from arbiter.rewards.pie.options import DEFAULT_LIMITS, _checker_key
+from arbiter.rewards.pie.options import DEFAULT_LIMITS, checker_key
 from arbiter.rewards.pie.transforms import make_transform
 from arbiter.timing.comparison import DEFAULT_METHOD
 from arbiter.timing.cycles import DEFAULT_MODEL
@@ -73,7 +73,7 @@ def reward_config(rows: Any, tests: Any, *, seed: int = 0, **reward_kw: Any) -> 
     tf = make_transform(reward_kw.get("transform", "raw"), **dict(reward_kw.get("transform_params") or {}))
     options: dict[str, Any] = {
         "transform": tf.name, "transform_params": dict(sorted(tf.params.items())), "method": method, "k": k,
-        "checker": _checker_key(chk), "compile_command": spec.command,
+        "checker": checker_key(chk), "compile_command": spec.command,
         "limits": {"cpu_seconds": lim.cpu_seconds, "wall_seconds": lim.wall_seconds,
                    "memory_bytes": lim.memory_bytes},
     }

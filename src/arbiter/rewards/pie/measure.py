@@ -12,7 +12,7 @@ from arbiter.datasets.pie.card import LOW_HEADROOM_THRESHOLD
 from arbiter.judge.speedup import SpeedupOutcome, SpeedupResult, SpeedupSpec, gated_speedup
 from arbiter.judge.verdict import Outcome
 from arbiter.languages.cpp.toolchain import ToolchainMismatch
-from arbiter.rewards.pie.options import _checker_key
+from arbiter.rewards.pie.options import checker_key
 from arbiter.rewards.pie.result import MEASURE_MISMATCH, NATIVE_CONTRADICTS, UNMEASURABLE, RewardCall, Stop
 from arbiter.timing.measure import Comparison, startup_floor
 from arbiter.timing.count_cache import CountCache
@@ -52,7 +52,7 @@ class SrcCountCache(CountCache):
 def speedup(c: RewardCall) -> Stop:
     """Steps 5-8: gate and measure the candidate against the source on the used cases; the AC stop carries the
     speedup (then the headroom is added), any other stop the candidate's failure or ours."""
-    checks = {case.name: ":".join([_checker_key(c.chk), *(_sha(e) for e in case.expected)]) for case in c.used}
+    checks = {case.name: ":".join([checker_key(c.chk), *(_sha(e) for e in case.expected)]) for case in c.used}
     cache = (c.cache if c.cache is not False else CountCache.disabled()) if c.method != "wall" else None
     spec = SpeedupSpec(compile=c.spec, limits=c.lim, checker=c.chk, method=c.method, repeats=c.repeats,
                        warmup=c.warmup, cache=cache, output_check=checks if c.method != "wall" else "",

@@ -64,13 +64,13 @@ def check_reward_options(reward_kw: Mapping[str, Any], *, need_meter: bool = Tru
         find_valgrind()
 
 
-def _limits_key(lim: Limits) -> list[Any]:
+def limits_key(lim: Limits) -> list[Any]:
     return [lim.cpu_seconds, lim.wall_seconds, lim.memory_bytes, lim.output_bytes, lim.stack_bytes]
 
 
-def _checker_key(chk: CheckerSpec) -> str:
+def checker_key(chk: CheckerSpec) -> str:
     return f"{chk.name}:{chk.case_insensitive}:{chk.abs_tol}:{chk.rel_tol}:{_sha(chk.program)[:16]}"
 
 
-def _case_key(c: StdioCase) -> list[str]:
+def case_key(c: StdioCase) -> list[str]:
     return [c.name, _sha(c.stdin), *(_sha(e) for e in c.expected)]
