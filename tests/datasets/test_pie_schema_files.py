@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from arbiter.datasets.pie.card import ceiling_speedup, fastest_speedup, flag_low_headroom, oracle_speedup, speedup
-from arbiter.datasets.pie.errors import PieRowError, RowError
+from arbiter.datasets.pie.errors import PieRowError, RowIssues
 from arbiter.datasets.pie.read import PieReleaseRows, iter_rows, load_rows
 from arbiter.datasets.pie.rows import PIE_RELEASE_LACKS, PiePair, parse_row
 from test_pie_rows import make_bysrc_raw, make_pairs_raw
@@ -36,7 +36,7 @@ def test_pie_val_jsonl_loads_as_pie_schema_rows_saying_what_it_lacks(val_jsonl):
     assert message.startswith("val.jsonl: PIE release rows (PIE's own schema)") and PIE_RELEASE_LACKS in message
     for column in ("gem5_src_per_tc_ticks", "usable_case_ids", "our_speedup_usable"):
         assert column in message
-    assert not [r for r in rows if isinstance(r, RowError)]
+    assert not [r for r in rows if isinstance(r, RowIssues)]
     assert len(rows) == len(plain) and all(isinstance(r, PiePair) for r in rows)
     assert [(r.problem_id, r.src_id, r.tgt_id) for r in rows] == [(p["problem_id"], p["src_id"], p["tgt_id"])
                                                                  for p in plain]

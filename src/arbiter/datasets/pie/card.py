@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from arbiter.datasets.pie.decode import decode_case_ids, decode_ticks
-from arbiter.datasets.pie.errors import PieRowError, RowError, _id_or_none, _row_label
+from arbiter.datasets.pie.errors import PieRowError, RowIssues, id_or_none, row_label
 from arbiter.datasets.pie.rows import PIE_RELEASE_LACKS, PieBysrcRow, PiePair, PieRow, parse_row
 
 
@@ -76,12 +76,12 @@ class _Columns:
         self.row = row
         self.is_mapping = isinstance(row, Mapping)
         self.pairs = isinstance(row, PieRow) or (self.is_mapping and "tgt_id" in row)
-        self.label = (_row_label(None, _id_or_none(row, "problem_id"), _id_or_none(row, "src_id"))
+        self.label = (row_label(None, id_or_none(row, "problem_id"), id_or_none(row, "src_id"))
                       if self.is_mapping else row.label())
 
     def _fail(self, column: str, message: str) -> PieRowError:
         raw = self.row
-        return PieRowError(RowError(None, _id_or_none(raw, "problem_id"), _id_or_none(raw, "src_id"),
+        return PieRowError(RowIssues(None, id_or_none(raw, "problem_id"), id_or_none(raw, "src_id"),
                                     ((column, message),)))
 
     def _cell(self, column: str) -> Any:
