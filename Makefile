@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3 >/dev/null 2>&1 && python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
 VENV := .venv
 VPY := $(VENV)/bin/python
-APT_PACKAGES := g++ bubblewrap valgrind python3 python3-venv python3-numpy python3-sortedcontainers
+APT_PACKAGES := g++ bubblewrap valgrind python3 python3-venv python3-numpy python3-sortedcontainers libicu-dev pkg-config
 SYSDEPS_STAMP := $(VENV)/.sysdeps-ok
 INSTALL_STAMP := $(VENV)/.installed
 
@@ -20,6 +20,7 @@ $(SYSDEPS_STAMP):
 	command -v valgrind >/dev/null || missing="$$missing valgrind"; \
 	command -v python3 >/dev/null || missing="$$missing python3"; \
 	[ -x /usr/bin/python3 ] || missing="$$missing python3(debian)"; \
+	pkg-config --exists icu-uc 2>/dev/null || missing="$$missing libicu-dev pkg-config"; \
 	/usr/bin/python3 -c 'import numpy, sortedcontainers' 2>/dev/null || missing="$$missing python3-numpy python3-sortedcontainers"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

@@ -43,6 +43,12 @@ SHAPES = {
     "reasoning: ~~~ (refused)": lambda n: answer("int main(){}", fill("~~", n) + "~"),
     "many lone CR (refused)": lambda n: answer(fill("a\r", n)),
     "many bidi (refused)": lambda n: answer(fill("\u202e", n)),
+    "code: raw-string openers": lambda n: answer(fill('R"', n)),
+    "code: unclosed quotes": lambda n: answer(fill("'", n)),
+    "code: spliced comments (refused)": lambda n: answer(fill("//\\\n", n)),
+    "code: ) and delimiters": lambda n: answer('R"x(' + fill(')"x', n)),
+    "code: Cyrillic identifiers": lambda n: answer(fill("\u0441\u0447\u0451\u0442 ", n)),
+    "code: look-alike names (refused)": lambda n: answer(fill("\u0430b ab ", n)),
 }
 
 

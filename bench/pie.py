@@ -6,7 +6,9 @@ For 1, 5, 20 and 50 cases it runs, end to end as a pipeline would (fresh sandbox
 - ``native``  — each program once per case in its own sandbox (what the judge's correctness pass costs);
 - ``instr``   — :func:`arbiter.timing.measure.compare` with ``method="instructions"`` (one valgrind run per
   case and program, valgrind start-up included);
-- ``cycles``  — last: the cost ratio cycles / instructions per case (cache and branch simulation on);
+- ``cycles``  — last: the cost ratio cycles / instructions per case (cache and branch simulation on), then what
+  one reward-shaped measurement in cycles (the default measure) costs: the candidate's cases on one core against
+  spread over every core, and the source measured once, then taken from the count cache;
 - ``wall``    — ``compare(method="wall")`` with PIE's sample schedule shrunk to 1 warm-up + 5 repeats, ABBA
   (headline on the CPU clock, wall clock alongside).
 
@@ -20,6 +22,7 @@ Usage: ``.venv/bin/python bench/pie.py [--sizes 1,5,20,50] [--reps 3]``.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -28,7 +31,8 @@ from pathlib import Path
 from arbiter.languages.cpp.compile import CompileSpec, compile_cpp
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import Sandbox
-from arbiter.timing.measure import Program, compare, startup_floor
+from arbiter.timing.count_cache import CountCache
+from arbiter.timing.measure import MeasuredProgram, compare, startup_floor
 from arbiter.timing.cycles import DEFAULT_MODEL
 from arbiter.timing.instructions import find_valgrind, measure_instructions
 from arbiter.timing.wallclock import core_lease
@@ -39,11 +43,11 @@ SPEC = CompileSpec(command="g++ -std=gnu++17 -O3 main.cpp -o main")
 STATIC = CompileSpec(command="g++ -std=gnu++17 -O3 -static main.cpp -o main")
 
 
-def build(path: Path, name: str) -> Program:
+def build(path: Path, name: str) -> MeasuredProgram:
     result = compile_cpp(path.read_text(), SPEC)
     if not result.ok:
         sys.exit(f"compile of {path} failed: {result.message}")
-    return Program.of(result, name)
+    return MeasuredProgram.of(result, name)
 
 
 def load_cases() -> list[tuple[str, bytes, bytes]]:
@@ -56,7 +60,7 @@ def load_cases() -> list[tuple[str, bytes, bytes]]:
     return cases
 
 
-def native(a: Program, b: Program, cases, limits: Limits) -> None:
+def native(a: MeasuredProgram, b: MeasuredProgram, cases, limits: Limits) -> None:
     with core_lease():
         for prog in (a, b):
             with Sandbox(files={"main": prog.binary}, limits=limits) as sb:
@@ -136,7 +140,7 @@ def main() -> None:
     cycles_cost(slow, fast, all_cases[:max(sizes)], limits, vg)
 
 
-def cycles_cost(slow: Program, fast: Program, cases, limits: Limits, vg) -> None:
+def cycles_cost(slow: MeasuredProgram, fast: MeasuredProgram, cases, limits: Limits, vg) -> None:
     """The cost ratio cycles / instructions per case (same programs, same cases, one valgrind run each)."""
     print(f"\ncost of the cycles measure (cache + branch simulation) per case, {len(cases)} cases per program:")
     print(f"{'program':>8} {'instr ms/case':>13} {'cycles ms/case':>14} {'ratio':>6} {'same Ir':>7}")
@@ -151,6 +155,31 @@ def cycles_cost(slow: Program, fast: Program, cases, limits: Limits, vg) -> None
     cc = compare(slow, fast, cases, "cycles", limits=limits, valgrind=vg)
     print(f"speedup at {len(cases)} cases: instructions {ci.speedup:.2f}, cycles ({DEFAULT_MODEL.name}) "
           f"{cc.speedup:.2f}")
+    reward_cost(slow, fast, cases[:10], limits, vg)
+
+
+def reward_cost(slow: MeasuredProgram, fast: MeasuredProgram, cases, limits: Limits, vg) -> None:
+    """One reward in cycles: the candidate's cases on one core vs spread over the cores; the source measured once
+    and then reused from the count cache (what a batch of candidates for one source pays)."""
+    meter = vg.with_cycles(DEFAULT_MODEL)
+    cores = len(os.sched_getaffinity(0))
+    t = {}
+    for workers in (1, cores):
+        t0 = time.perf_counter()
+        run = measure_instructions(fast.binary, cases, limits=limits, valgrind=meter, workers=workers)
+        t[workers] = time.perf_counter() - t0
+        assert run.ok
+    cache = CountCache()
+    t0 = time.perf_counter()
+    first = compare(slow, fast, cases, "cycles", limits=limits, valgrind=vg, baseline_cache=cache)
+    t_first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    again = compare(slow, fast, cases, "cycles", limits=limits, valgrind=vg, baseline_cache=cache)
+    t_again = time.perf_counter() - t0
+    assert first.speedup == again.speedup and again.extra["baseline_cache_hits"] == len(cases)
+    print(f"\none reward in cycles, {len(cases)} cases: candidate on 1 core {t[1]:.2f}s, on {cores} cores "
+          f"{t[cores]:.2f}s ({t[1] / t[cores]:.2f}x); source + candidate {t_first:.2f}s, then with the source's "
+          f"counts cached {t_again:.2f}s ({t_first / t_again:.2f}x)")
 
 
 if __name__ == "__main__":

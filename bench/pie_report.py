@@ -21,12 +21,15 @@ src, ``memory_baseline_source_code`` = candidate) with their Codeforces tests (c
   start included, as SOURCES.md §1 sums it) and SOURCES.md §1's own ratio where listed;
 - Spearman correlations (ties averaged) and the pairs whose speedups disagree in direction (reversals).
 
-Part ``cycles`` (``bench/pie_cycles.py``) — every measure (instructions, cycle models, native CPU time) side by
-side against PIE's published speedups on the Part 1 pairs: Spearman, log-Pearson, median ratio, order reversals;
-then the memory-bound example.
+Part ``cycles`` (``bench/pie_cycles.py``) — every measure (instructions, the previous and the default cycle model)
+side by side against PIE's published speedups on every val.jsonl pair (``--cycles-per-problem``), tune and
+held-out problems apart: Spearman, Kendall, log-Pearson, median ratio, Spearman inside / outside the start-up
+cluster, without and with the card's wall; then the memory-bound example. Counts are cached on disk
+(``$ARBITER_CACHE_DIR/bench_pie_cycles``): a rerun measures only what is new.
 
 Usage: ``.venv/bin/python bench/pie_report.py [--part 1|2|cycles|all] [--rows 84,91] [--json out.json]``.
-Takes ~10-20 min on a busy 2-core machine (valgrind on the heavy Codeforces cases dominates).
+Parts 1 and 2 take ~10-20 min on a busy 2-core machine (valgrind on the heavy Codeforces cases dominates); part
+``cycles`` ~20 min the first time (about 390 programs, three meters), seconds from its cache.
 """
 
 from __future__ import annotations
@@ -68,10 +71,12 @@ def f(x, spec=".2f"):
 
 
 def sample_pairs(per_problem: int):
+    """Up to ``per_problem`` pairs per problem, the first in file order with distinct ``src_id``; every pair
+    when ``per_problem`` is 0."""
     by = defaultdict(list)
     for p in load_pie_pairs(VAL):
         seen = {q.src_id for q in by[p.problem_id]}
-        if len(by[p.problem_id]) < per_problem and p.src_id not in seen:
+        if per_problem == 0 or (len(by[p.problem_id]) < per_problem and p.src_id not in seen):
             by[p.problem_id].append(p)
     return by
 
@@ -94,7 +99,7 @@ def part1(args, cache) -> dict:
                                    checker=CheckerSpec("pie"), run_all=True, scoring="fraction", compile=spec))
                         for code in (p.src_code, p.tgt_code)]
             both = all(v.accepted for v in verdicts)
-            r = pie_reward(p, p.tgt_code, PUBLIC, cache=cache)
+            r = pie_reward(p, p.tgt_code, PUBLIC, method="instructions", cache=cache)
             w = pie_reward(p, p.tgt_code, PUBLIC, method="wall", repeats=args.repeats, cache=cache) if both else None
             n = len(r.cases) or 1
             rec = {"problem_id": problem, "src_id": p.src_id, "tgt_id": p.tgt_id, "cases": len(suite),
@@ -147,7 +152,7 @@ def part2(args, cache) -> dict:
         src = PieSource(problem_id=f"codescope-{rid}", src_id=f"{rid}:time_baseline",
                         src_code=row["time_baseline_source_code"], tgt_id=f"{rid}:memory_baseline")
         cand = row["memory_baseline_source_code"]
-        ri = pie_reward(src, cand, suite, checker="tokens", only_cases=chosen, cache=cache)
+        ri = pie_reward(src, cand, suite, checker="tokens", only_cases=chosen, method="instructions", cache=cache)
         rw = pie_reward(src, cand, suite, checker="tokens", only_cases=chosen, method="wall", repeats=args.repeats,
                         cache=cache)
         wall_x = (rw.comparison or {}).get("extra", {}).get("wall_speedup")
@@ -192,7 +197,8 @@ def part2(args, cache) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--part", default="all", choices=["1", "2", "cycles", "all"])
-    ap.add_argument("--per-problem", type=int, default=3)
+    ap.add_argument("--per-problem", type=int, default=3, help="part 1: pairs per problem")
+    ap.add_argument("--cycles-per-problem", type=int, default=0, help="part cycles: pairs per problem (0: all)")
     ap.add_argument("--rows", default="", help="CodeScope row ids, comma-separated (default: all GNU C++ rows)")
     ap.add_argument("--large", type=int, default=3)
     ap.add_argument("--small", type=int, default=2)
@@ -209,9 +215,10 @@ def main() -> None:
     if args.part in ("2", "all"):
         report["codescope"] = part2(args, cache)
     if args.part in ("cycles", "all"):
-        from pie_cycles import memory_bound_example, validation
+        from pie_cycles import fit_report, memory_bound_example, validation
 
-        report["cycles"] = validation(sample_pairs(args.per_problem), PUBLIC)
+        fit_report()
+        report["cycles"] = validation(sample_pairs(args.cycles_per_problem), PUBLIC)
         report["memory_bound"] = memory_bound_example()
     print(f"\ntotal {time.monotonic() - t0:.0f}s")
     if args.json:

@@ -1,30 +1,34 @@
-"""``arbiter serve`` throughput on loopback, side by side in one run (bench/data/codegen's real rows):
+"""``arbiter serve`` measured side by side in one run (bench/data/codegen's real rows), printing the
+machine's load average with every figure:
 
-1. ``/run_code (verl)``: verl 0.9.1's own sandbox_fusion ``check_correctness`` (loaded by path from the
-   installed ``verl``, else a copy of its request shape): for each response one POST per test case,
-   all cases of a response at once from a thread pool, ``--responses-at-once`` responses in flight,
-   one global semaphore of ``--max-concurrent`` (verl's default 64) requests;
-1b. ``/run_code (mixed)``: the same requests (first 10 cases per response) in order, 32 client threads;
-2. ``/v1/score``: one request per problem (all its responses), 2 x cores client threads;
-3. in-process ``compute_score_batch`` on the same responses.
+1. ``/run_code`` as verl sends it: verl 0.9.1's own sandbox_fusion ``check_correctness`` (loaded by
+   path from the verl venv), one POST per test case, all cases of a response at once, one semaphore
+   of ``--max-concurrent`` (verl's 64) and again of 2; against arbiter and, with ``--sandboxfusion
+   URL``, a real SandboxFusion server on the same requests (cases/s, ratio);
+2. per problem: arbiter's ``/v1/score`` (one request per problem) against verl's sandbox_fusion
+   reward scoring the same responses through SandboxFusion's ``/run_code`` (responses/s, ratio);
+3. the server's peak RSS (VmHWM) above idle under the attacks of issue items 1-3, sent 8 at once;
+4. two tenants (one judge each): the quiet tenant's p50 ``/run_code`` latency alone and while the
+   other floods TLEs.
 
-Each mode runs a fixed amount of work (``--cases`` /run_code requests, every response once for the
-other two) and stops after ``--seconds`` whatever happens. Printed: requests, cases, cases/s, p50/p99
-request latency, errors (must be 0), and the server's RSS at start and end.
-
-Usage: .venv/bin/python bench/serve.py [--cases 800] [--seconds 120] [--max-concurrent 64]
+SandboxFusion is not part of arbiter: run it yourself (its README: the official Docker image) on
+this machine and pass its URL. Usage:
+  .venv/bin/python bench/serve.py [--cases 800] [--sandboxfusion http://127.0.0.1:8080] [--skip verl,score,rss,tenants]
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
-import signal
-import socket
+import random
+import re
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -33,98 +37,77 @@ import httpx
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from score import cases_run, load_items, table  # noqa: E402  (bench/score.py: the same real data)
+from score import load_items, table  # noqa: E402  (bench/score.py: the same real data)
+
+ARBITER = Path(sys.executable).with_name("arbiter")
 
 
-def rss_mib(pid: int) -> float:
+def load() -> str:
+    return "load average %.1f %.1f %.1f" % os.getloadavg()
+
+
+def peak_rss_mib(pid: int, key: str = "VmHWM") -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(key + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
 
 
-def start_server() -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([str(Path(sys.executable).with_name("arbiter")), "serve", "--port", str(port),
-                             "--queue", "4096"])
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            httpx.get(url + "/metrics", timeout=5)
-            return proc, url
-        except httpx.TransportError:
-            time.sleep(0.1)
-    sys.exit("arbiter serve did not start")
+class Server:
+    """One ``arbiter serve`` on a free port (the start-up line says which)."""
 
-
-def run_code_requests(items, limit: int) -> list[dict]:
-    """verl's requests: the extracted program with one stdin case each (stdin rows only)."""
-    from arbiter.rewards.extract import extract_code
-
-    out = []
-    for _, solution, truth, _ in items:
-        code = extract_code(solution).code
-        cases = json.loads(truth)
-        if not code or not isinstance(cases, (dict, list)):
-            continue
-        if isinstance(cases, dict):
-            if cases.get("fn_name"):
-                continue
-            stdins = cases.get("inputs", [])
+    def __init__(self, *args: str):
+        self.proc = subprocess.Popen([str(ARBITER), "serve", "--port", "0", *args], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        for line in self.proc.stderr:
+            m = re.search(r"listening on (http://\S+)", line)
+            if m:
+                self.url = m.group(1)
+                break
         else:
-            if any(c.get("type") != "stdin_stdout" for c in cases):
-                continue
-            stdins = [c["input"] for c in cases]
-        out += [{"code": code, "language": "python", "stdin": s, "run_timeout": 10, "compile_timeout": 10,
-                 "memory_limit_MB": 1024} for s in stdins[:10]]  # verl scores the first 10 cases
-    return out[:limit]
+            sys.exit("arbiter serve did not start")
+        threading.Thread(target=lambda: [None for _ in self.proc.stderr], daemon=True).start()
+
+    def stop(self) -> int:
+        self.proc.terminate()
+        return self.proc.wait(timeout=180)
 
 
-def verl_check_correctness():
-    """verl's ``check_correctness`` (its module has no imports beyond ``requests``), or ``None``."""
+# ---- 1 and 2: verl's requests against arbiter and SandboxFusion -------------------------------
+def verl_module(name: str):
     import importlib.util
 
-    import os
-
-    roots = []
-    spec = importlib.util.find_spec("verl")
-    if spec is not None and spec.submodule_search_locations:
-        roots.append(Path(list(spec.submodule_search_locations)[0]))
     venv = Path(os.environ.get("ARBITER_VERL_VENV", Path.home() / ".cache" / "arbiter" / "verl-0.9.1"))
-    roots += sorted(venv.glob("lib/python3*/site-packages/verl"))  # the venv make test builds
-    paths = [r / "utils/reward_score/sandbox_fusion/utils.py" for r in roots]
-    paths = [p for p in paths if p.exists()]
-    if not paths:
-        return None
-    path = paths[0]
-    mod_spec = importlib.util.spec_from_file_location("verl_sandbox_fusion_utils", path)
-    mod = importlib.util.module_from_spec(mod_spec)
-    mod_spec.loader.exec_module(mod)
-    return mod.check_correctness
+    folders = sorted(venv.glob("lib/python3*/site-packages/verl/utils/reward_score/sandbox_fusion"))
+    if not folders:
+        sys.exit("bench/serve.py needs verl's sandbox_fusion module (scripts/verl_venv.sh)")
+    spec = importlib.util.spec_from_file_location(name, folders[0] / "__init__.py",
+                                                  submodule_search_locations=[str(folders[0])])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def in_outs(truth: str) -> dict | None:
+    """A row's stdin cases as verl's ``{"inputs", "outputs"}`` (``None``: function-call rows)."""
+    cases = json.loads(truth)
+    if isinstance(cases, list):
+        if not cases or any(c.get("type") != "stdin_stdout" for c in cases):
+            return None
+        cases = {"inputs": [c["input"] for c in cases], "outputs": [c["output"] for c in cases]}
+    return None if not cases or cases.get("fn_name") else cases
 
 
 def verl_jobs(items, limit: int) -> list[tuple[str, dict]]:
-    """``(program, in_outs)`` per response, as verl's sandbox_fusion reward builds them (every case
-    of the row; function-call rows keep ``fn_name``), until ``limit`` cases."""
+    """``(program, in_outs)`` per response as verl's reward builds them (stdin rows), until ``limit`` cases."""
     from arbiter.rewards.extract import extract_code
 
-    import random
-
     out, n = [], 0
-    for _, solution, truth, _ in random.Random(0).sample(items, len(items)):  # a mix of rows in any prefix
-        code, cases = extract_code(solution).code, json.loads(truth)
+    for _, solution, truth, _ in random.Random(0).sample(items, len(items)):
+        code, cases = extract_code(solution).code, in_outs(truth)
         if not code or not cases:
             continue
-        if isinstance(cases, list):  # arbiter's case list -> verl's in_outs (fn_name: one JSON argument a line)
-            fns = {c.get("fn_name") for c in cases if c.get("type") == "function_call"}
-            if len(fns) > 1 or (fns and len(fns) + sum(c.get("type") == "stdin_stdout" for c in cases) > 1):
-                continue
-            calls = [c for c in cases if c.get("type") == "function_call"]
-            cases = ({"fn_name": fns.pop(), "inputs": ["\n".join(json.dumps(a) for a in c["input"]) for c in calls],
-                      "outputs": [json.dumps(c["output"][0] if len(c["output"]) == 1 else c["output"]) for c in calls]}
-                     if fns else {"inputs": [c["input"] for c in cases], "outputs": [c["output"] for c in cases]})
         out.append((code, cases))
         n += len(cases["inputs"])
         if n >= limit:
@@ -132,130 +115,200 @@ def verl_jobs(items, limit: int) -> list[tuple[str, dict]]:
     return out
 
 
-def run_verl(url: str, jobs, at_once: int, max_concurrent: int, deadline: float):
+def run_verl(url: str, jobs, max_concurrent: int, at_once: int = 16) -> tuple[float, int, int, list]:
     """verl's reward path: ``at_once`` responses in flight, each sending all its cases at once."""
-    import threading
-
-    check = verl_check_correctness()
-    if check is None:
-        sys.exit("bench/serve.py needs verl's sandbox_fusion module: scripts/verl_venv.sh, or pip install verl==0.9.1 --no-deps")
+    sf = sys.modules.get("bench_verl_sf") or verl_module("bench_verl_sf")
     sem = threading.Semaphore(max_concurrent)
+    results: list = []
 
     def one(job):
         code, in_outs = job
-        results, meta = check(url + "/run_code", in_outs, code, timeout=10, memory_limit_mb=1024,
-                              language="python", concurrent_semaphore=sem)
-        bad = [m for r, m in zip(results, meta) if r == -1]  # -1: an API or sandbox error
-        if bad:
-            raise RuntimeError(f"verl saw an API error: {str(bad[0])[:150]}")
-        return results
-
-    with ThreadPoolExecutor(at_once) as pool:
-        return timed(pool, one, jobs, deadline)
-
-
-def timed(pool: ThreadPoolExecutor, fn, jobs, deadline: float):
-    """Run ``fn`` on every job; ``(results, latencies, errors, wall)``, stopping at ``deadline``."""
-    def one(job):
-        if time.monotonic() > deadline:
-            return None, 0.0, "deadline"
-        t = time.monotonic()
-        try:
-            return fn(job), time.monotonic() - t, ""
-        except Exception as exc:  # counted, printed
-            return None, time.monotonic() - t, f"{type(exc).__name__}: {exc}"[:200]
+        res, meta = sf.check_correctness(url + "/run_code", in_outs, code, timeout=10, memory_limit_mb=1024,
+                                               language="python", concurrent_semaphore=sem)
+        results.append((res, meta))
 
     t = time.monotonic()
-    done = list(pool.map(one, jobs))
-    return [d[0] for d in done], [d[1] for d in done if not d[2]], [d[2] for d in done if d[2]], time.monotonic() - t
+    with ThreadPoolExecutor(at_once) as pool:
+        list(pool.map(one, jobs))
+    wall = time.monotonic() - t
+    cases = sum(len(r) for r, _ in results)
+    errors = sum(1 for r, _ in results for x in r if x == -1)
+    return wall, cases, errors, results
 
 
-def row(name: str, requests: int, cases: int, wall: float, lat: list[float], errors: list[str]) -> list[str]:
-    lat = sorted(lat) or [0.0]
-    p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))]
-    return [name, str(requests), str(cases), f"{wall:.2f}", f"{cases / wall:.1f}", f"{statistics.median(lat):.3f}",
-            f"{p99:.3f}", str(len(errors))]
+def bench_run_code(arbiter_url: str, sf_url: str | None, items, limit: int) -> list[list[str]]:
+    jobs = verl_jobs(items, limit)
+    rows = []
+    for conc in (64, 2):
+        for name, url in (("arbiter", arbiter_url), ("SandboxFusion", sf_url)):
+            if url is None:
+                continue
+            run_verl(url, jobs[:2], conc)  # warm-up
+            wall, cases, errors, _ = run_verl(url, jobs, conc)
+            rows.append([f"/run_code verl, max_concurrent {conc}", name, str(cases), f"{wall:.1f}",
+                         f"{cases / wall:.1f}", str(errors), load()])
+    return rows
+
+
+def bench_score(arbiter_url: str, sf_url: str | None, items, problems: int) -> list[list[str]]:
+    by_problem: dict[str, list] = {}
+    for it in items:
+        if in_outs(it[2]) is None:
+            continue
+        by_problem.setdefault(f"{it[0]}:{it[3]['index']}", []).append(it)
+    groups = list(by_problem.values())[:problems]
+    n = sum(len(g) for g in groups)
+    rows = []
+    http = httpx.Client(timeout=600)
+
+    def ours(group):
+        body = {"items": [dict(zip(("data_source", "solution_str", "ground_truth", "extra_info"), it)) for it in group],
+                "options": {"parity": "prime_code"}}
+        r = http.post(arbiter_url + "/v1/score", json=body)
+        assert r.status_code == 200, r.text[:200]
+        return [x.get("score") for x in r.json()["results"]]
+
+    t = time.monotonic()
+    with ThreadPoolExecutor(4) as pool:
+        mine = list(pool.map(ours, groups))
+    wall = time.monotonic() - t
+    rows.append(["per problem: /v1/score, one request a problem", "arbiter", str(n), f"{wall:.1f}",
+                 f"{n / wall:.2f} responses/s", "0", load()])
+    if sf_url is not None:
+        sf = sys.modules.get("bench_verl_sf") or verl_module("bench_verl_sf")
+        sem = threading.Semaphore(64)
+
+        def theirs(group):
+            return [sf.compute_score(sf_url + "/run_code", sem, 1024, it[1], in_outs(it[2]), continuous=True)[0]
+                    for it in group]
+
+        t = time.monotonic()
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(theirs, groups))
+        wall_sf = time.monotonic() - t
+        rows.append(["per problem: verl sandbox_fusion reward", "SandboxFusion", str(n), f"{wall_sf:.1f}",
+                     f"{n / wall_sf:.2f} responses/s", "-", load()])
+    return rows
+
+
+# ---- 3: peak RSS under the attacks of items 1-3 ----------------------------------------------
+def attacks() -> list[tuple[str, str | bytes]]:
+    big = base64.b64encode(os.urandom(40 << 20)).decode()  # a 40 MiB file, 53 MiB as base64
+    spellings = ["big.bin"] + ["./" * k + "big.bin" for k in range(1, 40)]
+    deep = "[" * 100_000 + "]" * 100_000
+    return [
+        ("/run_code", json.dumps({"code": "print(1)", "language": "python", "files": {"big.bin": big},
+                                  "fetch_files": spellings})),
+        ("/run_code", json.dumps({"code": "import sys\nsys.stdout.buffer.write(b'\\x01' * (60 << 20))",
+                                  "language": "python"})),
+        ("/run_code", json.dumps({"code": "import sys\nsys.stdout.write('x' * (60 << 20))", "language": "python"})),
+        ("/v1/score", json.dumps({"items": [{"data_source": "apps", "solution_str": "x", "ground_truth": "{}"}],
+                                  "options": {"time_limit": 86400, "memory_limit_mb": 1048576}})),
+        ("/run_code", deep), ("/v1/judge", deep),
+        ("/run_code", json.dumps({"code": "print(1)", "language": "python", "files": {"a\0b": "", "x" * 300: ""}})),
+        ("/run_code", json.dumps({"code": "print(1)", "language": "python"}).replace('print(1)', 'print(1)\\ud800')),
+    ]
+
+
+def bench_rss(rounds: int = 3, at_once: int = 8) -> list[list[str]]:
+    srv = Server()
+    try:
+        httpx.post(srv.url + "/run_code", json={"code": "print(1)", "language": "python"}, timeout=120)
+        idle = peak_rss_mib(srv.proc.pid, "VmRSS")
+        reqs = attacks() * rounds
+        statuses: dict[int, int] = {}
+
+        def send(req):
+            path, body = req
+            r = httpx.post(srv.url + path, content=body, headers={"Content-Type": "application/json"}, timeout=600)
+            statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+            return len(r.content)
+
+        t = time.monotonic()
+        with ThreadPoolExecutor(at_once) as pool:
+            largest = max(pool.map(send, reqs))
+        wall = time.monotonic() - t
+        peak = peak_rss_mib(srv.proc.pid)
+    finally:
+        srv.stop()
+    return [[f"attacks of items 1-3 ({len(reqs)} requests, {at_once} at once)", f"idle {idle:.0f} MiB",
+             f"peak {peak:.0f} MiB", f"+{peak - idle:.0f} MiB (target < 300)", f"largest answer {largest >> 20} MiB",
+             f"statuses {dict(sorted(statuses.items()))}", f"{wall:.0f} s", load()]]
+
+
+# ---- 4: two tenants, one flooding TLEs -------------------------------------------------------
+def bench_tenants(requests: int = 40, flood: int = 16) -> list[list[str]]:
+    tokens = Path(tempfile.mkdtemp()) / "tokens.txt"
+    tokens.write_text("quiet tok-quiet-0123456789 judges=1\nflood tok-flood-0123456789 judges=1\n")
+    srv = Server("--tokens", str(tokens))
+    quiet = {"Authorization": "Bearer tok-quiet-0123456789"}
+    loud = {"Authorization": "Bearer tok-flood-0123456789"}
+    short = [{"code": "import sys\nprint(sum(map(int, sys.stdin.read().split())))", "language": "python",
+              "stdin": " ".join(map(str, range(i, i + 100)))} for i in range(requests)]
+
+    def p50(headers) -> float:
+        lat = []
+        with httpx.Client(timeout=120, headers=headers) as c:
+            for body in short:
+                t = time.monotonic()
+                assert c.post(srv.url + "/run_code", json=body).status_code == 200
+                lat.append(time.monotonic() - t)
+        return statistics.median(lat)
+
+    try:
+        p50(quiet)  # warm-up
+        alone = p50(quiet)
+        stop = threading.Event()
+
+        def flooder():
+            with httpx.Client(timeout=120, headers=loud) as c:
+                while not stop.is_set():
+                    c.post(srv.url + "/run_code", json={"code": "while True: pass", "language": "python",
+                                                        "run_timeout": 2})
+
+        threads = [threading.Thread(target=flooder) for _ in range(flood)]
+        for t in threads:
+            t.start()
+        time.sleep(3)
+        flooded = p50(quiet)
+        stop.set()
+        for t in threads:
+            t.join()
+    finally:
+        srv.stop()
+    return [[f"quiet tenant p50, {requests} requests", f"alone {alone * 1000:.0f} ms",
+             f"while the other floods TLEs ({flood} at once) {flooded * 1000:.0f} ms",
+             f"ratio {flooded / alone:.2f} (target <= 2)", load()]]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cases", type=int, default=800)
-    ap.add_argument("--seconds", type=float, default=300.0)
-    ap.add_argument("--max-concurrent", type=int, default=64, help="verl's sandbox_fusion max_concurrent")
-    ap.add_argument("--responses-at-once", type=int, default=16)
-    ap.add_argument("--run-code-only", action="store_true", help="skip /v1/score and in-process")
+    ap.add_argument("--cases", type=int, default=800, help="/run_code cases per mode")
+    ap.add_argument("--problems", type=int, default=12, help="problems for the per-problem comparison")
+    ap.add_argument("--sandboxfusion", default=os.environ.get("SANDBOX_FUSION_URL"),
+                    help="a running SandboxFusion server's base URL")
+    ap.add_argument("--skip", default="", help="comma-separated: verl,score,rss,tenants")
     args = ap.parse_args()
-    from arbiter.judge.judge import default_workers
-    from arbiter.verl.reward import compute_score_batch
-
+    skip = set(filter(None, args.skip.split(",")))
     items, _, problems = load_items()
-    proc, url = start_server()
-    rows, errors_all = [], []
-    try:
-        rss_start = rss_mib(proc.pid)
-        http = httpx.Client(timeout=300)
-        reqs = run_code_requests(items, args.cases)
-        http.post(url + "/run_code", json=reqs[0])  # warm-up: imports, first sandbox
-        jobs = verl_jobs(items, args.cases)
-        res, lat, errs, wall = run_verl(url, jobs, args.responses_at_once, args.max_concurrent,
-                                        time.monotonic() + args.seconds)
-        rows.append(row(f"/run_code (verl, {args.max_concurrent} at once)", sum(len(j[1]["inputs"]) for j in jobs),
-                        sum(len(r) for r in res if r), wall, lat, errs))
-        errors_all += errs
-        with ThreadPoolExecutor(32) as pool:
-            def rc(req):
-                r = http.post(url + "/run_code", json=req)
-                if r.status_code != 200:
-                    raise RuntimeError(f"HTTP {r.status_code}: {r.text[:100]}")
-                return r.json()
-
-            res, lat, errs, wall = timed(pool, rc, reqs, time.monotonic() + args.seconds)
-        rows.append(row("/run_code (mixed, 32 threads)", len(reqs), sum(1 for r in res if r), wall, lat, errs))
-        errors_all += errs
-        if args.run_code_only:
-            print(table(["mode", "requests", "cases", "wall s", "cases/s", "p50 s", "p99 s", "errors"], rows),
-                  f"\nload average {os.getloadavg()[0]:.1f}", sorted(set(errors_all))[:3])
-            return
-        by_problem: dict[str, list] = {}
-        for it in items:
-            by_problem.setdefault(f"{it[0]}:{it[3]['index']}", []).append(it)
-        groups = list(by_problem.values())
-        starts = [sum(len(g) for g in groups[:i]) for i in range(len(groups))]
-        t = time.monotonic()
-        local = compute_score_batch(*map(list, zip(*[it for g in groups for it in g])))
-        wall = time.monotonic() - t
-        local_row = row("in-process compute_score_batch", 1, sum(map(cases_run, local)), wall, [wall], [])
-        with ThreadPoolExecutor(2 * default_workers()) as pool:
-            def sc(group):
-                body = {"items": [dict(zip(("data_source", "solution_str", "ground_truth", "extra_info"), it))
-                                  for it in group]}
-                r = http.post(url + "/v1/score", json=body)
-                if r.status_code != 200 or any("error" in x for x in r.json()["results"]):
-                    raise RuntimeError(f"HTTP {r.status_code}: {r.text[:100]}")
-                return r.json()["results"]
-
-            res, lat, errs, wall = timed(pool, sc, groups, time.monotonic() + args.seconds)
-        served = [x for group in res if group for x in group]
-        rows.append(row("/v1/score (problem/request)", len(by_problem), sum(map(cases_run, served)), wall, lat, errs))
-        errors_all += errs
-        rss_end = rss_mib(proc.pid)
-        rows.append(local_row)
-        local_by = [local[i:i + len(g)] for i, g in zip(starts, groups)]
-        same = sum(1 for got, want in zip(res, local_by) if got is not None
-                   for a, b in zip(got, want) if (a["verdict"], a["score"]) == (b["verdict"], b["score"]))
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=120)
-    print(f"== arbiter serve on loopback ({problems} problems, {len(items)} responses, {default_workers()} cores, "
-          f"load average {os.getloadavg()[0]:.1f})")
-    print(table(["mode", "requests", "cases", "wall s", "cases/s", "p50 s", "p99 s", "errors"], rows))
-    v1, local_rate = float(rows[2][4]), float(rows[3][4])  # in-process ran just before /v1/score
-    print(f"/v1/score vs in-process: {v1 / local_rate:.2f}x (target >= 0.90); /run_code (verl) {rows[0][4]} cases/s "
-          f"(target >= 132 on 2 cores); server RSS {rss_start:.0f} MiB at start, {rss_end:.0f} MiB at end; "
-          f"same verdicts /v1/score vs in-process: {same}/{len(local)}; server exit status {proc.returncode}")
-    if errors_all:
-        print("errors:", sorted(set(errors_all))[:5])
-        sys.exit(1)
+    sf = args.sandboxfusion.rstrip("/") if args.sandboxfusion else None
+    print(f"== arbiter serve, side by side ({problems} problems, {len(items)} responses; {load()})", flush=True)
+    if not {"verl", "score"} <= skip:
+        srv = Server()
+        try:
+            rows = [] if "verl" in skip else bench_run_code(srv.url, sf, items, args.cases)
+            rows += [] if "score" in skip else bench_score(srv.url, sf, items, args.problems)
+        finally:
+            srv.stop()
+        print(table(["mode", "server", "cases/responses", "wall s", "rate", "API errors", "load"], rows))
+        for i in range(0, len(rows) - 1, 2):
+            if sf and rows[i + 1][1] == "SandboxFusion":
+                a, b = float(rows[i][4].split()[0]), float(rows[i + 1][4].split()[0])
+                print(f"{rows[i][0]}: arbiter / SandboxFusion = {a / b:.2f}x (target >= 4)")
+    if "rss" not in skip:
+        print(table(["attack", "idle", "peak", "above idle", "largest", "statuses", "wall", "load"], bench_rss()))
+    if "tenants" not in skip:
+        print(table(["two tenants", "alone", "flooded", "ratio", "load"], bench_tenants()))
 
 
 if __name__ == "__main__":

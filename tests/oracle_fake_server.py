@@ -18,11 +18,20 @@ status returned, the messages). With ``api_key`` set, a request without ``Author
 servers without ``n`` do. ``models`` are the names ``GET /v1/models`` lists; a script with ``model`` set
 answers only requests for that model (two "models" on one server). ``fail_every=k`` fails every k-th
 request of a script (after ``fail_first``) with ``fail_status``: a server that fails some of the time.
+
+A hostile or broken server: ``raw(n, k)`` makes the script answer request ``k`` (1-based) with its own body
+instead of a completion, for the first ``raw_first`` requests (0: all): bytes, or an iterable of byte chunks
+streamed as they come (:func:`completion_bytes` builds a completion with any choices, lone surrogates kept as
+``\\u`` escapes; :func:`endless`, :func:`huge_choices` stream bodies that never end or are huge, each bounded
+so the server stops by itself). ``drip`` seconds between single bytes sends the body one byte at a time.
+:attr:`FakeOpenAIServer.sent` holds ``[script name, body bytes]`` of each streamed answer: what got out before
+the client hung up.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
@@ -31,7 +40,7 @@ from typing import Any, Callable, Sequence
 
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 
 @dataclass
@@ -49,6 +58,9 @@ class Script:
     choices_cap: int | None = None
     model: str | None = None
     fail_every: int = 0
+    raw: Callable[[int, int], Any] | None = None
+    raw_first: int = 0
+    drip: float = 0.0
     # counters (mutated by the server)
     requests: int = 0
     served: int = 0
@@ -59,6 +71,47 @@ class Script:
         if callable(self.match):
             return bool(self.match(messages))
         return any(self.match in str(m.get("content", "")) for m in messages)
+
+
+def completion_bytes(choices: Any, usage: Any = None) -> bytes:
+    """A chat-completion body with exactly these ``choices`` (any JSON value: the server's own mistakes kept);
+    strings holding lone surrogates are written as ``\\ud800`` escapes, as a JSON encoder that does not check
+    them would."""
+    return json.dumps({"id": "chatcmpl-raw", "object": "chat.completion", "created": 0, "model": "fake-model",
+                       "choices": choices, "usage": usage}, ensure_ascii=True).encode()
+
+
+def choice(i: Any, content: Any, finish: Any = "stop") -> dict[str, Any]:
+    return {"index": i, "message": {"role": "assistant", "content": content}, "finish_reason": finish}
+
+
+def endless(chunk: int = 1 << 16, limit_seconds: float = 120.0):
+    """A body that never ends (the server stops after ``limit_seconds`` whatever the client does)."""
+    def make(n: int, k: int):
+        async def gen():
+            yield b'{"choices": [{"index": 0, "message": {"content": "'
+            end = time.monotonic() + limit_seconds
+            block = b"a" * chunk
+            while time.monotonic() < end:
+                yield block
+                await asyncio.sleep(0)
+        return gen()
+    return make
+
+
+def huge_choices(mb_each: int = 100):
+    """``n`` choices of ``mb_each`` MB each, streamed (never held whole by the server)."""
+    def make(n: int, k: int):
+        def gen():
+            yield b'{"object": "chat.completion", "choices": ['
+            for i in range(n):
+                yield (b"," if i else b"") + b'{"index": %d, "finish_reason": "length", "message": {"content": "' % i
+                for _ in range(mb_each):
+                    yield b"x" * (1 << 20)
+                yield b'"}}'
+            yield b"]}"
+        return gen()
+    return make
 
 
 @dataclass
@@ -86,6 +139,7 @@ class FakeOpenAIServer:
         self.supports_n = supports_n
         self.max_n = max_n
         self.log: list[LogEntry] = []
+        self.sent: list[list] = []  # [script name, body bytes] of each streamed answer
         self.inflight = 0
         self.max_inflight = 0
         self._lock = threading.Lock()
@@ -158,6 +212,8 @@ class FakeOpenAIServer:
                     entry.status = status
                     headers = {"retry-after": str(script.retry_after)} if script.retry_after is not None else None
                     return self._error(status, f"injected failure {k}/{script.fail_first}", headers)
+                if script.raw is not None and (not script.raw_first or k <= script.raw_first):
+                    return self._raw(script.name, script.raw(n, k), script.drip)
                 choices = []
                 with self._lock:
                     for i in range(n if script.choices_cap is None else min(n, script.choices_cap)):
@@ -180,6 +236,31 @@ class FakeOpenAIServer:
                     self.inflight -= 1
 
         return app
+
+    def _raw(self, name: str, body: Any, drip: float) -> Response:
+        """``body`` as it is (bytes), dripped one byte every ``drip`` seconds, or streamed (chunks)."""
+        if isinstance(body, bytes) and not drip:
+            return Response(body, media_type="application/json")
+        entry = [name, 0]
+        self.sent.append(entry)
+
+        async def stream():
+            if isinstance(body, bytes):
+                for i in range(len(body)):
+                    yield body[i:i + 1]
+                    entry[1] += 1
+                    await asyncio.sleep(drip)
+            elif hasattr(body, "__aiter__"):
+                async for chunk in body:
+                    yield chunk
+                    entry[1] += len(chunk)
+            else:
+                for chunk in body:
+                    yield chunk
+                    entry[1] += len(chunk)
+                    await asyncio.sleep(0)
+
+        return StreamingResponse(stream(), media_type="application/json")
 
     # ---------------------------------------------------------------------------------------------
 

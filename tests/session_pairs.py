@@ -21,7 +21,7 @@ from arbiter.sandbox.limits import MiB, Limits
 #: "print 2n": several cases, so stashes of one case could serve the others too.
 DOUBLING = TestSuite(tuple(StdioCase(f"n{n}", b"%d\n" % n, (b"%d\n" % (2 * n),))
                            for n in (21, 5, 1234, 77)))
-#: One case (counter stashes count from the sandbox's start: one stash, one read).
+#: One case (a counter holds one answer).
 DOUBLING_ONE = TestSuite((StdioCase("n21", b"21\n", (b"42\n",)),))
 
 #: Stashes each answer byte as a loopback TCP connection left in TIME_WAIT (60 s, no process
@@ -69,8 +69,23 @@ except OSError:
 sys.stdout.buffer.write(bytes(found[i] for i in sorted(found)) or b"0\n")
 """
 
-#: Stashes its answer (< 256) as that many UDP datagrams on loopback: /proc/net/snmp's Udp
-#: counters and /proc/net/dev's lo packet counts move by that much.
+#: Reads a counter of the network namespace: Udp OutDatagrams of /proc/net/snmp, or the packets
+#: lo received (/proc/net/dev).
+SNMP_COUNTER = r"""
+def counter():
+    rows = [l.split() for l in open("/proc/net/snmp") if l.startswith("Udp:")]
+    return int(dict(zip(rows[0][1:], rows[1][1:]))["OutDatagrams"])
+"""
+DEV_COUNTER = r"""
+def counter():
+    for line in open("/proc/net/dev"):
+        name, _, rest = line.partition(":")
+        if name.strip() == "lo":
+            return int(rest.split()[1])
+"""
+
+#: Stashes its answer (< 256) in the counter: sends UDP datagrams on loopback until the counter
+#: is the answer modulo 256 (whatever it was before).
 COUNTER_STASHER = r"""
 import socket, sys
 answer = 2 * int(sys.stdin.read())
@@ -79,25 +94,16 @@ sys.stdout.flush()
 try:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind(("127.0.0.1", 0))
-    for _ in range(answer):
+    for _ in range((answer - counter()) % 256):
         s.sendto(b"x", s.getsockname())
         s.recv(1)
 except OSError:
     pass
 """
 
-#: Prints the Udp OutDatagrams counter of /proc/net/snmp.
-SNMP_COPIER = r"""
-rows = [l.split() for l in open("/proc/net/snmp") if l.startswith("Udp:")]
-print(int(dict(zip(rows[0][1:], rows[1][1:]))["OutDatagrams"]))
-"""
-
-#: Prints the received-packets count of lo in /proc/net/dev.
-DEV_COPIER = r"""
-for line in open("/proc/net/dev"):
-    name, _, rest = line.partition(":")
-    if name.strip() == "lo":
-        print(int(rest.split()[1]))
+#: Prints the counter modulo 256.
+COUNTER_COPIER = r"""
+print(counter() % 256)
 """
 
 #: Binds an abstract unix socket named after its answer and leaves a child holding it.
@@ -150,8 +156,8 @@ else:
 #: Name -> (stasher, copier, suite).
 PAIRS = {
     "tcp_time_wait": (TCP_STASHER, TCP_COPIER, DOUBLING),
-    "udp_snmp_counters": (COUNTER_STASHER, SNMP_COPIER, DOUBLING_ONE),
-    "lo_dev_counters": (COUNTER_STASHER, DEV_COPIER, DOUBLING_ONE),
+    "udp_snmp_counters": (SNMP_COUNTER + COUNTER_STASHER, SNMP_COUNTER + COUNTER_COPIER, DOUBLING_ONE),
+    "lo_dev_counters": (DEV_COUNTER + COUNTER_STASHER, DEV_COUNTER + COUNTER_COPIER, DOUBLING_ONE),
     "abstract_unix_socket": (ABSTRACT_STASHER, ABSTRACT_COPIER, DOUBLING_ONE),
     "hostname": (UTS_STASHER, UTS_COPIER, DOUBLING_ONE),
 }
@@ -250,6 +256,43 @@ def memory_task(*cases: StdioCase) -> Task:
     :data:`NEAR`), every case run."""
     return Task("cpp", CACHE_THEN_HOG, TestSuite(cases), limits=MEMORY_LIMITS, compile=CPP_COMPILE,
                 run_all=True)
+
+
+#: Python forms for ``arbiter score`` (Python responses only): both print 2n. The filler first
+#: drops ~380 MB of /usr files from the page cache and reads them back; the hog touches 590 MB
+#: (over a 512 MiB limit: MLE, score 0, whatever ran before it). (380 MB read: the filler stays
+#: under the limit itself.)
+PY_CACHE_FILLER = r"""
+import os
+n = int(input())
+print(2 * n, flush=True)
+total = 0
+for top in ("/usr/lib", "/usr/share"):
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in filenames:
+            if total > 380 << 20:
+                break
+            try:
+                fd = os.open(os.path.join(dirpath, name), os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            try:
+                if os.fstat(fd).st_size >= 64 << 10:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                    while True:
+                        chunk = os.read(fd, 1 << 20)
+                        if not chunk:
+                            break
+                        total += len(chunk)
+            finally:
+                os.close(fd)
+"""
+
+PY_HOG = r"""
+n = int(input())
+block = b"x" * (590 << 20)
+print(2 * n + block.count(b"y"))
+"""
 
 
 # ---- concurrent exec ----------------------------------------------------------------------------

@@ -27,8 +27,6 @@ MAX_MODULE_DOCSTRING_LINES = 15  # the long story lives in docs/
 # Parts allowed to start processes; everything above reaches programs through the judge.
 PROCESS_PARTS = {"sandbox", "languages", "timing", "judge"}
 PROCESS_CALLS = re.compile(r"\b(subprocess|os\.fork|os\.exec\w*|os\.spawn\w*|Popen|Sandbox\()")
-# Names that start processes: above the judge they may not even be imported (build through arbiter.judge.build).
-PROCESS_STARTERS = {"Sandbox", "compile_cpp", "compile_program", "subprocess", "Popen"}
 LANGUAGE_BRANCH = re.compile(r"""(language|lang)\s*(==|!=)|==\s*["'](python|cpp|c)["']|["'](python|cpp)["']\s*==""")
 
 
@@ -94,14 +92,51 @@ def test_no_process_is_started_above_the_judge():
     assert offenders == []
 
 
-def test_no_process_starter_is_imported_above_the_judge():
+def test_sandboxes_are_constructed_only_below_the_judge():
+    """``Sandbox(...)`` only in sandbox/, languages/, timing/ and judge/: everything above reaches
+    programs through the judge (or the warm pool the judge asks)."""
     offenders = []
     for p in _modules():
         if _part(p) in PROCESS_PARTS or not _part(p):
             continue
         for node in ast.walk(ast.parse(p.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, (ast.Import, ast.ImportFrom)) else []
-            offenders += [f"{p.relative_to(SRC)}:{node.lineno}: {n}" for n in names if n in PROCESS_STARTERS]
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+                if name == "Sandbox":
+                    offenders.append(f"{p.relative_to(SRC)}:{node.lineno}")
+    assert offenders == []
+
+
+def test_no_two_public_classes_share_a_name():
+    """A class name says which concept it is, wherever it is imported from."""
+    seen: dict[str, list[str]] = {}
+    for p in _modules():
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                seen.setdefault(node.name, []).append(str(p.relative_to(SRC)))
+    assert {name: where for name, where in seen.items() if len(where) > 1} == {}
+
+
+def test_no_private_name_is_imported_from_another_module():
+    """A name with a leading underscore belongs to its module: what another module needs is public."""
+    offenders = [
+        f"{p.relative_to(SRC)}:{node.lineno}: {node.module}.{a.name}"
+        for p in _modules() for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("arbiter")
+        for a in node.names if a.name.startswith("_") and not a.name.startswith("__")
+    ]
+    assert offenders == []
+
+
+def test_no_class_is_built_from_mixins():
+    """One concept a class, composed rather than cut into mixins (docs/sandbox.md, "Files")."""
+    offenders = [
+        f"{p.relative_to(SRC)}:{node.lineno}: {node.name}"
+        for p in _modules() for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, ast.ClassDef) and (node.name.endswith("Mixin") or any(
+            (b.id if isinstance(b, ast.Name) else getattr(b, "attr", "")).endswith("Mixin") for b in node.bases))
+    ]
     assert offenders == []
 
 

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ARBITER = Path(sys.executable).with_name("arbiter")
 
 
@@ -134,17 +136,25 @@ def test_judge_command_bad_options_exit_2_naming_the_option(tmp_path):
     assert r.returncode == 0 and json.loads(r.stdout)["outcome"] == "AC", r.stdout + r.stderr
 
 
-def test_judge_command_output_that_cannot_be_written_is_status_120_never_a_verdict(tmp_path):
-    # as the interpreter's own exit: a full disk under --json must not read as a rejection (1)
+@pytest.mark.parametrize("cases", [1, 300])
+@pytest.mark.parametrize("as_json", [True, False])
+@pytest.mark.parametrize("program", ["wrong", "right"])
+def test_judge_command_output_that_cannot_be_written_is_status_120_never_a_verdict(tmp_path, cases, as_json, program):
+    """A full disk must not read as a verdict: neither a rejection (1) nor, for an accepted program, a crash
+    with a traceback and 1. The table and --json, small output (flushed at exit) and a verdict larger than the
+    buffer (written while printing)."""
     import os
 
-    prog = tmp_path / "wrong.py"
-    prog.write_text("print(0)\n")
+    prog = tmp_path / "prog.py"
+    prog.write_text("print(input())\n" if program == "right" else "print(0)\n")
     tests = tmp_path / "tests.json"
-    tests.write_text(json.dumps([{"name": "a", "stdin": "", "stdout": "1\n"}]))
+    tests.write_text(json.dumps([{"name": f"c{i}", "stdin": f"{i + 1}\n", "stdout": f"{i + 1}\n"} for i in range(cases)]))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # (the flush at exit)
+    args = [str(ARBITER), "judge", str(prog), "--lang", "python", "--tests", str(tests), "--run-all"]
+    ok = subprocess.run(args + (["--json"] if as_json else []), capture_output=True, text=True, timeout=600, env=env)
+    assert ok.returncode == (0 if program == "right" else 1), ok.stderr
     with open("/dev/full", "w") as full:
-        r = subprocess.run([str(ARBITER), "judge", str(prog), "--lang", "python", "--tests", str(tests), "--json"],
-                           stdout=full, stderr=subprocess.PIPE, text=True, timeout=300, env=env)
+        r = subprocess.run(args + (["--json"] if as_json else []), stdout=full, stderr=subprocess.PIPE, text=True,
+                           timeout=600, env=env)
     assert r.returncode == 120, r.stderr
-    assert "could not be written" in r.stderr
+    assert "could not be written" in r.stderr and "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1

@@ -151,12 +151,15 @@ def test_generate_then_verify_keeps_the_fastest_full_mark_answer_per_task(tmp_pa
     assert "best answer per task" in p.stdout
 
 
-def test_generate_without_api_key_is_a_clear_error(tmp_path):
+def test_generate_checks_the_endpoint_first_and_needs_no_api_key(tmp_path):
+    """As ``arbiter sample``: the key is optional, and an endpoint that cannot be reached (or does not serve the
+    model) stops the run with exit 2 before anything is asked or written."""
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     p = subprocess.run([*ARBITER, "oracle", "generate", "--seeds", str(DATA / "seeds.jsonl"), "--out",
                         str(tmp_path / "g"), "--model", "m", "--base-url", "http://127.0.0.1:9/v1"],
                        capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
-    assert p.returncode == 2 and "OPENAI_API_KEY" in p.stdout
+    assert p.returncode == 2 and "cannot reach the endpoint" in p.stdout, p.stdout + p.stderr
+    assert not (tmp_path / "g" / "returns.jsonl").exists()
 
 
 def test_our_own_failure_is_reported_not_rejected_and_a_rerun_retries(tmp_path):
@@ -342,3 +345,12 @@ def test_verify_empty_returns_file_exits_2_naming_returns_but_binary_junk_is_rej
     rejected = [r for r in rows(out / "rejected.jsonl") if r.get("kind") == "return"]
     assert [r["line"] for r in rejected] == [1, 2, 3] and all(r["stage"] == "load" for r in rejected), rejected
     assert all(r["reasons"] and r["reasons"][0]["code"] in ("NOT_UTF8", "MALFORMED_JSON") for r in rejected)
+
+
+def test_help_names_the_default_measure_and_why():
+    """``--help`` of verify and generate says which measure the speed gate uses by default (cycles) and why."""
+    for cmd in ("verify", "generate"):
+        r = cli(cmd, "--help")
+        text = " ".join(r.stdout.replace("│", " ").split())
+        assert r.returncode == 0, r.stderr
+        assert "cycles (default)" in text and "gem5" in text and "[default: cycles]" in text, text

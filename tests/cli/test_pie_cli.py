@@ -100,6 +100,25 @@ def test_reward_transform_and_k_sampling_shared_per_source(data):
     assert any(x["reward"] == pytest.approx(0.0) for x in ac)  # SLOW against itself: log(1) = 0
 
 
+def test_reward_pie_floor_mean_says_how_failures_enter_it(data):
+    """pie_floor counts a failed candidate as 1.0 (PIE's gem5_eval.py): the summary's mean reward says so and
+    gives the mean over the correct candidates beside it (it read as a mean speedup of everything)."""
+    out = data["root"] / "out_floor"
+    r = cli("reward", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--candidates", str(data["cands"]),
+            "--out", str(out), "--transform", "pie_floor", "--no-progress")
+    assert r.returncode == 0, r.stdout + r.stderr
+    recs = [x for x in read_jsonl(out / "rewards.jsonl") if x["reward"] is not None]
+    ac, failed = [x for x in recs if x["outcome"] == "AC"], [x for x in recs if x["outcome"] != "AC"]
+    assert len(ac) == 2 and sorted(x["outcome"] for x in failed) == ["CE", "WA"]
+    assert all(x["reward"] == 1.0 for x in failed)
+    s = json.loads((out / "summary.json").read_text())
+    assert s["mean_reward"] == pytest.approx(sum(x["reward"] for x in recs) / 4)
+    assert (s["n_failed_scored"], s["failure_rewards"]) == (2, [1.0])
+    assert s["mean_reward_correct"] == pytest.approx(sum(x["reward"] for x in ac) / 2)
+    assert "of scored; 2 failed candidates in it at 1 each" in r.stdout
+    assert "mean reward of the correct (AC) only (2)" in r.stdout
+
+
 def test_reward_bad_arguments_exit_2(data):
     base = ["reward", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--out", str(data["root"] / "x")]
     r = cli(*base, "--candidates", str(data["root"] / "missing.jsonl"))
@@ -128,7 +147,7 @@ def test_eval_pie_metrics_with_measured_and_precomputed_programs(data):
     assert (m1["k"], m1["pct_correct"], m1["pct_opt"], m1["mean_speedup"]) == (1, 0.0, 0.0, 1.0)
     assert (m2["k"], m2["pct_correct"], m2["pct_opt"]) == (2, 100.0, 100.0)
     assert m2["mean_speedup"] == pytest.approx((s + 2.5) / 2)
-    assert rep["n_programs"] == 2 and rep["n_excluded"] == 0 and rep["method"] == "instructions"
+    assert rep["n_programs"] == 2 and rep["n_excluded"] == 0 and rep["method"] == "cycles"  # the default
     per = {p["id"]: p for p in rep["per_program"]}
     assert per[f"{P}/s1/t1@1"]["runtimes"][0] is None
     assert per[f"{P}/s1/t1@1"]["src_runtime"] == gen[1]["src_total"]
@@ -158,6 +177,7 @@ def test_reward_resume_into_a_folder_of_other_options_is_refused(data):
     for extra, named in ((["--transform", "log"], "option transform ('raw' -> 'log')"),
                          (["--checker", "exact"], "option checker"),
                          (["--k", "1"], "option k (-1 -> 1)"),
+                         (["--method", "instructions"], "option method ('cycles' -> 'instructions')"),
                          (["--cpu-seconds", "5"], "option limits")):
         r = cli(*base, "--rows", str(data["rows"]), *extra)
         text = " ".join(r.stdout.split())
@@ -170,6 +190,10 @@ def test_reward_resume_into_a_folder_of_other_options_is_refused(data):
     assert same.returncode == 0 and json.loads((out / "summary.json").read_text())["resumed"] == 1
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["options"]["transform"] == "raw" and cfg["rows"]["file_sha256"] and cfg["tests"]["files"] == 6
+    # the default measure and its cycle model are part of the run's identity (another model: another folder)
+    from arbiter.timing.cycles import DEFAULT_MODEL
+
+    assert cfg["options"]["method"] == "cycles" and cfg["options"]["cycle_model"] == DEFAULT_MODEL.identity()
 
 
 def test_reward_and_eval_out_pointing_to_a_file_exit_2(data):
@@ -293,7 +317,7 @@ def _has_avx512() -> bool:
 @pytest.mark.skipif(not _has_avx512(), reason="this CPU lacks avx512f/avx512bw/avx512vl")
 def test_summaries_name_the_unit_and_flag_fallback_rows(data):
     """An AVX-512 candidate is measured in wall/CPU seconds (valgrind cannot run it), an ordinary one in
-    instructions: the reward summary keeps the two apart and flags the seconds, the eval report and table flag the
+    cycles (the default): the reward summary keeps the two apart and flags the seconds, the eval report and table flag the
     program measured in another unit."""
     from test_pie_retime import FAST_AVX512
 
@@ -304,13 +328,14 @@ def test_summaries_name_the_unit_and_flag_fallback_rows(data):
             "--out", str(out), "--repeats", "3", "--no-progress")
     assert r.returncode == 0, r.stdout + r.stderr
     fast, avx = list(read_jsonl(out / "rewards.jsonl"))
-    assert (fast["outcome"], fast["unit"], avx["outcome"], avx["unit"]) == ("AC", "instructions", "AC", "seconds")
+    assert (fast["outcome"], fast["unit"], avx["outcome"], avx["unit"]) == ("AC", "cycles", "AC", "seconds")
     s = json.loads((out / "summary.json").read_text())
-    assert s["speedup_unit"] == "instructions" and s["speedup_units"] == {"instructions": 1, "seconds": 1}
+    kind = s["speedup_unit"]  # cycles of one model: cycles:<model>:<digest>
+    assert kind.startswith("cycles:gem5-skylake-se:") and s["speedup_units"] == {kind: 1, "seconds": 1}
     assert s["mean_speedup"] == pytest.approx(fast["speedup"]) and s["n_other_unit"] == 1
     assert s["speedups_by_unit"]["seconds"]["mean"] == pytest.approx(avx["speedup"])
     text = " ".join(r.stdout.split())
-    assert "speedup of correct, in instructions (1): mean / geomean / median" in text
+    assert f"speedup of correct, in {kind} (1): mean / geomean / median" in text
     assert "speedup of correct, in seconds (1; meter fallback, not in the figures above)" in text
     assert "measured with wall instead: valgrind cannot decode the program's instructions (AVX-512)" in text
     gens = jl(root / "gens_units.jsonl", [{"src_id": "s1", "generations": [FAST]},
@@ -319,12 +344,12 @@ def test_summaries_name_the_unit_and_flag_fallback_rows(data):
             "--out", str(root / "eval_units"), "--repeats", "3", "--no-progress")
     assert e.returncode == 0, e.stdout + e.stderr
     rep = json.loads((root / "eval_units" / "metrics.json").read_text())
-    assert rep["unit"] == "instructions" and rep["speedup_units"] == {"instructions": 1, "seconds": 1}
+    assert rep["unit"] == "cycles" and rep["speedup_units"] == {"cycles": 1, "seconds": 1}
     assert rep["programs_in_other_unit"] == ["avx"]
     per = {p["id"]: p for p in rep["per_program"]}
     assert per["avx"]["units"] == ["seconds"] and per["avx"]["unit"] == "seconds"
-    assert per[f"{P}/s1/t1@1"]["units"] == ["instructions"]
-    assert "1 program(s) have generations measured in another unit than instructions" in " ".join(e.stdout.split())
+    assert per[f"{P}/s1/t1@1"]["units"] == ["cycles"]
+    assert "1 program(s) have generations measured in another unit than cycles" in " ".join(e.stdout.split())
 
 
 # ------------------------------------------------------------------------- inputs unusable as a whole: exit 2
@@ -533,3 +558,14 @@ def test_reward_and_eval_count_dataset_defects_apart_from_candidate_failures(dat
         ("p02753/s2/s065571920", True)]
     assert [m["pct_correct"] for m in rep["metrics"]] == [0.0, 100.0]  # the healthy program only
     assert "1 dataset defect(s)" in e.stdout
+
+
+def test_help_names_the_default_measure_and_why():
+    """``--help`` of reward and eval says which measure is used by default (cycles) and why."""
+    from arbiter.timing.comparison import DEFAULT_METHOD
+
+    for cmd in ("reward", "eval"):
+        r = cli(cmd, "--help")
+        text = " ".join(r.stdout.replace("│", " ").split())
+        assert r.returncode == 0 and DEFAULT_METHOD == "cycles", r.stderr
+        assert "cycles (default)" in text and "gem5" in text and "[default: cycles]" in text, text

@@ -1,9 +1,12 @@
 """``arbiter score --ray`` on a real two-node Ray cluster (``ray.cluster_utils.Cluster``): the same files as
 the local run (timing fields dropped), every item exactly once when a node's judge pool is killed mid-run,
-the pool's cap on judges at once, and a resumed Ray run adds nothing twice."""
+the pool's cap on judges at once, and a resumed Ray run adds nothing twice. On the same cluster: a
+detached pool of another arbiter is never used, and the trainer adapters judging on the node pool
+(``pool="node"``, in the driver and in a Ray task) give ``compute_score``'s scores."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -14,9 +17,12 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from cluster.ray_rows import arbiter, make_inputs, two_node_cluster, without_timing  # noqa: E402
+from cluster.ray_rows import arbiter, fence, make_inputs, two_node_cluster, without_timing  # noqa: E402
 
-from arbiter.cluster.pool import pool_name  # noqa: E402
+from arbiter.cluster.pool import NAME_PREFIX, NAMESPACE, JudgePool, code_version, node_pool, pool_name  # noqa: E402
+from arbiter.rewards.codegen import RewardOptions, prepare  # noqa: E402
+from arbiter.verl.judges import judges_for  # noqa: E402
+from arbiter.verl.reward import compute_score  # noqa: E402
 
 FILES = ("verdicts.jsonl", "problems.jsonl", "summary.json")
 
@@ -114,3 +120,67 @@ def test_oracle_verify_on_ray_accepts_and_rejects_the_demo_rows(cluster, tmp_pat
     assert len(_rows(tmp_path / "ray" / "verified.jsonl")) == 7 and len(_rows(tmp_path / "ray" / "rejected.jsonl")) == 24
     report = json.loads((tmp_path / "ray" / "report.json").read_text())
     assert len(report["cluster"]["nodes"]) == 2 and report["cluster"]["retries"] == 0
+
+
+def test_a_detached_pool_of_another_arbiter_never_judges_for_this_one(cluster, inputs):
+    """Pools left by an older arbiter (named before code digests existed, or with another digest)
+    stay idle: this arbiter's node pool is another actor, and the judging goes there."""
+    node = ray.get_runtime_context().get_node_id()
+    other = "0" * 16 if code_version() != "0" * 16 else "1" * 16
+    stale = [ray.remote(JudgePool).options(name=name, namespace=NAMESPACE, lifetime="detached", num_cpus=0).remote(node, 1)
+             for name in (NAME_PREFIX + node, f"{NAME_PREFIX}{other}-{node}")]
+    try:
+        stale_pids = {s["pid"] for s in ray.get([p.stats.remote() for p in stale])}  # alive, named as another arbiter's
+        mine = ray.get(node_pool().stats.remote())
+        assert mine["code_version"] == code_version() and mine["pid"] not in stale_pids
+        rows = [json.loads(x) for x in inputs[0].read_text().splitlines()][:2]
+        tasks = [prepare(r["data_source"], fence(r["extra_info"]["reference_solutions"][0]),
+                         r["reward_model"]["ground_truth"], r["extra_info"], RewardOptions()).task for r in rows]
+        verdicts = asyncio.run(judges_for("node").judge(tasks))
+        assert [v.outcome.value for v in verdicts] == ["AC", "AC"]
+        assert [s["done"] for s in ray.get([p.stats.remote() for p in stale])] == [0, 0]
+    finally:
+        for p in stale:
+            ray.kill(p, no_restart=True)
+
+
+def test_trainer_adapters_on_the_node_pool_give_compute_scores_scores(cluster, shared, tmp_path):
+    """TRL's, OpenRLHF's and open-r1's reward functions with ``pool="node"``: in the driver, and in a
+    Ray task (where OpenRLHF's and verl's reward code runs), each judged on its node's pool."""
+    from test_adapters import cases, trl_call
+
+    from arbiter.integrations.open_r1 import make_code_reward
+    from arbiter.integrations.openrlhf import label, make_reward_func
+    from arbiter.integrations.trl import reward_function
+
+    items = cases(shared, tmp_path)
+    expected = [compute_score(r["data_source"], t, r["reward_model"]["ground_truth"], r["extra_info"])["score"]
+                for r, t in items]
+    programs = sum(1 for r, t in items if prepare(r["data_source"], t, r["reward_model"]["ground_truth"],
+                                                    r["extra_info"], RewardOptions()).task is not None)
+    assert 0.0 in expected and 1.0 in expected and programs
+
+    def all_three(items):
+        prompts = ["P:"] * len(items)
+        return [trl_call(reward_function(pool="node"), items),
+                list(make_reward_func(pool="node")([p + t for p, (_, t) in zip(prompts, items)], prompts,
+                                                  [label(r) for r, _ in items])["scores"]),
+                make_code_reward(pool="node")([t for _, t in items], data_source=[r["data_source"] for r, _ in items],
+                                              reward_model=[r["reward_model"] for r, _ in items],
+                                              extra_info=[r["extra_info"] for r, _ in items])]
+
+    pool = node_pool()
+
+    def asked() -> int:  # programs the pool's step judge answered: judged, reused or joined to a run
+        st = ray.get(pool.stats.remote())
+        return st["done"] + st["hits"] + st["joined"]
+
+    before = asked()
+    assert all_three(items) == [expected] * 3
+    assert asked() - before == 3 * programs  # every program answered by the node's pool
+    import test_adapters
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(test_adapters)  # the task's helpers travel with it (tests/ is no package)
+    in_task = ray.remote(num_cpus=0)(all_three)
+    assert ray.get(in_task.remote(items)) == [expected] * 3

@@ -68,8 +68,13 @@ def test_apps_folders(shared, tmp_path):
     assert {r.data_source for r in rows} == {"apps"}
     for r in rows:
         folder = shared / "realdata" / "coderl_apps" / r.extra_info["id"]
-        # the APPS dict is kept as is (the card's first encoding), so x / [x] outputs survive
-        assert json.loads(r.ground_truth) == json.loads((folder / "input_output.json").read_text())
+        source = json.loads((folder / "input_output.json").read_text())
+        if "fn_name" in source:  # call cases in prime_code's shape: one JSON argument a line, JSON outputs
+            assert json.loads(r.ground_truth) == {
+                "fn_name": source["fn_name"], "outputs": [json.dumps(o) for o in source["outputs"]],
+                "inputs": ["\n".join(json.dumps(a) for a in args) for args in source["inputs"]]}
+        else:  # the APPS dict is kept as is (the card's first encoding)
+            assert json.loads(r.ground_truth) == source
         assert r.extra_info["reference_solutions"] == json.loads((folder / "solutions.json").read_text())
         source_suite = apps_input_output_to_suite((folder / "input_output.json").read_text(), row="x")
         assert verl_ground_truth_to_suite(r.ground_truth, row="x").cases == source_suite.cases
@@ -120,6 +125,7 @@ def test_codescope_python_rows_only(shared, tmp_path):
                                                        src_row["memory_baseline_source_code"]]
         assert [c.expected for c in verl_ground_truth_to_suite(r.ground_truth, row="x")] == \
             [c.expected for c in codescope_row_to_suite(src_row)]
+        assert sorted(json.loads(r.ground_truth)) == ["inputs", "outputs"]  # the dict verl's stock rewards read
 
 
 def test_nemo_gym_rows(shared, tmp_path):
@@ -135,6 +141,7 @@ def test_nemo_gym_rows(shared, tmp_path):
         assert r.prompt[0].content == x["responses_create_params"]["input"][0]["content"]
         assert [c.stdin for c in verl_ground_truth_to_suite(r.ground_truth, row="x")] == \
             [c.stdin for c in nemo_gym_row_to_suite(x)]
+        assert sorted(json.loads(r.ground_truth)) == ["inputs", "outputs"]
         assert r.extra_info["reference_solutions"] == []
 
 
@@ -175,6 +182,8 @@ def test_livecodebench_rows_and_scoring(tmp_path):
     check_schema(rows)
     assert [r.key for r in rows] == ["livecodebench:lcb_abc999_a", "livecodebench:lcb_2876"]
     assert rows[0].extra_info["tests"] == 6 and rows[1].extra_info["tests"] == 2
+    assert json.loads(rows[0].ground_truth) == {"inputs": ["1 2\n"] + [f"{i} {i}\n" for i in range(5)],
+                                                "outputs": ["3\n"] + [f"{2 * i}\n" for i in range(5)]}
     assert json.loads(rows[1].ground_truth)[1] == {"type": "function_call", "fn_name": "numberOfEmployeesWhoMetTarget",
                                                    "input": [[5, 1, 4, 2, 2], 6], "output": [0]}
     ok = ["a, b = map(int, input().split())\nprint(a + b)",
@@ -222,7 +231,8 @@ def test_taco_rows_bad_rows_reported_and_batch_goes_on(tmp_path):
     for r in rows:
         ref = r.extra_info["reference_solutions"][0]
         assert compute_score(r.data_source, f"```python\n{ref}\n```", r.ground_truth, r.extra_info)["score"] == 1.0
-    # the x / [x] convention of call-based TACO outputs survives conversion
+    # call cases in prime_code's shape (JSON-line arguments, JSON outputs); the x / [x] convention survives
+    assert json.loads(rows[1].ground_truth) == {"inputs": ["3", "4"], "outputs": ["[9]", "[16]"], "fn_name": "sq"}
     assert compute_score("taco", "```python\ndef sq(n):\n    return [n * n]\n```", rows[1].ground_truth)["score"] == 1.0
     failing = runner.invoke(app, ["convert", "--from", "taco", str(src), "--out", str(out), "--fail-on-bad"])
     assert failing.exit_code == 1
@@ -555,3 +565,21 @@ def test_out_that_is_the_input_is_refused_and_the_input_kept(shared, tmp_path):
     with pytest.raises(ValueError, match="is the input"):
         convert("nemo-gym", src, src)
     assert src.read_bytes() == before
+
+
+def test_taco_call_cases_keep_their_meaning_in_json_lines(tmp_path, default_int_limit):
+    """Arguments holding line breaks, a case without arguments, wrapped and bare outputs, long
+    integers: the JSON-line shape gives the very cases of the source (checked per row on conversion)."""
+    from arbiter.judge import jsonvalues
+
+    big = 3 ** 9000  # beyond the 4300-digit int/str limit
+    io = jsonvalues.dumps({"fn_name": "f", "inputs": [["a\nb", {"k": [1, None]}], [], [big]],
+                           "outputs": [["x"], 0, [[big]]]})
+    src = tmp_path / "taco.jsonl"
+    src.write_text(jsonvalues.dumps({"question": "Q", "solutions": "[]", "input_output": io, "name": "lines"}) + "\n")
+    report = convert("taco", src, tmp_path / "rows.jsonl")
+    assert report.bad == [] and report.written == 1
+    row = next(iter_rows(tmp_path / "rows.jsonl"))
+    written = jsonvalues.loads(row.ground_truth)
+    assert written["inputs"][:2] == ['"a\\nb"\n{"k": [1, null]}', []] and written["outputs"][:2] == ['["x"]', 0]
+    assert verl_ground_truth_to_suite(row.ground_truth, row="x").cases == apps_input_output_to_suite(io, row="x").cases

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from arbiter.datasets.pie.decode import decode_case_ids, decode_ticks
-from arbiter.datasets.pie.errors import PieRowError, RowError
+from arbiter.datasets.pie.errors import PieRowError, RowIssues
 from arbiter.datasets.pie.read import iter_pie_pairs, iter_rows, load_pie_pairs, load_rows
 from arbiter.datasets.pie.rows import (
     TEST_ONLY_COLUMNS,
@@ -351,7 +351,7 @@ def _three_rows() -> list[dict]:
 
 
 def _check_three(results):
-    assert [type(r) for r in results] == [PieRow, RowError, PieRow]
+    assert [type(r) for r in results] == [PieRow, RowIssues, PieRow]
     bad = results[1]
     assert (bad.index, bad.src_id, bad.columns) == (1, "s666", ("usable_case_ids",))
     assert results[0].row_index == 0 and results[2].row_index == 2
@@ -378,7 +378,7 @@ def test_jsonl_file_loads_including_gzip_and_a_broken_line(tmp_path):
     with gzip.open(gz, "wt", encoding="utf-8") as f:
         f.write("\n".join(lines[:1] + ['{"problem_id": "p1", "src_id": '] + lines[1:]) + "\n")
     res = list(iter_rows(gz))
-    assert [type(r) for r in res] == [PieRow, RowError, RowError, PieRow]
+    assert [type(r) for r in res] == [PieRow, RowIssues, RowIssues, PieRow]
     assert res[1].index == 1 and "line 2 is not valid JSON" in str(res[1])
     assert res[3].row_index == 3
 
@@ -406,7 +406,7 @@ def test_auto_kind_detects_bysrc_and_in_memory_rows():
 
 def test_not_a_mapping_row_is_a_row_error():
     res = list(iter_rows([make_pairs_raw(), [1, 2, 3]], kind="pairs"))
-    assert isinstance(res[1], RowError) and res[1].index == 1 and "not a JSON object" in str(res[1])
+    assert isinstance(res[1], RowIssues) and res[1].index == 1 and "not a JSON object" in str(res[1])
 
 
 def test_unusable_source_raises(tmp_path):
@@ -455,7 +455,7 @@ def test_purdue_val_jsonl_loads_every_row():
     with PURDUE.open(encoding="utf-8") as f:
         plain = [json.loads(line) for line in f if line.strip()]
     results = list(iter_pie_pairs(PURDUE))
-    errors = [r for r in results if isinstance(r, RowError)]
+    errors = [r for r in results if isinstance(r, RowIssues)]
     assert errors == []
     assert len(results) == len(plain)
     assert len(load_pie_pairs(PURDUE)) == len(plain)

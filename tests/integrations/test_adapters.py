@@ -145,8 +145,11 @@ def test_adapters_raise_what_compute_score_raises(items):
 def test_adapters_through_url_give_the_in_process_scores(items, expected):
     from live_server import LiveServer
 
+    from arbiter.client import shared_client
+
     server = LiveServer()
     try:
+        client = shared_client(server.url)
         assert trl_call(reward_function(url=server.url), items) == expected
         prompts = ["P:"] * len(items)
         got = make_reward_func(url=server.url)([p + t for p, (_, t) in zip(prompts, items)], prompts,
@@ -155,5 +158,9 @@ def test_adapters_through_url_give_the_in_process_scores(items, expected):
         assert make_code_reward(url=server.url)([t for _, t in items], data_source=[r["data_source"] for r, _ in items],
                                                 reward_model=[r["reward_model"] for r, _ in items],
                                                 extra_info=[r["extra_info"] for r, _ in items]) == expected
+        r, text = items[0]
+        assert compute_score(r["data_source"], text, r["reward_model"]["ground_truth"], r["extra_info"],
+                             url=server.url)["score"] == expected[0]
+        assert shared_client(server.url) is client  # one client of the URL in this process, adapters and compute_score
     finally:
         assert server.stop() == 0

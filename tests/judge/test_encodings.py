@@ -397,6 +397,19 @@ def test_apps_wrapped_outputs_accept_both():
     assert s.cases[0].expected == (9,)
 
 
+def test_json_line_arguments_come_with_json_text_outputs():
+    """verl prime_code's (and PRIME's, LiveCodeBench's) call convention: arguments one JSON value a
+    line, the output the JSON text of the return value; read as that value, with the x / [x] rule."""
+    s = apps_input_output_to_suite({"fn_name": "f", "inputs": ["[2, 3]\n5", '"ab"\n"c"', "1"],
+                                    "outputs": ["9", '"abc"', "[false]"]}, row="prime")
+    assert [c.args for c in s] == [([2, 3], 5), ("ab", "c"), (1,)]
+    assert [c.expected for c in s] == [(9,), ("abc",), (False, [False])]
+    # a decoded output beside JSON-line arguments is kept as it is (no text to decode)
+    assert apps_input_output_to_suite({"fn_name": "f", "inputs": ["1"], "outputs": [[3]]}, row="t").cases[0].expected == (3, [3])
+    message = invalid(apps_input_output_to_suite, {"fn_name": "f", "inputs": ["1", "2"], "outputs": ["1", "3 4"]}, row="p")
+    assert "row 'p': input_output.outputs[1]: not valid JSON" in message, message
+
+
 def test_apps_malformed(tmp_path):
     assert "not valid JSON" in invalid(apps_input_output_to_suite, "{", row="0007")
     msg = invalid(apps_input_output_to_suite, {"inputs": ["1"], "outputs": ["1", "2"]}, row="0007")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import pytest
 
@@ -197,3 +197,23 @@ def test_a_program_that_changes_with_each_run_gets_its_first_runs_verdict(judges
     first = judges.judge(task(coin))
     assert all(judges.judge(task(coin)).outcome is first.outcome for _ in range(3))
     assert judges.stats()["runs"] == 1
+
+
+def test_its_judges_run_within_the_process_judge_slots():
+    """The process's step judge holds the process's judge slots (one bound per process: a judge
+    that holds every slot elsewhere keeps it from starting), and judges once one is free."""
+    from arbiter.judge.step import default_step_judge
+    from arbiter.sandbox.slots import JudgeSlots, judge_slots
+
+    assert default_step_judge().slots is judge_slots()
+    slots = JudgeSlots(1)
+    j = StepJudge(2, slots=slots)
+    try:
+        with slots:  # another door's judge holds the only slot
+            fut = j.submit(task(DOUBLE, TestSuite([StdioCase("a", "3\n", "6\n")])))
+            wait([fut], timeout=1.0)  # (it cannot end while the slot is held, however long this is)
+            assert not fut.done() and slots.busy == 1
+        assert fut.result(timeout=120).outcome is Outcome.AC and slots.busy == 0
+        assert j.judge_here(task(DOUBLE, TestSuite([StdioCase("b", "4\n", "8\n")]))).outcome is Outcome.AC
+    finally:
+        j.close()

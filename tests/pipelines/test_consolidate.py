@@ -60,6 +60,7 @@ def test_consolidate_extra_info_and_sidecar(tmp_path):
                                              "problems": 0}
     assert report["counts"]["cco"]["ceiling"] == 1
     assert report["problems"] and "row 2" in report["problems"][0] and "upper_pass_rate" in report["problems"][0]
+    assert not (tmp_path / ".arbiter.lock").exists()  # the run's lock file goes with it (it stayed in the folder)
 
 
 def test_consolidate_missing_annotation_names_row_and_field(tmp_path):

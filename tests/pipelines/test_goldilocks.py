@@ -618,6 +618,37 @@ def test_english_filter_reads_the_statement_not_its_english_wrapper(wrapped, tmp
     assert found == {**{wkey(rows, n): ["non_english"] for n in non_english}, wkey(rows, "no_user"): ["no_statement"]}
 
 
+#: A genuine English statement, Codeforces-shaped, that lingua scores below the card's 0.999 (about 0.97)
+POLYCARP = ("Polycarp has a string s of length n. He wants to delete exactly k characters. Output the "
+            "lexicographically minimal string.")
+
+
+def test_english_near_misses_are_listed_in_the_summary_and_the_report(tmp_path):
+    """The card's 0.999 drops a genuine English statement at 0.97: such rows (English the likelier reading, >= 0.5)
+    are named in the run's summary and listed in the report for a curator to look at; clearly foreign ones are
+    not. Before, they were only a count among the non-English drops."""
+    rows = [double_row("code_primeintellect", "near", DC_PRE + POLYCARP + DC_POST, system=DC_SYSTEM),
+            double_row("code_primeintellect", "zh", DC_PRE + ZH_DOUBLE + DC_POST, system=DC_SYSTEM),
+            double_row("code_primeintellect", "en", DC_PRE + EN_DOUBLE + DC_POST, system=DC_SYSTEM)]
+    dataset = write_jsonl(tmp_path / "rows.jsonl", rows)
+    folders = [score_folder(dataset, [{"key": f"{r['data_source']}:{r['extra_info']['index']}",
+                                       "responses": double_responses(right)} for r in rows], tmp_path / f"s-{name}")
+               for name, right in (("weak", 1), ("strong", 4))]
+    out = tmp_path / "kept.jsonl"
+    result = curate(dataset, *folders, out)
+    assert result.exit_code == 0, result.output
+    d = decisions_of(out)
+    near = d["code_primeintellect:near"]
+    assert near["decision"] == "non_english" and 0.5 <= near["english_confidence"] < ENGLISH_MIN
+    assert d["code_primeintellect:zh"]["english_confidence"] < 0.5 and d["code_primeintellect:en"]["decision"] == "kept"
+    (listed,) = report_of(out)["english_near_misses"]
+    assert listed["row_key"] == "code_primeintellect:near" and listed["english_confidence"] == near["english_confidence"]
+    assert listed["statement_start"].startswith("Polycarp has a string")
+    said = flat(result.output)
+    assert "1 row(s) dropped by the English filter although English is the likelier reading" in said
+    assert f"near miss code_primeintellect:near English {near['english_confidence']:.3f}: Polycarp" in said
+
+
 def _FENCE_FREE(text: str) -> str:
     """The statement as the filter used to read it: fenced blocks removed, nothing else."""
     import re

@@ -461,3 +461,54 @@ def test_every_accepted_answer_is_one_cpp_block_for_commonmark():
         assert not [t for t in md_html.parse(text) if t.type in ("fence", "code_block") and t.map[0] < fence_line]
         assert "\0" not in text and not any(ch in text for ch in "\u061c\u200e\u200f\u202a\u202e\u2066\u2069")
     assert accepted >= 30  # the combinations include plenty of good answers
+
+
+# --------------------------------------------------------------------------------------------------
+# what g++ compiles must be what a reader sees: spliced // comments, homoglyph identifiers, Unicode line breaks
+
+
+def _answer(code: str) -> str:
+    return f"<reasoning>Prefix sums, O(n + q).</reasoning>\n```cpp\n{code}```"
+
+
+@pytest.mark.parametrize("code, expected", [
+    ("int main(){ long long ans = 0; // add the bonus \\\n    ans += 1000000;\n}\n", "SPLICED_LINE_COMMENT"),
+    ("int main(){ long long ans = 0; // trailing blanks after the backslash \\  \r\n ans += 1;\n}\n",
+     "SPLICED_LINE_COMMENT"),
+    ("int main(){ int ans = 0, \u0430ns = 1; return ans; }\n", "CONFUSABLE_IDENTIFIER"),  # Cyrillic a, mixed
+    ("int main(){ int a = 0; int \u0430 = 1; return a; }\n", "CONFUSABLE_IDENTIFIER"),  # whole-script look-alike
+    ("int main(){ int \u0456f = 2; return \u0456f; }\n", "CONFUSABLE_IDENTIFIER"),
+    ("int main(){ int ans = 0; // note\u2028 ans += 1;\n return ans; }\n", "UNICODE_LINE_SEPARATOR"),
+    ("int main(){ int ans = 0; // note\u2029 ans += 1;\n return ans; }\n", "UNICODE_LINE_SEPARATOR"),
+    ("int main(){ int ans = 0; // note\x85 ans += 1;\n return ans; }\n", "NEL_CHARACTER"),
+])
+def test_code_a_reader_reads_otherwise_than_gcc_is_refused(code, expected):
+    assert parse_answer(_answer(code)).codes == [expected]
+
+
+@pytest.mark.parametrize("code", [
+    '#define ADD(a, b) \\\n    ((a) + (b))\nint main(){ return ADD(1, 2); }\n',  # a macro's splice is code
+    'int main(){ const char* s = "// not a comment \\\n still the string"; return s[0]; }\n',
+    'int main(){ auto s = R"x(// raw \\\n text)x"; /* block // \\\n */ return s[0]; }\n',
+    'int main(){ long x = 1\'000\'000; char q = \'\\\'\'; return x + q; }\n',  # digit separators, escaped quote
+    "int main(){ int \u0441\u0447\u0451\u0442 = 0; /* \u0441 \u0441\u0447\u0451\u0442 */ int c = 1; // \u0441\n"
+    "  const char* t = \"\u0441\"; return c + \u0441\u0447\u0451\u0442; }\n",  # a Cyrillic name, Cyrillic text
+    "int main(){ int l = 0, I = 1, rn = 2, m = 3; return l + I + rn + m; } // r\u00e9sum\u00e9 \u8a08\u7b97\n",
+    "int main(){ int r\u00e9sum\u00e9 = 1, \u8a08\u7b97 = 2; return r\u00e9sum\u00e9 + \u8a08\u7b97; }\n",
+])
+def test_code_readers_and_gcc_read_alike_is_accepted(code):
+    r = parse_answer(_answer(code))
+    assert r.ok, r.failures
+
+
+def test_cpp_scan_finishes_on_adversarial_code():
+    # 1 MiB of shapes that would make a backtracking scanner quadratic (no assertion on time: it must finish;
+    # bench/oracle_format.py prints the times at 64 KiB and 1 MiB side by side)
+    from arbiter.pipelines.oracle.cpp_text import code_problems
+
+    mib = 1 << 20
+    assert code_problems('R"' * (mib // 2)) == []
+    assert code_problems("'" * mib) == [] and code_problems('"\\' * (mib // 2)) == []
+    assert code_problems('R"x(' + ')"y' * (mib // 3)) == []
+    assert [c for c, _ in code_problems("//\\\n" * (mib // 4))] == ["SPLICED_LINE_COMMENT"]
+    assert [c for c, _ in code_problems("\u0430b ab " * (mib // 6))] == ["CONFUSABLE_IDENTIFIER"]

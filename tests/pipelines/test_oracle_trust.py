@@ -102,26 +102,26 @@ def test_avx512_answer_is_measured_with_wall_time_not_rejected(tmp_path):
     assert set(by_demo) == {"avx512", "avx2"}, rejected
     v = by_demo["avx512"]["verification"]
     m = v["measurement"]
-    assert (m["method"], m["unit"], m["requested_method"]) == ("wall", "seconds", "instructions")
+    assert (m["method"], m["unit"], m["requested_method"]) == ("wall", "seconds", "cycles")  # cycles: the default
     assert m["fallback_reason"] == "valgrind cannot decode the program's instructions (AVX-512)"
     assert m["extra"]["meter_failures"][0]["status"] == "unsupported_by_meter"
-    assert "measured with wall/CPU time instead of instructions" in v["notes"]
+    assert "measured with wall/CPU time instead of cycles" in v["notes"]
     # the gate is computed from those figures: O(n^2) source vs O(n) answer on the large generated test
-    assert v["speed_gate"] == "passed" and v["largest_speedup"] > 1 and v["instructions"] is None
+    assert v["speed_gate"] == "passed" and v["largest_speedup"] > 1 and v["cycles"] is None is v["instructions"]
     assert m["measured_cases"] == ["gen_s3_0"] and m["cases"][0]["a"] > m["cases"][0]["b"]
-    # the same program for AVX2 is counted by valgrind as before
+    # the same program for AVX2 is measured by valgrind (cycles) as before
     m2 = by_demo["avx2"]["verification"]["measurement"]
-    assert m2["method"] == "instructions" and m2["fallback_reason"] is None
+    assert m2["method"] == "cycles" and m2["fallback_reason"] is None
     assert run.report["counts"]["measure_fallbacks"] == 1
-    assert any("wall/CPU time instead of instructions" in w for w in run.report["warnings"])
+    assert any("wall/CPU time instead of cycles" in w for w in run.report["warnings"])
     row = next(r for r in run.report["rows"] if r["demo_id"] == "avx512")
     assert row["measure_fallback"] == m["fallback_reason"]
     # every speedup is reported with its unit, and the fallback's seconds are flagged, never mixed silently
     rep = run.report
-    assert {r["demo_id"]: r["unit"] for r in rep["rows"]} == {"avx512": "seconds", "avx2": "instructions"}
-    assert rep["counts"]["speedup_units"] == {"instructions": 1, "seconds": 1}
+    assert {r["demo_id"]: r["unit"] for r in rep["rows"]} == {"avx512": "seconds", "avx2": "cycles"}
+    assert rep["counts"]["speedup_units"] == {"cycles": 1, "seconds": 1}
     best = rep["tasks"][T1]["best"]
-    assert best["units"] == ["instructions", "seconds"] and best["unit"] in ("instructions", "seconds")
+    assert best["units"] == ["cycles", "seconds"] and best["unit"] in ("cycles", "seconds")
     assert rep["counts"]["tasks_best_across_units"] == 1
     assert any("measured in different units" in w and T1 in w for w in rep["warnings"]), rep["warnings"]
     from io import StringIO
@@ -135,8 +135,8 @@ def test_avx512_answer_is_measured_with_wall_time_not_rejected(tmp_path):
     text = buf.getvalue()
     line = next(ln for ln in text.splitlines() if "avx512" in ln and "ACCEPTED" in ln)
     assert "seconds*" in line  # the row table's unit column flags the fallback row
-    assert "speedups in seconds (wall/CPU fallback: not comparable with instructions)" in text
-    assert "(ranked across instructions and seconds)" in text  # the best-answer table
+    assert "speedups in seconds (wall/CPU fallback: not comparable with cycles)" in text
+    assert "(ranked across cycles and seconds)" in text  # the best-answer table
 
 
 # a correct answer to task 0001 that does the work in a forked child, which the parent waits for without reaping

@@ -113,15 +113,17 @@ def test_outputs_sft_verified_best_report(demo):
         assert s["messages"][-1]["role"] == "assistant"
         v = rec["verification"]
         for f in ("compile_ok", "all_visible_tests_pass", "all_hidden_tests_pass", "score", "runtime_ms", "speedup",
-                  "instructions", "toolchain", "notes"):
+                  "cycles", "instructions", "toolchain", "notes"):
             assert f in v, f
         assert v["all_visible_tests_pass"] and v["all_hidden_tests_pass"] and v["all_generated_tests_pass"]
         assert v["toolchain"]["fingerprint"] == v["measurement"]["fingerprint"]
         assert v["toolchain"]["flags"] == ["-std=c++20", "-O2", "-pipe"]  # the seed's command, as is
-        ins = v["instructions"]
-        assert ins["source"] > ins["answer"] > 0 and v["speedup"] == pytest.approx(ins["source"] / ins["answer"],
+        cyc = v["cycles"]  # the default measure; its figures under its unit's name
+        assert v["instructions"] is None
+        assert cyc["source"] > cyc["answer"] > 0 and v["speedup"] == pytest.approx(cyc["source"] / cyc["answer"],
                                                                                    rel=1e-5)
-        assert v["measurement"]["method"] == "instructions" and len(v["measurement"]["cases"]) == 3
+        assert v["measurement"]["method"] == "cycles" and len(v["measurement"]["cases"]) == 3
+        assert v["measurement"]["meter"]["cycle_model"]["name"] == "gem5-skylake-se"
         assert sorted(v["measurement"]["largest_cases"]) == ["gen_s3_0", "gen_s3_1"]
         assert rec["claimed_verification"] == json.loads(
             (DATA / "returns.jsonl").read_text().splitlines()[rec["line"] - 1])["verification"]
@@ -138,13 +140,17 @@ def test_outputs_sft_verified_best_report(demo):
     assert rep["counts"] == {"rows": 31, "accepted": 7, "rejected": 24, "errors": 0, "sft_rows": 7,
                              "other_rejections": 0, "accepted_visible_only": 0,
                              "accepted_speed_gate_not_applied": 0, "measure_fallbacks": 0,
-                             "speedup_units": {"instructions": len(measured)}, "tasks_best_across_units": 0}
-    assert all(r["unit"] == "instructions" for r in rep["rows"] if r["outcome"] == "accepted")
+                             "speedup_units": {"cycles": len(measured)}, "tasks_best_across_units": 0}
+    assert all(r["unit"] == "cycles" for r in rep["rows"] if r["outcome"] == "accepted")
     # every task has hidden and generated tests, the demo's hidden tests all agree with the seeds' sources
     assert rep["warnings"] == [] and rep["coverage"]["tasks_visible_only"] == []
     assert all(h["total"] == h["kept"] and not h["dropped"] for h in rep["hidden_checks"].values())
     assert sorted(rep["hidden_checks"]) == sorted(SEEDS)
-    assert sum(rep["by_stage"].values()) == 24 and rep["by_reason"]["tests:WA"] == 7
+    rejected = [json.loads(line) for line in (out / "rejected.jsonl").read_text().splitlines()]
+    wa_rows = [r for r in rejected if any(x["code"] == "WA" for x in r["reasons"])]
+    # rows, not reasons: the 3 WA rows hold 7 WA reasons (one per failing suite), which the count used to be
+    assert sum(rep["by_stage"].values()) == 24 and rep["by_reason"]["tests:WA"] == len(wa_rows) == 3
+    assert sum(len([x for x in r["reasons"] if x["code"] == "WA"]) for r in wa_rows) == 7
     assert rep["tasks"]["dummy_pie_cpp_0003_count_pairs"]["best"]["demo_id"] == faster
     gen = rep["generated"]["dummy_pie_cpp_0001_sum_even"]
     assert gen["kept"] + gen["duplicate_input"] + gen["generator_failed"] + gen["source_failed"] == 26
@@ -237,6 +243,9 @@ def test_bad_input_each_row_rejected_with_its_reason_batch_unaffected(tmp_path):
     assert acc["line"] == 1 and acc["verification"]["score"] == 1.0
     assert acc["verification"]["all_hidden_tests_pass"] is None
     assert acc["verification"]["speed_gate"] == "not_applied" and "speed gate not applied" in acc["verification"]["notes"]
+    # under the default measure the exemption compares with the start-up floor in cycles
+    m = acc["verification"]["measurement"]
+    assert m["unit"] == "cycles" and m["startup_floor"] > 0 and "cycles on" in acc["verification"]["notes"]
     assert run.report["counts"]["accepted"] == 1 and run.report["counts"]["rejected"] == 8
     assert run.report["counts"]["other_rejections"] == 3
     assert len(rows(out / "sft.jsonl")) == 1
@@ -309,3 +318,51 @@ def test_bad_options_are_errors(tmp_path):
                            options=VerifyOptions(**kw))
     with pytest.raises(FileNotFoundError):
         verify_returns(DATA / "seeds.jsonl", tmp_path / "missing.jsonl", tmp_path)
+
+
+# --------------------------------------------------------------------------------------------------
+# what a reader sees is what g++ compiles (Trojan Source and line-break disagreements)
+
+
+def _good_0002() -> dict:
+    return json.loads(next(l for l in _lines(DATA / "returns.jsonl") if '"demo_id": "good-0002"' in l))
+
+
+#: Four edits of the shipped answer good-0002, each showing a reader a line g++ does not compile (or another
+#: variable than the one g++ uses), each passing every test when compiled: the reason that refuses it.
+HIDDEN_LINE = {
+    "SPLICED_LINE_COMMENT": ("    cout << out;", "    // the buffered answer \\\n    out.clear();\n    cout << out;"),
+    "CONFUSABLE_IDENTIFIER": ("    string out;\n", "    string out;\n    string \u043eut;\n    \u043eut += \"debug\\n\";\n"),
+    "UNICODE_LINE_SEPARATOR": ("    cout << out;", "    // the buffered answer\u2028    out.clear();\n    cout << out;"),
+    "NEL_CHARACTER": ("    cout << out;", "    // the buffered answer\x85    out.clear();\n    cout << out;"),
+}
+
+
+def test_answers_whose_reader_sees_another_program_than_gcc_are_refused(tmp_path):
+    """Each edit compiles and passes the task's tests (g++ never compiles the line a reader sees), so before it
+    was accepted into sft.jsonl; now each is rejected at the format stage with its own reason, and the
+    unedited answer beside them is still accepted."""
+    from arbiter.judge.build import build_cpp
+
+    good = _good_0002()
+    answer = good["messages"][-1]["content"]
+    rows_out = [good]
+    for code, (old, new) in HIDDEN_LINE.items():
+        assert old in answer
+        row = json.loads(json.dumps(good))
+        row["messages"][-1]["content"] = answer.replace(old, new, 1)
+        row["demo_id"] = code
+        rows_out.append(row)
+        program = row["messages"][-1]["content"].split("```cpp\n", 1)[1].rsplit("```", 1)[0]
+        assert build_cpp(program).ok, code  # g++ takes every one of them
+    returns = tmp_path / "returns.jsonl"
+    returns.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows_out), encoding="utf-8")
+    out = tmp_path / "out"
+    verify_returns(DATA / "seeds.jsonl", returns, out, hidden=DATA / "hidden_tests.json",
+                   options=VerifyOptions(measure_cases=1))
+    (acc,) = rows(out / "verified.jsonl")
+    assert acc["line"] == 1
+    rej = {r["line"]: r for r in rows(out / "rejected.jsonl")}
+    for line, code in enumerate(HIDDEN_LINE, 2):
+        assert rej[line]["stage"] == "format" and [x["code"] for x in rej[line]["reasons"]] == [code], rej[line]
+    assert len(rows(out / "sft.jsonl")) == 1

@@ -265,10 +265,18 @@ def test_seed_file_path_and_bad_arguments(tmp_path):
             generate(SEEDS, tmp_path / "x.jsonl", **args)
 
 
-def test_missing_api_key_is_a_clear_error(tmp_path, monkeypatch):
+def test_the_api_key_is_optional_as_for_arbiter_sample(tmp_path, monkeypatch):
+    """A local server without --api-key takes no key (the two commands used to disagree); a server that wants
+    one refuses each request with 401, recorded and not retried."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(ValueError, match="OPENAI_API_KEY"):
-        generate(SEEDS, tmp_path / "x.jsonl", model="m", base_url="http://127.0.0.1:9/v1")
+    with FakeOpenAIServer(scripts()) as srv:
+        s = generate(SEEDS, tmp_path / "x.jsonl", model="m", base_url=srv.base_url, n=1)
+    assert s.samples_written == 5 and s.failed_requests == 0
+    assert not (tmp_path / "x.errors.jsonl").exists()  # no failure: no errors file
+    with FakeOpenAIServer(scripts(), api_key=KEY) as srv:
+        s = generate(SEEDS, tmp_path / "y.jsonl", model="m", base_url=srv.base_url, n=1)
+    assert s.samples_written == 0 and s.failed_requests == 5 and s.retries == 0
+    assert {e["status_code"] for e in rows_of(tmp_path / "y.errors.jsonl")} == {401}
 
 
 def test_backoff_delay_is_exponential_with_bounded_jitter():

@@ -62,7 +62,7 @@ class Holder:
 
         self.server = FakeOpenAIServer([Script("held", match, completions=[answer])], api_key=KEY).start()
         self.proc = subprocess.Popen(
-            [*ARBITER, "oracle", "generate", "--seeds", str(seeds), "--out", str(self.folder), "--model", "m",
+            [*ARBITER, "oracle", "generate", "--seeds", str(seeds), "--out", str(self.folder), "--model", "fake-model",
              "--n", "1", "--no-progress", "--base-url", self.server.base_url],
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env=dict(os.environ, OPENAI_API_KEY=KEY, COLUMNS="250"))
@@ -188,3 +188,39 @@ def _try_lock(folder: Path, scoped: bool = False) -> str:
     except OutputDirBusy as exc:
         return str(exc)
     return "locked"
+
+
+LOCKER = r"""
+import os, sys, time
+from arbiter.pipelines.outputs import open_locked, unlock
+lock, owner, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+held = clashes = 0
+for _ in range(rounds):
+    try:
+        fd = open_locked(lock)
+    except BlockingIOError:
+        continue
+    try:
+        mark = os.open(owner, os.O_CREAT | os.O_EXCL | os.O_WRONLY)  # fails while another holder has it
+    except FileExistsError:
+        clashes += 1
+    else:
+        held += 1
+        os.close(mark)
+        os.unlink(owner)
+    unlock(lock, fd)
+print(held, clashes)
+"""
+
+
+def test_removed_lock_files_never_let_two_holders_in(tmp_path):
+    """A run removes its lock file when it ends; a process that opened the old file just before is not let in
+    on it (it checks the path still names the file it locked). Four processes race for one lock 1000 times each:
+    never two holders at once, and the lock file is gone at the end."""
+    lock, owner = tmp_path / LOCK_NAME, tmp_path / "owner"
+    procs = [subprocess.Popen([sys.executable, "-c", LOCKER, str(lock), str(owner), "1000"], stdout=subprocess.PIPE,
+                              text=True, cwd=REPO) for _ in range(4)]
+    results = [tuple(map(int, p.communicate(timeout=600)[0].split())) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert sum(clashes for _, clashes in results) == 0 and sum(held for held, _ in results) > 0
+    assert not lock.exists() and not owner.exists()

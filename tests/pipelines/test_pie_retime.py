@@ -183,21 +183,28 @@ def test_correct_faster_candidate_gets_its_measured_speedup(tests_root):
     r = pie_reward(src(), FAST, tests_root, cache=cache)
     assert r.outcome == "AC" and r.correct and r.scored
     assert r.cases == [f"input.{i}" for i in range(len(NS))] and r.src_dropped == [] and r.n_pool == len(NS)
-    assert r.unit == "instructions" and r.method == "instructions"
+    assert r.unit == "cycles" and r.method == "cycles"  # the default measure
     per = {c["case"]: c for c in r.per_case}
     assert r.src_total == sum(c["src"] for c in r.per_case) and r.candidate_total == sum(c["candidate"] for c in r.per_case)
     assert r.speedup == pytest.approx(r.src_total / r.candidate_total) and r.reward == r.speedup  # raw
-    assert r.speedup > 5  # 3M divisions against ~3.5k: the slow source costs far more instructions
+    assert r.speedup > 3  # 3M divisions against ~3.5k; the start-up of six runs weighs more in cycles
     assert per["input.0"]["src"] > 10 * per["input.3"]["src"]  # the big input carries the work
-    # the card's ceiling analogue: mean per-case src instructions / startup floor; no candidate beats the floor
+    # the card's ceiling: mean per-case src cycles / startup floor (cycles of int main() {}); no candidate beats it
     assert r.startup_floor and r.ceiling_speedup == pytest.approx(r.src_total / len(NS) / r.startup_floor)
     assert r.speedup <= r.ceiling_speedup and r.low_headroom is False
     assert r.fingerprint and r.toolchain["fingerprint"] == r.fingerprint and "-O2" in r.toolchain["flags"]
-    assert r.meter["meter"] == "valgrind-arbiter-count" and r.verdict["outcome"] == "AC"
+    assert r.meter["meter"] == "valgrind-arbiter-count-cycles" and r.verdict["outcome"] == "AC"
+    assert r.meter["cycle_model"]["name"] == "gem5-skylake-se"
     # a second candidate for the same source reuses the source's counts, figures unchanged
     r2 = pie_reward(src(), FAST, tests_root, cache=cache, transform="log")
     assert r2.src_cache_hits == len(NS) and r.src_cache_hits == 0
     assert r2.per_case == r.per_case and r2.reward == pytest.approx(math.log(r.speedup))
+    # instructions on request: another unit, another floor, and never the cached cycles of the source
+    ri = pie_reward(src(), FAST, tests_root, cache=cache, method="instructions")
+    assert (ri.method, ri.unit, ri.meter["meter"]) == ("instructions", "instructions", "valgrind-arbiter-count")
+    assert ri.src_cache_hits == 0 and ri.startup_floor != r.startup_floor
+    assert ri.speedup > 5 and ri.speedup > r.speedup  # instructions discount start-up against the work
+    assert ri.ceiling_speedup == pytest.approx(ri.src_total / len(NS) / ri.startup_floor)
 
 
 @needs_valgrind
@@ -426,7 +433,7 @@ def test_candidate_that_creates_processes_is_unmeasurable_not_wa_not_fast(tests_
     from arbiter.rewards.pie.result import UNMEASURABLE
     from arbiter.timing.instructions import CREATES_PROCESSES_REASON
 
-    for method in ("instructions", "wall"):
+    for method in ("cycles", "instructions", "wall"):
         r = pie_reward(src(), FAST_IN_CHILD, tests_root, method=method, repeats=2, transform="log",
                        only_cases=["input.0", "input.4"])
         assert r.outcome == UNMEASURABLE == "UNMEASURABLE", (method, r.outcome, r.reason)
@@ -486,7 +493,7 @@ def test_avx512_candidate_is_measured_with_wall_time_not_failed(tests_root):
     comp = compile_cpp(FAST_AVX512)
     assert measure_instructions(comp.binary, [("x", b"10\n", None)]).counts[0].status is \
         MeasureStatus.UNSUPPORTED_BY_METER  # the premise: valgrind cannot run it (natively it is AC, above)
-    assert (r.method, r.unit, r.requested_method) == ("wall", "seconds", "instructions")
+    assert (r.method, r.unit, r.requested_method) == ("wall", "seconds", "cycles")
     assert r.fallback_reason == "valgrind cannot decode the program's instructions (AVX-512)"
     assert "wall fallback" in r.reason
     assert r.speedup == pytest.approx(r.src_total / r.candidate_total) and r.speedup > 1  # 4M divisions vs ~4k
@@ -494,18 +501,19 @@ def test_avx512_candidate_is_measured_with_wall_time_not_failed(tests_root):
     assert r.comparison["method"] == "wall" and r.comparison["fallback_reason"] == r.fallback_reason
     assert r.comparison["extra"]["meter_failures"][0]["program"] == "b"
     assert r.meter["meter"] == "wall" and r.startup_floor is None and r.ceiling_speedup is None
-    # an ordinary candidate is still counted with instructions
+    # an ordinary candidate is still measured in cycles (the default)
     plain = pie_reward(src(), FAST, tests_root, only_cases=["input.0", "input.4"])
-    assert (plain.method, plain.fallback_reason) == ("instructions", None)
+    assert (plain.method, plain.fallback_reason) == ("cycles", None)
     # the summary never averages the two units: headline figures in the requested unit, the fallback apart
     from arbiter.pipelines.pie.summary import summarize_rewards
 
     s = summarize_rewards([plain.to_dict(), r.to_dict()])
-    assert s["speedup_unit"] == "instructions" and s["speedup_units"] == {"instructions": 1, "seconds": 1}
+    kind = s["speedup_unit"]
+    assert kind.startswith("cycles:gem5-skylake-se:") and s["speedup_units"] == {kind: 1, "seconds": 1}
     assert s["mean_speedup"] == s["min_speedup"] == s["max_speedup"] == pytest.approx(plain.speedup)
     assert s["speedups_by_unit"]["seconds"]["mean"] == pytest.approx(r.speedup) and s["n_other_unit"] == 1
-    assert s["speedups_by_unit"]["instructions"]["n"] == 1 and s["n_correct"] == 2
-    assert s["n_method_fallbacks"] == 1 and s["methods"] == ["instructions", "wall"]
+    assert s["speedups_by_unit"][kind]["n"] == 1 and s["n_correct"] == 2
+    assert s["n_method_fallbacks"] == 1 and s["methods"] == ["cycles", "wall"]
 
 
 def test_summary_never_averages_speedups_of_two_cycle_models():
@@ -522,7 +530,7 @@ def test_summary_never_averages_speedups_of_two_cycle_models():
 
     other = CycleModel(name="in-order", ir=1.0)
     one = summarize_rewards([record(2.0, DEFAULT_MODEL), record(8.0, DEFAULT_MODEL)])
-    assert one["speedup_unit"].startswith("cycles:skylake-4ipc:") and one["mean_speedup"] == 5.0
+    assert one["speedup_unit"].startswith("cycles:gem5-skylake-se:") and one["mean_speedup"] == 5.0
     mixed = summarize_rewards([record(2.0, DEFAULT_MODEL), record(8.0, other)])
     assert len(mixed["speedups_by_unit"]) == 2 and mixed["mean_speedup"] is None
     assert sorted(v["n"] for v in mixed["speedups_by_unit"].values()) == [1, 1]

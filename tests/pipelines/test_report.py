@@ -158,6 +158,47 @@ def test_composition_and_kept_over_candidates(data, dataset_report):
     assert f"{len(kept):,} / {total:,}" in dataset_report["md"]
 
 
+def test_a_source_with_no_kept_row_keeps_its_line_and_its_candidates(data, tmp_path):
+    """Four candidate sources, one of which kept nothing: its line stays (0 rows) and the total's yield counts
+    its candidates (before, it vanished and the yield was overstated: 39 / 53 instead of 39 / 58)."""
+    kept = data["kept"]
+    named = {"cco": data["root"] / "cco_candidates.jsonl", "deepcoder": data["root"] / "deepcoder_candidates.jsonl",
+             "taco": data["root"] / "apps.jsonl", "lcb": data["root"] / "leetcode.jsonl"}
+    sizes = {name: sum(1 for _ in iter_raw_rows(path)) for name, path in named.items()}
+    r = cli("report", str(data["dataset"]), "--out", str(tmp_path / "named"),
+            *[a for name, path in named.items() for a in ("--candidates", f"{name}={path}")])
+    assert r.returncode == 0, r.stdout + r.stderr
+    comp = json.loads((tmp_path / "named" / "report.json").read_text())["sections"][0]["data"]["composition"]
+    by_source = {s["source"]: s for s in comp["sources"]}
+    assert set(by_source) == set(named)
+    for name in ("taco", "lcb"):
+        assert (by_source[name]["rows"], by_source[name]["candidates"], by_source[name]["kept_share"]) == (
+            0, sizes[name], 0.0)
+    total = sum(sizes.values())
+    assert comp["total"] == {"rows": len(kept), "candidates": total, "kept_share": pytest.approx(len(kept) / total)}
+    md = (tmp_path / "named" / "report.md").read_text()
+    assert f"| taco | 0 | 0.0% | 0 / {sizes['taco']:,} (0.0%) |" in md
+    assert f"| total | {len(kept):,} | 100.0% | {len(kept):,} / {total:,} ({100 * len(kept) / total:.1f}%) |" in md
+    # unnamed candidates whose data_sources kept nothing: each such data_source gets a line of its own
+    only_cco = tmp_path / "cco.parquet"
+    cco_rows = [r for r in kept if r["source"] == "cco"]
+    pq.write_table(pa.Table.from_pylist([{k: v for k, v in r.items() if k != "source"} for r in cco_rows]), only_cco)
+    dropped = data["candidates"]["deepcoder"]
+    r = cli("report", str(only_cco), "--out", str(tmp_path / "by_ds"), "--candidates", f"cco={named['cco']}",
+            "--candidates", str(named["deepcoder"]))
+    assert r.returncode == 0, r.stdout + r.stderr
+    comp = json.loads((tmp_path / "by_ds" / "report.json").read_text())["sections"][0]["data"]["composition"]
+    want = {}
+    for row in dropped:
+        ds = row["data_source"] if "code" in row["data_source"] else f"code_{row['data_source']}"
+        want[ds] = want.get(ds, 0) + 1
+    lines = {s["source"]: (s["rows"], s["candidates"]) for s in comp["sources"]}
+    kept_ds = {r["data_source"] for r in cco_rows}  # codeforces is in both: its line is cco's
+    assert lines == {"cco": (len(cco_rows), sizes["cco"]), **{d: (0, n) for d, n in want.items() if d not in kept_ds}}
+    assert len(lines) >= 2
+    assert comp["total"]["candidates"] == sizes["cco"] + len(dropped)
+
+
 def test_difficulty_suites_and_prompt_tokens(data, dataset_report, tokenizer):
     sec, kept = dataset_report["section"]["data"], data["kept"]
     slices = {"overall": kept, **{s: [r for r in kept if r["source"] == s] for s in SOURCES}}
@@ -242,37 +283,63 @@ def test_characters_without_tokenizer_and_bad_inputs_exit_2(data, tmp_path):
         assert e.returncode == 2 and words in e.stdout, e.stdout + e.stderr
 
 
-def test_score_folder_pass_rates_and_pass_at_k(data, tmp_path):
-    """A real ``arbiter score`` run: per row, c of n = 3 responses are the row's reference solution, the rest a
-    reply without code, so every pass rate is known."""
-    rows = [r for run in ("apps", "leetcode") for r in list(iter_raw_rows(data["root"] / f"{run}.jsonl"))[:3]]
-    dataset = tmp_path / "rows.jsonl"
-    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+def _score_folder(rows: list[dict], passes: dict[int, int], folder: Path) -> dict:
+    """A real ``arbiter score`` run where row i has ``passes[i]`` of its n = 3 responses the row's reference
+    solution and the rest a reply without code, so every pass rate is known; ``index -> (data_source, c)``."""
     known, comps = {}, []
     for i, r in enumerate(rows):
-        c = i % 4
+        c = passes[i]
         ref = r["extra_info"]["reference_solutions"][0]
         comps.append({"data_source": r["data_source"], "index": r["extra_info"]["index"],
                       "responses": [f"```python\n{ref}\n```"] * c + ["I cannot solve this."] * (3 - c)})
         known[r["extra_info"]["index"]] = (r["data_source"], c)
-    completions = tmp_path / "comps.jsonl"
+    completions = folder.parent / f"{folder.name}.completions.jsonl"
     completions.write_text("".join(json.dumps(c) + "\n" for c in comps))
-    folder = tmp_path / "scored"
-    s = cli("score", "--dataset", str(dataset), "--completions", str(completions), "--out", str(folder))
+    s = cli("score", "--dataset", str(folder.parent / "rows.jsonl"), "--completions", str(completions),
+            "--out", str(folder))
     assert s.returncode == 0, s.stdout + s.stderr
+    return known
+
+
+def test_score_folder_pass_rates_and_pass_at_k(data, tmp_path):
+    """Two real ``arbiter score`` folders named as the README names them (``score/lc30.weak``,
+    ``score/lc30.strong``): each is a section of its own name (the suffix was dropped as if it were a file
+    extension: ``lc30`` and ``lc30_2``), and a side-by-side section compares them."""
+    rows = [r for run in ("apps", "leetcode") for r in list(iter_raw_rows(data["root"] / f"{run}.jsonl"))[:3]]
+    (tmp_path / "score").mkdir()
+    (tmp_path / "score" / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    weak = _score_folder(rows, {i: i % 4 if i % 4 < 3 else 0 for i in range(len(rows))}, tmp_path / "score" / "lc30.weak")
+    strong = _score_folder(rows, {i: 3 - i % 2 for i in range(len(rows))}, tmp_path / "score" / "lc30.strong")
     out = tmp_path / "rep"
-    r = cli("report", str(folder), "--out", str(out))
+    r = cli("report", str(tmp_path / "score" / "lc30.weak"), str(tmp_path / "score" / "lc30.strong"), "--out", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
-    sec = json.loads((out / "report.json").read_text())["sections"][0]
-    assert sec["kind"] == "score"
-    fig = sec["data"]["figures"]
-    cs = [c for _, c in known.values()]
-    assert fig["pass_rates"]["k"] == 3 and fig["pass_rates"]["rates"] == [cs.count(j) for j in range(4)]
-    for ds in {d for d, _ in known.values()}:
-        mine = [c for d, c in known.values() if d == ds]
-        for k in (1, 2, 3):
-            assert fig["pass_at_k"][ds][str(k)] == pytest.approx(sum(pass_at(3, c, k) for c in mine) / len(mine))
-    for name in sec["plots"].values():
+    sections = json.loads((out / "report.json").read_text())["sections"]
+    assert [(s["kind"], s["name"]) for s in sections] == [("score", "lc30.weak"), ("score", "lc30.strong"),
+                                                          ("score_compare", "score_folders")]
+    md = (out / "report.md").read_text()
+    assert "## Score folder: lc30.weak" in md and "## Score folder: lc30.strong" in md
+    for sec, known in zip(sections, (weak, strong)):
+        fig = sec["data"]["figures"]
+        cs = [c for _, c in known.values()]
+        assert fig["pass_rates"]["k"] == 3 and fig["pass_rates"]["rates"] == [cs.count(j) for j in range(4)]
+        for ds in {d for d, _ in known.values()}:
+            mine = [c for d, c in known.values() if d == ds]
+            for k in (1, 2, 3):
+                assert fig["pass_at_k"][ds][str(k)] == pytest.approx(sum(pass_at(3, c, k) for c in mine) / len(mine))
+        for name in sec["plots"].values():
+            assert name.startswith(sec["name"] + "_")
+            assert_png(out / name)
+    side = sections[2]["data"]
+    assert side["folders"] == ["lc30.weak", "lc30.strong"]
+    for line in side["by_data_source"]:
+        for name, known in (("lc30.weak", weak), ("lc30.strong", strong)):
+            mine = [c for d, c in known.values() if d == line["data_source"]]
+            assert line["folders"][name]["mean_pass_rate"] == pytest.approx(sum(c / 3 for c in mine) / len(mine))
+    assert side["figures"]["pass_rates"]["series"] == {
+        n: [[c for _, c in known.values()].count(j) for j in range(4)] for n, known in (("lc30.weak", weak),
+                                                                                         ("lc30.strong", strong))}
+    assert "## Score folders side by side: score_folders" in md and "| data_source | lc30.weak mean pass rate |" in md
+    for name in sections[2]["plots"].values():
         assert_png(out / name)
 
 

@@ -86,12 +86,13 @@ def test_val_pairs_both_sides_correct_on_their_public_tests(paths, val_pairs):
 
 
 @needs_valgrind
-def test_val_instruction_speedups_against_startup_floor_and_dataset(paths, val_pairs):
-    floor = startup_floor(CompileSpec())
+@pytest.mark.parametrize("method", ["cycles", "instructions"])
+def test_val_speedups_against_startup_floor_and_dataset(paths, val_pairs, method):
+    floor = startup_floor(CompileSpec(), method=method)
     cache = SrcCountCache()
     rows = []
     for problem, (p,) in sorted(sample(val_pairs, 1).items()):
-        r = pie_reward(p, p.tgt_code, paths["public"], cache=cache)
+        r = pie_reward(p, p.tgt_code, paths["public"], cache=cache, method=method)
         assert r.outcome == "AC", r.reason
         assert r.startup_floor == floor and r.src_dropped == []
         n = len(r.cases)
@@ -101,14 +102,14 @@ def test_val_instruction_speedups_against_startup_floor_and_dataset(paths, val_p
         assert r.speedup <= r.ceiling_speedup
         rows.append((problem, p.src_id, p.tgt_id, n, r.src_total / n, r.candidate_total / n, r.speedup,
                      r.ceiling_speedup, p.speedup))
-    print(f"\nstartup floor: {floor:,} instructions (int main() {{}}, {r.toolchain['compiler_version']}, "
+    print(f"\nstartup floor: {floor:,} {method} (int main() {{}}, {r.toolchain['compiler_version']}, "
           f"{' '.join(r.toolchain['flags'])}, {r.toolchain['link_mode']})")
-    print(f"{'problem':8} {'src':11} {'tgt':11} cases {'src/case':>12} {'tgt/case':>12} {'instr x':>8} "
+    print(f"{'problem':8} {'src':11} {'tgt':11} cases {'src/case':>12} {'tgt/case':>12} {'measured':>8} "
           f"{'ceiling':>8} {'dataset x':>9}")
     for pr, s, t, n, a, b, x, c, d in rows:
         print(f"{pr:8} {s:11} {t:11} {n:>5} {a:>12,.0f} {b:>12,.0f} {x:>8.2f} {c:>8.2f} {d:>9.2f}")
     rho = spearman([r[6] for r in rows], [r[8] for r in rows])
-    print(f"Spearman(measured instructions, dataset speedup) over {len(rows)} pairs: {rho}")
+    print(f"Spearman(measured {method}, dataset speedup) over {len(rows)} pairs: {rho}")
     assert len(rows) == len({p.problem_id for p in val_pairs})
 
 
@@ -146,7 +147,7 @@ def test_codescope_instruction_and_wall_speedups_side_by_side(codescope_rows, co
         chosen = costliest_cases(slow.cases, 2, 1)
         src = PieSource(problem_id=f"codescope-{rid}", src_id=f"{rid}:time", src_code=row["time_baseline_source_code"])
         cand = row["memory_baseline_source_code"]
-        ri = pie_reward(src, cand, suite, checker="tokens", only_cases=chosen, cache=cache)
+        ri = pie_reward(src, cand, suite, checker="tokens", only_cases=chosen, method="instructions", cache=cache)
         rw = pie_reward(src, cand, suite, checker="tokens", only_cases=chosen, method="wall", repeats=3, cache=cache)
         assert ri.outcome == rw.outcome == "AC", (ri.reason, rw.reason)
         assert ri.cases == rw.cases == chosen and ri.fingerprint == rw.fingerprint
@@ -165,8 +166,8 @@ def test_codescope_instruction_and_wall_speedups_side_by_side(codescope_rows, co
 
 
 @needs_valgrind
-def test_measuring_the_same_pair_twice_gives_identical_instruction_counts(paths, val_pairs, codescope_rows,
-                                                                          codescope_native):
+def test_measuring_the_same_pair_twice_gives_identical_counts(paths, val_pairs, codescope_rows, codescope_native):
+    """The default measure (model cycles) is deterministic: the same pair measured twice from scratch."""
     p = sample(val_pairs, 1)["p03048"][0]  # the val problem with the most work per case
     a = pie_reward(p, p.tgt_code, paths["public"], cache=False)
     b = pie_reward(p, p.tgt_code, paths["public"], cache=False)
@@ -180,5 +181,5 @@ def test_measuring_the_same_pair_twice_gives_identical_instruction_counts(paths,
                        cache=False) for _ in range(2)]
     assert runs[0].per_case == runs[1].per_case and runs[0].outcome == "AC"
     print(f"\nsame pair twice: {p.problem_id} {[(c['src'], c['candidate']) for c in a.per_case]}; codescope 84 "
-          f"{[(c['src'], c['candidate']) for c in runs[0].per_case]}; median instr speedup "
+          f"{[(c['src'], c['candidate']) for c in runs[0].per_case]}; median {a.unit} speedup "
           f"{statistics.median([a.speedup, runs[0].speedup]):.2f}")

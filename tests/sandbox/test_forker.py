@@ -1,4 +1,4 @@
-"""The forker (the warm process that forks each Python case; see sandbox.guest.forked_case.ForkerMixin.make_forker).
+"""The forker (the warm process that forks each Python case; see sandbox.guest.forker.make_forker).
 
 A program shares the sandbox with its forker: it may signal it, stop it, lower its limits or
 try to forge its reports. Whatever it does, each case gets the verdict of its own run, the next
@@ -180,7 +180,7 @@ def test_file_flags_set_by_a_program_do_not_reach_the_next_case():
 
 def _forker_host_pid(sb: Sandbox) -> int:
     """The forker's pid on the host: between cases the sandbox holds the server and it."""
-    others = [p for p in sb._cg.pids() if p != sb._server_pid]
+    others = [p for p in sb._cg.pids() if p != sb.session.server_pid]
     assert len(others) == 1, others
     return others[0]
 

@@ -21,14 +21,11 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 _STALE_CHILDREN_SCRIPT = r"""
 import os, signal, time
 from arbiter.sandbox.guest.forker import Forker
-from arbiter.sandbox.guest.reaper import ReaperMixin
+from arbiter.sandbox.guest.reaper import only_forker_left
+from arbiter.sandbox.guest.state import ServerState
 
 assert os.getpid() == 1
-
-class Server(ReaperMixin):
-    is_init = True
-
-server = Server()
+state = ServerState(-1, -1, True)
 
 def zombie(pid):
     while True:
@@ -66,7 +63,7 @@ def forker(with_sibling):
 # server keeps its /proc children file open
 os.write(os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY), b"499")
 f1, c1, _ = forker(False)
-assert server.only_forker_left(f1, c1)
+assert only_forker_left(state, f1, c1)
 os.kill(f1.pid, signal.SIGKILL)  # a program kills its forker; the server reaps it...
 os.waitpid(f1.pid, 0)
 f1.close()
@@ -79,7 +76,7 @@ while True:  # (its case, reparented here)
 os.write(os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY), b"%d" % (f1.pid - 1))
 f2, c2, sib = forker(True)
 assert f2.pid == f1.pid, (f1.pid, f2.pid)
-print("only_forker_left with a live sibling:", server.only_forker_left(f2, c2), flush=True)
+print("only_forker_left with a live sibling:", only_forker_left(state, f2, c2), flush=True)
 os.kill(f2.pid, signal.SIGKILL)
 """
 
@@ -169,3 +166,36 @@ def test_the_server_loading_its_copy_late_is_not_charged_to_an_honest_case():
     for cmd, ex in runs:
         if cmd == "plain":
             assert ex.status is Status.OK, (cmd, ex.status, ex.peak_memory_bytes / MiB)
+
+
+_CLONE_SCRIPT = r"""
+import ctypes, os, struct
+from arbiter.sandbox.guest import kernel
+
+kernel.load_libc()
+offset = kernel.find_tid_offset()
+assert offset is not None
+pid = kernel.clone_process(0x20000000 | 0x00020000 | 0x40000000)  # new PID, mount, network
+if pid == 0:
+    tid = struct.unpack("i", ctypes.string_at(kernel._pthread_self() + offset, 4))[0]
+    child = kernel.fork()  # glibc's own fork from the cloned process still works
+    if child == 0:
+        kernel.EXIT(0)
+    os.waitpid(child, 0)
+    print("cloned: pid %d, glibc's tid %d, first child %d" % (os.getpid(), tid, child), flush=True)
+    kernel.EXIT(0)
+assert os.waitpid(pid, 0)[1] == 0
+"""
+
+
+@pytest.mark.skipif(not shutil.which("unshare"), reason="needs unshare(1)")
+def test_a_session_server_cloned_into_its_namespaces_is_pid_1_with_glibcs_tid_right():
+    """The zygote clones each session server straight into its namespaces (no helper process):
+    the child is PID 1 of its PID namespace, and glibc's cached TID reads 1, as fork() leaves it."""
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    proc = subprocess.run(["unshare", "-Ur", sys.executable, "-c", _CLONE_SCRIPT], capture_output=True,
+                          text=True, timeout=60, env=env)
+    if proc.returncode != 0 and "unshare" in proc.stderr and "Operation not permitted" in proc.stderr:
+        pytest.skip("no unprivileged user namespaces here")
+    assert proc.returncode == 0, proc.stderr
+    assert "cloned: pid 1, glibc's tid 1, first child 2" in proc.stdout, proc.stdout

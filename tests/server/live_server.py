@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import httpx
@@ -25,21 +26,32 @@ class LiveServer:
     """One ``arbiter serve`` process; ``url`` is its base URL."""
 
     def __init__(self, *args: str, token: str | None = None, env: dict[str, str] | None = None):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         self.token = token
-        cmd = [str(ARBITER), "serve", "--port", str(self.port), *args] + (["--token", token] if token else [])
+        cmd = [str(ARBITER), "serve", "--port", "0", *args] + (["--token", token] if token else [])
         self.proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(self.url + "/metrics", headers=self.headers, timeout=60)
-                break
-            except httpx.TransportError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"arbiter serve did not start: {self.proc.stdout.read().decode()[-2000:]}")
-                time.sleep(0.1)
+                                     stderr=subprocess.STDOUT, text=True)
+        self.lines: list[str] = []
+        self._started = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+        if not self._started.wait(60) or self.proc.poll() is not None:
+            self.proc.kill()
+            raise RuntimeError(f"arbiter serve did not start: {self.output()[-2000:]}")
+        self.port = int(re.search(r"listening on http://[^:]+:(\d+)", self.startup_line).group(1))
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            if "listening on" in line:
+                self._started.set()
+        self._started.set()
+
+    @property
+    def startup_line(self) -> str:
+        return next((line for line in self.lines if "listening on" in line), "")
+
+    def output(self) -> str:
+        return "".join(self.lines)
 
     @property
     def headers(self) -> dict[str, str]:

@@ -18,6 +18,7 @@ from arbiter.judge.task import Task
 from arbiter.judge.testsuite import StdioCase, TestSuite
 from arbiter.sandbox.limits import Limits
 
+AC = 'arbiter_verdicts_total{tenant="default",verdict="AC"}'
 SLEEP = "import time\ntime.sleep(%s)\nprint('done')"
 
 
@@ -112,7 +113,7 @@ def test_client_disconnect_cancels_queued_work(guarded):
     _wait_for(lambda: guarded.metrics()["arbiter_queue_depth"] == 0)
     after = guarded.metrics()
     assert after["arbiter_cancelled_total"] - before["arbiter_cancelled_total"] == 2
-    assert after['arbiter_verdicts_total{outcome="AC"}'] - before.get('arbiter_verdicts_total{outcome="AC"}', 0) == 1
+    assert after.get(AC, 0) - before.get(AC, 0) == 1
 
 
 def test_sigterm_drains_in_flight_then_exits_0():
@@ -127,6 +128,14 @@ def test_sigterm_drains_in_flight_then_exits_0():
     assert box[0].status_code == 200 and box[0].json()["verdicts"][0]["outcome"] == "AC"
     with pytest.raises(httpx.TransportError):
         httpx.get(s.url + "/metrics", timeout=5)
+    # it says where it listens and with how many judges, and when it drains and stops (it said nothing)
+    said = [line.rstrip("\n") for line in s.lines]
+    from arbiter.judge.judge import default_workers
+
+    assert any(line.startswith(f"arbiter serve: listening on http://127.0.0.1:{s.port} with {default_workers()} "
+                               "judges; tenants: no token (loopback only); queue ") for line in said), said
+    assert any(line.startswith("arbiter serve: draining (") for line in said), said
+    assert said[-1] == "arbiter serve: stopped", said
 
 
 def _wait_for(cond, seconds: float = 60.0) -> None:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import multiprocessing
 import os
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -89,20 +90,13 @@ def rows(shared, tmp_path_factory):
     for source, rel in SOURCES.items():
         convert(source, shared / "realdata" / rel, out / f"{source}.parquet")
         for row in iter_rows(out / f"{source}.parquet"):
+            # every row in verl's {inputs, outputs[, fn_name]} form (docs/verl.md, "verl's stock code
+            # rewards"); the stdin rows here (call rows: tests/verl/test_verl09_stock_rewards.py)
             cases = json.loads(row.ground_truth)
-            if isinstance(cases, dict) and "fn_name" not in cases or \
-                    isinstance(cases, list) and all(c.get("type") == "stdin_stdout" for c in cases):
+            assert isinstance(cases, dict), row.key
+            if "fn_name" not in cases:
                 picked.append(row)
     return picked
-
-
-def verl_truth(ground_truth: str) -> dict:
-    """The row's stdin cases as verl's ``{"inputs": [...], "outputs": [...]}`` (APPS rows are
-    in that shape already; the others are arbiter's stdin_stdout case lists)."""
-    cases = json.loads(ground_truth)
-    if isinstance(cases, dict):
-        return cases
-    return {"inputs": [c["input"] for c in cases], "outputs": [c["output"] for c in cases]}
 
 
 def responses(row, i: int) -> dict[str, str]:
@@ -125,27 +119,53 @@ def server():
     assert s.stop() == 0
 
 
-def test_verl_sandbox_fusion_through_run_code_agrees_with_arbiter(server, rows):
-    sf = _verl_sandbox_fusion()
-    semaphore = threading.Semaphore(8)
-    items = [(row, kind, text) for i, row in enumerate(rows) for kind, text in responses(row, i).items()]
-    assert len(rows) >= 20 and any(kind == "reference" for _, kind, _ in items)
+#: verl's documented settings: ``max_concurrent: 64`` per reward worker, 8 reward workers.
+VERL_WORKERS, VERL_MAX_CONCURRENT, VERL_SAMPLES_AT_ONCE = 8, 64, 16
 
-    def both(item):
+
+def _verl_worker(job) -> list:
+    """One verl reward worker (its own process): its samples scored at once by verl's own
+    sandbox_fusion ``compute_score``, at most ``max_concurrent`` requests in flight."""
+    url, items = job
+    sf = sys.modules["verl_sandbox_fusion_by_path"]
+    semaphore = threading.Semaphore(VERL_MAX_CONCURRENT)
+
+    def one(item):
+        index, truth, text = item
+        score, meta = sf.compute_score(url + "/run_code", semaphore, 1024, text, truth, continuous=True)
+        return index, float(score), [m.get("api_request_error") for m in meta if isinstance(m, dict)]
+
+    with ThreadPoolExecutor(max_workers=VERL_SAMPLES_AT_ONCE) as pool:
+        return list(pool.map(one, items))
+
+
+def test_verl_sandbox_fusion_at_its_documented_concurrency_agrees_with_arbiter(server, rows):
+    """8 reward workers x max_concurrent 64 (up to 512 requests at once) against the server's
+    defaults: none is refused into a lower score; every score is arbiter's but the listed ones."""
+    _verl_sandbox_fusion()
+    items = [(row, kind, text) for row in rows for kind, text in responses(row, 0).items()]  # every row
+    assert len(rows) >= 20 and any(kind == "reference" for _, kind, _ in items)
+    jobs = [(server.url, [(j, items[j][0].ground_truth, items[j][2])
+                          for j in range(w, len(items), VERL_WORKERS)]) for w in range(VERL_WORKERS)]
+    with ProcessPoolExecutor(VERL_WORKERS, mp_context=multiprocessing.get_context("fork")) as pool:
+        scored = {index: (verl, errors) for part in pool.map(_verl_worker, jobs) for index, verl, errors in part}
+    errors = [e for _, errs in scored.values() for e in errs if e]
+    assert not errors, f"verl saw {len(errors)} API errors (a refusal is a lower score): {errors[:3]}"
+
+    def ours(item):
         row, kind, text = item
-        verl_score, meta = sf.compute_score(server.url + "/run_code", semaphore, 1024, text,
-                                            verl_truth(row.ground_truth), continuous=True)
-        ours = compute_score(row.data_source, text, row.ground_truth, row.extra_info, parity="prime_code")
-        return f"{row.data_source}:{row.extra_info['index']}", kind, float(verl_score), ours, meta
+        return compute_score(row.data_source, text, row.ground_truth, row.extra_info, parity="prime_code")
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(both, items))
-    assert not any(m.get("api_request_error") for *_, metas in results for m in metas if isinstance(m, dict)), \
-        "verl saw an API error: arbiter serve must never fail a request silently"
-    differ = {(label, kind): (verl, ours["score"], ours["reason"]) for label, kind, verl, ours, _ in results
-              if abs(verl - ours["score"]) > 1e-9}
-    assert set(differ) == set(DIFFERENCES), json.dumps({f"{k[0]}|{k[1]}": v for k, v in differ.items()}, indent=1)
-    assert sum(1 for _, kind, verl, _, _ in results if kind == "reference" and verl == 1.0) >= 5
+        native = list(pool.map(ours, items))
+    differ = {(f"{row.data_source}:{row.extra_info['index']}", kind): (scored[j][0], mine["score"], mine["reason"])
+              for j, ((row, kind, _), mine) in enumerate(zip(items, native)) if abs(scored[j][0] - mine["score"]) > 1e-9}
+    # every row: the trailing-space variants differ (DIFFERENCES lists every third row's), nothing else
+    other = {f"{k[0]}|{k[1]}": v for k, v in differ.items() if k[1] != "trailing_space" or v[0] > v[1]}
+    assert not other and set(DIFFERENCES) <= set(differ), json.dumps(other, indent=1)
+    assert sum(1 for j, (_, kind, _) in enumerate(items) if kind == "reference" and scored[j][0] == 1.0) >= 5
+    m = server.metrics()  # held past hold_seconds (then retried into its place) at most, never refused
+    assert not any(k.startswith("arbiter_refused_total") and "queue" in k and v for k, v in m.items()), m
 
 
 def test_compute_score_url_gives_in_process_results_on_every_row(server, rows):

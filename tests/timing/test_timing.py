@@ -18,7 +18,7 @@ from arbiter.sandbox.limits import MiB, Limits
 from arbiter.sandbox.sandbox import Sandbox
 from arbiter.timing.measure import (
     FingerprintMismatch,
-    Program,
+    MeasuredProgram,
     check_comparable,
     compare,
     largest_cases,
@@ -161,8 +161,8 @@ def compile_binary(source: str) -> bytes:
     return compiled(source).binary
 
 
-def program(source: str, name: str) -> Program:
-    return Program.of(compiled(source), name)
+def program(source: str, name: str) -> MeasuredProgram:
+    return MeasuredProgram.of(compiled(source), name)
 
 
 def make_input(n: int, k: int = 7, seed: int = 1) -> bytes:
@@ -350,9 +350,9 @@ def test_mismatched_fingerprints_are_refused_before_running():
     with pytest.raises(ToolchainMismatch, match="link_mode"):
         compare(o2, static, cases_for([5]), method="wall")
     with pytest.raises(FingerprintMismatch):  # opaque fingerprints work too
-        compare(Program(o2.binary, "gcc-12 -O2 dynamic"), Program(o2.binary, "gcc-12 -O2 static"), cases_for([5]))
+        compare(MeasuredProgram(o2.binary, "gcc-12 -O2 dynamic"), MeasuredProgram(o2.binary, "gcc-12 -O2 static"), cases_for([5]))
     # a stored Toolchain.to_dict() matches the live Toolchain it came from
-    same = compare(Program(o2.binary, o2.toolchain), Program(o2.binary, o2.toolchain.to_dict()), cases_for([5]))
+    same = compare(MeasuredProgram(o2.binary, o2.toolchain), MeasuredProgram(o2.binary, o2.toolchain.to_dict()), cases_for([5]))
     assert same.ok and same.speedup == 1.0 and same.fingerprint == o2.toolchain.fingerprint
     assert same.toolchain == o2.toolchain.to_dict()
     with pytest.raises(ValueError, match="zero tests"):
@@ -641,10 +641,10 @@ def test_compare_baseline_cache_failures_remembered_only_when_asked():
 def test_check_comparable_is_the_one_fingerprint_check():
     o2 = compiled(LINEAR, CompileSpec(command="g++ -std=gnu++17 -O2 main.cpp -o main"))
     o3 = compiled(LINEAR, CompileSpec(command="g++ -std=gnu++17 -O3 main.cpp -o main"))
-    check_comparable(o2, Program.of(o2))
+    check_comparable(o2, MeasuredProgram.of(o2))
     check_comparable(o2.toolchain, o2.toolchain.to_dict())
     with pytest.raises(FingerprintMismatch, match="flags") as info:
-        check_comparable(Program.of(o2), o3.toolchain)
+        check_comparable(MeasuredProgram.of(o2), o3.toolchain)
     assert isinstance(info.value, ToolchainMismatch) and "flags" in info.value.differences
 
 
@@ -761,9 +761,9 @@ def test_avx512_program_is_unsupported_by_the_meter_not_a_crash():
     assert c.detail.startswith("valgrind cannot decode the program's instructions (AVX-512); ") and \
         "native run" in c.detail
     quad = program(QUAD, "quad")
-    plain = compare(quad, Program.of(avx, "avx"), cases)
+    plain = compare(quad, MeasuredProgram.of(avx, "avx"), cases)
     assert not plain.ok and plain.failures[0]["status"] == "unsupported_by_meter" and plain.fallback_reason is None
-    fb = compare(quad, Program.of(avx, "avx"), cases, on_unsupported="wall", repeats=2, warmup=1)
+    fb = compare(quad, MeasuredProgram.of(avx, "avx"), cases, on_unsupported="wall", repeats=2, warmup=1)
     assert fb.ok, fb.failures
     assert (fb.method, fb.unit, fb.requested_method) == ("wall", "seconds", "instructions")
     assert fb.fallback_reason == "valgrind cannot decode the program's instructions (AVX-512)"

@@ -4,8 +4,9 @@
 the program computes normally without valgrind and passes every test. The cheat programs in
 ``tests/cheats/valgrind/`` do that three ways: with the header, with the magic sequence written by hand in inline
 asm, and with the bytes written at run time into an anonymous executable mapping (no preamble in the binary).
-Each must be refused by the meter (``client_request``), end to end: PIE reward ``UNMEASURABLE`` (never a speedup),
-oracle row rejected with ``measure:CLIENT_REQUEST`` (never in ``sft.jsonl``). Ordinary programs are counted exactly
+Each must be refused by the meter (``client_request``; the last one earlier, as code written at run time:
+``modifies_code``), end to end: PIE reward ``UNMEASURABLE`` (never a speedup), oracle row rejected with
+``measure:CLIENT_REQUEST`` / ``measure:MODIFIES_CODE`` (never in ``sft.jsonl``). Ordinary programs are counted exactly
 as cachegrind counts them.
 """
 
@@ -29,6 +30,7 @@ from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import Sandbox
 from arbiter.timing.instructions import (
     CLIENT_REQUEST_REASON,
+    MODIFIES_CODE_REASON,
     LOG_FD,
     MeasureStatus,
     count_instructions,
@@ -74,6 +76,11 @@ def expect(path: Path) -> str:
     return re.search(r"^// expect: (\S+)", path.read_text(), re.M).group(1)
 
 
+#: The reason each expected refusal starts with, and the oracle's reason code for it.
+REASONS = {"client_request": (CLIENT_REQUEST_REASON, "CLIENT_REQUEST"),
+           "modifies_code": (MODIFIES_CODE_REASON, "MODIFIES_CODE")}
+
+
 def fill(path: Path, parts: dict[str, str]) -> str:
     """The cheat with the task filled in at its ``// @name`` lines."""
     return re.sub(r"(?m)^[ \t]*// @(\w+)[ \t]*$", lambda m: parts[m.group(1)], path.read_text())
@@ -103,16 +110,16 @@ def test_refused_request_is_read_from_the_tools_line_only():
 @pytest.mark.parametrize("path", CHEATS, ids=CHEAT_IDS)
 def test_each_cheat_is_correct_natively_and_refused_by_the_meter(path):
     """Natively the cheat prints the right answer (it would pass every test); under the meter its client request
-    is refused and the run is ``client_request``, never a count."""
-    assert expect(path) == "client_request"
+    (or, first, its code written at run time) is refused and the run is that status, never a count."""
+    assert expect(path) in REASONS
     exe = binary(fill(path, PIE_PARTS))
     with Sandbox(files={"main": exe}) as sb:
         native = sb.run(["/prog/main"], b"100000\n", Limits(cpu_seconds=5))
     assert native.exit_code == 0 and native.stdout == f"{divisor_sum(100000)}\n".encode()
     run = measure_instructions(exe, [("c", b"100000\n", f"{divisor_sum(100000)}\n".encode())], pin=False)
     (c,) = run.counts
-    assert c.status is MeasureStatus.CLIENT_REQUEST and c.instructions is None, (c.status, c.detail)
-    assert c.detail.startswith(CLIENT_REQUEST_REASON)
+    assert c.status is MeasureStatus(expect(path)) and c.instructions is None, (c.status, c.detail)
+    assert c.detail.startswith(REASONS[expect(path)][0])
     if path.stem == "client_call_jit":  # the request's bytes exist only at run time
         assert PREAMBLE not in exe
     else:
@@ -183,9 +190,9 @@ def test_pie_candidate_with_client_requests_is_unmeasurable_never_a_speedup(pie_
     r = pie_reward(src, fill(path, PIE_PARTS), pie_tests, method="instructions", transform="log")
     assert r.verdict["outcome"] == "AC", r.verdict
     assert r.outcome == UNMEASURABLE, (r.outcome, r.reason)
-    assert CLIENT_REQUEST_REASON in r.reason
+    assert REASONS[expect(path)][0] in r.reason
     assert r.speedup is None and r.candidate_total is None and r.reward == DEFAULT_LOG_FAILURE_PENALTY and r.scored
-    assert r.comparison["failures"][0]["status"] == "client_request"
+    assert r.comparison["failures"][0]["status"] == expect(path)
     assert r.comparison["failures"][0]["program"] == "b"
 
 
@@ -218,12 +225,14 @@ def test_oracle_answers_with_client_requests_are_rejected_never_in_sft(tmp_path)
     assert not (out / "verified.jsonl").exists() or list(read_jsonl(out / "verified.jsonl")) == []
     rejected = [r for r in read_jsonl(out / "rejected.jsonl") if r["kind"] == "return"]
     assert len(rejected) == len(CHEATS)
+    expected = {p.stem: expect(p) for p in CHEATS}
     for rec in rejected:
-        v = rec["verification"]
+        v, want = rec["verification"], expected[rec["row"]["demo_id"]]
         assert v["all_visible_tests_pass"] is True and v["all_hidden_tests_pass"] is True  # correct natively
-        assert rec["stage"] == "measure" and [r["code"] for r in rec["reasons"]] == ["CLIENT_REQUEST"], rec["reasons"]
-        assert CLIENT_REQUEST_REASON in rec["reasons"][0]["message"]
+        assert rec["stage"] == "measure" and [r["code"] for r in rec["reasons"]] == [REASONS[want][1]], rec["reasons"]
+        assert REASONS[want][0] in rec["reasons"][0]["message"]
         assert v["speedup"] is None and v["largest_speedup"] is None and v["score"] == 0.0
-        assert v["measurement"]["failures"][0]["status"] == "client_request"
-    assert run.report["by_reason"] == {"measure:CLIENT_REQUEST": len(CHEATS)}
+        assert v["measurement"]["failures"][0]["status"] == want
+    codes = [f"measure:{REASONS[w][1]}" for w in expected.values()]
+    assert run.report["by_reason"] == {c: codes.count(c) for c in codes}
 

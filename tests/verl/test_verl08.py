@@ -49,7 +49,12 @@ def score(config, items, tokenizer_dir):
 
 
 def test_legacy_keys_are_migrated_by_main_ppo_and_score_as_compute_score(items, expected, tokenizer_dir):
+    from arbiter.verl.config_check import config_problems
+
+    # the installed verl (0.8.0) migrates them: config_problems reads them so, before and after main_ppo does
+    assert config_problems(compose_config(LEGACY_OVERRIDES)) == []
     config = main_ppo_config(LEGACY_OVERRIDES, tokenizer_dir)
+    assert config_problems(config) == []
     assert config.reward.custom_reward_function.path == "pkg://arbiter.verl.reward"
     assert config.reward.reward_manager.name == "naive"
     outputs, worker = score(config, items, tokenizer_dir)

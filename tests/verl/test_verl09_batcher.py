@@ -74,3 +74,18 @@ def test_config_problems_on_plain_dicts():
               "reward": {"custom_reward_function": {"path": None}, "reward_manager": {"name": "batch"}}}
     problems = config_problems(legacy)
     assert len(problems) == 4, problems
+
+
+def test_legacy_keys_are_read_as_the_verl_at_hand_reads_them():
+    """verl 0.8's main_ppo migrates the legacy keys (they work: no problem), 0.9's ignores them (each
+    named); with verl_version left out, the installed verl decides (none here: read as 0.9)."""
+    legacy = {"custom_reward_function": {"path": "pkg://arbiter.verl.reward", "name": "compute_score"},
+              "reward_model": {"reward_manager": "naive"},
+              "reward": {"custom_reward_function": {"path": None}, "reward_manager": {"name": "naive"}}}
+    assert config_problems(legacy, verl_version="0.8.0") == []
+    ignored = config_problems(legacy, verl_version="0.9.1")
+    assert len(ignored) == 3 and all("ignore" in p for p in ignored[1:]), ignored
+    assert config_problems(legacy) == ignored
+    foreign = {**legacy, "custom_reward_function": {"path": "/my/reward.py", "name": "score"}}
+    [problem] = config_problems(foreign, verl_version="0.8.0")  # the migration puts it over arbiter's
+    assert problem.startswith("custom_reward_function.path (the legacy key, which verl 0.8's main_ppo migrates"), problem

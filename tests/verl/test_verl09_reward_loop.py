@@ -193,6 +193,45 @@ def test_legacy_keys_are_ignored_by_verl09_and_reported():
     assert migrate_legacy_reward_impl(config).reward.custom_reward_function.path == "pkg://arbiter.verl.reward"
 
 
+def compose_fully_async(overrides: list[str]):
+    """verl's fully-async trainer config (``fully_async_ppo_trainer``: ``ppo_trainer`` plus ``async_training``)."""
+    config_dir = Path(verl.__file__).parent / "experimental" / "fully_async_policy" / "config"
+    with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+        return compose(config_name="fully_async_ppo_trainer", overrides=overrides)
+
+
+def test_legacy_keys_that_fully_async_training_honours_are_not_called_wrong():
+    """verl 0.9.1's fully_async_main runs migrate_legacy_reward_impl before training: there the legacy keys name
+    what is used (config_problems called them ignored)."""
+    from verl.experimental.reward_loop import migrate_legacy_reward_impl
+
+    config = compose_fully_async(LEGACY_OVERRIDES)
+    assert config.async_training is not None and config.reward.custom_reward_function.path is None
+    assert config_problems(config) == []
+    migrated = migrate_legacy_reward_impl(compose_fully_async(LEGACY_OVERRIDES))
+    assert migrated.reward.custom_reward_function.path == "pkg://arbiter.verl.reward"
+    assert migrated.reward.reward_manager.name == "naive"
+    assert config_problems(migrated) == []
+    # the documented verl 0.9 keys stay right in fully-async training
+    assert config_problems(compose_fully_async(FUNCTION_OVERRIDES)) == []
+    assert config_problems(compose_fully_async(MANAGER_OVERRIDES)) == []
+
+
+def test_a_legacy_key_that_fully_async_migrates_over_arbiter_is_reported():
+    """The migration replaces reward.custom_reward_function by the legacy one whenever that is set: a legacy
+    path naming another function wins over arbiter's, and a legacy manager verl 0.9 does not register fails."""
+    from verl.experimental.reward_loop import migrate_legacy_reward_impl
+
+    overrides = FUNCTION_OVERRIDES + ["custom_reward_function.path=pkg://my_rewards.code",
+                                      "custom_reward_function.name=score"]
+    problems = config_problems(compose_fully_async(overrides))
+    assert migrate_legacy_reward_impl(compose_fully_async(overrides)).reward.custom_reward_function.path == \
+        "pkg://my_rewards.code"
+    assert len(problems) == 1 and "fully-async training migrates over" in problems[0], problems
+    bad_manager = config_problems(compose_fully_async(FUNCTION_OVERRIDES + ["reward_model.reward_manager=batch"]))
+    assert [p for p in bad_manager if "'batch' is not registered in verl 0.9" in p], bad_manager
+
+
 @pytest.mark.parametrize("name", ["batch", "prime"])
 def test_legacy_manager_names_fail_in_verl09_and_are_reported(name):
     from verl.trainer.ppo.reward import resolve_reward_manager_cls

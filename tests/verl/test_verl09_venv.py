@@ -1,5 +1,5 @@
 """The tests that need verl from the main suite: verl 0.9.1's (test_verl09_reward_loop.py,
-test_verl09_ray.py, and the real TRL/OpenRLHF ones of tests/integrations/test_trainers_real.py,
+test_verl09_ray.py, test_verl09_stock_rewards.py, and the real TRL/OpenRLHF ones of tests/integrations/test_trainers_real.py,
 which that venv holds) and verl 0.8.0's (test_verl08.py). arbiter's own venv has no verl, so this runs
 them with the python of each release's separate venv (built by ``scripts/verl_venv.sh [VERSION]``,
 which ``make test`` runs first), on THIS checkout's sources (``PYTHONPATH``), and passes when they
@@ -24,7 +24,7 @@ CACHE = Path.home() / ".cache" / "arbiter"
 RELEASES = {
     "0.9.1": (Path(os.environ.get("ARBITER_VERL_VENV", CACHE / "verl-0.9.1")),
               ["tests/verl/test_verl09_reward_loop.py", "tests/verl/test_verl09_ray.py",
-               "tests/integrations/test_trainers_real.py"]),
+               "tests/verl/test_verl09_stock_rewards.py", "tests/integrations/test_trainers_real.py"]),
     "0.8.0": (Path(os.environ.get("ARBITER_VERL08_VENV", CACHE / "verl-0.8.0")), ["tests/verl/test_verl08.py"]),
 }
 
@@ -38,6 +38,7 @@ def _has_verl() -> bool:  # the distribution, not find_spec: tests/verl itself i
 
 
 @pytest.mark.skipif(_has_verl(), reason="verl is installed in this interpreter: the verl tests run here directly")
+@pytest.mark.timeout(2500)  # the files' own run has 2400 s (the suite's 900 s is per test; here one test is many)
 @pytest.mark.parametrize("version", list(RELEASES))
 def test_verl_tests_pass_in_the_verl_venv(version):
     venv, files = RELEASES[version]

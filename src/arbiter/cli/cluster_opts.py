@@ -13,6 +13,8 @@ from typing import Any, Optional
 import typer
 
 LOCAL = "local"
+#: Exit status of a run whose Ray cluster could not be started or joined (after retries; nothing was scored).
+EXIT_NO_CLUSTER = 4
 
 
 def ray_option() -> Any:
@@ -44,13 +46,14 @@ def parse_shard(text: Optional[str]) -> tuple[int, int] | None:
 @contextlib.contextmanager
 def on_ray(address: Optional[str], console: Any, *, pin_toolchain: bool = False) -> Iterator[Any]:
     """Within the block every batch map of the job runs on the cluster's pools (``None``: locally).
-    A refused cluster (a node that cannot isolate, toolchains that differ) is exit 2 naming the node."""
+    A refused cluster (a node that cannot isolate, toolchains that differ) is exit 2 naming the node; a Ray
+    that did not start in its tries is one line and exit :data:`EXIT_NO_CLUSTER` (4)."""
     if address is None:
         yield None
         return
     from rich.markup import escape
 
-    from arbiter.cluster.backend import ClusterRefused
+    from arbiter.cluster.backend import ClusterRefused, ClusterUnavailable
     from arbiter.pipelines.executor import ray_backend, use_backend
 
     try:
@@ -58,6 +61,10 @@ def on_ray(address: Optional[str], console: Any, *, pin_toolchain: bool = False)
     except (ClusterRefused, ConnectionError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from None
+    except ClusterUnavailable as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))} (exit {EXIT_NO_CLUSTER}: nothing was run; retry, or "
+                      "run without --ray)", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_NO_CLUSTER) from None
     try:
         with use_backend(backend):
             yield backend

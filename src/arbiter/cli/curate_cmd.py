@@ -158,16 +158,24 @@ def goldilocks(
                   f"(lower <= {o['lower_max']}, upper >= {o['upper_min']}, "
                   f"{'English >= ' + str(o['english_min']) if o['english_min'] is not None else 'no English filter'}; "
                   f"k = {o['k_lower']} weak, {o['k_upper']} strong)", highlight=False)
+    _print_findings(console, run)
+    console.print(f"outputs: {_show(run.out)}, {_show(run.report_path)}, {_show(run.rows_path)}", highlight=False)
+    raise typer.Exit(1 if run.problems else 0)
+
+
+def _print_findings(console: Console, run: Any) -> None:
+    """The warnings, then the first rows of each list of the report a curator should look at."""
     for w in run.warnings:
         console.print(f"[yellow]warning:[/] {_show(w)}")
     for p in run.report["annotation_problems"][:10]:
         console.print(f"  [yellow]{_show(p['row_key'])}[/] {p['side']}: {p['reason']}: {_show(p['detail'])}")
     if len(run.report["annotation_problems"]) > 10:
         console.print(f"  ... and {len(run.report['annotation_problems']) - 10} more in {_show(run.report_path)}")
+    for r in run.report["english_near_misses"][:10]:
+        console.print(f"  [yellow]near miss[/] {_show(r['row_key'])} English {r['english_confidence']:.3f}: "
+                      f"{_show(r['statement_start'][:80])}", highlight=False)
     for b in (run.report["bad_rows"] + run.report["duplicate_rows"])[:10]:
         console.print(f"  [red]bad row[/] {_show(b['error'])}")
-    console.print(f"outputs: {_show(run.out)}, {_show(run.report_path)}, {_show(run.rows_path)}", highlight=False)
-    raise typer.Exit(1 if run.problems else 0)
 
 
 @curate_app.command("audit")
@@ -256,7 +264,7 @@ def consolidate_cmd(
 
     Exit status: 0 done; 1 some rows could not be consolidated (listed); 2 bad input.
     """
-    from arbiter.pipelines.goldilocks import CurationInputError, Source, consolidate
+    from arbiter.pipelines.goldilocks import ConsolidationSource, CurationInputError, consolidate
 
     console = Console(stderr=True)
     try:
@@ -264,7 +272,7 @@ def consolidate_cmd(
         unknown = sorted(set(sides) - set(rows))
         if unknown:
             raise CurationInputError(f"--sidecar {unknown[0]}: no --source with that prefix")
-        run = consolidate([Source(p, r, sides.get(p)) for p, r in rows.items()], out, lower_max=lower_max,
+        run = consolidate([ConsolidationSource(p, r, sides.get(p)) for p, r in rows.items()], out, lower_max=lower_max,
                           upper_min=upper_min, split=split, report=report)
     except (CurationInputError, ValueError, OSError) as exc:
         console.print(f"[red]error:[/] {_show(exc)}")

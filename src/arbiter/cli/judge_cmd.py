@@ -111,6 +111,24 @@ def _import_table_printer() -> None:
     import rich.table  # noqa: F401
 
 
+#: Exit status of a run whose output could not be written (the interpreter's own, for a failed flush at exit).
+EXIT_OUTPUT_FAILED = 120
+
+
+def _output_failed(exc: OSError) -> int:
+    """Say on stderr (one line) that stdout could not be written; stdout is dropped so that nothing tries again
+    at exit. Returns :data:`EXIT_OUTPUT_FAILED`."""
+    import os
+    import sys
+
+    try:
+        os.write(2, f"arbiter: the output could not be written: {exc}\n".encode("utf-8", "replace"))
+    except OSError:
+        pass
+    sys.stdout = open(os.devnull, "w")
+    return EXIT_OUTPUT_FAILED
+
+
 def _print_verdict(name: str, verdict) -> None:
     """The per-case table, the compiler's output of a CE, and the summary line (rich)."""
     from rich.console import Console
@@ -197,10 +215,13 @@ def register(app: typer.Typer) -> None:
         if not as_json:  # (imported while the judge waits for its sandbox and its runs)
             threading.Thread(target=_import_table_printer, daemon=True).start()
         verdict = run_judge(task)
-        if as_json:
-            from arbiter.judge.codec import dumps_verdict
+        try:
+            if as_json:
+                from arbiter.judge.codec import dumps_verdict
 
-            print(dumps_verdict(verdict))
-        else:
-            _print_verdict(file.name, verdict)
+                print(dumps_verdict(verdict), flush=True)
+            else:
+                _print_verdict(file.name, verdict)
+        except OSError as exc:  # a full disk, a closed pipe: never read as the verdict's status
+            raise typer.Exit(_output_failed(exc)) from None
         raise typer.Exit(0 if verdict.accepted else 1)

@@ -15,6 +15,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from arbiter.cli.cluster_opts import on_ray, ray_option, record_cluster
+from arbiter.cli.llm_opts import MB, RETRIES_HELP, SIZE_HELP, TIMEOUT_HELP
+from arbiter.pipelines.llm_client import (DEFAULT_CONCURRENCY, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES,
+                                          DEFAULT_TIMEOUT)
 from arbiter.pipelines.outputs import holds_out_dirs
 from arbiter.strenum import StrEnum
 
@@ -23,21 +26,29 @@ oracle_app = typer.Typer(name="oracle", help="Oracle SFT data: verify oracle ans
 
 
 class MeasureMethod(StrEnum):
-    """``--measure``: instruction counts under valgrind (deterministic, default), model cycles (cache and branch
-    simulation) or wall time (interleaved repeats)."""
+    """``--measure``: model cycles (valgrind with cache and branch simulation, deterministic, the default: closest
+    to gem5's timing), instruction counts under valgrind (deterministic) or wall time (interleaved repeats)."""
 
     instructions = "instructions"
     cycles = "cycles"
     wall = "wall"
 
 
+#: ``--measure`` help: which measure is used by default, and why.
+MEASURE_HELP = ("cycles (default): model cycles of gem5's Skylake (the PIE card's timing) from one valgrind run per "
+                "test with cache and branch simulation; deterministic, and unlike instruction counts it charges "
+                "memory traffic and does not inflate start-up-bound speedups. instructions: valgrind instruction "
+                "counts (deterministic). wall: interleaved repeats")
+
+
 def _options(measure: MeasureMethod, min_speedup: float, measure_cases: int, largest_fraction: float,
-             gen_plan: str, workers: Optional[int], parquet: bool, no_cache: bool, cache_dir: Optional[Path]):
+             gen_plan: str, workers: Optional[int], parquet: bool, no_cache: bool, cache_dir: Optional[Path],
+             spot_checks: int = 3):
     from arbiter.pipelines.oracle.verify import VerifyOptions
 
     opts = VerifyOptions(measure=measure.value, min_speedup=min_speedup, measure_cases=measure_cases,
                          largest_fraction=largest_fraction, gen_plan=gen_plan, workers=workers, parquet=parquet,
-                         use_cache=not no_cache, cache_dir=cache_dir)
+                         use_cache=not no_cache, cache_dir=cache_dir, spot_checks=spot_checks)
     opts.check()
     return opts
 
@@ -60,8 +71,8 @@ def print_report(report: dict[str, Any], console: Console, *, rows: bool = True)
     Row table columns: the returns file's line, the row's ``demo_id`` (or ``#sample_index`` / key tail), the
     task (common prefix of the task ids dropped), the outcome, the first failing stage, every reason code, the
     writer's claim (``false`` when it disagrees with us), the largest-tests speedup (source / answer) and its unit
-    (``instructions``, or ``seconds*`` in yellow for a row measured with wall/CPU time after a meter fallback: its
-    speedup is a time ratio, not to be averaged with instruction ratios). The summary counts rows per unit; the
+    (``cycles`` by default, ``instructions``, or ``seconds*`` in yellow for a row measured with wall/CPU time after a
+    meter fallback: its speedup is a time ratio, not to be averaged with cycle or instruction ratios). The summary counts rows per unit; the
     best-answer table names each best row's unit and flags tasks ranked across units."""
     ids = sorted({str(r.get("task_id")) for r in report["rows"] if r.get("task_id")} | set(report.get("tasks", {})))
     prefix = _common_prefix(ids)
@@ -126,16 +137,17 @@ def _summary_table(report: dict[str, Any]) -> Table:
                        ("measure_fallbacks", "  measured with wall time (valgrind cannot run the program)")):
         if counts.get(key):
             s.add_row(label, str(counts[key]))
-    asked = "seconds" if (report.get("options") or {}).get("measure") == "wall" else "instructions"
+    measure = (report.get("options") or {}).get("measure") or "cycles"
+    asked = "seconds" if measure == "wall" else measure
     for unit, n in (counts.get("speedup_units") or {}).items():
         flag = unit != asked
-        label = f"speedups in {unit}" + (" (wall/CPU fallback: not comparable with instructions)" if flag else "")
+        label = f"speedups in {unit}" + (f" (wall/CPU fallback: not comparable with {asked})" if flag else "")
         s.add_row(f"[yellow]  {label}[/]" if flag else f"  {label}", str(n))
     s.add_row("claims disagreeing with our findings", str(report.get("claims_disagreeing", 0)))
     for stage, n in report["by_stage"].items():
         s.add_row(f"  first failing stage: {stage}", str(n))
     for reason, n in report["by_reason"].items():
-        s.add_row(f"  reason {reason}", str(n))
+        s.add_row(f"  rows with reason {reason}", str(n))
     return s
 
 
@@ -173,8 +185,8 @@ def _print_footer(report: dict[str, Any], console: Console) -> None:
 
 
 def _unit_cell(row: dict[str, Any]) -> str:
-    """The unit column of a report row: ``instructions``, ``seconds`` (asked for with ``--measure wall``) or
-    ``seconds*`` in yellow (a meter fallback: not the unit asked for)."""
+    """The unit column of a report row: ``cycles``, ``instructions``, ``seconds`` (asked for with ``--measure
+    wall``) or ``seconds*`` in yellow (a meter fallback: not the unit asked for)."""
     unit = row.get("unit")
     if not unit:
         return ""
@@ -233,41 +245,53 @@ def _run_verify(seeds: Path, returns: Path, out: Path, hidden: Optional[Path], g
     return 3 if run.report["counts"].get("errors") else 0
 
 
+# help texts shared by verify and generate (the same options, verifying the same way)
+HIDDEN_HELP = "hidden tests: {task_id: [{name, stdin, stdout}]}"
+GENERATORS_HELP = "folder of <task_id>.py test generators"
+MIN_SPEEDUP_HELP = "minimum largest-tests speedup (1.0 = not slower)"
+MEASURE_CASES_HELP = "measure the N largest tests (by input size)"
+LARGEST_FRACTION_HELP = "share of the measured tests (costliest first) gated on"
+SPOT_CHECKS_HELP = ("also run the answer under the meter on N other tests it passed, drawn at random (output "
+                    "checked: the measured program must be the one that runs)")
+GEN_PLAN_HELP = "generated inputs: SIZE:COUNT,... (seeds 0..COUNT-1)"
+WORKERS_HELP = "rows verified at once (default: cores)"
+PARQUET_HELP = "also write Parquet copies of the outputs"
+CACHE_DIR_HELP = "cache root for generated tests and source counts (default: $ARBITER_CACHE_DIR or ~/.cache/arbiter)"
+PROGRESS_HELP = "no progress bar"
+NO_ROWS_HELP = "print only the summary, not one line per row"
+
 
 @oracle_app.command("verify")
 def verify(
     seeds: Path = typer.Option(..., "--seeds", help="seed rows (JSONL or Parquet)"),
     returns: Path = typer.Option(..., "--returns", help="oracle return rows (JSONL or Parquet)"),
     out: Path = typer.Option(..., "--out", help="output folder (created; a rerun resumes)"),
-    hidden: Optional[Path] = typer.Option(None, "--hidden", help="hidden tests: {task_id: [{name, stdin, stdout}]}"),
-    generators: Optional[Path] = typer.Option(None, "--generators", help="folder of <task_id>.py test generators"),
-    measure: MeasureMethod = typer.Option(MeasureMethod.instructions, "--measure",
-                                          help="instructions (valgrind, deterministic), cycles (model cycles from cache + branch simulation, deterministic) or wall (interleaved repeats)"),
-    min_speedup: float = typer.Option(1.0, "--min-speedup", help="minimum largest-tests speedup (1.0 = not slower)"),
-    measure_cases: int = typer.Option(3, "--measure-cases", help="measure the N largest tests (by input size)"),
-    largest_fraction: float = typer.Option(0.5, "--largest-fraction",
-                                           help="share of the measured tests (costliest first) gated on"),
-    gen_plan: str = typer.Option("0:10,1:10,2:4,3:2", "--gen-plan",
-                                 help="generated inputs: SIZE:COUNT,... (seeds 0..COUNT-1)"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="rows verified at once (default: cores)"),
-    parquet: bool = typer.Option(False, "--parquet", help="also write Parquet copies of the outputs"),
+    hidden: Optional[Path] = typer.Option(None, "--hidden", help=HIDDEN_HELP),
+    generators: Optional[Path] = typer.Option(None, "--generators", help=GENERATORS_HELP),
+    measure: MeasureMethod = typer.Option(MeasureMethod.cycles, "--measure", help=MEASURE_HELP),
+    min_speedup: float = typer.Option(1.0, "--min-speedup", help=MIN_SPEEDUP_HELP),
+    measure_cases: int = typer.Option(3, "--measure-cases", help=MEASURE_CASES_HELP),
+    largest_fraction: float = typer.Option(0.5, "--largest-fraction", help=LARGEST_FRACTION_HELP),
+    spot_checks: int = typer.Option(3, "--spot-checks", help=SPOT_CHECKS_HELP),
+    gen_plan: str = typer.Option("0:10,1:10,2:4,3:2", "--gen-plan", help=GEN_PLAN_HELP),
+    workers: Optional[int] = typer.Option(None, "--workers", help=WORKERS_HELP),
+    parquet: bool = typer.Option(False, "--parquet", help=PARQUET_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help="rebuild generated tests and re-measure the source"),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir",
-                                             help="cache root for generated tests and source counts "
-                                                  "(default: $ARBITER_CACHE_DIR or ~/.cache/arbiter)"),
-    no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
-    no_rows: bool = typer.Option(False, "--no-rows", help="print only the summary, not one line per row"),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
+    no_progress: bool = typer.Option(False, "--no-progress", "--quiet", help=PROGRESS_HELP),
+    no_rows: bool = typer.Option(False, "--no-rows", help=NO_ROWS_HELP),
     ray: Optional[str] = ray_option(),
 ) -> None:
     """Verify oracle return rows against their seed rows; write sft.jsonl, verified.jsonl, rejected.jsonl,
     best.jsonl and report.json to OUT and print the table.
 
-    Exit status: 0 when every row got a verdict, 3 when some rows hit our own errors (rerun), 2 for bad input.
+    Exit status: 0 when every row got a verdict, 3 when some rows hit our own errors (rerun), 2 for bad input,
+    4 --ray: Ray did not start in 3 tries (nothing was run).
     """
     console = _console()
     try:
         opts = _options(measure, min_speedup, measure_cases, largest_fraction, gen_plan, workers, parquet,
-                        no_cache, cache_dir)
+                        no_cache, cache_dir, spot_checks)
         from arbiter.pipelines.oracle.verify import check_returns_not_empty
 
         check_returns_not_empty(returns)  # 0 rows: exit 2 before anything is written, as for --seeds
@@ -290,36 +314,39 @@ def generate(
     base_url: Optional[str] = typer.Option(None, "--base-url",
                                            help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL)"),
     n: int = typer.Option(4, "--n", help="samples per seed row"),
-    concurrency: int = typer.Option(4, "--concurrency", help="requests in flight"),
-    max_retries: int = typer.Option(4, "--max-retries", help="retries per request (429/5xx/connection)"),
-    temperature: float = typer.Option(0.7, "--temperature"),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
+    concurrency: int = typer.Option(DEFAULT_CONCURRENCY, "--concurrency", help="requests in flight"),
+    max_retries: int = typer.Option(DEFAULT_MAX_RETRIES, "--max-retries", help=RETRIES_HELP),
+    timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", help=TIMEOUT_HELP),
+    max_response_mb: float = typer.Option(DEFAULT_MAX_RESPONSE_BYTES / MB, "--max-response-mb", help=SIZE_HELP),
+    temperature: float = typer.Option(0.7, "--temperature", help="sampling temperature sent with each request"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="completion token cap (default: the server's)"),
     sampling: str = typer.Option("n", "--sampling", help="n (API n parameter) or repeat (one request per sample)"),
-    hidden: Optional[Path] = typer.Option(None, "--hidden", help="hidden tests file"),
-    generators: Optional[Path] = typer.Option(None, "--generators", help="folder of <task_id>.py generators"),
-    measure: MeasureMethod = typer.Option(MeasureMethod.instructions, "--measure"),
-    min_speedup: float = typer.Option(1.0, "--min-speedup"),
-    measure_cases: int = typer.Option(3, "--measure-cases"),
-    largest_fraction: float = typer.Option(0.5, "--largest-fraction"),
-    gen_plan: str = typer.Option("0:10,1:10,2:4,3:2", "--gen-plan"),
-    workers: Optional[int] = typer.Option(None, "--workers"),
-    parquet: bool = typer.Option(False, "--parquet"),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir"),
-    no_progress: bool = typer.Option(False, "--no-progress"),
-    no_rows: bool = typer.Option(False, "--no-rows"),
+    hidden: Optional[Path] = typer.Option(None, "--hidden", help=HIDDEN_HELP),
+    generators: Optional[Path] = typer.Option(None, "--generators", help=GENERATORS_HELP),
+    measure: MeasureMethod = typer.Option(MeasureMethod.cycles, "--measure", help=MEASURE_HELP),
+    min_speedup: float = typer.Option(1.0, "--min-speedup", help=MIN_SPEEDUP_HELP),
+    measure_cases: int = typer.Option(3, "--measure-cases", help=MEASURE_CASES_HELP),
+    largest_fraction: float = typer.Option(0.5, "--largest-fraction", help=LARGEST_FRACTION_HELP),
+    spot_checks: int = typer.Option(3, "--spot-checks", help=SPOT_CHECKS_HELP),
+    gen_plan: str = typer.Option("0:10,1:10,2:4,3:2", "--gen-plan", help=GEN_PLAN_HELP),
+    workers: Optional[int] = typer.Option(None, "--workers", help=WORKERS_HELP),
+    parquet: bool = typer.Option(False, "--parquet", help=PARQUET_HELP),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
+    no_progress: bool = typer.Option(False, "--no-progress", "--quiet", help=PROGRESS_HELP),
+    no_rows: bool = typer.Option(False, "--no-rows", help=NO_ROWS_HELP),
 ) -> None:
-    """Send each seed row's messages to an OpenAI-compatible endpoint (API key from $OPENAI_API_KEY), N
-    samples per row, then verify them all; best.jsonl keeps the fastest full-mark answer per task.
+    """Send each seed row's messages to an OpenAI-compatible endpoint (API key from $OPENAI_API_KEY, optional),
+    N samples per row, then verify them all; best.jsonl keeps the fastest full-mark answer per task.
 
     Resumable: samples already in OUT/returns.jsonl are not asked for again; rows already verified are
-    skipped.
+    skipped. Exit status: 0 done; 2 bad input; 3 some samples missing (failed requests) or rows not verified.
     """
     from arbiter.pipelines.oracle.writer import generate as run_generate
 
     console = _console()
     try:
         opts = _options(measure, min_speedup, measure_cases, largest_fraction, gen_plan, workers, parquet, False,
-                        cache_dir)
+                        cache_dir, spot_checks)
         if not seeds.is_file():
             raise FileNotFoundError(f"seeds file not found: {seeds}")
         from arbiter.pipelines.oracle.verify import check_generators_dir, ensure_out_dir, load_hidden_or_raise
@@ -341,10 +368,14 @@ def generate(
             summary = run_generate(seeds, returns, model=model, base_url=base_url,
                                    api_key=os.environ.get("OPENAI_API_KEY"), n=n, concurrency=concurrency,
                                    max_retries=max_retries, temperature=temperature, max_tokens=max_tokens,
-                                   sampling=sampling, on_progress=on_progress)  # type: ignore[arg-type]
+                                   sampling=sampling, request_timeout=timeout,
+                                   max_response_bytes=int(max_response_mb * MB), check_first=True,
+                                   on_progress=on_progress)  # type: ignore[arg-type]
         console.print(f"writer: {summary.samples_written} new samples, {summary.samples_existing} already there, "
                       f"{summary.samples_missing} missing after {summary.requests} requests "
-                      f"({summary.retries} retries, {summary.failed_requests} failed) -> {returns}")
+                      f"({summary.retries} retries, {summary.failed_requests} given up on"
+                      f"{f', {summary.malformed_answers} malformed answers' if summary.malformed_answers else ''})"
+                      f" -> {returns}", highlight=False)
         code = _run_verify(seeds, returns, out, hidden, generators, opts, console, not no_progress, not no_rows)
         if summary.samples_missing and code == 0:
             console.print(f"[yellow]{summary.samples_missing} samples are still missing "

@@ -22,12 +22,20 @@ pie_app = typer.Typer(name="pie", help="PIE speedup reward (re-timed here) and P
 
 
 class Method(StrEnum):
-    """``--method``: instruction counts under valgrind (deterministic, default), model cycles (valgrind with cache
-    and branch simulation, deterministic) or wall time (interleaved repeats, CPU clock)."""
+    """``--method``: model cycles (valgrind with cache and branch simulation, deterministic, the default: closest
+    to the card's gem5 speedups), instruction counts under valgrind (deterministic) or wall time (interleaved
+    repeats, CPU clock)."""
 
     instructions = "instructions"
     cycles = "cycles"
     wall = "wall"
+
+
+#: ``--method`` help: which measure is used by default, and why.
+METHOD_HELP = ("cycles (default): model cycles of gem5's Skylake, the timing of the PIE card, from one valgrind run "
+               "per case with cache and branch simulation; deterministic, and within a few % of the card's gem5 "
+               "speedups, where instruction counts run about 3x high on start-up-bound pairs (iostream vs cstdio). "
+               "instructions: valgrind instruction counts (deterministic). wall: interleaved repeats, CPU clock")
 
 
 class Transform(StrEnum):
@@ -125,6 +133,15 @@ def _reward_kw(method: Method, k: int, checker: str, compile_command: Optional[s
     return kw
 
 
+def _failures_in(summary: dict) -> str:
+    """How the failed candidates enter the mean reward: ``; 2 failed at 1.0 each``."""
+    n, values = summary.get("n_failed_scored") or 0, summary.get("failure_rewards") or []
+    if not n:
+        return ""
+    each = f"{values[0]:g} each" if len(values) == 1 else "their transform's failure reward"
+    return f"; {n} failed candidate{'s' if n > 1 else ''} in it at {each}"
+
+
 def _fmt(x: Any, spec: str = ".3f") -> str:
     return "" if x is None else format(x, spec)
 
@@ -140,8 +157,8 @@ def print_reward_summary(summary: dict[str, Any], console: Console) -> None:
     toolchain fingerprint and startup floor.
 
     Speedups are named with their unit: the headline figures are over records measured in the requested method's
-    unit only (``instructions``, or ``seconds`` for ``--method wall``); records measured in another unit after a
-    meter fallback get their own line, flagged in yellow, and are never averaged into the headline."""
+    unit only (``cycles``, ``instructions``, or ``seconds`` for ``--method wall``); records measured in another unit
+    after a meter fallback get their own line, flagged in yellow, and are never averaged into the headline."""
     t = Table(title="PIE re-timed reward")
     t.add_column("what")
     t.add_column("value", justify="right")
@@ -159,8 +176,12 @@ def print_reward_summary(summary: dict[str, Any], console: Console) -> None:
     t.add_row("scored (reward is a number)", str(summary["n_scored"]))
     t.add_row("%Correct (of scored)", _fmt(summary["pct_correct"], ".2f"))
     t.add_row("%Opt (speedup >= 1.10, of scored)", _fmt(summary["pct_opt"], ".2f"))
-    t.add_row(f"mean reward ({', '.join(summary['transforms'])})", _fmt(summary["mean_reward"], ".4f"))
-    unit = summary.get("speedup_unit") or "instructions"
+    t.add_row(f"mean reward ({', '.join(summary['transforms'])}, of scored{_failures_in(summary)})",
+              _fmt(summary["mean_reward"], ".4f"))
+    if summary.get("n_failed_scored"):
+        t.add_row(f"mean reward of the correct (AC) only ({summary['n_scored'] - summary['n_failed_scored']})",
+                  _fmt(summary.get("mean_reward_correct"), ".4f"))
+    unit = summary.get("speedup_unit") or "cycles"
     by_unit = summary.get("speedups_by_unit") or {}
     n_head = (by_unit.get(unit) or {}).get("n", summary["n_correct"])
     t.add_row(f"speedup of correct, in {unit} ({n_head}): mean / geomean / median",
@@ -182,7 +203,8 @@ def print_reward_summary(summary: dict[str, Any], console: Console) -> None:
     t.add_row("method (figures)", ", ".join(summary["methods"]))
     t.add_row("toolchain fingerprint", ", ".join(summary["fingerprints"]))
     if summary.get("startup_floors"):
-        t.add_row("startup floor (instructions, empty main)", ", ".join(f"{f:,}" for f in summary["startup_floors"]))
+        floor_unit = "cycles" if unit.startswith("cycles") else unit
+        t.add_row(f"startup floor ({floor_unit}, empty main)", ", ".join(f"{f:,}" for f in summary["startup_floors"]))
     if summary.get("row_errors"):
         t.add_row("[yellow]unreadable rows in --rows[/]", str(summary["row_errors"]))
     console.print(t)
@@ -211,7 +233,7 @@ def reward(
     param: Optional[list[str]] = typer.Option(None, "--param",
                                               help="transform parameter NAME=VALUE (lo, hi, failure_penalty, "
                                                    "threshold); repeatable"),
-    method: Method = typer.Option(Method.instructions, "--method", help="instructions (valgrind), cycles (model cycles, valgrind cache + branch simulation) or wall"),
+    method: Method = typer.Option(Method.cycles, "--method", help=METHOD_HELP),
     k: int = typer.Option(-1, "--k", help="cases per reward, sampled as the card does (-1 = all)"),
     seed: int = typer.Option(0, "--seed", help="K sampling seed (per source: every candidate gets the same cases)"),
     checker: str = typer.Option("pie", "--checker", help="pie (card), tokens, exact, trailing_whitespace, ..."),
@@ -229,7 +251,8 @@ def reward(
     """Re-timed, correctness-gated speedup of each candidate over its row's source program.
 
     Writes OUT/rewards.jsonl (one record per candidate), OUT/errors.jsonl and OUT/summary.json, and prints a
-    summary table. Exit status: 0 done, 3 some SANDBOX_ERROR (rerun to retry), 2 bad arguments."""
+    summary table. Exit status: 0 done, 3 some SANDBOX_ERROR (rerun to retry), 2 bad arguments, 4 --ray: Ray
+    did not start in 3 tries."""
     from arbiter.pipelines.pie.batch import run_reward_batch
     from arbiter.timing.instructions import ValgrindUnavailable
 
@@ -258,7 +281,7 @@ def reward(
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2)
     except ValgrindUnavailable as exc:
-        console.print(f"[red]error:[/] --method instructions needs valgrind: {escape(str(exc))} "
+        console.print(f"[red]error:[/] --method {method.value} needs valgrind: {escape(str(exc))} "
                       "(or use --method wall)", highlight=False)
         raise typer.Exit(2)
     for e in run.row_errors[:5]:
@@ -281,7 +304,7 @@ def evaluate(
     out: Path = typer.Option(..., "--out", help="output folder (created; a rerun resumes)"),
     rows: Optional[Path] = typer.Option(None, "--rows", help="PIE rows (needed unless every line is precomputed)"),
     tests: Optional[Path] = typer.Option(None, "--tests", help="PIE tests folder or .tar.gz"),
-    method: Method = typer.Option(Method.instructions, "--method", help="instructions (valgrind), cycles (model cycles, valgrind cache + branch simulation) or wall"),
+    method: Method = typer.Option(Method.cycles, "--method", help=METHOD_HELP),
     k: int = typer.Option(-1, "--k", help="test cases per measurement, sampled per source (-1 = all)"),
     seed: int = typer.Option(0, "--seed", help="case sampling seed"),
     checker: str = typer.Option("pie", "--checker", help="output checker (pie = the card's comparator)"),
@@ -299,7 +322,8 @@ def evaluate(
     """PIE's paper metrics at best@k for k = 1..n: %Opt, mean speedup, %Correct.
 
     %Opt = speedup >= 1.10; mean speedup floored at 1.0 (failures count as 1.0); %Correct = a fully correct
-    generation among the first k. Prints the table; writes OUT/metrics.json and OUT/generations.jsonl."""
+    generation among the first k. Prints the table; writes OUT/metrics.json and OUT/generations.jsonl.
+    Exit status: 4 with --ray when Ray did not start in 3 tries."""
     from arbiter.pipelines.pie.eval import run_eval
     from arbiter.timing.instructions import ValgrindUnavailable
 
@@ -324,7 +348,7 @@ def evaluate(
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2)
     except ValgrindUnavailable as exc:
-        console.print(f"[red]error:[/] --method instructions needs valgrind: {escape(str(exc))} "
+        console.print(f"[red]error:[/] --method {method.value} needs valgrind: {escape(str(exc))} "
                       "(or use --method wall)", highlight=False)
         raise typer.Exit(2)
     rep = run.report
@@ -350,13 +374,17 @@ def evaluate(
 
 @pie_app.command("plots")
 def plots(
-    folder: Path = typer.Argument(..., exists=True, file_okay=False, help="an `arbiter pie eval` --out folder"),
+    folder: Path = typer.Argument(..., exists=True, file_okay=False,
+                                  help="an `arbiter pie eval` or `arbiter pie reward` --out folder"),
     out: Optional[Path] = typer.Option(None, "--out", file_okay=False, help="report folder (default FOLDER/plots)"),
 ) -> None:
-    """PNG plots of a finished run (speedup distribution, %Opt by k) with report.md and report.json (docs/report.md)."""
+    """PNG plots of a finished run with report.md and report.json (docs/report.md): for `pie eval` the speedup
+    distribution and %Opt by k, for `pie reward` the speedup distribution and the reward by candidate."""
     from arbiter.cli.report_cmd import run_report
+    from arbiter.pipelines.report.folders import folder_kind
 
-    run_report([folder], out or folder / "plots", title="pie eval")
+    kind = folder_kind(folder)
+    run_report([folder], out or folder / "plots", title="pie reward" if kind == "pie_reward" else "pie eval")
 
 
 def register(app: typer.Typer) -> None:

@@ -37,8 +37,8 @@ def register(app: typer.Typer) -> None:
     @app.command("report")
     def report(
         inputs: list[Path] = typer.Argument(..., help="verl dataset (.parquet/.jsonl/HF folder) with the goldilocks "
-                                                      "annotation, and/or arbiter score, pie eval, oracle verify "
-                                                      "folders"),
+                                                      "annotation, and/or arbiter score, pie eval, pie reward, "
+                                                      "oracle verify folders"),
         out: Path = typer.Option(..., "--out", file_okay=False, help="report folder (report.md, report.json, PNGs)"),
         candidates: Optional[list[str]] = typer.Option(None, "--candidates",
                                                        help="[SOURCE=]PATH of a candidate dataset before filtering "
@@ -52,7 +52,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """The codegen card's tables (composition, kept / candidate, difficulty, test suites, prompt lengths)
         and plots (weak vs strong pass rates, suite sizes, pass@k by data_source), and the plots of score,
-        pie eval and oracle verify folders. Exit 0 written, 2 bad input."""
+        pie eval, pie reward and oracle verify folders. Exit 0 written, 2 bad input."""
         run_report(inputs, out, candidates=candidates, tokenizer=tokenizer, prompt_cap=prompt_cap, split=split,
                    title=title)
 

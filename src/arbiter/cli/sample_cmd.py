@@ -19,11 +19,22 @@ from rich.progress import (
     BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
 )
 
+from arbiter.cli.llm_opts import MB, RETRIES_HELP, SIZE_HELP, TIMEOUT_HELP
+from arbiter.pipelines.llm_client import (DEFAULT_CONCURRENCY, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES,
+                                          DEFAULT_TIMEOUT)
+
 
 def _bar(console: Console, disable: bool) -> Progress:
     return Progress(TextColumn("[bold]sampling[/]"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
                     TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                     console=console, disable=disable)
+
+
+def _n_note(summary) -> str:
+    if summary.used_n:
+        return ""
+    probes = f"{summary.n_refusals} request(s) with n refused, their samples asked again: " if summary.n_refusals else ""
+    return f"; {probes}the server takes no n, one request per sample"
 
 
 def sample(
@@ -37,12 +48,13 @@ def sample(
     top_p: Optional[float] = typer.Option(None, "--top-p", help="default: the server's"),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="default: the server's"),
     seed: Optional[int] = typer.Option(None, "--seed", help="request seed (seed + first sample index)"),
-    concurrency: int = typer.Option(8, "--concurrency", help="rows in flight"),
-    max_retries: int = typer.Option(6, "--max-retries", help="retries per request (429/5xx/timeouts)"),
-    timeout: float = typer.Option(600.0, "--timeout", help="seconds per HTTP attempt"),
+    concurrency: int = typer.Option(DEFAULT_CONCURRENCY, "--concurrency", help="rows in flight"),
+    max_retries: int = typer.Option(DEFAULT_MAX_RETRIES, "--max-retries", help=RETRIES_HELP),
+    timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", help=TIMEOUT_HELP),
+    max_response_mb: float = typer.Option(DEFAULT_MAX_RESPONSE_BYTES / MB, "--max-response-mb", help=SIZE_HELP),
     sampling: str = typer.Option("auto", "--sampling", help="auto (n while the server takes it), n, or repeat"),
     split: Optional[str] = typer.Option(None, "--split", help="split of an HF DatasetDict folder"),
-    quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+    quiet: bool = typer.Option(False, "--quiet", "--no-progress", help="no progress bar"),
 ) -> None:
     """Send each row's prompt to the endpoint N times (API key from $OPENAI_API_KEY, optional) and write the
     completions `arbiter score --completions` reads, with finish reasons, token usage and sampling parameters.
@@ -64,7 +76,7 @@ def sample(
         rate = done / max(time.monotonic() - t0[0], 1e-9)
         bar.update(task, completed=done, total=total, rate=f"{rate:.1f} samples/s")
 
-    retry = {"max_retries": max_retries, "timeout": timeout}
+    retry = {"max_retries": max_retries, "timeout": timeout, "max_response_bytes": int(max_response_mb * MB)}
     try:
         with bar:
             summary = run_sample(dataset, out, model=model, base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY"),
@@ -78,9 +90,9 @@ def sample(
         console.print(f"[yellow]skipped:[/] {escape(p)}", highlight=False)
     console.print(f"{summary.rows} rows x {n}: {summary.samples_written} new samples, {summary.samples_existing} "
                   f"already there, {summary.samples_missing} missing after {summary.requests} requests "
-                  f"({summary.retries} retries, {summary.failed_requests} failed"
-                  f"{'' if summary.used_n else '; the server took no n, one request per sample'}) -> {out}",
-                  highlight=False)
+                  f"({summary.retries} retries, {summary.failed_requests} given up on"
+                  f"{f', {summary.malformed_answers} malformed answers' if summary.malformed_answers else ''}"
+                  f"{_n_note(summary)}) -> {out}", highlight=False)
     if summary.samples_missing:
         console.print(f"[yellow]{summary.samples_missing} samples are missing (see {escape(summary.errors_path)}); "
                       f"rerun to ask for them[/]")

@@ -171,8 +171,9 @@ def register(app: typer.Typer) -> None:
         COMPLETIONS, or completions matching no row, is exit 2 naming the file and line; single bad
         completion records are listed (with their line) and skipped. Exit status: 0 done; 1 some
         responses hit SANDBOX_ERROR (not recorded: rerun to retry them); 2 bad input or OUT made
-        with other inputs. A row's identical programs are judged once, the cases that failed its
-        earlier responses run first, the longest start first (docs/step.md): same scores.
+        with other inputs; 4 --ray: Ray did not start in 3 tries (nothing was run). A row's identical
+        programs are judged once, the cases that failed its earlier responses run first, the longest
+        start first (docs/step.md): same scores.
         """
         from arbiter.pipelines.codegen import ScoringInputError, load_inputs, score_completions
         from arbiter.rewards.codegen import verdict_options

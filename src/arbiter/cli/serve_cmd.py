@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import signal
+import os
+import sys
 from typing import Optional
 
 import typer
@@ -11,35 +12,52 @@ import typer
 def register(app: typer.Typer) -> None:
     @app.command()
     def serve(
-        host: str = typer.Option("127.0.0.1", "--host", help="address to bind; not loopback needs --token"),
-        port: int = typer.Option(8080, "--port"),
+        host: str = typer.Option("127.0.0.1", "--host", help="address to bind; not loopback needs tokens"),
+        port: int = typer.Option(8080, "--port", help="0: any free port (the start-up line says which)"),
         token: Optional[str] = typer.Option(None, "--token", envvar="ARBITER_TOKEN",
-                                            help="API token clients send as 'Authorization: Bearer <token>'"),
-        workers: int = typer.Option(0, "--workers", help="judges at once (0: one per core)"),
-        queue: int = typer.Option(256, "--queue", help="waiting units before 503/504 + Retry-After"),
+                                            help="one API token (tenant 'default'): 'Authorization: Bearer <token>'"),
+        tokens: Optional[str] = typer.Option(None, "--tokens", envvar="ARBITER_TOKENS_FILE",
+                                             help="token file: lines 'NAME TOKEN [judges=N] [queue=N] [weight=W]'"),
+        workers: int = typer.Option(0, "--workers", help="judge slots (0: one per core)"),
+        queue: int = typer.Option(4096, "--queue", help="waiting units over all tenants before 503/504"),
+        tenant_queue: int = typer.Option(1024, "--tenant-queue",
+                                         help="waiting units per tenant before 429/504 (token file: queue=N)"),
+        hold_seconds: float = typer.Option(0.0, "--hold-seconds",
+                                           help="a /run_code request waits this long for its answer, then 504 "
+                                                "(0: verl's client timeout less 5 s)"),
         max_body_mb: int = typer.Option(64, "--max-body-mb", help="largest request body, MiB (413 past it)"),
-        max_output_mb: int = typer.Option(64, "--max-output-mb", help="stdout kept per run, MiB (past it: output limit)"),
+        max_output_mb: int = typer.Option(64, "--max-output-mb",
+                                          help="stdout kept per run and files per answer, MiB"),
         drain_seconds: float = typer.Option(120.0, "--drain-seconds", help="SIGTERM: wait this long for requests"),
+        ray_address: Optional[str] = typer.Option(None, "--ray", help="serve on every node of this Ray cluster "
+                                                  "(auto: the one this machine joined) with Ray Serve"),
     ) -> None:
         """Serve SandboxFusion's /run_code, /v1/judge, /v1/score, /healthz and /metrics.
 
-        This runs untrusted code: one per node, behind the token (docs/serve.md). Exit status 2
-        for a non-loopback --host without a token.
+        This runs untrusted code: one per node, behind tokens (docs/serve.md). Exit status 2
+        for a non-loopback --host without a token, or a bad token file.
         """
-        import uvicorn
-
-        from arbiter.server import ServerConfig, create_app
+        from arbiter.server import ServerConfig
+        from arbiter.server.runner import serve_forever
+        from arbiter.server.tenants import Tenant, Tenants, load, parse
 
         try:
-            cfg = ServerConfig(host=host, port=port, token=token or None, workers=workers, queue=queue,
-                               max_body_bytes=max_body_mb * 1024 * 1024,
+            if tokens:
+                tenants = load(tokens)
+            elif os.environ.get("ARBITER_TOKENS"):
+                tenants = parse(os.environ["ARBITER_TOKENS"], origin="ARBITER_TOKENS")
+            elif token:
+                tenants = Tenants.single(token, queue=tenant_queue)
+            else:
+                tenants = Tenants(anonymous=Tenant("anonymous", queue=tenant_queue))
+            cfg = ServerConfig(host=host, port=port, tenants=tenants, workers=workers, queue=queue,
+                               hold_seconds=hold_seconds, max_body_bytes=max_body_mb * 1024 * 1024,
                                max_output_bytes=max_output_mb * 1024 * 1024, drain_seconds=drain_seconds)
-        except ValueError as exc:
+        except (OSError, ValueError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2)
-        # uvicorn drains on SIGTERM/SIGINT, then re-raises the signal to the handler found at start:
-        # a no-op one here, so a drained server exits 0.
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: None)
-        uvicorn.run(create_app(cfg), host=cfg.host, port=cfg.port, log_level="warning",
-                    timeout_graceful_shutdown=int(cfg.drain_seconds), access_log=False)
+        if ray_address:
+            from arbiter.server.ray_serve import serve_on_ray
+
+            sys.exit(serve_on_ray(cfg, ray_address))
+        sys.exit(serve_forever(cfg))

@@ -3,6 +3,6 @@ tasks, score verl items, run SandboxFusion code. Overload (503/504) and sandbox 
 retried with backoff, then raised as :class:`~arbiter.rewards.codegen.SandboxFailure`: never a
 silent 0. See ``docs/serve.md``."""
 
-from arbiter.client.client import AsyncClient, Client, ServerError
+from arbiter.client.client import AsyncClient, Client, ServerError, shared_client
 
-__all__ = ["AsyncClient", "Client", "ServerError"]
+__all__ = ["AsyncClient", "Client", "ServerError", "shared_client"]

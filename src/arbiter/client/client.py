@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import threading
 import time
 from typing import Any, Sequence
 
@@ -17,8 +18,8 @@ from arbiter.judge.verdict import Verdict
 from arbiter.rewards.codegen import InvalidTask, RewardResult, SandboxFailure
 from arbiter.rewards.wire import item_to_wire, to_wire
 
-#: HTTP statuses that mean "try again later" (overload, our sandbox failed, draining).
-RETRY_STATUSES = (502, 503, 504)
+#: HTTP statuses that mean "try again later" (a tenant over its caps, overload, our sandbox failed, draining).
+RETRY_STATUSES = (429, 502, 503, 504)
 
 
 class ServerError(RuntimeError):
@@ -184,3 +185,18 @@ class AsyncClient(_Base):
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+_shared: dict[tuple[int, str], Client] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_client(url: str) -> Client:
+    """The one :class:`Client` of ``url`` in this process (made on first use; a forked child makes
+    its own): what ``compute_score(url=)``, ``compute_score_batch(url=)`` and the trainer adapters
+    share, so their requests go through one connection pool per server."""
+    with _shared_lock:
+        key = (os.getpid(), url)
+        if key not in _shared:
+            _shared[key] = Client(url)
+        return _shared[key]

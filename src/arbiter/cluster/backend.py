@@ -11,7 +11,9 @@ those. See ``docs/cluster.md`` ("Faults").
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -20,7 +22,9 @@ from arbiter.cluster.pool import NAMESPACE, node_cores, pool_on
 
 #: Times one item is re-run after its pool died before the run stops with the error.
 MAX_ITEM_RETRIES = 3
-
+#: Tries to start (or join) Ray, and the first wait between two (doubled each time): a loaded node's raylet
+#: can miss Ray's own 30 s start-up window once and make it the next time.
+START_TRIES, START_WAIT = 3, 2.0
 
 #: What a failed connection to a token-authenticated cluster needs (docs/cluster.md, "Quick start").
 TOKEN_HINT = ("Ray >= 2.60's `ray start --head` turns on token authentication: run with RAY_AUTH_MODE=token and "
@@ -36,7 +40,7 @@ def connect_failure(exc: BaseException) -> str:
 
     parts, seen, cause = [str(exc)], {str(exc)}, exc.__cause__ or exc.__context__
     while cause is not None and len(parts) < 4:
-        text = f"{type(cause).__name__}: {cause}".strip()
+        text = _without_traceback(f"{type(cause).__name__}: {cause}".strip())
         if str(cause) not in seen:
             parts.append(text)
             seen.add(str(cause))
@@ -46,8 +50,43 @@ def connect_failure(exc: BaseException) -> str:
     return "; ".join(p.rstrip(".") for p in parts)
 
 
+def _without_traceback(text: str) -> str:
+    """``text`` with a traceback Ray pasted into it ("Last connection error: Traceback ...") cut
+    down to the exception it ends with (its unindented lines)."""
+    head, marker, trace = text.partition("Traceback (most recent call last):")
+    if not marker:
+        return text
+    raised = [line.strip() for line in trace.splitlines() if line.strip() and not line[:1].isspace()]
+    return " ".join([head.strip(), *raised])
+
+
 class ClusterRefused(RuntimeError):
     """A node cannot run the job (no isolation, another toolchain, no live node); names the node."""
+
+
+class ClusterUnavailable(RuntimeError):
+    """Ray did not start (or could not be joined) in :data:`START_TRIES` tries; the message is one line."""
+
+
+def _start_ray(ray: Any, address: str | None, **options: Any) -> None:
+    """``ray.init``, tried :data:`START_TRIES` times (Ray shut down between tries); raises
+    :class:`ClusterUnavailable` with Ray's last error in one line. A ``ConnectionError`` (no cluster at the
+    address given) is not retried: it is the address that is wrong."""
+    for attempt in range(START_TRIES):
+        try:
+            ray.init(address=address, **options)
+            return
+        except ConnectionError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for "timed out during startup"
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+            if attempt + 1 == START_TRIES:
+                where = f" at {address}" if address else ""
+                first = (str(exc).strip().splitlines() or [""])[0]
+                raise ClusterUnavailable(f"Ray did not start{where} in {START_TRIES} tries: "
+                                         f"{type(exc).__name__}: {first}") from exc
+            time.sleep(START_WAIT * 2 ** attempt)
 
 
 def _node_label(node: dict[str, Any]) -> str:
@@ -85,7 +124,8 @@ class RayBackend:
     - ``check_isolation``: refuse a node whose doctor says it cannot isolate (default on);
     - ``pin_toolchain``: refuse a cluster whose nodes' ``g++`` fingerprints differ (PIE/oracle
       measurements compare counts of one toolchain only).
-    Raises :class:`ClusterRefused`."""
+    Raises :class:`ClusterRefused`, :class:`ClusterUnavailable` (Ray did not start in :data:`START_TRIES`
+    tries)."""
 
     def __init__(self, address: str | None = None, *, check_isolation: bool = True, pin_toolchain: bool = False):
         import ray
@@ -94,8 +134,8 @@ class RayBackend:
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
             try:
-                ray.init(address=address, namespace=NAMESPACE, include_dashboard=False, log_to_driver=False,
-                         configure_logging=False)
+                _start_ray(ray, address, namespace=NAMESPACE, include_dashboard=False, log_to_driver=False,
+                           configure_logging=False)
             except ConnectionError as exc:
                 raise ConnectionError(connect_failure(exc)) from exc
         self._lock = threading.Lock()

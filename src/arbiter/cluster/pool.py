@@ -75,9 +75,11 @@ class JudgePool:
 
     def __init__(self, node_id: str, cores: int):
         from arbiter.judge.step import StepJudge
+        from arbiter.sandbox.slots import judge_slots
 
         self.node_id, self.cores = node_id, cores
-        self.step = StepJudge(cores)
+        # the actor's process judges for the whole node: its judge slots are the node's cores
+        self.step = StepJudge(cores, slots=judge_slots(cores))
         self._lock = threading.Lock()
         self._fns: dict[str, Callable[[Any], Any]] = {}
 
@@ -121,14 +123,14 @@ class JudgePool:
 
     def _prepare(self, item: tuple[Any, Any, Any, Any], opts: Any, raise_errors: bool) -> Any:
         from arbiter.judge.verdict import Outcome
-        from arbiter.rewards.codegen import _result, prepare
+        from arbiter.rewards.codegen import prepare, reward_result
 
         try:
             return prepare(*item, opts)
         except ValueError as exc:  # a non-code data_source or a bad override
             if raise_errors:
                 raise
-            return _result(0.0, Outcome.INVALID_TASK.value, 0, 0, str(exc), time.monotonic())
+            return reward_result(0.0, Outcome.INVALID_TASK.value, 0, 0, str(exc), time.monotonic())
 
     def _score(self, item: tuple[Any, Any, Any, Any], opts: Any, raise_errors: bool = True) -> Any:
         from arbiter.rewards.codegen import finish

@@ -81,25 +81,26 @@ def _text(value: bytes) -> str:
     return value.decode("utf-8", "surrogateescape")
 
 
-def suite_to_ground_truth(suite: TestSuite, *, param_names: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
-    """A normalised suite as the card's list encodings: ``stdin_stdout`` or ``function_call``
-    case dicts.
+def suite_to_ground_truth(suite: TestSuite, *, param_names: tuple[str, ...] | None = None) -> dict[str, Any] | list[dict[str, Any]]:
+    """A normalised suite as one of the card's encodings, chosen so that verl's stock code rewards
+    read what they can (docs/verl.md, "verl's stock code rewards"):
 
-    - stdin cases need exactly one accepted output (verl's encodings hold one);
-    - call cases with keyword arguments need ``param_names`` (the signature's parameter order)
-      to become positional ``input`` lists; ``output`` is ``[return_value]`` and must be the one
-      accepted value.
+    - stdin cases: the ``{"inputs": [...], "outputs": [...]}`` dict (text in, the one accepted
+      text out), the one form verl's ``prime_code`` and ``sandbox_fusion`` read; it holds all a
+      stdin case is, so nothing is lost. Each case needs exactly one accepted output;
+    - call cases: ``function_call`` case dicts (the dict's call convention accepts ``x`` for an
+      expected ``[x]``, so it cannot say "exactly ``[x]``"). Keyword arguments need
+      ``param_names`` (the signature's parameter order) to become positional ``input`` lists;
+      ``output`` is ``[return_value]`` and must be the one accepted value.
 
     Raises :class:`ConvertError` for what the encodings cannot express.
     """
+    if suite.cases and all(isinstance(case, StdioCase) for case in suite.cases):
+        return _stdin_dict(suite)
     out: list[dict[str, Any]] = []
     for case in suite.cases:
-        if isinstance(case, StdioCase):
-            if len(case.expected) != 1:
-                raise ConvertError(f"case {case.name}: {len(case.expected)} accepted outputs; verl ground truth holds one")
-            out.append({"type": "stdin_stdout", "input": _text(case.stdin), "output": _text(case.expected[0])})
-            continue
-        assert isinstance(case, CallCase)
+        if not isinstance(case, CallCase):
+            raise ConvertError(f"case {case.name}: stdin and function-call cases in one suite")
         if len(case.expected) != 1:
             raise ConvertError(f"case {case.name}: several accepted return values; the function_call encoding holds one")
         args = list(case.args)
@@ -114,6 +115,16 @@ def suite_to_ground_truth(suite: TestSuite, *, param_names: tuple[str, ...] | No
             args += [case.kwargs[n] for n in rest]
         out.append({"type": "function_call", "fn_name": case.fn_name, "input": args, "output": [case.expected[0]]})
     return out
+
+
+def _stdin_dict(suite: TestSuite) -> dict[str, list[str]]:
+    inputs, outputs = [], []
+    for case in suite.cases:
+        if len(case.expected) != 1:
+            raise ConvertError(f"case {case.name}: {len(case.expected)} accepted outputs; verl ground truth holds one")
+        inputs.append(_text(case.stdin))
+        outputs.append(_text(case.expected[0]))
+    return {"inputs": inputs, "outputs": outputs}
 
 
 def make_row(*, data_source: str, prompt: list[Mapping[str, str]], ground_truth: Any, index: str, source: str,

@@ -17,7 +17,7 @@ from typing import Any
 
 from arbiter.rewards.codegen import RewardOptions, RewardResult, finish, prepare
 from arbiter.verl.judges import POOL_CHOICES, judges_for
-from arbiter.verl.reward import _remote as _client  # one client per URL and process, shared with compute_score
+
 
 def _run(coro: Any) -> Any:
     """Run ``coro`` to its end from synchronous code, on this thread or, when an event loop is
@@ -48,7 +48,9 @@ def score_items(items: Sequence[tuple], url: str, pool: str, opts: RewardOptions
     if not items:
         return []
     if url:
-        return _client(url).score(items, {k: v for k, v in raw_options.items() if k not in ("url", "pool")})
+        from arbiter.client import shared_client  # compute_score's own client (one per URL and process)
+
+        return shared_client(url).score(items, {k: v for k, v in raw_options.items() if k not in ("url", "pool")})
     preps = [prepare(*item, opts) for item in items]
     todo = [p for p in preps if p.task is not None]
     verdicts = _run(judges_for(pool).judge([p.task for p in todo], [p.hint for p in todo], opts.step)) if todo else []

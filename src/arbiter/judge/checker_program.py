@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from arbiter.checkers.result import CheckResult
 from arbiter.checkers.spec import CheckerSpec
-from arbiter.judge.evaluate import _tail
+from arbiter.judge.evaluate import text_tail
 from arbiter.judge.testsuite import StdioCase
 from arbiter.languages.base import BuildFailure, CompileSpec, FailureKind
 from arbiter.languages.registry import get_language
@@ -62,7 +62,7 @@ class ExternalChecker:
                 return None
             if ex.status is Status.OK:
                 return CheckResult(True, "")
-            msg = _tail(ex.stderr or ex.stdout, 300)
+            msg = text_tail(ex.stderr or ex.stdout, 300)
             marker = self.language.crash_marker if self.language is not None else ""
             crashed = bool(marker) and marker in msg
             if (ex.status is Status.RUNTIME_ERROR and ex.signal is None and ex.exit_code in (1, 2)

@@ -48,7 +48,7 @@ DECODE_BUDGET = 128 * MiB
 _ITEM_MARKS = (b"[", b"{", b",", b":")
 
 
-def _tail(data: bytes, n: int = STDERR_TAIL) -> str:
+def text_tail(data: bytes, n: int = STDERR_TAIL) -> str:
     text = data[-n:].decode("utf-8", "replace").strip()
     return text
 
@@ -71,7 +71,7 @@ def evaluate_case(case: TestCase, ex: Execution, checker: CheckerSpec,
         res.outcome = _STATUS_OUTCOME[ex.status]
         res.detail = ex.detail
         if ex.status is Status.RUNTIME_ERROR and ex.stderr:
-            res.detail += ": " + _tail(ex.stderr)
+            res.detail += ": " + text_tail(ex.stderr)
         return res
     if external is not None:
         result = external.check(case, ex.stdout)
@@ -162,7 +162,7 @@ def _evaluate_call(case: CallCase, ex: Execution, checker: CheckerSpec, res: Cas
     if not isinstance(payload, dict):
         res.outcome = Outcome.RE
         res.detail = (ex.detail or "the function did not return") + (
-            ": " + _tail(ex.stderr) if ex.stderr else "")
+            ": " + text_tail(ex.stderr) if ex.stderr else "")
         return res
     if not payload.get("ok"):
         res.outcome = Outcome.RE  # an exception in the call is RE, whatever the expected value

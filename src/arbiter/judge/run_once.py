@@ -32,6 +32,7 @@ class RunOnce:
     - ``load_error``: a Python program that did not load (SyntaxError traceback), else ``""``.
     - ``execution``: the run (``None`` when nothing ran); ``Status.SANDBOX_ERROR`` means ours.
     - ``files``: ``fetch`` paths found after the run, name -> bytes.
+    - ``files_omitted``: ``fetch`` paths left out, name -> why (missing, over the budget).
     """
 
     compiled: bool = False
@@ -41,6 +42,7 @@ class RunOnce:
     load_error: str = ""
     execution: Execution | None = None
     files: dict[str, bytes] = field(default_factory=dict)
+    files_omitted: dict[str, str] = field(default_factory=dict)
 
     @property
     def sandbox_error(self) -> str:
@@ -59,12 +61,15 @@ def supported_languages() -> list[str]:
 
 def run_once(language: str, source: str, stdin: bytes, limits: Limits, *, compile_seconds: float = 30.0,
              files: dict[str, bytes] | None = None, fetch: tuple[str, ...] = (),
-             config: SandboxConfig | None = None, retries: int = 2, warm: "WarmSandboxes | None" = None) -> RunOnce:
+             config: SandboxConfig | None = None, retries: int = 2, warm: "WarmSandboxes | None" = None,
+             fetch_bytes: int | None = None) -> RunOnce:
     """Build ``source`` and run it once with ``stdin`` under ``limits``.
 
     ``files``: plain file names -> bytes, written to the program's working directory first.
-    ``fetch``: paths (relative to the working directory) read back after the run; missing ones
-    are left out. A sandbox failure is retried ``retries`` times in a fresh sandbox. ``warm``:
+    ``fetch``: plain names of files in the working directory (given in ``files`` or written by
+    the program) read back after the run, at most ``fetch_bytes`` in all (default
+    ``limits.output_bytes``); missing ones and those past the budget are left out
+    (``files_omitted``). A sandbox failure is retried ``retries`` times in a fresh sandbox. ``warm``:
     keep the program's sandbox for the next run of the same program (as :func:`judge` runs
     every case of one submission in one sandbox, each in a fresh process). Raises ``ValueError``
     for an unknown language or a file name with a ``/``.
@@ -73,22 +78,24 @@ def run_once(language: str, source: str, stdin: bytes, limits: Limits, *, compil
     if lang is None:
         raise ValueError(f"unknown language {language!r}; supported: {', '.join(supported_languages())}")
     files = dict(files or {})
-    for name in files:
+    for name in (*files, *fetch):
         if "/" in name or name in ("", ".", ".."):
             raise ValueError(f"files: plain file names only, got {name!r}")
+    fetch = tuple(dict.fromkeys(fetch))
     out = RunOnce(compiled=lang.compiled)
     key = _key(language, source, files, limits, config)
     runner = warm.take(key) if warm is not None else None
     try:
-        return _run(out, lang, key, runner, language, source, stdin, limits, compile_seconds, files, fetch, config,
-                    retries, warm)
+        budget = limits.output_bytes if fetch_bytes is None else fetch_bytes
+        return _run(out, lang, key, runner, language, source, stdin, limits, compile_seconds, files, (fetch, budget),
+                    config, retries, warm)
     finally:
         if warm is not None:
             warm.done(key)
 
 
 def _run(out: RunOnce, lang, key: str, runner: Runner | None, language: str, source: str, stdin: bytes,
-         limits: Limits, compile_seconds: float, files: dict[str, bytes], fetch: tuple[str, ...],
+         limits: Limits, compile_seconds: float, files: dict[str, bytes], fetch: tuple[tuple[str, ...], int],
          config: SandboxConfig | None, retries: int, warm: "WarmSandboxes | None") -> RunOnce:
     if runner is None:
         started = time.monotonic()
@@ -103,13 +110,13 @@ def _run(out: RunOnce, lang, key: str, runner: Runner | None, language: str, sou
     case = StdioCase("1", stdin, (b"",))
     for attempt in range(retries + 1):
         fresh = runner.sandbox is None or attempt > 0
-        ex = _attempt(runner, case, files, out, fresh)
+        ex = _attempt(runner, case, files, out, fresh, fetch[0])
         if ex is None or ex.status is not Status.SANDBOX_ERROR or attempt == retries:
             out.execution = ex
             break
     if out.execution is not None and out.execution.status is not Status.SANDBOX_ERROR:
-        out.files = _fetch(runner, fetch)
-    if warm is not None and out.execution is not None and not out.sandbox_error and not fetch:
+        out.files, out.files_omitted = _fetch(runner, *fetch)
+    if warm is not None and out.execution is not None and not out.sandbox_error and not fetch[0]:
         warm.give(key, runner)
     else:
         runner.close()
@@ -123,7 +130,7 @@ def _key(language: str, source: str, files: dict[str, bytes], limits: Limits, co
     h = hashlib.sha256()
     for part in (language, source, repr(sorted((k, hashlib.sha256(v).hexdigest()) for k, v in files.items())),
                  repr(limits), repr(config)):
-        h.update(part.encode("utf-8", "surrogateescape") + b"\0")
+        h.update(part.encode("utf-8", "surrogatepass") + b"\0")  # any str, one way: a key, not a program
     return h.hexdigest()
 
 
@@ -188,7 +195,7 @@ class WarmSandboxes:
 
 
 def _attempt(runner: Runner, case: StdioCase, files: dict[str, bytes], out: RunOnce,
-             fresh: bool) -> Execution | None:
+             fresh: bool, keep: tuple[str, ...]) -> Execution | None:
     """One try (in a fresh sandbox when ``fresh``): the execution, ``None`` when the program
     does not load."""
     try:
@@ -200,23 +207,31 @@ def _attempt(runner: Runner, case: StdioCase, files: dict[str, bytes], out: RunO
             assert runner.sandbox is not None
             for name, data in files.items():
                 runner.sandbox.put(name, data)
-        return runner.run(case)
+        return runner.run(case, keep)
     except (SandboxError, OSError) as exc:
         return Execution(Status.SANDBOX_ERROR, detail=f"{type(exc).__name__}: {exc}")
 
 
-def _fetch(runner: Runner, paths: tuple[str, ...]) -> dict[str, bytes]:
+def _fetch(runner: Runner, names: tuple[str, ...], budget: int) -> tuple[dict[str, bytes], dict[str, str]]:
+    """The files, at most ``budget`` bytes in all; and why the others were left out."""
     found: dict[str, bytes] = {}
-    if runner.sandbox is None:
-        return found
-    for path in paths:
+    omitted: dict[str, str] = {}
+    for name in names:
+        if runner.sandbox is None:
+            omitted[name] = "no sandbox"
+            continue
         try:
-            data = runner.sandbox.fetch(path, max_bytes=runner.task.limits.output_bytes)
-        except SandboxError:
+            data, size = runner.sandbox.fetch_or_size(name, max_bytes=budget)
+        except SandboxError as exc:
+            omitted[name] = f"not read: {exc}"
             continue
         if data is not None:
-            found[path] = data
-    return found
+            found[name] = data
+            budget -= len(data)
+        else:
+            omitted[name] = "missing or not a regular file" if size is None else \
+                f"{size} bytes, over the {budget} bytes left of the answer's file budget"
+    return found, omitted
 
 
 __all__ = ["RunOnce", "WarmSandboxes", "run_once", "supported_languages"]

@@ -7,6 +7,8 @@ the warm fork server); function-call cases go to the sandbox's call harness.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from arbiter.judge import jsonvalues
 from arbiter.judge.task import Task
 from arbiter.judge.testsuite import CallCase, TestCase
@@ -36,7 +38,7 @@ class Runner:
         self.close()
         files = None if self.language.fork_server else self.program.files
         self.sandbox = default_pool().acquire(files=files, limits=self.task.limits, config=self.config,
-                                              fresh=fresh, factory=Sandbox,
+                                              mounts=self.language.mounts, fresh=fresh, factory=Sandbox,
                                               python=bool(self.language.fork_server))
         try:
             self.load_error = self.language.load(self.sandbox, self.program, self.task.prelude)
@@ -59,7 +61,8 @@ class Runner:
             return f"the program no longer loads in the new sandbox: {self.load_error.message[-300:]}"
         return ""
 
-    def run(self, case: TestCase) -> Execution:
+    def run(self, case: TestCase, keep: Sequence[str] = ()) -> Execution:
+        """Run one case (``keep``: working-directory files the wipe after it spares)."""
         if self.sandbox is None:
             raise SandboxError("no sandbox (a restart failed)")
         lim = self.task.limits
@@ -67,7 +70,7 @@ class Runner:
             call = jsonvalues.dumps({"args": list(case.args), "kwargs": dict(case.kwargs)})
             ex = self.sandbox.call_python(case.fn_name, limits=lim, call_json=call)
         else:
-            ex = self.language.run(self.sandbox, self.program, case.stdin, lim)
+            ex = self.language.run(self.sandbox, self.program, case.stdin, lim, keep)
         if ex.status is Status.SANDBOX_ERROR:
             self._suspect = True
         return ex

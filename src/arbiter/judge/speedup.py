@@ -1,10 +1,11 @@
 """The one correctness-gated speedup: a candidate is measured against its source only once it is correct.
 
 :func:`gated_speedup` compiles the source, gates the candidate on the cases (its verdict there must be AC),
-measures both with :func:`arbiter.timing.measure.compare` (instruction counts, falling back to interleaved wall
-time when valgrind cannot run a program; or wall time) and classifies what happened into one
-:class:`SpeedupOutcome`. The oracle and the PIE reward map these codes to their own output records.
-See ``docs/oracle.md`` ("The gated speedup").
+measures both with :func:`arbiter.timing.measure.compare` (model cycles by default, or instruction counts, both
+falling back to interleaved wall time when valgrind cannot run a program; or wall time), checks that the counted
+program is the one that runs (:mod:`arbiter.judge.meter_checks`) and classifies what happened into one
+:class:`SpeedupOutcome`. The oracle and the PIE reward map these codes to their own output records. See
+``docs/oracle.md`` ("The gated speedup").
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from arbiter.judge.testsuite import StdioCase, TestSuite
 from arbiter.judge.verdict import Outcome, Verdict
 from arbiter.sandbox.limits import Limits
 from arbiter.strenum import StrEnum
+from arbiter.timing.comparison import DEFAULT_METHOD
 
 __all__ = [
+    "MISMATCH_REASON",
     "MeasureFailure",
     "SpeedupOutcome",
     "SpeedupResult",
@@ -47,13 +50,18 @@ class SpeedupOutcome(StrEnum):
     INVALID_TASK = "INVALID_TASK"          # the gate: the judge found the task unusable
     SOURCE_FAILED = "SOURCE_FAILED"        # the source failed a measured run
     CANDIDATE_FAILED = "CANDIDATE_FAILED"  # the candidate failed a measured run (``failures[0].verdict``)
-    UNMEASURABLE = "UNMEASURABLE"          # correct, but creates processes or makes valgrind client requests
+    UNMEASURABLE = "UNMEASURABLE"          # correct, but creates processes, makes client requests or changes code
+    MEASURE_MISMATCH = "MEASURE_MISMATCH"  # correct natively, a wrong output when measured: not the judged program
+    NATIVE_CONTRADICTS = "NATIVE_CONTRADICTS"  # the counted speedup is far above the native CPU-time speedup
     NO_SPEEDUP = "NO_SPEEDUP"              # every run succeeded yet the totals give no finite ratio > 0
     SANDBOX_ERROR = "SANDBOX_ERROR"        # ours (sandbox, toolchain mismatch, meter): never a reward
 
 
 #: Measured-run statuses of a correct candidate whose cost cannot be measured.
-UNMEASURABLE_STATUSES = frozenset({"creates_processes", "client_request"})
+UNMEASURABLE_STATUSES = frozenset({"creates_processes", "client_request", "modifies_code"})
+#: Why a wrong output under measurement is its own outcome (the candidate passed the same case natively).
+MISMATCH_REASON = ("the candidate printed the right output when judged natively and a wrong one when measured: "
+                   "the measured program is not the program that runs; no speedup")
 #: The verdict a measured-run status stands for (``SANDBOX_ERROR``: not the program's fault).
 STATUS_VERDICTS: Mapping[str, Outcome] = {
     "time_limit": Outcome.TLE,
@@ -95,16 +103,19 @@ class MeasureFailure:
 class SpeedupSpec:
     """How both programs are built, checked and measured.
 
-    ``names``: the two programs' names in the comparison record. ``cache``: a
-    :class:`~arbiter.timing.count_cache.CountCache` for the source's counts (instructions; ``None``: none kept),
-    keyed also by ``output_check``. ``fallback``: measure with wall time when valgrind cannot run a program.
-    ``config``: the sandbox configuration of the gate's judge runs.
+    ``method``: the measure (default :data:`~arbiter.timing.comparison.DEFAULT_METHOD`, cycles). ``names``: the
+    two programs' names in the comparison record. ``cache``: a :class:`~arbiter.timing.count_cache.CountCache` for
+    the source's counts (cycles or instructions; ``None``: none kept), keyed also by ``output_check``.
+    ``fallback``: measure with wall time when valgrind cannot run a program. ``config``: the sandbox configuration
+    of the gate's judge runs. ``spot_checks``: how many cases of the ``spot_pool`` given to :func:`gated_speedup`,
+    drawn at random, the candidate is also run on under the meter (its output checked); ``native_check``:
+    cross-check a counted speedup with native CPU time.
     """
 
     compile: CompileSpec = field(default_factory=CompileSpec)
     limits: Limits = field(default_factory=Limits)
     checker: CheckerSpec = field(default_factory=lambda: CheckerSpec("trailing_whitespace"))
-    method: Method = "instructions"
+    method: Method = DEFAULT_METHOD
     largest_fraction: float = 0.2
     repeats: int = 5
     warmup: int = 1
@@ -113,13 +124,17 @@ class SpeedupSpec:
     fallback: bool = True
     names: tuple[str, str] = ("source", "candidate")
     config: Any = None
+    spot_checks: int = 0
+    native_check: bool = True
 
 
 @dataclass
 class SpeedupResult:
     """What :func:`gated_speedup` found. ``stage``: where it ended (``source_compile``, ``gate``,
     ``candidate_compile``, ``measure``). ``error``: the exception behind a ``SANDBOX_ERROR``, when one was
-    raised. ``cache_hits``: source figures taken from the cache (instructions without fallback, else None)."""
+    raised. ``cache_hits``: source figures taken from the cache (cycles or instructions without fallback, else
+    None). ``native_check``: the native cross-check (:class:`~arbiter.timing.crosscheck.NativeCheck`) of a counted
+    speedup; ``spot_checked``: the cases the candidate was also run on under the meter."""
 
     outcome: SpeedupOutcome
     reason: str
@@ -131,6 +146,8 @@ class SpeedupResult:
     failures: list[MeasureFailure] = field(default_factory=list)
     cache_hits: int | None = None
     error: BaseException | None = None
+    native_check: Any = None
+    spot_checked: list[str] = field(default_factory=list)
 
     @property
     def speedup(self) -> float | None:
@@ -147,13 +164,15 @@ def _no_hold(_phase: str) -> Iterator[None]:
 
 
 def gated_speedup(source: str, candidate: str, cases: Sequence[StdioCase], spec: SpeedupSpec, *,
-                  passed: Sequence[Verdict] = (), hold: Hold | None = None, task_id: str = "") -> SpeedupResult:
+                  passed: Sequence[Verdict] = (), hold: Hold | None = None, task_id: str = "",
+                  spot_pool: Sequence[StdioCase] = ()) -> SpeedupResult:
     """Measure ``candidate`` against ``source`` (program texts) on ``cases``, if the candidate is correct there.
 
     ``passed``: verdicts the candidate already got; a case named in an AC case result of an AC verdict is not
-    judged again (the rest are, all-or-nothing). Raises ``ValueError`` for no cases, a bad method or compile
-    command; ``ValgrindUnavailable`` for instructions without valgrind. Sandbox failures come back as
-    ``SANDBOX_ERROR`` with ``error`` set.
+    judged again (the rest are, all-or-nothing). ``spot_pool``: other cases the candidate passed natively, from
+    which ``spec.spot_checks`` are drawn (:mod:`arbiter.judge.meter_checks`). Raises ``ValueError`` for no cases,
+    a bad method or compile command; ``ValgrindUnavailable`` for cycles or instructions without valgrind. Sandbox
+    failures come back as ``SANDBOX_ERROR`` with ``error`` set.
     """
     from arbiter.languages.cpp.compile import compile_cpp
     from arbiter.languages.cpp.toolchain import ToolchainUnavailable
@@ -192,7 +211,14 @@ def gated_speedup(source: str, candidate: str, cases: Sequence[StdioCase], spec:
         raise
     res = SpeedupResult(SpeedupOutcome.MEASURED, "", stage, source=src, candidate=cand, verdict=verdict,
                         comparison=cmp, cache_hits=hits, failures=_failures(cmp))
-    res.outcome, res.reason = _classify(cmp, res.failures)
+    res.outcome, res.reason = classify(cmp, res.failures)
+    if res.outcome is SpeedupOutcome.MEASURED and cmp.method in ("instructions", "cycles"):
+        from arbiter.judge.meter_checks import check_meter
+
+        try:
+            check_meter(res, cases, spec, [*passed, *([verdict] if verdict is not None else [])], spot_pool, hold)
+        except SandboxError as exc:
+            res.outcome, res.reason, res.error = SpeedupOutcome.SANDBOX_ERROR, f"meter checks: {exc}", exc
     return res
 
 
@@ -217,7 +243,7 @@ def _gate_failed(verdict: Verdict, src: Any) -> SpeedupResult:
     return SpeedupResult(outcome, f"{verdict.outcome.value}: {verdict.reason}", "gate", source=src, verdict=verdict)
 
 
-def _same_output(checker: CheckerSpec, cases: Sequence[StdioCase]) -> Callable[[bytes, bytes], bool]:
+def output_check_of(checker: CheckerSpec, cases: Sequence[StdioCase]) -> Callable[[bytes, bytes], bool]:
     """The checker against every accepted answer of the case whose first answer is ``expected``."""
     answers = {c.expected[0]: tuple(c.expected) for c in cases}
 
@@ -228,14 +254,14 @@ def _same_output(checker: CheckerSpec, cases: Sequence[StdioCase]) -> Callable[[
 
 
 def _compare(src: Any, cand: Any, cases: Sequence[StdioCase], spec: SpeedupSpec, hold: Hold) -> tuple[Any, int | None]:
-    """The comparison (after a meter fallback, if any) and the source's cache hits (instructions only)."""
-    from arbiter.timing.measure import Program, compare, mark_fallback, meter_fallback_reason
+    """The comparison (after a meter fallback, if any) and the source's cache hits (valgrind measures only)."""
+    from arbiter.timing.measure import MeasuredProgram, compare, mark_fallback, meter_fallback_reason
     from arbiter.timing.count_cache import CountCache
 
-    a = Program(src.binary, src.toolchain, spec.names[0])
-    b = Program(cand.binary, cand.toolchain, spec.names[1])
+    a = MeasuredProgram(src.binary, src.toolchain, spec.names[0])
+    b = MeasuredProgram(cand.binary, cand.toolchain, spec.names[1])
     timing_cases = [(c.name, c.stdin, c.expected[0]) for c in cases]
-    kw: dict[str, Any] = dict(limits=spec.limits, same_output=_same_output(spec.checker, cases),
+    kw: dict[str, Any] = dict(limits=spec.limits, same_output=output_check_of(spec.checker, cases),
                               largest_fraction=spec.largest_fraction, repeats=spec.repeats, warmup=spec.warmup)
     if spec.method == "wall":
         with hold("measure"):
@@ -257,7 +283,7 @@ def _failures(cmp: Any) -> list[MeasureFailure]:
                            str(f.get("detail", "") or "")) for f in cmp.failures]
 
 
-def _classify(cmp: Any, failures: list[MeasureFailure]) -> tuple[SpeedupOutcome, str]:
+def classify(cmp: Any, failures: list[MeasureFailure]) -> tuple[SpeedupOutcome, str]:
     """The outcome, from the first failed run (or the totals when none failed)."""
     if failures:
         f = failures[0]
@@ -268,6 +294,8 @@ def _classify(cmp: Any, failures: list[MeasureFailure]) -> tuple[SpeedupOutcome,
             return SpeedupOutcome.SOURCE_FAILED, what
         if f.unmeasurable:
             return SpeedupOutcome.UNMEASURABLE, what
+        if f.status == "wrong_output":  # the gate judged this case AC natively
+            return SpeedupOutcome.MEASURE_MISMATCH, f"{what}: {MISMATCH_REASON}"
         return SpeedupOutcome.CANDIDATE_FAILED, what
     if cmp.speedup is None or not (math.isfinite(cmp.speedup) and cmp.speedup > 0):
         return SpeedupOutcome.NO_SPEEDUP, f"measurement gave no speedup (totals {cmp.a_total} / {cmp.b_total})"

@@ -9,7 +9,7 @@ in a sandbox (an argv, or the warm fork server) and carries a self-test program 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from arbiter.strenum import StrEnum
 
@@ -63,6 +63,26 @@ class Program:
     toolchain: dict[str, Any] | None = None
 
 
+class SourceNotText(ValueError):
+    """A source that no compiler or interpreter can read: it holds a lone UTF-16 surrogate (a JSON ``"\\ud800"``,
+    e.g. a reply cut inside an emoji's pair), which has no UTF-8 form. The message names its line and column."""
+
+
+def source_bytes(source: str) -> bytes:
+    """The UTF-8 bytes of a program's ``source``. U+DC80-U+DCFF stand for the raw bytes of a source read from a
+    file with ``surrogateescape`` (a PIE program with Latin-1 comments) and become those bytes again; any other
+    lone surrogate raises :class:`SourceNotText` (the program's compile error, never an exception)."""
+    try:
+        return source.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        ch = source[exc.start]
+        line = source.count("\n", 0, exc.start) + 1
+        column = exc.start - (source.rfind("\n", 0, exc.start) + 1) + 1
+        raise SourceNotText(f"the source is not text: a lone surrogate U+{ord(ch):04X} at line {line}, column "
+                            f"{column} (half of a UTF-16 pair, as in a reply cut inside an emoji) has no UTF-8 "
+                            "form, so no compiler can read the program") from None
+
+
 class FailureKind(StrEnum):
     """Whose fault a failed build is: the program's (``CE``), the task's compile command
     (``INVALID_TASK``) or ours (``SANDBOX_ERROR``)."""
@@ -108,6 +128,8 @@ class Language(Protocol):
     - ``fingerprint(spec, config)``: what identifies the toolchain that would build and run a
       program with ``spec`` under ``config`` (a stable text; ``None`` when it cannot be told, e.g.
       an unusable compile command), so a verdict is reused only under the same one.
+    - ``mounts``: ``(host path, sandbox path)`` pairs its programs' sandboxes show read-only
+      (a toolchain outside ``/usr``).
     """
 
     name: str
@@ -118,6 +140,7 @@ class Language(Protocol):
     prelude: bool
     crash_marker: str
     self_test: SelfTest
+    mounts: tuple[tuple[str, str], ...]
 
     def check_command(self, command: str) -> None: ...
 
@@ -129,7 +152,9 @@ class Language(Protocol):
 
     def load(self, sandbox: Sandbox, program: Program, prelude: str) -> LoadFailure | None: ...
 
-    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits) -> Execution: ...
+    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits,
+            keep: Sequence[str] = ()) -> Execution:
+        """Run one case; ``keep``: files of the working directory the wipe after it spares."""
 
 
 class ArgvLanguage:
@@ -139,6 +164,7 @@ class ArgvLanguage:
     call_cases = False
     prelude = False
     crash_marker = ""
+    mounts: tuple[tuple[str, str], ...] = ()
 
     def argv(self, program: Program, sandbox: Sandbox) -> list[str]:
         """``[<program folder>/<entry>]``: run the built executable."""
@@ -147,5 +173,6 @@ class ArgvLanguage:
     def load(self, sandbox: Sandbox, program: Program, prelude: str) -> LoadFailure | None:
         return None
 
-    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits) -> Execution:
-        return sandbox.run(self.argv(program, sandbox), stdin, limits)
+    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits,
+            keep: Sequence[str] = ()) -> Execution:
+        return sandbox.run(self.argv(program, sandbox), stdin, limits, keep=keep)

@@ -7,9 +7,10 @@ as ``python3 -I -S checker.py``. See ``docs/languages.md``.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
-from arbiter.languages.base import CompileSpec, LoadFailure, Program, SelfTest
+from arbiter.languages.base import (BuildFailure, CompileSpec, FailureKind, LoadFailure, Program, SelfTest,
+                                    SourceNotText, source_bytes)
 
 if TYPE_CHECKING:
     from arbiter.sandbox.config import SandboxConfig
@@ -28,6 +29,7 @@ class PythonLanguage:
     call_cases = True
     prelude = True
     crash_marker = "Traceback (most recent call last)"
+    mounts: tuple[tuple[str, str], ...] = ()
     self_test = SelfTest(source="import sys\nprint(sum(map(int, sys.stdin.read().split())))\n",
                          stdin=b"1 2 3\n", expected=b"6\n")
 
@@ -39,10 +41,14 @@ class PythonLanguage:
         paths with size, mtime, ctime and inode, so an upgrade changes it."""
         return repr([_stamp(config.python), *(_stamp(d) for d in config.python_site or ())])
 
-    def build(self, source: str, spec: CompileSpec, *, entry: str = "main") -> Program:
-        """Nothing to compile: the source as ``<entry>.py`` (a ``SyntaxError`` shows at load)."""
-        return Program(files={f"{entry}.py": source.encode("utf-8", "surrogateescape")}, entry=f"{entry}.py",
-                       source=source)
+    def build(self, source: str, spec: CompileSpec, *, entry: str = "main") -> Program | BuildFailure:
+        """Nothing to compile: the source as ``<entry>.py`` (a ``SyntaxError`` shows at load); a source that is
+        not text (a lone surrogate) is a compile error."""
+        try:
+            data = source_bytes(source)
+        except SourceNotText as exc:
+            return BuildFailure(FailureKind.COMPILE_ERROR, "the program does not compile (not text)", str(exc))
+        return Program(files={f"{entry}.py": data}, entry=f"{entry}.py", source=source)
 
     def argv(self, program: Program, sandbox: Sandbox) -> list[str]:
         return [sandbox.config.python, "-I", "-S", f"{sandbox.prog_dir}/{program.entry}"]
@@ -54,8 +60,9 @@ class PythonLanguage:
             return None
         return LoadFailure(error, sandbox.load_stage == "prelude", "the program does not compile (SyntaxError)")
 
-    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits) -> Execution:
-        return sandbox.run_python(stdin, limits)
+    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits,
+            keep: Sequence[str] = ()) -> Execution:
+        return sandbox.run_python(stdin, limits, keep=keep)
 
 
 def _stamp(path: str) -> tuple:

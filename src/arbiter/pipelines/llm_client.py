@@ -1,9 +1,11 @@
 """The one OpenAI-compatible chat client of the batch jobs (``arbiter oracle generate``, ``arbiter sample``).
 
-:class:`ChatClient` sends one chat completion with explicit retries (HTTP 408/409/429/5xx, connection errors,
-timeouts; exponential backoff with jitter, the server's ``Retry-After`` first) and counts requests and retries;
-:func:`check_endpoint` asks the server for its models before a run, so a bad URL or model name stops the run
-before any work. See ``docs/codegen.md`` ("Sampling: arbiter sample") and ``docs/oracle.md`` ("The writer").
+:class:`ChatClient` sends one chat completion through the ``openai`` client, whose own retries handle HTTP
+408/409/429/5xx, connection errors and timeouts (exponential backoff, the server's ``Retry-After`` first), over a
+guarded transport (:mod:`arbiter.pipelines.llm_http`: one deadline per attempt, a size cap). The answer is
+checked (:mod:`arbiter.pipelines.llm_answer`); a malformed one is asked again, then given up on. Every failure
+of a request ends as :class:`RequestFailed`, never another exception. :func:`check_endpoint` asks the server
+for its models before a run. See ``docs/codegen.md`` ("Sampling: arbiter sample") and ``docs/oracle.md``.
 """
 
 from __future__ import annotations
@@ -14,8 +16,14 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-#: HTTP statuses retried (the ``openai`` client's own retry set), besides 5xx.
-RETRY_STATUSES = frozenset({408, 409, 429})
+from arbiter.pipelines.llm_answer import Completion, MalformedAnswer, parse_completion
+from arbiter.pipelines.llm_http import ATTEMPTS, guarded_http_client
+
+#: Defaults shared by ``arbiter sample`` and ``arbiter oracle generate``.
+DEFAULT_CONCURRENCY = 8
+DEFAULT_MAX_RETRIES = 6
+DEFAULT_TIMEOUT = 600.0
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 
 class EndpointError(ValueError):
@@ -26,37 +34,6 @@ def status_of(exc: BaseException) -> int | None:
     """The HTTP status of an ``openai`` API error, else ``None``."""
     code = getattr(exc, "status_code", None)
     return code if isinstance(code, int) else None
-
-
-def is_retryable(exc: BaseException) -> bool:
-    """True for errors worth retrying: HTTP 408/409/429/5xx, connection errors and timeouts
-    (``openai.APIConnectionError``, which includes ``APITimeoutError``)."""
-    import openai
-
-    if isinstance(exc, openai.APIConnectionError):
-        return True
-    code = status_of(exc)
-    return code is not None and (code in RETRY_STATUSES or code >= 500)
-
-
-def retry_after_seconds(exc: BaseException) -> float | None:
-    """The ``Retry-After`` (seconds) or ``retry-after-ms`` header of an API error's response, if any
-    and parseable as a non-negative number; HTTP-date values are ignored."""
-    resp = getattr(exc, "response", None)
-    headers = getattr(resp, "headers", None)
-    if headers is None:
-        return None
-    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
-        v = headers.get(name)
-        if v is None:
-            continue
-        try:
-            x = float(v) * scale
-        except ValueError:
-            continue
-        if x >= 0:
-            return x
-    return None
 
 
 def backoff_delay(attempt: int, *, base: float, cap: float, retry_after: float | None = None,
@@ -93,37 +70,41 @@ def request_params(temperature: float | None = None, top_p: float | None = None,
 
 @dataclass
 class RequestStats:
-    """Counts of one run: HTTP ``requests`` sent (first attempts and retries), ``retries``, requests given up
-    on (``failed``)."""
+    """Counts of one run: HTTP ``requests`` sent (first attempts and retries), ``retries`` (the ``openai``
+    client's, and answers asked again because they were malformed), ``malformed`` answers."""
 
     requests: int = 0
     retries: int = 0
-    failed: int = 0
+    malformed: int = 0
 
 
 class RequestFailed(Exception):
     """A request given up on: ``error`` is the last exception, ``attempts`` the HTTP attempts made."""
 
     def __init__(self, error: BaseException, attempts: int):
-        super().__init__(f"{type(error).__name__}: {error}")
+        cause = error.__cause__
+        why = f" ({type(cause).__name__}: {cause})" if cause is not None and str(cause) not in str(error) else ""
+        super().__init__(f"{type(error).__name__}: {error}{why}")
         self.error, self.attempts = error, attempts
 
 
 @dataclass
 class ChatClient:
-    """An ``openai.AsyncOpenAI`` client (its own retries off) with our retry policy.
+    """An ``openai.AsyncOpenAI`` client (its own retries: ``max_retries``) over a guarded transport.
 
-    ``max_retries``: retries after the first attempt (>= 0); ``backoff_base`` / ``backoff_max``: seconds for
-    :func:`backoff_delay`; ``rng_seed`` fixes the jitter; ``timeout``: seconds per HTTP attempt.
+    ``timeout``: seconds of one HTTP attempt, from the request to the answer's last byte; ``max_response_bytes``:
+    the largest answer read; ``backoff_base`` / ``backoff_max`` / ``rng_seed``: the wait before a malformed
+    answer is asked again (:func:`backoff_delay`), at most ``max_retries`` times.
     """
 
     model: str
     base_url: str | None = None
     api_key: str | None = None
-    max_retries: int = 4
+    max_retries: int = DEFAULT_MAX_RETRIES
     backoff_base: float = 1.0
     backoff_max: float = 30.0
-    timeout: float = 600.0
+    timeout: float = DEFAULT_TIMEOUT
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     rng_seed: int | None = None
     stats: RequestStats = field(default_factory=RequestStats)
 
@@ -132,52 +113,43 @@ class ChatClient:
 
         if self.max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
+        if not self.timeout > 0 or self.max_response_bytes < 1:
+            raise ValueError(f"timeout and max_response_bytes must be positive, got {self.timeout}, "
+                             f"{self.max_response_bytes}")
         self.rng = random.Random(self.rng_seed)
-        self.client = openai.AsyncOpenAI(api_key=self.api_key or "EMPTY", base_url=self.base_url, max_retries=0,
-                                         timeout=self.timeout)
+        self._reasks = 0
+        http, self._attempts = guarded_http_client(self.timeout, self.max_response_bytes)
+        self.client = openai.AsyncOpenAI(api_key=self.api_key or "EMPTY", base_url=self.base_url,
+                                         max_retries=self.max_retries, timeout=self.timeout, http_client=http)
 
-    async def complete(self, messages: list[dict[str, str]], n: int, params: dict[str, Any]) -> tuple[Any, int]:
+    async def complete(self, messages: list[dict[str, Any]], n: int, params: dict[str, Any]) -> tuple[Completion, int]:
         """One chat completion (``n`` choices; ``n`` is sent only when > 1) and the HTTP attempts it took.
-        Raises :class:`RequestFailed` when the error is not retryable or the retries are exhausted."""
+        Raises :class:`RequestFailed` for every failure: an HTTP error the client gave up on, a deadline, an
+        answer over the size cap, a malformed answer asked for ``max_retries + 1`` times, anything else."""
         params = {**params, **({"n": n} if n > 1 else {})}
-        attempt = 0
-        while True:
-            self.stats.requests += 1
-            try:
-                resp = await self.client.chat.completions.create(model=self.model, messages=messages, **params)
-                return resp, attempt + 1
-            except Exception as e:  # noqa: BLE001 - classified below
-                if not is_retryable(e) or attempt >= self.max_retries:
-                    self.stats.failed += 1
-                    raise RequestFailed(e, attempt + 1) from e
-                delay = backoff_delay(attempt, base=self.backoff_base, cap=self.backoff_max,
-                                      retry_after=retry_after_seconds(e), rng=self.rng)
-                self.stats.retries += 1
-                attempt += 1
-                await asyncio.sleep(delay)
+        attempts = [0]
+        token = ATTEMPTS.set(attempts)
+        try:
+            for ask in range(self.max_retries + 1):
+                try:
+                    raw = await self.client.chat.completions.with_raw_response.create(
+                        model=self.model, messages=messages, **params)
+                    return parse_completion(raw.http_response.content, n), attempts[0]
+                except MalformedAnswer as exc:
+                    self.stats.malformed += 1
+                    if ask == self.max_retries:
+                        raise RequestFailed(exc, attempts[0]) from exc
+                    self._reasks += 1
+                    await asyncio.sleep(backoff_delay(ask, base=self.backoff_base, cap=self.backoff_max, rng=self.rng))
+                except Exception as exc:  # noqa: BLE001 - every failure of one request is recorded, never raised
+                    raise RequestFailed(exc, attempts[0]) from exc
+            raise AssertionError("unreachable")
+        finally:
+            ATTEMPTS.reset(token)
+            self.stats.requests, self.stats.retries = self._attempts.requests, self._attempts.retries + self._reasks
 
     async def close(self) -> None:
         await self.client.close()
-
-
-def choices_of(resp: Any) -> list[tuple[str, str | None]]:
-    """``(content, finish_reason)`` of each choice of a response, in choice-index order (content ``""`` when
-    the server sent none)."""
-    choices = sorted(getattr(resp, "choices", None) or [], key=lambda c: getattr(c, "index", 0) or 0)
-    out = []
-    for c in choices:
-        content = getattr(getattr(c, "message", None), "content", None)
-        out.append((content if isinstance(content, str) else "", getattr(c, "finish_reason", None)))
-    return out
-
-
-def usage_of(resp: Any) -> dict[str, int] | None:
-    """The response's token usage (``prompt_tokens``, ``completion_tokens``, ``total_tokens``), if sent."""
-    usage = getattr(resp, "usage", None)
-    if usage is None:
-        return None
-    return {k: getattr(usage, k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
-            if isinstance(getattr(usage, k, None), int)}
 
 
 async def check_endpoint(client: ChatClient) -> list[str]:
@@ -188,7 +160,8 @@ async def check_endpoint(client: ChatClient) -> list[str]:
 
     url = client.base_url or "the default OpenAI endpoint"
     try:
-        page = await client.client.models.list()
+        page = await client.client.with_options(max_retries=min(client.max_retries, 1)).models.list()
+        served = [m.id for m in getattr(page, "data", None) or []]
     except openai.APIConnectionError as e:
         raise EndpointError(f"--base-url {url}: cannot reach the endpoint ({e})") from None
     except openai.APIStatusError as e:
@@ -198,13 +171,15 @@ async def check_endpoint(client: ChatClient) -> list[str]:
             raise EndpointError(f"--base-url {url}: the endpoint refuses the API key (HTTP {e.status_code}); "
                                 f"set OPENAI_API_KEY") from None
         raise EndpointError(f"--base-url {url}: listing its models failed (HTTP {e.status_code}: {e.message})") from None
-    served = [m.id for m in getattr(page, "data", None) or []]
+    except Exception as e:  # noqa: BLE001 - an answer that is no list of models
+        raise EndpointError(f"--base-url {url}: GET /models gave no list of models ({type(e).__name__}: "
+                            f"{str(e)[:200]})") from None
     if client.model not in served:
         raise EndpointError(f"--model {client.model!r} is not served by {url} (it serves: "
                             f"{', '.join(served[:20]) or 'no models'})")
     return served
 
 
-__all__ = ["ChatClient", "EndpointError", "RETRY_STATUSES", "RequestFailed", "RequestStats", "backoff_delay",
-           "check_endpoint", "choices_of", "is_retryable", "request_params", "resolve", "retry_after_seconds",
-           "status_of", "usage_of"]
+__all__ = ["DEFAULT_CONCURRENCY", "DEFAULT_MAX_RESPONSE_BYTES", "DEFAULT_MAX_RETRIES", "DEFAULT_TIMEOUT", "ChatClient",
+           "Completion", "EndpointError", "RequestFailed", "RequestStats", "backoff_delay", "check_endpoint",
+           "request_params", "resolve", "status_of"]

@@ -172,9 +172,9 @@ class RewardOptions:
         return Settings(reuse=self.reuse, case_order=self.case_order, schedule=self.schedule)
 
 
-def _result(score: float, verdict: str, passed: int, total: int, reason: str, started: float,
-            judge_seconds: float = 0.0, cpu_seconds: float = 0.0, prep_seconds: float | None = None,
-            warning: str = "", cached: bool = False) -> RewardResult:
+def reward_result(score: float, verdict: str, passed: int, total: int, reason: str, started: float,
+                  judge_seconds: float = 0.0, cpu_seconds: float = 0.0, prep_seconds: float | None = None,
+                  warning: str = "", cached: bool = False) -> RewardResult:
     """``seconds`` is the preparation time (``prep_seconds``, or since ``started``) plus the judge's
     wall time: the work done for this response, without time spent queued behind others (for a
     reused verdict, ``cached``: the judge's times of the run it reuses)."""
@@ -296,7 +296,7 @@ def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: 
             time_limit = row_time_limit(extra_info)
         except ValueError as exc:
             reason = f"row {label!r}: {exc}"
-            return Prepared(label, started, result=_result(0.0, Outcome.INVALID_TASK.value, 0, 0, reason, started),
+            return Prepared(label, started, result=reward_result(0.0, Outcome.INVALID_TASK.value, 0, 0, reason, started),
                             invalid_error=exc)
     r = r.with_overrides(checker=opts.checker, case_insensitive=opts.case_insensitive, abs_tol=opts.abs_tol,
                          rel_tol=opts.rel_tol, time_limit=time_limit, memory_limit_mb=opts.memory_limit_mb)
@@ -311,7 +311,7 @@ def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: 
         except InvalidTestSuite as exc:
             suite = exc
     if isinstance(suite, Exception):
-        return Prepared(label, started, result=_result(0.0, Outcome.INVALID_TASK.value, 0, 0, str(suite), started),
+        return Prepared(label, started, result=reward_result(0.0, Outcome.INVALID_TASK.value, 0, 0, str(suite), started),
                         invalid_error=suite)
     suite_cases = len(suite)
     if opts.parity == "prime_code":
@@ -320,7 +320,7 @@ def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: 
     if code is None:
         got = extract_code(solution_str, opts.max_response_chars)
         if not got.ok:
-            return Prepared(label, started, result=_result(0.0, Outcome.FORMAT_ERROR.value, 0, len(suite),
+            return Prepared(label, started, result=reward_result(0.0, Outcome.FORMAT_ERROR.value, 0, len(suite),
                                                            f"FORMAT_ERROR: {got.reason}", started, warning=warning),
                             warning=warning)
         code = got.code or ""
@@ -410,8 +410,8 @@ def finish(prep: Prepared, verdict: Verdict | None, opts: RewardOptions, *, rais
         log.warning("%s: %s", prep.label, reason)
         if opts.on_sandbox_error == "raise" and raise_errors:
             raise SandboxFailure(f"{prep.label}: {reason}", row=prep.label, reason=verdict.reason)
-        return _result(0.0, outcome.value, verdict.passed, verdict.total, reason, prep.started, verdict.seconds, cpu,
-                       prep.prep_seconds, prep.warning, verdict.cached)
+        return reward_result(0.0, outcome.value, verdict.passed, verdict.total, reason, prep.started,
+                             verdict.seconds, cpu, prep.prep_seconds, prep.warning, verdict.cached)
     if outcome is Outcome.INVALID_TASK:
         if opts.on_invalid == "raise" and raise_errors:
             raise InvalidTask(f"row {prep.label!r}: {verdict.reason}", row=prep.label)
@@ -419,8 +419,8 @@ def finish(prep: Prepared, verdict: Verdict | None, opts: RewardOptions, *, rais
     reason = verdict.reason
     if opts.parity and outcome not in (Outcome.INVALID_TASK, Outcome.CE):
         outcome, reason = _parity_label(opts.parity, verdict, prep.suite_cases)
-    return _result(verdict.score, outcome.value, verdict.passed, verdict.total, reason, prep.started,
-                   verdict.seconds, cpu, prep.prep_seconds, prep.warning, verdict.cached)
+    return reward_result(verdict.score, outcome.value, verdict.passed, verdict.total, reason, prep.started,
+                         verdict.seconds, cpu, prep.prep_seconds, prep.warning, verdict.cached)
 
 
 def _parity_label(parity: str, verdict: Verdict, suite_cases: int) -> tuple[Outcome, str]:

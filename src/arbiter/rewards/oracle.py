@@ -18,7 +18,8 @@ MEASURABLE_FACTOR = 2.0
 #: Wall-time analogue of :data:`MEASURABLE_FACTOR`: seconds per case the source must take.
 WALL_MEASURABLE_SECONDS = 0.01
 #: Measured-run statuses of an answer that passed every test but cannot be measured, and their reason codes.
-UNMEASURABLE_CODES = {"creates_processes": "CREATES_PROCESSES", "client_request": "CLIENT_REQUEST"}
+UNMEASURABLE_CODES = {"creates_processes": "CREATES_PROCESSES", "client_request": "CLIENT_REQUEST",
+                      "modifies_code": "MODIFIES_CODE"}
 #: Speed-gate values that let a row pass.
 GATE_PASSES = ("passed", "not_applied")
 
@@ -36,12 +37,18 @@ def full_mark(reasons: Sequence[Mapping[str, Any]], verification: Mapping[str, A
 
 
 def measure_reasons(failures: Sequence[MeasureFailure]) -> list[dict[str, Any]]:
-    """One ``measure`` reason per failed measured run (the source's, the answer's, or unmeasurable)."""
+    """One ``measure`` reason per failed measured run (the source's, the answer's, or unmeasurable); a wrong
+    output of the answer when measured, although it passed that test natively, is ``MEASURE_MISMATCH``."""
     out = []
     for f in failures:
         if f.program == "candidate" and f.status in UNMEASURABLE_CODES:
             out.append(reason("measure", UNMEASURABLE_CODES[f.status], f"the answer passed the tests, but on "
                               f"{f.case}: {f.detail}".strip(), cases=[f.case]))
+            continue
+        if f.program == "candidate" and f.status == "wrong_output":
+            out.append(reason("measure", "MEASURE_MISMATCH", f"the answer passed {f.case} natively but printed a "
+                              "wrong output on it when measured: the measured program is not the program that "
+                              "runs; no speedup", cases=[f.case]))
             continue
         who, code = ("source", "SOURCE_MEASURE_FAILED") if f.program == "source" else ("answer", "MEASURE_FAILED")
         out.append(reason("measure", code, f"the {who} failed a measured run on {f.case}: {f.status} {f.detail}"

@@ -1,7 +1,9 @@
-"""The host's side of the guest protocol: one request, one reply, over the server's two pipes
-(and bwrap's info and stderr pipes while it starts).
+"""The host's side of the guest protocol: one request, one reply, over the server's two pipes.
 
-A mixin of :class:`~arbiter.sandbox.sandbox.Sandbox`; frames are described in docs/sandbox.md.
+:class:`Channel` owns the pipes, the bytes read and not yet taken, the request ids and why the
+sandbox is given up (``broken``); it knows nothing of sessions (a hook, ``before_read``, lets
+:class:`~arbiter.sandbox.session.Session` take the hello a ``go`` left first). Frames are
+described in docs/sandbox.md.
 """
 
 from __future__ import annotations
@@ -9,11 +11,9 @@ from __future__ import annotations
 import json
 import os
 import select
-import subprocess
 import time
 from typing import Any, Callable, Sequence
 
-from arbiter.sandbox import cgroups
 from arbiter.sandbox.errors import SandboxError
 from arbiter.sandbox.guest.protocol import LEN, MAX_HEADER, encode_frame
 
@@ -21,28 +21,55 @@ from arbiter.sandbox.guest.protocol import LEN, MAX_HEADER, encode_frame
 WATCH_INTERVAL = 0.1
 
 
-class ChannelMixin:
-    """Requests to the guest server (``_to_server``, ``_from_server``, ``_request_id``,
-    ``_broken``, ``_proc``, ``_cg`` are the sandbox's)."""
+class Channel:
+    """Requests to the guest server over ``to_server`` / ``from_server``. ``kill()`` stops the
+    sandbox at once (called when the server failed or answered out of step)."""
 
-    def _send(self, header: dict[str, Any], blobs: Sequence[bytes] = ()) -> None:
-        if self._to_server < 0:
-            raise SandboxError(self._broken or "the sandbox is closed")
+    def __init__(self, to_server: int, from_server: int, kill: Callable[[], None]):
+        self.to_server, self.from_server = to_server, from_server
+        self.kill = kill
+        self.request_id = 0  # the id of the last request sent
+        self.broken = ""  # why the sandbox can serve no more requests ("": it can)
+        self.before_read: Callable[[], None] | None = None  # run before each frame is read
+        self._inbox = bytearray()  # read from the server, not taken yet (see read_exact)
+
+    def fail(self, reason: str) -> SandboxError:
+        """Give the sandbox up (``broken``, killed); the error to raise."""
+        self.kill()
+        return self.refuse(reason)
+
+    def refuse(self, reason: str) -> SandboxError:
+        """No more requests (``broken``: the first reason stays); the error to raise."""
+        self.broken = self.broken or reason
+        return SandboxError(self.broken)
+
+    def on_read(self, hook: Callable[[], None]) -> None:
+        """Run ``hook`` before each frame is read (a session's pending hello)."""
+        self.before_read = hook
+
+    def next_id(self) -> int:
+        """A new request id (for a request whose reply is read later)."""
+        self.request_id += 1
+        return self.request_id
+
+    def send(self, header: dict[str, Any], blobs: Sequence[bytes] = ()) -> None:
+        if self.to_server < 0:
+            raise SandboxError(self.broken or "the sandbox is closed")
         data = memoryview(encode_frame(header, blobs))
         try:
             while data:
-                n = os.write(self._to_server, data)
+                n = os.write(self.to_server, data)
                 data = data[n:]
         except BrokenPipeError as exc:
-            self._broken = "the sandbox server is gone"
-            raise SandboxError(self._broken) from exc
+            self.broken = self.broken or "the sandbox server is gone"
+            raise SandboxError(self.broken) from exc
 
-    def _read_exact(self, n: int, deadline: float, watch: Callable[[], bool] | None = None) -> bytes:
+    def read_exact(self, n: int, deadline: float, watch: Callable[[], bool] | None = None) -> bytes:
         """``n`` bytes from the server. ``watch`` (optional) is called every
         :data:`WATCH_INTERVAL` seconds while nothing arrives, until it returns True. Reads what
         is there (a whole small reply at once) into a buffer the next frames are taken from."""
         buf = self._inbox
-        fd = self._from_server
+        fd = self.from_server
         while len(buf) < n:
             timeout = deadline - time.monotonic()
             if timeout <= 0:
@@ -56,90 +83,79 @@ class ChannelMixin:
             if not chunk:
                 raise EOFError("the sandbox server closed its pipe")
             buf += chunk
-        data = bytes(buf[:n])
+        if len(buf) == n:  # (a large blob: one copy, not two)
+            data = bytes(buf)
+            buf.clear()
+            return data
+        with memoryview(buf) as view:
+            data = bytes(view[:n])
         del buf[:n]
         return data
 
-    @property
-    def _inbox(self) -> bytearray:
-        """What was read from the server and not taken yet (see :meth:`_read_exact`)."""
-        try:
-            return self.__dict__["_inbox_bytes"]
-        except KeyError:
-            return self.__dict__.setdefault("_inbox_bytes", bytearray())
+    def read_frame(self, deadline: float, watch: Callable[[], bool] | None = None
+                   ) -> tuple[dict[str, Any], list[bytes]]:
+        """The next frame (after :attr:`before_read`): its header and blobs."""
+        if self.before_read is not None:
+            self.before_read()
+        return self.read_raw_frame(deadline, watch)
 
-    def _read_frame(self, deadline: float, watch: Callable[[], bool] | None = None
-                    ) -> tuple[dict[str, Any], list[bytes]]:
-        (n,) = LEN.unpack(self._read_exact(4, deadline, watch))
+    def read_raw_frame(self, deadline: float, watch: Callable[[], bool] | None = None
+                       ) -> tuple[dict[str, Any], list[bytes]]:
+        (n,) = LEN.unpack(self.read_exact(4, deadline, watch))
         if n > MAX_HEADER:
             raise SandboxError("oversized frame from the sandbox server")
-        header = json.loads(self._read_exact(n, deadline))
+        header = json.loads(self.read_exact(n, deadline))
         sizes = header.get("blobs", [])
         if not isinstance(sizes, list) or len(sizes) > 8:
             raise SandboxError("malformed frame from the sandbox server")
-        blobs = [self._read_exact(int(s), deadline) for s in sizes]
+        blobs = [self.read_exact(int(s), deadline) for s in sizes]
         return header, blobs
 
-    def _request(self, header: dict[str, Any], blobs: Sequence[bytes], timeout: float,
-                 watch: Callable[[], bool] | None = None) -> tuple[dict[str, Any], list[bytes]]:
+    def request(self, header: dict[str, Any], blobs: Sequence[bytes], timeout: float,
+                watch: Callable[[], bool] | None = None) -> tuple[dict[str, Any], list[bytes]]:
         """Send one request and read its reply, which must carry the request's ``id`` (a reply
         to another request means the two sides are out of step: the sandbox is given up)."""
-        self._request_id += 1
-        self._send(dict(header, id=self._request_id), blobs)
+        rid = self.next_id()
+        self.send(dict(header, id=rid), blobs)
         try:
-            reply, rblobs = self._read_frame(time.monotonic() + timeout, watch)
-            if reply.get("id") != self._request_id:
-                raise ValueError(f"reply {reply.get('id')!r} to request {self._request_id}")
+            reply, rblobs = self.read_frame(time.monotonic() + timeout, watch)
+            if reply.get("id") != rid:
+                raise ValueError(f"reply {reply.get('id')!r} to request {rid}")
         except (EOFError, TimeoutError, ValueError) as exc:
-            self._broken = f"the sandbox server failed: {exc}"
-            self._kill_now()
-            raise SandboxError(self._broken) from exc
+            raise self.fail(f"the sandbox server failed: {exc}") from exc
         if reply.get("op") == "error":
             raise SandboxError(f"sandbox server error: {reply.get('error')}")
         return reply, rblobs
 
-    def _kill_now(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.kill()
-        if self._cg is not None:
-            try:
-                self._cg.kill_all()
-            except cgroups.CgroupError:
-                pass
+    def close(self) -> None:
+        """Close both pipes (in a forked child of the judge: its own copies)."""
+        for fd in (self.to_server, self.from_server):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.to_server = self.from_server = -1
 
-    def _read_info(self, fd: int, deadline: float) -> dict[str, Any]:
-        buf = b""
-        while True:
-            timeout = deadline - time.monotonic()
-            if timeout <= 0:
-                raise SandboxError("timed out waiting for bwrap's info")
-            r, _, _ = select.select([fd], [], [], timeout)
-            if not r:
-                continue
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            buf += chunk
-            try:
-                return json.loads(buf)
-            except ValueError:
-                continue
-        if not buf:
-            raise SandboxError("bwrap exited before starting the sandbox")
-        return json.loads(buf)
 
-    def _stderr_tail(self) -> str:
-        if self._proc is None or self._proc.stderr is None:
-            return ""
+def read_info(fd: int, deadline: float) -> dict[str, Any]:
+    """bwrap's ``--info-fd`` JSON (the sandbox's first process's pid) from ``fd``."""
+    buf = b""
+    while True:
+        timeout = deadline - time.monotonic()
+        if timeout <= 0:
+            raise SandboxError("timed out waiting for bwrap's info")
+        r, _, _ = select.select([fd], [], [], timeout)
+        if not r:
+            continue
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        buf += chunk
         try:
-            os.set_blocking(self._proc.stderr.fileno(), False)
-            data = self._proc.stderr.read(4096) or b""
-        except (OSError, ValueError):
-            data = b""
-        text = data.decode("utf-8", "replace").strip()
-        try:
-            code = self._proc.wait(timeout=0.2)
-        except subprocess.TimeoutExpired:
-            code = None
-        status = f"; bwrap exit status {code}" if code is not None else ""
-        return f"{status} (stderr: {text})" if text else status
+            return json.loads(buf)
+        except ValueError:
+            continue
+    if not buf:
+        raise SandboxError("bwrap exited before starting the sandbox")
+    return json.loads(buf)

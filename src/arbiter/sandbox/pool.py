@@ -21,6 +21,7 @@ from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.errors import SandboxError
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import Sandbox
+from arbiter.sandbox.slots import cores
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -39,13 +40,6 @@ def _key(factory: Callable[..., Sandbox], config: SandboxConfig, mounts: Sequenc
     return (factory, config, tuple(tuple(m) for m in mounts))
 
 
-def _cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)
-
-
 class SandboxPool:
     """Sandboxes kept per key ``(class, SandboxConfig, mounts)``; thread-safe. Acquiring waits
     only for a sandbox of its key being recycled (at most :data:`RECYCLE_WAIT`).
@@ -61,9 +55,9 @@ class SandboxPool:
 
     def __init__(self, *, max_sandboxes: int | None = None, max_idle_per_key: int | None = None,
                  idle_seconds: float = IDLE_SECONDS, spares: int = 1):
-        cores = _cores()
-        self.max_sandboxes = 2 * cores + 2 if max_sandboxes is None else max_sandboxes
-        self.max_idle_per_key = max_idle_per_key or max(2, cores) + 1
+        n = cores()
+        self.max_sandboxes = 2 * n + 2 if max_sandboxes is None else max_sandboxes
+        self.max_idle_per_key = max_idle_per_key or max(2, n) + 1
         self.idle_seconds = idle_seconds
         self.spares = spares
         self._reset()
@@ -226,7 +220,7 @@ class SandboxPool:
 
         with self._cond:
             if self._starters is None:
-                self._starters = ThreadPoolExecutor(max_workers=max(2, _cores()),
+                self._starters = ThreadPoolExecutor(max_workers=max(2, cores()),
                                                     thread_name_prefix="sandbox-pool-start")
             return self._starters
 
@@ -250,7 +244,7 @@ class SandboxPool:
         threads = self._threads.setdefault(kind, [])
         # recycling: one thread per core (a recycle is mostly waiting for the guest, and takes
         # longer than a one-case submission); spares: one
-        if len(threads) < (_cores() if kind == "recycle" else 1):
+        if len(threads) < (cores() if kind == "recycle" else 1):
             threads.append(threading.Thread(target=self._work, args=(kind,), daemon=True,
                                             name=f"sandbox-pool-{kind}-{len(threads)}"))
             threads[-1].start()

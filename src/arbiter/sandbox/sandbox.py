@@ -10,28 +10,25 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from arbiter.sandbox import bwrap, cgroups, hostdirs, seccomp
+from arbiter.sandbox import bwrap, cgroups, hostdirs
+from arbiter.sandbox.channel import Channel, read_info
 from arbiter.sandbox.classify import classify
-from arbiter.sandbox.channel import ChannelMixin
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.errors import SandboxError, UnsafeModeRefused  # noqa: F401 (re-exported)
 from arbiter.sandbox.execution import Execution, Status
-from arbiter.sandbox.guest.protocol import DEFAULT_ENV
 from arbiter.sandbox.guest.runq import wall_cap
 from arbiter.sandbox.limits import MiB, Limits
-from arbiter.sandbox.session import _EXTRA_TASKS, SERVER_HEADROOM, SessionMixin
+from arbiter.sandbox.meter import CPU_KILL_MARGIN, RunMeter, Usage, pages
+from arbiter.sandbox.launch import launch
+from arbiter.sandbox.session import EXTRA_TASKS, SERVER_HEADROOM, Session, memory_limit
 
-#: The guest server's folder (bind-mounted into the sandbox) and its start-up script.
-GUEST_DIR = Path(__file__).with_name("guest")
-SERVER_PATH = GUEST_DIR / "__main__.py"
 #: Inputs larger than this (bytes) are written into the sandbox before a run starts, so the
 #: program is not charged for its input (contest judges do not count it).
 STAGE_STDIN_BYTES = 1 * MiB
@@ -41,15 +38,6 @@ REPLY_GRACE = 5.0
 #: scratch dirs costs it CPU; removing it costs the server up to ~3.5 times as much, for a chain
 #: of directories): the reply, sent once the wipe is done, may be that much later.
 CLEANUP_PER_CPU_SECOND = 5.0
-#: Page cache and reclaimable kernel objects (dentries, inodes) the sandbox's memory cgroup may
-#: hold when a run is measured; more (left by an earlier run or submission) is reclaimed first,
-#: or the kernel would reclaim it while the run allocates and that much of the run's memory would
-#: not show in its peak (docs/sandbox.md, "Memory").
-RECLAIMABLE_SLACK = 4 * MiB
-#: A run is stopped once its processes used this many CPU seconds beyond its CPU limit. Above
-#: :data:`~arbiter.sandbox.classify.CPU_TOLERANCE`: a run stopped this way is one that
-#: :func:`~arbiter.sandbox.classify.classify` would call time_limit anyway, it only ends sooner.
-CPU_KILL_MARGIN = 0.1
 
 _cgroups_ok: tuple[bool, str] | None = None
 _cgroups_lock = threading.Lock()
@@ -67,22 +55,22 @@ def _cgroups_available() -> tuple[bool, str]:
         return _cgroups_ok
 
 
-_ROOT_LAYOUT: list[str] | None = None
-
-
-class Sandbox(SessionMixin, ChannelMixin):
+class Sandbox:
     """An isolated environment for one submission at a time (docs/sandbox.md).
 
     ``files`` (name -> bytes) are placed read-only in ``/prog``; ``mounts`` are ``(host_path,
-    sandbox_path)`` pairs shown read-only (``host_path`` None: an empty directory); ``limits`` are the sandbox-wide limits (memory,
-    processes, scratch) and the default per-run ones. Raises :class:`SandboxError` when it cannot
-    start. A context manager; not thread-safe (one thread drives one sandbox). Isolated, it is a
-    zygote with one session open (these ``files`` and ``limits``; none with ``session=False``);
-    :meth:`end_session` and :meth:`new_session` hand it on (the pool: :mod:`arbiter.sandbox.pool`).
+    sandbox_path)`` pairs shown read-only (``host_path`` None: an empty directory); ``limits``
+    are the sandbox-wide limits (memory, processes, scratch) and the default per-run ones.
+    Raises :class:`SandboxError` when it cannot start. A context manager; not thread-safe (one
+    thread drives one sandbox). Isolated, it is a zygote with one session open (these ``files``
+    and ``limits``; none with ``session=False``); :meth:`end_session` and :meth:`new_session`
+    hand it on (the pool: :mod:`arbiter.sandbox.pool`). Composed of a
+    :class:`~arbiter.sandbox.channel.Channel` (requests), a :class:`~arbiter.sandbox.session.
+    Session` (isolated only) and a :class:`~arbiter.sandbox.meter.RunMeter` (with cgroups).
     """
 
     def __init__(self, *, files: Mapping[str, bytes] | None = None,
-                 mounts: Sequence[tuple[str, str]] = (), limits: Limits | None = None,
+                 mounts: Sequence[tuple[str | None, str]] = (), limits: Limits | None = None,
                  config: SandboxConfig | None = None, session: bool = True):
         self.limits = limits or Limits()
         self.config = config or SandboxConfig()
@@ -95,18 +83,11 @@ class Sandbox(SessionMixin, ChannelMixin):
         self._proc: subprocess.Popen | None = None
         self._cg: cgroups.SandboxCgroups | None = None
         self._tmp: str | None = None
-        self._to_server = self._from_server = -1
-        self._broken = ""
-        self._memory_limit = 0
-        self._server_pid = 0
-        self._request_id = 0
-        self._schedstat_fd = -1  # the server's /proc/<pid>/schedstat (see _server_cpu_ns)
-        self._zygote_pid = 0  # host pid of the zygote (isolated), 0 without one
-        self._session = 0  # sessions started so far
+        self.channel = Channel(-1, -1, self._kill_now)
+        self.meter: RunMeter | None = None
+        self.session: Session | None = None
         self._owner = os.getpid()  # a forked child never touches its parent's sandboxes
-        self.hello: dict[str, Any] = {}
-        self._settling = False  # the server works on after its last reply (see _run)
-        self._pinned = -1  # memory the cgroup cannot give back, when last read (see _settle_memory)
+        self._hello: dict[str, Any] = {}  # the first process's hello (the zygote's, isolated)
         self.python_loaded = False
         self.load_stage = ""
         self.start()
@@ -141,91 +122,41 @@ class Sandbox(SessionMixin, ChannelMixin):
                                "is not an executable file")
         hostdirs.prune_stale_dirs()
         self._tmp = hostdirs.new_dir()
-        prog = hostdirs.write_prog(self._tmp, {} if cfg.isolated else self._files)
-        empty = os.path.join(self._tmp, "empty")  # (shown where a mount's host path is None)
-        os.mkdir(empty, 0o755)
-        os.chmod(empty, 0o755)
         self._make_cgroups()
-        to_r, to_w = os.pipe()
-        from_r, from_w = os.pipe()
-        info_r, info_w = os.pipe() if cfg.isolated else (-1, -1)
-        seccomp_fd = -1
-        bpf = seccomp.filter_bytes() if cfg.isolated else None
-        if bpf is not None:
-            seccomp_fd = os.memfd_create("seccomp")  # bwrap reads the filter from it
-            os.write(seccomp_fd, bpf)
-            os.lseek(seccomp_fd, 0, os.SEEK_SET)
-        argv, env, cwd = self._command(prog, to_r, from_w, info_w, seccomp_fd)
-        kwargs: dict[str, Any] = {}
-        if os.geteuid() == 0 and cfg.isolated:
-            kwargs.update(user=cfg.uid, group=cfg.gid, extra_groups=[])
-        pass_fds = tuple(fd for fd in (to_r, from_w, info_w, seccomp_fd) if fd >= 0)
         try:
-            self._proc = subprocess.Popen(argv, pass_fds=pass_fds, env=env, cwd=cwd,
-                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.PIPE, **kwargs)
-        except OSError as exc:
-            for fd in (to_r, to_w, from_r, from_w, info_r, info_w, seccomp_fd):
-                if fd >= 0:
-                    os.close(fd)
+            launched = launch(cfg, self.limits, self._mounts, self._tmp, self._files)
+        except (SandboxError, OSError) as exc:
             self.close()
-            raise SandboxError(f"cannot start the sandbox: {exc}") from exc
-        for fd in pass_fds:
-            os.close(fd)
-        self._to_server, self._from_server = to_w, from_r
-        self._greet(info_r)
+            raise exc if isinstance(exc, SandboxError) else SandboxError(f"cannot start the sandbox: {exc}")
+        self._proc = launched.proc
+        self.channel = Channel(launched.to_server, launched.from_server, self._kill_now)
+        self._greet(launched.info_r)
 
     def _make_cgroups(self) -> None:
         """Fresh cgroups for this sandbox, when the machine has them. Raises SandboxError."""
         ok, _ = _cgroups_available()
         if ok:
             try:
-                self._memory_limit = self.limits.memory_bytes + SERVER_HEADROOM
+                limit = self.limits.memory_bytes + SERVER_HEADROOM
                 self._cg = cgroups.SandboxCgroups.create(
-                    memory_bytes=self._memory_limit,
-                    processes=self.limits.processes + _EXTRA_TASKS)
+                    memory_bytes=limit, processes=self.limits.processes + EXTRA_TASKS)
+                self.meter = RunMeter(self._cg, limit)
             except cgroups.CgroupError as exc:
                 self._cleanup_files()
                 raise SandboxError(str(exc)) from exc
-
-    def _command(self, prog: str, to_r: int, from_w: int, info_w: int, seccomp_fd: int
-                 ) -> tuple[list[str], dict[str, str], str]:
-        """``(argv, env, cwd)`` that start the server (in bwrap unless unisolated)."""
-        global _ROOT_LAYOUT
-        cfg = self.config
-        env = dict(DEFAULT_ENV)
-        site = cfg.python_site or ()
-        if cfg.isolated:
-            if _ROOT_LAYOUT is None:
-                _ROOT_LAYOUT = bwrap.root_layout_args()
-            argv = bwrap.bwrap_argv(bwrap.BwrapPlan(
-                bwrap=cfg.bwrap, python=cfg.python, root_layout=_ROOT_LAYOUT,
-                ro_binds=cfg.python_ro_binds() + cfg.extra_ro_binds,
-                scratch_bytes=self.limits.scratch_bytes, prog_dir=prog, guest_dir=str(GUEST_DIR),
-                mounts=[(host or os.path.join(self._tmp or "", "empty"), inside)
-                        for host, inside in self._mounts],
-                seccomp_fd=seccomp_fd, info_fd=info_w, in_fd=to_r,
-                out_fd=from_w, site=site))
-            return argv, env, "/"
-        work = os.path.join(self._tmp or "", "work")
-        tmp = os.path.join(self._tmp or "", "tmp")
-        os.mkdir(work)
-        os.mkdir(tmp)
-        env.update(HOME=work, TMPDIR=tmp)
-        return bwrap.unisolated_argv(cfg.python, str(SERVER_PATH), to_r, from_w, (work, tmp), site), env, work
 
     def _greet(self, info_r: int) -> None:
         """Learn the server's pid (bwrap's info), attach it to the cgroups, read its hello.
         Closes ``info_r``; raises SandboxError (the sandbox closed)."""
         try:
             if self.config.isolated:  # the zygote: it stays out of the cgroups (runs no program)
-                info = self._read_info(info_r, deadline=time.monotonic() + 10)
-                self._zygote_pid = int(info["child-pid"])
+                zygote_pid = int(read_info(info_r, deadline=time.monotonic() + 10)["child-pid"])
+                self.session = Session(self.channel, self._cg, self.meter, zygote_pid, self._stderr_tail)
             else:
-                self._server_pid = self._proc.pid
                 if self._cg is not None:
-                    self._cg.attach(self._server_pid)
-            self.hello, _ = self._read_frame(time.monotonic() + 20)
+                    self._cg.attach(self._proc.pid)
+                    self.meter.track(self._proc.pid)
+            self._hello, _ = self.channel.read_frame(time.monotonic() + 20)
         except (SandboxError, cgroups.CgroupError, EOFError, OSError, ValueError, KeyError) as exc:
             detail = self._stderr_tail()
             self.close()
@@ -234,17 +165,18 @@ class Sandbox(SessionMixin, ChannelMixin):
             if info_r >= 0:
                 os.close(info_r)
 
+    @property
+    def hello(self) -> dict[str, Any]:
+        """The server's hello: the open session's once read (isolated), else the first one's."""
+        return (self.session.hello if self.session is not None else {}) or self._hello
+
     def close(self) -> None:
         """Stop the server, kill every process of the sandbox, remove its cgroups and files.
         In a forked child of the process that started it: only forget it (its processes, cgroups
         and files are the parent's)."""
-        for fd in (self._to_server, self._from_server, self._schedstat_fd):
-            if fd >= 0:
-                try:
-                    os.close(fd)  # (in a forked child: its own copies)
-                except OSError:
-                    pass
-        self._to_server = self._from_server = self._schedstat_fd = -1
+        self.channel.close()
+        if self.meter is not None:
+            self.meter.close()
         if self._owner != os.getpid():
             self._proc = self._cg = self._tmp = None
             return
@@ -271,6 +203,33 @@ class Sandbox(SessionMixin, ChannelMixin):
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
 
+    def _kill_now(self) -> None:
+        """Stop the sandbox at once: bwrap and every process of its cgroups."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+        if self._cg is not None:
+            try:
+                self._cg.kill_all()
+            except cgroups.CgroupError:
+                pass
+
+    def _stderr_tail(self) -> str:
+        """What bwrap printed (and its exit status), for an error message."""
+        if self._proc is None or self._proc.stderr is None:
+            return ""
+        try:
+            os.set_blocking(self._proc.stderr.fileno(), False)
+            data = self._proc.stderr.read(4096) or b""
+        except (OSError, ValueError):
+            data = b""
+        text = data.decode("utf-8", "replace").strip()
+        try:
+            code = self._proc.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            code = None
+        status = f"; bwrap exit status {code}" if code is not None else ""
+        return f"{status} (stderr: {text})" if text else status
+
     def __enter__(self) -> "Sandbox":
         return self
 
@@ -284,10 +243,36 @@ class Sandbox(SessionMixin, ChannelMixin):
         except Exception:
             pass
 
+    # ---- sessions -----------------------------------------------------------------------------
+    def arm(self, prefork: bool | None = None) -> None:
+        """Get the next session ready ahead of its submission (:meth:`Session.arm`)."""
+        if self.session is None:
+            raise SandboxError("sessions need an isolated sandbox")
+        self.session.arm(self.limits.scratch_bytes, prefork)
+
+    def new_session(self, files: Mapping[str, bytes] | None = None, limits: Limits | None = None,
+                    python: bool = False) -> None:
+        """Start a session with ``files`` in ``/prog`` and the sandbox-wide ``limits``
+        (:meth:`Session.open`). Raises SandboxError (the sandbox must then be closed)."""
+        if self.session is None:
+            raise SandboxError("sessions need an isolated sandbox")
+        if self.session.server_pid:
+            raise SandboxError("a session is open: end_session() first")
+        self.limits = limits or self.limits
+        self.session.open(files or {}, self.limits, python)
+        self.python_loaded = False
+        self.load_stage = ""
+
+    def end_session(self) -> bool:
+        """End the open session (:meth:`Session.end`): True when the sandbox may start another."""
+        if self.session is None or not self.alive:
+            return False
+        return self.session.end()
+
     def stray_processes(self) -> list[int]:
         """PIDs (inside the sandbox) of processes left between runs: everything except the
         server and its forker (the process Python cases are forked from). Empty after every run (the server kills the rest)."""
-        reply, _ = self._request({"op": "ps"}, [], timeout=10)
+        reply, _ = self.channel.request({"op": "ps"}, [], timeout=10)
         return list(reply.get("pids", []))
 
     def task_count(self) -> int | None:
@@ -303,15 +288,15 @@ class Sandbox(SessionMixin, ChannelMixin):
     @property
     def alive(self) -> bool:
         """False once the server died or the sandbox was closed."""
-        return self._proc is not None and not self._broken and self._proc.poll() is None
+        return self._proc is not None and not self.channel.broken and self._proc.poll() is None
 
     # ---- files --------------------------------------------------------------------------------
     def put(self, name: str, data: bytes, mode: int = 0o644) -> None:
         """Write ``data`` to ``work_dir/name`` (kept across cases). Raises SandboxError."""
         if "/" in name or name in ("", ".", ".."):
             raise ValueError(f"plain file name expected, got {name!r}")
-        self._request({"op": "put", "path": os.path.join(self.work_dir, name), "mode": mode},
-                      [data], timeout=30)
+        self.channel.request({"op": "put", "path": os.path.join(self.work_dir, name), "mode": mode},
+                             [data], timeout=30)
 
     def fetch(self, path: str, max_bytes: int = 256 * MiB) -> bytes | None:
         """Read a regular file from inside the sandbox (``None`` when missing or too large)."""
@@ -323,8 +308,8 @@ class Sandbox(SessionMixin, ChannelMixin):
         not a regular file."""
         if not path.startswith("/"):
             path = os.path.join(self.work_dir, path)
-        reply, blobs = self._request({"op": "fetch", "path": path, "max_bytes": max_bytes}, [],
-                                     timeout=60)
+        reply, blobs = self.channel.request({"op": "fetch", "path": path, "max_bytes": max_bytes}, [],
+                                            timeout=60)
         if reply.get("ok"):
             return blobs[0], None
         size = reply.get("size")
@@ -350,23 +335,26 @@ class Sandbox(SessionMixin, ChannelMixin):
         each case starts from) for the following runs. Returns ``None``, or the compiler's message
         (:attr:`load_stage`: ``"program"`` or ``"prelude"``). Raises SandboxError."""
         lim = limits or self.limits
-        reply, _ = self._request({"op": "load", "filename": filename,
-                                  "limits": lim.with_(cpu_seconds=10, wall_seconds=20).payload()},
-                                 [source.encode("utf-8", "surrogateescape"),
-                                  prelude.encode("utf-8", "surrogateescape")], timeout=60)
+        reply, _ = self.channel.request({"op": "load", "filename": filename,
+                                         "limits": lim.with_(cpu_seconds=10, wall_seconds=20).payload()},
+                                        [source.encode("utf-8", "surrogateescape"),
+                                         prelude.encode("utf-8", "surrogateescape")], timeout=60)
         self.load_stage = reply.get("stage", "program")
-        self._settling = bool(reply.get("settling"))
-        self._pinned = -1  # a forker with the program in it
+        if self.session is not None:
+            self.session.after_reply(reply)
+        if self.meter is not None and (self.python_loaded or self.session is None):
+            self.meter.forget_pinned()  # the forker of the last program went (the first load
+            # takes the blank forker: pinned memory only grows, which the next run sees)
         if reply.get("ok"):
             self.python_loaded = True
             return None
         return (reply.get("error") or "the program could not be compiled").strip()
 
-    def run_python(self, stdin: bytes = b"", limits: Limits | None = None) -> Execution:
-        """Run the loaded program as ``__main__`` in a forked child, like ``python3 main.py``."""
+    def run_python(self, stdin: bytes = b"", limits: Limits | None = None, *, keep: Sequence[str] = ()) -> Execution:
+        """Run the loaded program as ``__main__`` in a forked child (``keep``: as :meth:`run`)."""
         if not self.python_loaded:
             raise SandboxError("load_python() first")
-        return self._run({"mode": "python"}, stdin, limits)
+        return self._run({"mode": "python", "keep": [os.path.join(self.work_dir, k) for k in keep]}, stdin, limits)
 
     def call_python(self, fn_name: str, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None,
                     limits: Limits | None = None, *, call_json: str | bytes | None = None) -> Execution:
@@ -383,115 +371,56 @@ class Sandbox(SessionMixin, ChannelMixin):
             payload = json.dumps({"args": list(args), "kwargs": dict(kwargs or {})}).encode()
         return self._run({"mode": "call", "fn_name": fn_name}, b"", limits, payload)
 
+    def _held(self) -> int:
+        """Bytes the open session holds in the memory cgroup for itself (its ``/prog`` files)."""
+        return self.session.held if self.session is not None else 0
+
     def _run(self, req: dict[str, Any], stdin: bytes, limits: Limits | None,
              call_payload: bytes | None = None) -> Execution:
         """One run, with the memory accounting of contest judges (docs/sandbox.md, "Limits"): not
         charged for its input (staged first) nor its stdout; with cgroups, stopped once its CPU
-        passes the limit (:meth:`_cpu_watch`); the server's own CPU never counted."""
+        passes the limit (:meth:`RunMeter.cpu_watch`); the server's own CPU never counted."""
         lim = limits or self.limits
         req = dict(req, op="run", limits=lim.payload())
-        cg = self._cg
-        if not self.config.isolated or cg is None:
+        meter = self.meter
+        if self.session is None or meter is None:
             req["limits"]["processes"] = lim.processes
-        if cg is None:  # no memory cgroup: fall back to an address-space limit
+        if meter is None:  # no memory cgroup: fall back to an address-space limit
             req["limits"]["address_space_bytes"] = lim.memory_bytes + 64 * MiB
+        usage = Usage()
         try:
-            self._ready_for_run()
+            if self.session is not None:
+                self.session.ready_for_run()
             staged = 0
-            base = lim.memory_bytes + SERVER_HEADROOM + lim.output_bytes
-            if cg is not None and len(stdin) > STAGE_STDIN_BYTES:
+            if meter is not None and len(stdin) > STAGE_STDIN_BYTES:
                 # while it is copied in, the input exists twice (the server's buffer, the memfd)
-                self._memory_limit = base + 2 * _pages(len(stdin))
-                cg.set_memory_limit(self._memory_limit)
-                self._request({"op": "stdin", "mode": req.get("mode")}, [stdin], timeout=60)
+                meter.set_memory_limit(memory_limit(lim, self._held() + 2 * pages(len(stdin))))
+                self.channel.request({"op": "stdin", "mode": req.get("mode")}, [stdin], timeout=60)
                 req["stdin_staged"] = True
                 staged, stdin = len(stdin), b""
-            if cg is not None:
-                limit = base + _pages(staged)
-                if limit != self._memory_limit:
-                    self._memory_limit = limit
-                    cg.set_memory_limit(limit)
-                mem_before = self._settle_memory(cg)
-                cg.reset_memory_peak()
-                oom_before = cg.oom_kills()
-                cpu_before = cg.cpu_ns() - self._server_cpu_ns()
+            base = watch = None
+            if meter is not None:
+                meter.set_memory_limit(memory_limit(lim, self._held() + pages(staged)))
+                base = meter.before()
+                watch = meter.cpu_watch(base, lim, self.channel.from_server)
             blobs = [stdin] if call_payload is None else [stdin, call_payload]
-            watch = self._cpu_watch(cg, cpu_before, lim) if cg is not None and self._server_pid else None
             timeout = wall_cap(lim.wall) + REPLY_GRACE + CLEANUP_PER_CPU_SECOND * (lim.cpu_seconds + CPU_KILL_MARGIN)
-            reply, rblobs = self._request(req, blobs, timeout=timeout, watch=watch)
-            self._settling = bool(reply.get("settling"))
-            if staged or self._settling:
-                self._pinned = -1  # the staged input, or the forker, goes: look again
-            mem_delta = oom = 0
-            cg_cpu = 0.0
-            if cg is not None:
-                out_pages = _pages(int(reply.get("stdout_size", 0)))
-                mem_delta = max(0, cg.memory_peak() - mem_before - out_pages)
-                oom = cg.oom_kills() - oom_before
-                cg_cpu = (cg.cpu_ns() - self._server_cpu_ns() - cpu_before) / 1e9
+            reply, rblobs = self.channel.request(req, blobs, timeout=timeout, watch=watch)
+            if self.session is not None:
+                self.session.after_reply(reply)
+            if meter is not None:
+                usage = meter.after(base, int(reply.get("stdout_size", 0)))
+                if staged or reply.get("settling"):
+                    meter.forget_pinned()  # the staged input, or the forker, goes: look again
         except cgroups.CgroupError as exc:
             return Execution(Status.SANDBOX_ERROR, detail=f"cgroup failure: {exc}")
         except SandboxError as exc:
             return Execution(Status.SANDBOX_ERROR, detail=str(exc))
         parts = dict(zip(reply.get("parts", ["stdout", "stderr", "result"]), rblobs))
-        ex = classify(reply, lim, parts.get("stdout", b""), parts.get("stderr", b""),
-                       parts.get("result"), mem_delta, oom, cg_cpu, have_memcg=cg is not None)
+        ex = classify(reply, lim, parts.get("stdout", b""), parts.get("stderr", b""), parts.get("result"),
+                      usage.memory, usage.oom_kills, usage.cpu_seconds, have_memcg=meter is not None)
         ex.log = parts.get("log")
         return ex
-
-    def _settle_memory(self, cg: cgroups.SandboxCgroups) -> int:
-        """Before a run is measured: reclaim what the cgroup holds beyond its pinned memory
-        (:meth:`~arbiter.sandbox.cgroups.SandboxCgroups.memory_pinned`) when that is more than
-        :data:`RECLAIMABLE_SLACK`. ``memory.stat`` is read only when the charge grew by more
-        than that since it was last read (or pinned memory may have shrunk: a staged input
-        freed, a forker replaced, a new session or program). Returns the bytes charged now."""
-        usage = cg.memory_usage()
-        if 0 <= self._pinned and usage - self._pinned <= RECLAIMABLE_SLACK:
-            return usage
-        charged, pinned = cg.memory_pinned()
-        if charged - pinned > RECLAIMABLE_SLACK:
-            charged = cg.reclaim(pinned + RECLAIMABLE_SLACK // 2)
-            usage = cg.memory_usage()
-        # what could not be reclaimed counts as pinned (no second try at every run)
-        self._pinned = pinned if charged - pinned <= RECLAIMABLE_SLACK else charged
-        return usage
-
-    def _server_cpu_ns(self) -> int:
-        """CPU nanoseconds the sandbox's server itself has used (its ``/proc/<pid>/schedstat``,
-        kept open; 0 when unreadable)."""
-        try:
-            if self._schedstat_fd < 0:
-                self._schedstat_fd = os.open(f"/proc/{self._server_pid}/schedstat",
-                                             os.O_RDONLY | os.O_CLOEXEC)
-            return int(os.pread(self._schedstat_fd, 128, 0).split(None, 1)[0])
-        except (OSError, ValueError, IndexError):
-            return 0
-
-    def _cpu_watch(self, cg: cgroups.SandboxCgroups, cpu_before: int, lim: Limits) -> Callable[[], bool]:
-        """A ``watch`` for :meth:`_read_exact` that kills every process of the run but the
-        server once the sandbox's processes together used more CPU than ``lim.cpu_seconds`` +
-        :data:`CPU_KILL_MARGIN` (a spinning fork bomb, children nobody waits for). Returns True
-        once it acted (or the reply is already on its way)."""
-        limit_ns = int((lim.cpu_seconds + CPU_KILL_MARGIN) * 1e9)
-        server_pid, fd = self._server_pid, self._from_server
-
-        def watch() -> bool:
-            try:
-                if cg.cpu_ns() - self._server_cpu_ns() - cpu_before <= limit_ns:
-                    return False
-                if select.select([fd], [], [], 0)[0]:
-                    return True  # the run just ended: its reply is here, leave the forker alone
-                cg.kill_except(server_pid)
-            except (cgroups.CgroupError, OSError):
-                pass  # never leave the reply unread: the wall limit still ends the run
-            return True
-
-        return watch
-
-
-def _pages(n: int) -> int:
-    """``n`` bytes rounded up to whole 4 KiB pages."""
-    return (n + 4095) // 4096 * 4096
 
 
 _warned = False

@@ -1,10 +1,13 @@
-"""The FastAPI application: auth, size caps, the routes over the judge pool. See ``docs/serve.md``."""
+"""The FastAPI application: tenants (tokens), size caps, drain, the routes over the fair queue of
+judge slots. See ``docs/serve.md``."""
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
+import logging
+import secrets
+import threading
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -15,51 +18,140 @@ from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from pydantic import ValidationError
 
 from arbiter.judge.step import StepJudge
-from arbiter.server import native
-from arbiter.server.config import ServerConfig
+from arbiter.server import answer, native
+from arbiter.server.admission import FairQueue, Refused, Tenant
+from arbiter.server.config import ANSWER_MARGIN, VERL_API_SLACK, ServerConfig
+from arbiter.server.jupyter import RunJupyterRequest, run_jupyter
 from arbiter.server.metrics import Metrics
-from arbiter.server.pool import JudgePool, Overloaded, watch
-from arbiter.server.programs import ProgramRuns
-from arbiter.server.runcode import BadRequest, OurFailure, RunCodeRequest
+from arbiter.server.retries import Orphans, request_key
+from arbiter.server.runcode import BadRequest, OurFailure, RunCodeRequest, prepare, run_code, warm_sandboxes
 
-OPEN_PATHS = ("/healthz",)
-ROUTES = ("/run_code", "/v1/judge", "/v1/score", "/healthz", "/metrics")
+log = logging.getLogger("arbiter.serve")
+
+
+#: Bodies larger than this wait for their share of the body budget; each costs this many copies
+#: of its size while parsed (the bytes, their text, the parsed strings).
+LARGE_BODY = 1 << 20
+BODY_COPIES = 3
+
+
+class ByteBudget:
+    """Bytes that requests' bodies may hold at once; a request waits for its share."""
+
+    def __init__(self, total: int):
+        self.total, self.free = total, total
+        self._cond = asyncio.Condition()
+
+    async def acquire(self, n: int) -> None:
+        async with self._cond:
+            await self._cond.wait_for(lambda: self.free >= n)
+            self.free -= n
+
+    async def release(self, n: int) -> None:
+        async with self._cond:
+            self.free += n
+            self._cond.notify_all()
+
+
+class Expired(Exception):
+    """A ``/run_code`` request waited ``hold_seconds`` without a judge (504: its client retries)."""
 
 
 @dataclass
 class Service:
-    """What the routes share: settings, counters, the judge pool, ``/run_code``'s program groups."""
+    """What the routes share: settings, counters, the fair queue, the drain state."""
 
     cfg: ServerConfig
     health: Callable[[], dict[str, Any]]
     metrics: Metrics = field(default_factory=Metrics)
     health_report: dict[str, Any] | None = None
+    draining: bool = False
+    in_flight: int = 0
+    _logged: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.pool = JudgePool(self.cfg.workers, self.cfg.queue, self.metrics)
-        self.programs = ProgramRuns(self.pool, self.cfg, self.metrics)
-        # judged in the pool's threads (the cap of cfg.workers), verdicts shared between requests
-        self.judges = StepJudge(self.cfg.workers, inline=True)
+        self.queue = FairQueue(self.cfg.workers, queue=self.cfg.queue, on_start=self._started, on_done=self._done)
+        self.warm = warm_sandboxes(self.cfg)
+        self.bodies = ByteBudget(self.cfg.body_budget_bytes)
+        self.orphans = Orphans(self.cfg.retry_window, self.queue.cancel)
+        self._judges: dict[str, StepJudge] = {}
+        self._judges_lock = threading.Lock()
+        self.metrics.set("arbiter_judges", self.cfg.workers)
+        for name in ("arbiter_cases_total", "arbiter_sandbox_errors_total", "arbiter_cancelled_total"):
+            self.metrics.add(name, 0)
+        self.gauges()
 
-    async def body(self, request: Request) -> Any:
-        """The JSON body, read up to ``max_body_bytes`` (:class:`BadRequest` ``413:`` past it)."""
+    def judges(self, tenant: str) -> StepJudge:
+        """``tenant``'s step judge: its requests share verdicts and case-order memory, never with
+        another tenant's; it judges in the fair queue's slot thread (the bound of ``--workers``)."""
+        with self._judges_lock:
+            judges = self._judges.get(tenant)
+            if judges is None:
+                judges = self._judges[tenant] = StepJudge(self.cfg.workers, inline=True)
+            return judges
+
+    def _started(self, tenant: str, waited: float) -> None:
+        self.metrics.observe("arbiter_tenant_wait_seconds", waited, tenant=tenant)
+        self.gauges()
+
+    def _done(self, tenant: str, seconds: float) -> None:
+        self.metrics.add("arbiter_tenant_judge_seconds_total", seconds, tenant=tenant)
+        self.gauges()
+
+    def gauges(self) -> None:
+        busy = 0
+        for name, (waiting, running) in self.queue.snapshot().items():
+            self.metrics.set("arbiter_tenant_queue_depth", waiting, tenant=name)
+            self.metrics.set("arbiter_tenant_judges_busy", running, tenant=name)
+            busy += running
+        self.metrics.set("arbiter_queue_depth", self.queue.waiting)
+        self.metrics.set("arbiter_judges_busy", busy)
+        self.metrics.set("arbiter_draining", int(self.draining))
+
+    async def read(self, request: Request) -> bytes:
+        """The body, read up to ``max_body_bytes`` (:class:`BadRequest` ``413:`` past it). A large
+        body first waits for its share of ``body_budget_bytes`` (held until the request ends)."""
+        length = request.headers.get("content-length", "")
+        if length.isdigit() and int(length) > LARGE_BODY:
+            cost = min(BODY_COPIES * int(length), self.bodies.total)
+            await self.bodies.acquire(cost)
+            request.scope["arbiter.body_cost"] = cost
         data = bytearray()
         async for chunk in request.stream():
             data += chunk
             if len(data) > self.cfg.max_body_bytes:
                 raise BadRequest(f"413:request body over {self.cfg.max_body_bytes} bytes")
+        return data  # type: ignore[return-value]
+
+    async def body(self, request: Request) -> Any:
+        """The JSON body (:class:`BadRequest` for what is not JSON)."""
+        return self.parse(await self.read(request))
+
+    @staticmethod
+    def parse(data: bytes | bytearray) -> Any:
+        """The JSON of a body; a ``bytearray`` is emptied once decoded (one copy less held)."""
         try:
-            return json.loads(data)
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BadRequest(f"the body is not UTF-8 JSON: {exc}") from None
+        if isinstance(data, bytearray):
+            data.clear()
+        try:
+            return json.loads(text)
+        except RecursionError:
+            raise BadRequest("the body is not JSON this service takes: nested too deeply") from None
         except ValueError as exc:
             raise BadRequest(f"the body is not JSON: {exc}") from None
 
-    def refuse(self, exc: Exception, overload_status: int = 503) -> JSONResponse:
-        """413/422 for a refused request; ``overload_status`` + ``Retry-After`` for overload."""
-        if isinstance(exc, Overloaded):
-            self.metrics.refused += 1
-            return error(overload_status, str(exc), **{"Retry-After": str(exc.retry_after)})
-        msg = str(exc)
-        return error(413, msg[4:]) if msg.startswith("413:") else error(422, msg)
+    def refuse(self, tenant: str, status: int, reason: str, message: str, retry_after: int) -> JSONResponse:
+        """A load refusal (429/503/504 + ``Retry-After``), counted and logged (once per 10 s a reason)."""
+        self.metrics.refused(tenant, reason, status)
+        now = time.monotonic()
+        if now - self._logged.get(reason, -1e9) > 10:
+            self._logged[reason] = now
+            log.warning("arbiter serve: refused a request of tenant %s with %d (%s): %s", tenant, status, reason,
+                        message)
+        return error(status, message, **{"Retry-After": str(retry_after)})
 
 
 def error(status: int, message: str, **headers: str) -> JSONResponse:
@@ -67,83 +159,155 @@ def error(status: int, message: str, **headers: str) -> JSONResponse:
                         status_code=status, headers=headers or None)
 
 
-def create_app(cfg: ServerConfig, *, health: Callable[[], dict[str, Any]] | None = None) -> FastAPI:
+def bad_request(exc: Exception) -> JSONResponse:
+    msg = str(exc)
+    return error(413, msg[4:]) if msg.startswith("413:") else error(422, msg)
+
+
+def create_app(cfg: ServerConfig, *, health: Callable[[], dict[str, Any]] | None = None,
+               metrics_text: Callable[[Service], str] | None = None) -> FastAPI:
     """The service. ``health``: returns the doctor's report as a dict (default
-    :func:`arbiter.sandbox.doctor.diagnose`, run once and kept)."""
+    :func:`arbiter.sandbox.doctor.diagnose`, run once and kept); ``metrics_text``: what
+    ``/metrics`` answers (default this process's counters; on Ray, the cluster's sum)."""
     svc = Service(cfg, health or _diagnose)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         yield
-        svc.pool.shutdown()
+        await asyncio.to_thread(svc.queue.close)
+        svc.warm.close()
 
     app = FastAPI(title="arbiter", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
-    _guard(app, svc)
+    from arbiter.server.guard import install
+
+    install(app, svc)
     _run_code_route(app, svc)
+    _jupyter_route(app, svc)
     _batch_routes(app, svc)
-    _info_routes(app, svc)
+    _info_routes(app, svc, metrics_text)
     app.state.service = svc
     return app
 
 
-def _guard(app: FastAPI, svc: Service) -> None:
-    """Bearer token (constant-time compare; 401 runs nothing), body size (413), latency. A plain
-    ASGI middleware, so that the routes still see the client's disconnect."""
-    cfg, expected = svc.cfg, f"Bearer {svc.cfg.token}".encode()
+def tenant_of(request: Request) -> Tenant:
+    return request.scope["arbiter.tenant"]
 
-    class Guard:
-        def __init__(self, inner):
-            self.inner = inner
 
-        async def __call__(self, scope, receive, send):
-            if scope["type"] != "http":
-                return await self.inner(scope, receive, send)
-            headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
-            refused = None
-            if cfg.token and scope["path"] not in OPEN_PATHS:
-                if not hmac.compare_digest(headers.get("authorization", b""), expected):
-                    refused = error(401, "missing or wrong API token (Authorization: Bearer ...)")
-            length = headers.get("content-length", b"")
-            if refused is None and length.isdigit() and int(length) > cfg.max_body_bytes:
-                refused = error(413, f"request body of {int(length)} bytes; at most {cfg.max_body_bytes}")
-            if refused is not None:
-                return await refused(scope, receive, send)
-            started = time.monotonic()
-            try:
-                await self.inner(scope, receive, send)
-            finally:
-                svc.metrics.observe(scope["path"] if scope["path"] in ROUTES else "other", time.monotonic() - started)
+async def disconnected(request: Request) -> None:
+    """Returns once the client has gone (the body is read first: nothing else is waited for)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
-    app.add_middleware(Guard)
+
+async def hold(svc: Service, fut, request: Request, key: str, deadline: float) -> Any:
+    """Await a ``/run_code`` unit until ``deadline`` (monotonic), with no polling: cancelled when
+    its client leaves; :class:`Expired` when it is not done by then (queued or running, it keeps
+    its place for the client's retry: :mod:`.retries`)."""
+    afut, gone = asyncio.wrap_future(fut), asyncio.ensure_future(disconnected(request))
+    try:
+        done, _ = await asyncio.wait({afut, gone}, timeout=max(0.0, deadline - time.monotonic()),
+                                     return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+    if afut in done:
+        return afut.result()
+    if gone in done:
+        if svc.queue.cancel(fut):
+            svc.metrics.add("arbiter_cancelled_total")
+        raise asyncio.CancelledError("client disconnected")
+    svc.orphans.leave(key, fut)
+    raise Expired("not answered within the client's timeout (the server is saturated); retry: "
+                  "the same request takes over this one's place")
+
+
+def answer_within(req: RunCodeRequest, cfg: ServerConfig) -> float:
+    """Seconds a ``/run_code`` request has for its answer: ``hold_seconds`` when set, else verl's
+    client timeout (``compile_timeout + run_timeout + 10``) less :data:`ANSWER_MARGIN`."""
+    if cfg.hold_seconds > 0:
+        return cfg.hold_seconds
+    return max(1.0, min(req.compile_timeout, cfg.max_seconds) + min(req.run_timeout, cfg.max_seconds)
+               + VERL_API_SLACK - ANSWER_MARGIN)
 
 
 def _run_code_route(app: FastAPI, svc: Service) -> None:
     @app.post("/run_code")
     async def run_code_route(request: Request):
         """SandboxFusion's endpoint; overload and our own failures are 504 (verl retries 504 only)."""
+        tenant, arrived = tenant_of(request), time.monotonic()
         try:
-            req = RunCodeRequest.model_validate(await svc.body(request))
-            answer = await watch(svc.programs.submit(req), request.is_disconnected)
+            raw = await svc.read(request)
+            key = request_key(tenant.name, raw)
+            req = RunCodeRequest.model_validate(svc.parse(raw))
+            raw = b""  # the body's copies go as soon as the request is checked
+            within = answer_within(req, svc.cfg)
+            fut = svc.orphans.adopt(key)
+            if fut is None:
+                p = prepare(req, svc.cfg)
+                fut = svc.queue.submit(tenant, p.key, [lambda slot: run_code(p, svc.cfg, svc.warm)])[0]
+            else:
+                svc.metrics.add("arbiter_run_code_adopted_total", tenant=tenant.name)
+            del req
+            spooled = await hold(svc, fut, request, key, arrived + within)
         except ValidationError as exc:
-            return error(422, f"bad /run_code request: {exc.errors(include_url=False)}")
-        except (BadRequest, Overloaded) as exc:
-            return svc.refuse(exc, 504)
+            return error(422, f"bad /run_code request: {exc.errors(include_url=False)}"[:4000])
+        except BadRequest as exc:
+            return bad_request(exc)
+        except Refused as exc:
+            return svc.refuse(tenant.name, 504, exc.reason, str(exc), exc.retry_after)
+        except Expired as exc:
+            return svc.refuse(tenant.name, 504, "held_too_long", str(exc), 1)
         except OurFailure as exc:
-            svc.metrics.sandbox_errors += 1
+            svc.metrics.add("arbiter_sandbox_errors_total")
             return error(504, f"arbiter's sandbox failed (retry): {exc}", **{"Retry-After": "1"})
-        svc.metrics.verdict(answer["status"], 1)
-        return answer
+        status = _peek_status(spooled)
+        svc.metrics.run_code(tenant.name, status)
+        return StreamingResponse(answer.stream(spooled), media_type="application/json",
+                                 headers={"Content-Length": str(answer.size(spooled))})
+
+
+def _jupyter_route(app: FastAPI, svc: Service) -> None:
+    @app.post("/run_jupyter")
+    async def run_jupyter_route(request: Request):
+        """SandboxFusion's notebook endpoint (cells in one Python process: :mod:`.jupyter`)."""
+        tenant = tenant_of(request)
+        try:
+            req = RunJupyterRequest.model_validate(await svc.body(request))
+            mark = "@@arbiter-cells-" + secrets.token_hex(16)
+            fut = svc.queue.submit(tenant, mark, [lambda slot: run_jupyter(req, svc.cfg, mark)])[0]
+            spooled = await native.watch(fut, request.is_disconnected)
+        except ValidationError as exc:
+            return error(422, f"bad /run_jupyter request: {exc.errors(include_url=False)}"[:4000])
+        except BadRequest as exc:
+            return bad_request(exc)
+        except Refused as exc:
+            return svc.refuse(tenant.name, exc.status, exc.reason, str(exc), exc.retry_after)
+        except OurFailure as exc:
+            svc.metrics.add("arbiter_sandbox_errors_total")
+            return error(504, f"arbiter's sandbox failed (retry): {exc}", **{"Retry-After": "1"})
+        svc.metrics.add("arbiter_run_jupyter_total", tenant=tenant.name, status=_peek_status(spooled))
+        return StreamingResponse(answer.stream(spooled), media_type="application/json",
+                                 headers={"Content-Length": str(answer.size(spooled))})
+
+
+def _peek_status(spooled) -> str:
+    head = spooled.read(64).decode("ascii", "replace")
+    spooled.seek(0)
+    return head.split('"status": "', 1)[-1].split('"', 1)[0]
 
 
 def _batch_routes(app: FastAPI, svc: Service) -> None:
     async def batch(request: Request, parse, units, key: str):
-        """``units(parsed)`` gives the request's calls, or the calls and the order to start them."""
+        """``units(parsed, tenant)`` gives the request's calls, or the calls and the order to start them."""
+        tenant = tenant_of(request)
         try:
-            made = await asyncio.to_thread(units, parse(await svc.body(request), svc.cfg))
+            parsed = parse(await svc.body(request), svc.cfg)
+            made = await asyncio.to_thread(units, parsed, tenant.name)
             calls, order = made if isinstance(made, tuple) else (made, None)
-            b = native.Batch(svc.pool, calls, order)
-        except (BadRequest, Overloaded) as exc:
-            return svc.refuse(exc)
+            b = native.Batch(svc.queue, tenant, calls, svc.metrics, order)
+        except BadRequest as exc:
+            return bad_request(exc)
+        except Refused as exc:
+            return svc.refuse(tenant.name, exc.status, exc.reason, str(exc), exc.retry_after)
         if request.query_params.get("stream") in ("1", "true"):
             return StreamingResponse(b.lines(key, request.is_disconnected), media_type="application/x-ndjson")
         return {key + "s": await b.results(request.is_disconnected)}
@@ -151,28 +315,38 @@ def _batch_routes(app: FastAPI, svc: Service) -> None:
     @app.post("/v1/judge")
     async def judge_route(request: Request):
         """``{"tasks": [Task JSON]}`` -> ``{"verdicts": [Verdict JSON]}`` (docs/codec.md)."""
-        return await batch(request, native.parse_tasks,
-                           lambda tasks: [lambda t=t: native.judge_one(t, svc.metrics, svc.judges) for t in tasks],
-                           "verdict")
+        return await batch(request, native.parse_tasks, lambda tasks, who: [
+            lambda slot, t=t: native.judge_one(t, svc.metrics, who, svc.judges(who)) for t in tasks], "verdict")
 
     @app.post("/v1/score")
     async def score_route(request: Request):
         """``{"items": [verl item], "options": {...}}`` -> ``{"results": [compute_score result]}``."""
         return await batch(request, native.parse_score,
-                           lambda parsed: native.score_units(*parsed, svc.metrics, svc.judges), "result")
+                           lambda parsed, who: native.score_units(*parsed, svc.metrics, who, svc.judges(who)), "result")
 
 
-def _info_routes(app: FastAPI, svc: Service) -> None:
+def _info_routes(app: FastAPI, svc: Service, metrics_text: Callable[[Service], str] | None) -> None:
     @app.get("/healthz")
     async def healthz():
-        """The doctor's answer: 200 when this node can isolate, else 503."""
+        """The doctor's answer: 200 when this node can isolate (and is not draining), else 503."""
         if svc.health_report is None:
             svc.health_report = await asyncio.to_thread(svc.health)
-        return JSONResponse(svc.health_report, status_code=200 if svc.health_report.get("isolated") else 503)
+        ok = svc.health_report.get("isolated") and not svc.draining
+        return JSONResponse(dict(svc.health_report, draining=svc.draining), status_code=200 if ok else 503)
+
+    @app.get("/v1/ping")
+    async def ping():
+        """SandboxFusion's health check."""
+        return "pong"
 
     @app.get("/metrics")
     async def metrics_route():
-        return PlainTextResponse(svc.metrics.text(), media_type="text/plain; version=0.0.4")
+        if metrics_text is not None:
+            text = await asyncio.to_thread(metrics_text, svc)
+        else:
+            svc.gauges()
+            text = svc.metrics.text()
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
 
 def _diagnose() -> dict[str, Any]:

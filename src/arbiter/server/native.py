@@ -7,6 +7,7 @@ See ``docs/serve.md``."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from concurrent.futures import Future
 from typing import Any, AsyncIterator, Callable
@@ -14,14 +15,16 @@ from typing import Any, AsyncIterator, Callable
 from arbiter.judge.codec import task_from_json, verdict_to_json
 from arbiter.judge.step import Settings, StepJudge
 from arbiter.judge.task import Task
-from arbiter.rewards.codegen import InvalidTask, Prepared, RewardOptions, SandboxFailure, finish, prepare
+from arbiter.rewards.codegen import (InvalidTask, Prepared, RewardOptions, SandboxFailure, finish, prepare,
+                                     row_time_limit)
 from arbiter.rewards.wire import from_wire
 from arbiter.sandbox.limits import MiB
 from arbiter.server.config import ServerConfig
 from arbiter.server.metrics import Metrics
-from arbiter.server.pool import JudgePool, watch
+from arbiter.server.admission import FairQueue, Slot, Tenant
 from arbiter.server.runcode import BadRequest
 
+_BATCHES = itertools.count()
 #: ``/v1/judge``: verdicts reused between identical tasks, cases in the suite's order.
 JUDGE_SETTINGS = Settings(reuse=True, case_order="suite")
 
@@ -37,6 +40,32 @@ def _items(body: Any, key: str, cfg: ServerConfig) -> list:
     return items
 
 
+#: Task limit fields -> (the config cap they may not pass, unit) (422 naming the field).
+def _limit_caps(cfg: ServerConfig) -> dict[str, float]:
+    memory = cfg.max_memory_mb * MiB
+    return {"cpu_seconds": cfg.max_seconds, "wall_seconds": 2 * cfg.max_seconds + 1, "memory_bytes": memory,
+            "processes": cfg.max_processes, "output_bytes": cfg.max_output_bytes, "file_bytes": cfg.max_output_bytes,
+            "stderr_bytes": cfg.max_output_bytes, "open_files": cfg.max_open_files, "scratch_bytes": memory,
+            "stack_bytes": memory}
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def check_task(task: Task, where: str, cfg: ServerConfig) -> None:
+    """:class:`BadRequest` naming ``where`` and the field for a task past the service's caps."""
+    if len(task.suite) > cfg.max_tests:
+        raise BadRequest(f"{where}.suite: {len(task.suite)} cases; at most {cfg.max_tests}")
+    for name, cap in _limit_caps(cfg).items():
+        value = getattr(task.limits, name)
+        if value is not None and value > cap:
+            raise BadRequest(f"{where}.limits.{name}: {_num(value)} is over this service's cap of {_num(cap)}")
+    if task.compile.timeout_seconds > cfg.max_seconds:
+        raise BadRequest(f"{where}.compile.timeout_seconds: {task.compile.timeout_seconds:g} is over this "
+                         f"service's cap of {cfg.max_seconds:g}")
+
+
 def parse_tasks(body: Any, cfg: ServerConfig) -> list[Task]:
     """The request's tasks; :class:`BadRequest` naming the task and field that is refused."""
     tasks = []
@@ -45,21 +74,29 @@ def parse_tasks(body: Any, cfg: ServerConfig) -> list[Task]:
             task = task_from_json(d)
         except (KeyError, TypeError, ValueError) as exc:
             raise BadRequest(f"tasks[{i}]: {type(exc).__name__}: {exc}") from None
-        if len(task.suite) > cfg.max_tests:
-            raise BadRequest(f"tasks[{i}].suite: {len(task.suite)} cases; at most {cfg.max_tests}")
-        lim = task.limits
-        if lim.memory_bytes > cfg.max_memory_mb * MiB or lim.output_bytes > cfg.max_output_bytes:
-            raise BadRequest(f"tasks[{i}].limits: memory at most {cfg.max_memory_mb} MiB, output at most "
-                             f"{cfg.max_output_bytes} bytes")
-        if lim.cpu_seconds > cfg.max_seconds:
-            raise BadRequest(f"tasks[{i}].limits.cpu_seconds: at most {cfg.max_seconds:g}")
+        check_task(task, f"tasks[{i}]", cfg)
         tasks.append(task)
     return tasks
 
 
+def _check_options(opts: RewardOptions, cfg: ServerConfig) -> None:
+    if opts.time_limit is not None and float(opts.time_limit) > cfg.max_seconds:
+        raise BadRequest(f"options.time_limit: {opts.time_limit:g} is over this service's cap of "
+                         f"{cfg.max_seconds:g} CPU seconds per case")
+    if opts.memory_limit_mb is not None and float(opts.memory_limit_mb) > cfg.max_memory_mb:
+        raise BadRequest(f"options.memory_limit_mb: {opts.memory_limit_mb:g} is over this service's cap of "
+                         f"{cfg.max_memory_mb} MiB")
+
+
 def parse_score(body: Any, cfg: ServerConfig) -> tuple[list[tuple], RewardOptions]:
-    """The request's ``(data_source, solution_str, ground_truth, extra_info)`` items and options."""
+    """The request's ``(data_source, solution_str, ground_truth, extra_info)`` items and options;
+    :class:`BadRequest` naming the item and field past the service's caps."""
     items = []
+    try:
+        opts = RewardOptions.from_kwargs(dict(body.get("options") or {}) if isinstance(body, dict) else {})
+    except (TypeError, ValueError) as exc:
+        raise BadRequest(f"options: {exc}") from None
+    _check_options(opts, cfg)
     for i, d in enumerate(_items(body, "items", cfg)):
         if not isinstance(d, dict) or "solution_str" not in d or "ground_truth" not in d:
             raise BadRequest(f"items[{i}]: needs data_source, solution_str, ground_truth (extra_info optional)")
@@ -67,20 +104,24 @@ def parse_score(body: Any, cfg: ServerConfig) -> tuple[list[tuple], RewardOption
             item = tuple(from_wire(d.get(k)) for k in ("data_source", "solution_str", "ground_truth", "extra_info"))
         except ValueError as exc:
             raise BadRequest(f"items[{i}]: {exc}") from None
+        if opts.time_limit is None:
+            try:
+                row_limit = row_time_limit(item[3])
+            except ValueError as exc:
+                raise BadRequest(f"items[{i}].{exc}") from None
+            if row_limit is not None and row_limit > cfg.max_seconds:
+                raise BadRequest(f"items[{i}].extra_info.time_limit: {row_limit:g} is over this service's cap of "
+                                 f"{cfg.max_seconds:g} CPU seconds per case")
         items.append(item)
-    try:
-        opts = RewardOptions.from_kwargs(dict(body.get("options") or {}))
-    except (TypeError, ValueError) as exc:
-        raise BadRequest(f"options: {exc}") from None
     return items, opts
 
 
-def judge_one(task: Task, metrics: Metrics, judges: StepJudge) -> dict[str, Any]:
+def judge_one(task: Task, metrics: Metrics, tenant: str, judges: StepJudge) -> dict[str, Any]:
     """One task's verdict JSON: reused when an identical task was judged (the suite's case order
     is kept: a ``/v1/judge`` client gets the verdict ``arbiter judge`` gives)."""
     verdict = judges.judge(task, settings=JUDGE_SETTINGS)
     if not verdict.cached:
-        metrics.verdict(verdict.outcome.value, sum(1 for c in verdict.cases if c.outcome.value != "SKIPPED"))
+        metrics.verdict(tenant, verdict.outcome.value, sum(1 for c in verdict.cases if c.outcome.value != "SKIPPED"))
     return verdict_to_json(verdict)
 
 
@@ -92,7 +133,7 @@ def prepare_one(item: tuple, opts: RewardOptions) -> Prepared | dict[str, Any]:
         return {"error": str(exc), "type": type(exc).__name__}
 
 
-def finish_one(prep: Prepared | dict[str, Any], opts: RewardOptions, metrics: Metrics,
+def finish_one(prep: Prepared | dict[str, Any], opts: RewardOptions, metrics: Metrics, tenant: str,
                judges: StepJudge) -> dict[str, Any]:
     """One item's result as ``compute_score`` returns it, or ``{"error": message, "type": name,
     "row", "reason"}`` for what it raises (``SandboxFailure``, ``InvalidTask``, ``ValueError``,
@@ -103,39 +144,45 @@ def finish_one(prep: Prepared | dict[str, Any], opts: RewardOptions, metrics: Me
         verdict = judges.judge(prep.task, hint=prep.hint, settings=opts.step) if prep.task is not None else None
         result = dict(finish(prep, verdict, opts))
     except SandboxFailure as exc:
-        metrics.verdict("SANDBOX_ERROR", 0)
+        metrics.verdict(tenant, "SANDBOX_ERROR", 0)
         return {"error": str(exc), "type": "SandboxFailure", "row": exc.row, "reason": exc.reason}
     except InvalidTask as exc:
         return {"error": str(exc), "type": "InvalidTask", "row": exc.row, "reason": exc.reason}
     except (TypeError, ValueError) as exc:
         return {"error": str(exc), "type": type(exc).__name__}
-    metrics.verdict(str(result.get("verdict")), 0 if result.get("cached") else int(result.get("total") or 0))
+    metrics.verdict(tenant, str(result.get("verdict")), 0 if result.get("cached") else int(result.get("total") or 0))
     return result
 
 
-def score_units(items: list[tuple], opts: RewardOptions, metrics: Metrics,
-                judges: StepJudge) -> tuple[list[Callable[[], Any]], list[int]]:
+def score_units(items: list[tuple], opts: RewardOptions, metrics: Metrics, tenant: str,
+                judges: StepJudge) -> tuple[list[Callable[[Slot], Any]], list[int]]:
     """A ``/v1/score`` request's units (one per item) and the order to start them in: longest
     predicted first, repeats of a program last (docs/step.md)."""
     preps = [prepare_one(item, opts) for item in items]
     tasks = [None if isinstance(p, dict) else p.task for p in preps]
     hints = [None if isinstance(p, dict) else p.hint for p in preps]
     order = judges.submission_order(tasks, hints, opts.step)
-    return [lambda p=p: finish_one(p, opts, metrics, judges) for p in preps], order
+    return [lambda slot, p=p: finish_one(p, opts, metrics, tenant, judges) for p in preps], order
 
 
 class Batch:
-    """The futures of one request's units, in order; all admitted up front, started in
-    ``order`` (positions of ``calls``; default as given)."""
+    """The futures of one request's units, in order; all admitted up front, as one flow of the
+    tenant (:class:`~arbiter.server.admission.FairQueue`), started in ``order`` (positions of
+    ``calls``; default as given)."""
 
-    def __init__(self, pool: JudgePool, calls: list[Callable[[], Any]], order: list[int] | None = None):
-        pool.admit(len(calls))
-        futures: dict[int, Future] = {i: pool.submit(calls[i]) for i in (order or range(len(calls)))}
+    def __init__(self, queue: FairQueue, tenant: Tenant, calls: list[Callable[[Slot], Any]], metrics: Metrics,
+                 order: list[int] | None = None):
+        self.queue, self.metrics = queue, metrics
+        order = list(order) if order is not None else list(range(len(calls)))
+        started = queue.submit(tenant, f"batch-{next(_BATCHES)}", [calls[i] for i in order])
+        futures = dict(zip(order, started, strict=True))
         self.futures: list[Future] = [futures[i] for i in range(len(calls))]
 
     def cancel(self) -> None:
+        """Take the units still waiting off the queue (a client that left)."""
         for f in self.futures:
-            f.cancel()
+            if not f.done() and self.queue.cancel(f):
+                self.metrics.add("arbiter_cancelled_total")
 
     async def results(self, disconnected: Callable[[], Any]) -> list[Any]:
         try:
@@ -148,7 +195,7 @@ class Batch:
         pending = {asyncio.wrap_future(f): i for i, f in enumerate(self.futures)}
         try:
             while pending:
-                done, _ = await asyncio.wait(set(pending), timeout=0.2, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(set(pending), timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
                 if not done and await disconnected():
                     return
                 for d in done:
@@ -156,3 +203,14 @@ class Batch:
         finally:
             self.cancel()
 
+
+async def watch(fut: Future, disconnected: Callable[[], Any] | None, poll: float = 1.0) -> Any:
+    """Await ``fut``; ``asyncio.CancelledError`` once ``await disconnected()`` says the client left
+    (asked every ``poll`` seconds)."""
+    afut = asyncio.wrap_future(fut)
+    while True:
+        done, _ = await asyncio.wait({afut}, timeout=poll)
+        if done:
+            return afut.result()
+        if disconnected is not None and await disconnected():
+            raise asyncio.CancelledError("client disconnected")

@@ -1,4 +1,4 @@
-"""What a comparison of two programs is: the programs (:class:`Program`, their toolchain fingerprints and
+"""What a comparison of two programs is: the programs (:class:`MeasuredProgram`, their toolchain fingerprints and
 :func:`check_comparable`), the per-case figures (:class:`CaseFigures`) and the result (:class:`Comparison`:
 speedup = sum of the baseline's figures / sum of the candidate's, the largest cases, failures, meter fallback).
 
@@ -24,7 +24,7 @@ __all__ = [
     "FingerprintMismatch",
     "LARGEST_FRACTION",
     "Method",
-    "Program",
+    "MeasuredProgram",
     "build_comparison",
     "check_cases",
     "check_comparable",
@@ -35,12 +35,17 @@ __all__ = [
     "METHODS",
     "unit_of",
     "comparable_speedups",
+    "DEFAULT_METHOD",
 ]
 
 
 Method = Literal["instructions", "cycles", "wall"]
 #: Every measure ``compare`` knows.
 METHODS: tuple[str, ...] = ("instructions", "cycles", "wall")
+#: The measure of the speedups users get by default (the PIE reward and eval, the oracle speed gate): model cycles,
+#: deterministic like instruction counts and, unlike them, close to PIE's gem5 speedups (``docs/measurement.md``,
+#: "Cycles"). :func:`~arbiter.timing.measure.compare` itself still defaults to instructions.
+DEFAULT_METHOD: Method = "cycles"
 
 
 def unit_of(method: str | None) -> str:
@@ -98,7 +103,7 @@ def _toolchain_record(toolchain: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class Program:
+class MeasuredProgram:
     """A compiled program to measure: ``binary`` (the executable's bytes, run as ``/prog/main``), ``toolchain``
     (a fingerprint: str, mapping, or an object with ``.fingerprint`` and ``to_dict()``) and a display ``name``."""
 
@@ -112,12 +117,12 @@ class Program:
         return fingerprint_of(self.toolchain)
 
     @classmethod
-    def of(cls, obj: Any, name: str = "") -> "Program":
-        """Accept a :class:`Program`, a ``(binary, toolchain)`` pair, or a compile result with ``.binary`` and
+    def of(cls, obj: Any, name: str = "") -> "MeasuredProgram":
+        """Accept a :class:`MeasuredProgram`, a ``(binary, toolchain)`` pair, or a compile result with ``.binary`` and
         ``.toolchain`` (``arbiter.languages.cpp.CompileResult``). Raises ValueError when there is no binary (a
         failed compile) and TypeError for anything else."""
-        if isinstance(obj, Program):
-            return obj if not name or obj.name == name else Program(obj.binary, obj.toolchain, name)
+        if isinstance(obj, MeasuredProgram):
+            return obj if not name or obj.name == name else MeasuredProgram(obj.binary, obj.toolchain, name)
         if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], (bytes, bytearray)):
             return cls(bytes(obj[0]), obj[1], name)
         if hasattr(obj, "binary") and hasattr(obj, "toolchain"):
@@ -125,7 +130,7 @@ class Program:
                 why = getattr(obj, "error", None) or getattr(obj, "message", None) or "no binary"
                 raise ValueError(f"program {name or '?'} did not compile: {why}")
             return cls(bytes(obj.binary), obj.toolchain, name or getattr(obj, "name", "") or "")
-        raise TypeError(f"cannot measure a {type(obj).__name__}: give a Program, (binary, toolchain) or a "
+        raise TypeError(f"cannot measure a {type(obj).__name__}: give a MeasuredProgram, (binary, toolchain) or a "
                         "compile result with .binary and .toolchain")
 
 
@@ -134,14 +139,14 @@ def check_comparable(a: Any, b: Any) -> None:
     "Speed": every measurement records its toolchain fingerprint). The one fingerprint check of the timing layer:
     :func:`compare` runs it before measuring anything, for both methods.
 
-    ``a`` / ``b``: a :class:`Program` (or a compile result with ``.binary`` and ``.toolchain``), or a toolchain as
+    ``a`` / ``b``: a :class:`MeasuredProgram` (or a compile result with ``.binary`` and ``.toolchain``), or a toolchain as
     :func:`fingerprint_of` accepts it (``Toolchain``, its ``to_dict()`` mapping, a fingerprint string). Returns
     ``None`` when the fingerprints are equal. Raises :class:`FingerprintMismatch` (a
     :class:`~arbiter.languages.cpp.toolchain.ToolchainMismatch`) naming every differing field of structured toolchains
     (``include_dirs`` / ``exec_path`` ignored, as :func:`~arbiter.languages.cpp.toolchain.assert_comparable` does);
     ValueError / TypeError as :func:`fingerprint_of`."""
-    ta = a.toolchain if isinstance(a, Program) or hasattr(a, "binary") else a
-    tb = b.toolchain if isinstance(b, Program) or hasattr(b, "binary") else b
+    ta = a.toolchain if isinstance(a, MeasuredProgram) or hasattr(a, "binary") else a
+    tb = b.toolchain if isinstance(b, MeasuredProgram) or hasattr(b, "binary") else b
     fa, fb = fingerprint_of(ta), fingerprint_of(tb)
     if fa == fb:
         return
@@ -337,7 +342,7 @@ def mark_fallback(fallback: Comparison, attempt: Comparison, reason: str) -> Com
     return fallback
 
 
-def build_comparison(pa: Program, pb: Program, method: str, unit: str, clock: str | None, meter: dict[str, Any],
+def build_comparison(pa: MeasuredProgram, pb: MeasuredProgram, method: str, unit: str, clock: str | None, meter: dict[str, Any],
             figures: list[CaseFigures], failures: list[dict[str, Any]], order: list[dict[str, Any]],
             fraction: float, extra: dict[str, Any]) -> Comparison:
     sa, sb, speedup = _sums(figures) if not failures else (None, None, None)

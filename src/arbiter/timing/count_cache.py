@@ -36,7 +36,7 @@ def sha256_hex(data: bytes | str | None) -> str:
     if data is None:
         return ""
     if isinstance(data, str):
-        data = data.encode("utf-8")
+        data = data.encode("utf-8", "surrogatepass")  # any str
     return hashlib.sha256(data).hexdigest()
 
 
@@ -62,7 +62,8 @@ def count_key(executable_sha: str, stdin: bytes, expected: bytes | None, *, tool
 
 
 class CountCache:
-    """Instruction counts by :func:`count_key`, in memory and optionally on disk (``docs/measurement.md``, "The baseline cache").
+    """Baseline figures (instructions or model cycles) by :func:`count_key`, in memory and optionally on disk
+    (``docs/measurement.md``, "The baseline cache").
 
     - ``directory``: where entries are stored (created on first write); ``None``: memory only.
     - ``remember_failures``: also remember failed runs, in memory (:meth:`put_failure`); off: only successful

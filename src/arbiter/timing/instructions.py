@@ -2,8 +2,8 @@
 
 :func:`count_instructions` counts one case in a caller's sandbox; :func:`measure_instructions` counts a binary
 on a list of cases in a fresh one; :func:`valgrind_limits` scales native limits for a valgrind run. A run that
-crashes, hits a limit, prints a wrong answer, calls ``execve``, needs processes, makes a client request or
-leaves no count is a failed :class:`CaseCount`, never a figure.
+crashes, hits a limit, prints a wrong answer, calls ``execve``, needs processes, makes a client request, changes its
+code at run time or leaves no count is a failed :class:`CaseCount`, never a figure.
 
 This module is also the instruction meter's front door: the names of :mod:`~arbiter.timing.status`,
 :mod:`~arbiter.timing.processes`, :mod:`~arbiter.timing.valgrind` and :mod:`~arbiter.timing.valgrind_log` are
@@ -13,7 +13,9 @@ importable from here. How a case is counted, what a program can and cannot do: `
 from __future__ import annotations
 
 import contextlib
+import os
 import signal as _signal
+import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -31,9 +33,10 @@ from arbiter.timing.valgrind import (
     build_counter_tool, cpu_identity, find_valgrind, valgrind_available,
 )
 from arbiter.timing.valgrind_log import (
-    CLIENT_REQUEST_REASON, meter_reason, parse_cachegrind_log, refused_client_request, undecodable_instruction,
+    CLIENT_REQUEST_REASON, MODIFIES_CODE_REASON, meter_reason, parse_cachegrind_log, refused_client_request,
+    refused_code_change, undecodable_instruction,
 )
-from arbiter.timing.wallclock import core_lease
+from arbiter.timing.wallclock import core_lease, held_core
 
 __all__ = [
     "CLIENT_REQUEST_REASON",
@@ -41,6 +44,7 @@ __all__ = [
     "EXEC_REFUSED_LAUNCHER",
     "LOG_FD",
     "MEMORY_EXTRA_BYTES",
+    "MODIFIES_CODE_REASON",
     "NO_NEW_PROCESSES",
     "PROBED_STATUSES",
     "SANDBOX_TOOL_DIR",
@@ -51,6 +55,7 @@ __all__ = [
     "TOOL_SOURCE",
     "build_counter_tool",
     "refused_client_request",
+    "refused_code_change",
     "CaseCount",
     "InstructionRun",
     "MeasureStatus",
@@ -166,6 +171,11 @@ def count_instructions(sandbox: Sandbox, argv: Sequence[str] = ("/prog/main",), 
                          detail=f"{CLIENT_REQUEST_REASON} (request {refused}, refused by the meter, which stopped "
                                 "the run; valgrind would have run code of the program natively or otherwise outside "
                                 "the count)", **common)
+    changed = refused_code_change(ex.log)
+    if changed is not None:  # the meter could have run stale code: nothing this run did is a measurement
+        return CaseCount(status=MeasureStatus.MODIFIES_CODE,
+                         detail=f"{MODIFIES_CODE_REASON} ({changed}; refused by the meter, which stopped the run)",
+                         **common)
     if ex.exit_code == 101 and b"EXEC FAILED" in (ex.log or b"") + ex.stderr:
         return CaseCount(status=MeasureStatus.EXEC_REFUSED,
                          detail="the program called execve; only a single process can be measured", **common)
@@ -213,10 +223,12 @@ def _undecodable_outcome(undecodable: tuple[str, str], native: Execution, expect
 @dataclass
 class InstructionRun:
     """:func:`measure_instructions`' result: one :class:`CaseCount` per case (in order; cut short after the first
-    failure when ``stop_on_failure``), the total when every case counted, and the meter's fingerprint."""
+    failure when ``stop_on_failure``), the total when every case counted, the meter's fingerprint and the cores
+    the runs held (empty without ``pin``)."""
 
     counts: list[CaseCount]
     meter: dict[str, Any] = field(default_factory=dict)
+    cores: list[int] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -232,34 +244,116 @@ class InstructionRun:
 def measure_instructions(binary: bytes, cases: Sequence[tuple[str, bytes, bytes | None]], *,
                          limits: Limits | None = None, same_output: Callable[[bytes, bytes], bool] | None = None,
                          stop_on_failure: bool = True, valgrind: Valgrind | None = None,
-                         pin: bool = True) -> InstructionRun:
+                         pin: bool = True, workers: int | None = None) -> InstructionRun:
     """Count the instructions of ``binary`` (an executable's bytes, run as ``/prog/main``) on each case
-    ``(name, stdin, expected stdout or None)`` in one fresh sandbox.
+    ``(name, stdin, expected stdout or None)``.
 
     ``limits``: the program's native per-run limits (default :class:`Limits`), scaled by :func:`valgrind_limits`.
-    A sandbox failure is retried once in a fresh sandbox (``SANDBOX_ERROR`` is retried, then reported).
-    ``pin``: hold an exclusive core for the measurement (:func:`arbiter.timing.wallclock.core_lease`).
-    Raises :class:`ValgrindUnavailable`; :class:`~arbiter.sandbox.sandbox.SandboxError` when no sandbox starts.
+    ``workers``: cases measured at once, each worker in a fresh sandbox of its own (default: one per core this
+    process may use, at most one per case; one when the calling thread already holds a core). Counts do not
+    depend on it (they are deterministic), only the cost does. A sandbox failure is retried once in a fresh
+    sandbox (``SANDBOX_ERROR`` is retried, then reported). ``pin``: every worker holds an exclusive core
+    (:func:`arbiter.timing.wallclock.core_lease`). Raises :class:`ValgrindUnavailable`;
+    :class:`~arbiter.sandbox.sandbox.SandboxError` when no sandbox starts.
     """
     vg = valgrind or find_valgrind()
     native = limits or Limits()
-    vlim = valgrind_limits(native)
-    sblim = measuring_sandbox_limits(vlim, native)
-    counts: list[CaseCount] = []
-    with core_lease() if pin else contextlib.nullcontext():
-        sb = Sandbox(files={"main": binary}, limits=sblim, mounts=vg.mounts)
+    job = _CaseJob(binary, list(cases), vg, native, same_output, stop_on_failure)
+    n = _worker_count(workers, len(job.cases))
+    if n <= 1:
+        job.work(pin)
+    else:
+        threads = [threading.Thread(target=job.work, args=(pin,), name=f"arbiter-count-{i}", daemon=True)
+                   for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    if job.error is not None:
+        raise job.error
+    return InstructionRun(counts=job.in_order(), meter=vg.fingerprint(), cores=sorted(job.cores))
+
+
+def _worker_count(workers: int | None, n_cases: int) -> int:
+    if workers is not None:
+        return max(1, min(int(workers), n_cases))
+    if held_core() is not None:  # inside a caller's lease: its core only (a second lease could wait forever)
+        return 1
+    return max(1, min(len(os.sched_getaffinity(0)), n_cases))
+
+
+class _CaseJob:
+    """The cases of one :func:`measure_instructions` call, handed out in order to its workers. With
+    ``stop``, no case after the first failed one (in case order) is started, and every case before it is
+    measured, so the counts are those of a sequential run."""
+
+    def __init__(self, binary: bytes, cases: list[tuple[str, bytes, bytes | None]], vg: Valgrind, native: Limits,
+                 same_output: Callable[[bytes, bytes], bool] | None, stop: bool):
+        self.binary, self.cases, self.vg, self.native, self.same_output, self.stop = (
+            binary, cases, vg, native, same_output, stop)
+        self.vlim = valgrind_limits(native)
+        self.sblim = measuring_sandbox_limits(self.vlim, native)
+        self.results: dict[int, CaseCount] = {}
+        self.cores: set[int] = set()
+        self.error: BaseException | None = None
+        self._next, self._first_failure = 0, len(cases)
+        self._lock = threading.Lock()
+
+    def _take(self) -> int | None:
+        with self._lock:
+            i = self._next
+            if i >= len(self.cases) or i > self._first_failure or self.error is not None:
+                return None
+            self._next += 1
+            return i
+
+    def _done(self, i: int, c: CaseCount) -> None:
+        with self._lock:
+            self.results[i] = c
+            if not c.ok and self.stop:
+                self._first_failure = min(self._first_failure, i)
+
+    def work(self, pin: bool) -> None:
+        """Measure cases until none is left, in a sandbox of this worker's (on a core of its own with ``pin``)."""
         try:
-            for name, stdin, expected in cases:
-                c = count_instructions(sb, ("/prog/main",), stdin, limits=vlim, expected=expected,
-                                       same_output=same_output, case=name, valgrind=vg, native_limits=native)
+            with core_lease() if pin else contextlib.nullcontext() as core:
+                if core is not None:
+                    with self._lock:
+                        self.cores.add(core)
+                self._measure_cases()
+        except BaseException as exc:  # noqa: BLE001 - raised again by the caller's thread
+            with self._lock:
+                self.error = self.error or exc
+
+    def _measure_cases(self) -> None:
+        sb: Sandbox | None = None
+        try:
+            while (i := self._take()) is not None:
+                name, stdin, expected = self.cases[i]
+                sb = sb or Sandbox(files={"main": self.binary}, limits=self.sblim, mounts=self.vg.mounts)
+                c = self._count(sb, name, stdin, expected)
                 if c.status is MeasureStatus.SANDBOX_ERROR:
                     sb.close()
-                    sb = Sandbox(files={"main": binary}, limits=sblim, mounts=vg.mounts)
-                    c = count_instructions(sb, ("/prog/main",), stdin, limits=vlim, expected=expected,
-                                           same_output=same_output, case=name, valgrind=vg, native_limits=native)
-                counts.append(c)
-                if not c.ok and stop_on_failure:
-                    break
+                    sb = Sandbox(files={"main": self.binary}, limits=self.sblim, mounts=self.vg.mounts)
+                    c = self._count(sb, name, stdin, expected)
+                self._done(i, c)
         finally:
-            sb.close()
-    return InstructionRun(counts=counts, meter=vg.fingerprint())
+            if sb is not None:
+                sb.close()
+
+    def _count(self, sb: Sandbox, name: str, stdin: bytes, expected: bytes | None) -> CaseCount:
+        return count_instructions(sb, ("/prog/main",), stdin, limits=self.vlim, expected=expected,
+                                  same_output=self.same_output, case=name, valgrind=self.vg,
+                                  native_limits=self.native)
+
+    def in_order(self) -> list[CaseCount]:
+        """The counts in case order, up to the first failure when stopping on failure."""
+        out: list[CaseCount] = []
+        for i in range(len(self.cases)):
+            c = self.results.get(i)
+            if c is None:
+                break
+            out.append(c)
+            if not c.ok and self.stop:
+                break
+        return out

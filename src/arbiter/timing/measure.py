@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import Sandbox
 from arbiter.timing.comparison import (
-    LARGEST_FRACTION, METHODS, Case, CaseFigures, Comparison, FingerprintMismatch, Method, Program, build_comparison,
+    LARGEST_FRACTION, METHODS, Case, CaseFigures, Comparison, FingerprintMismatch, Method, MeasuredProgram, build_comparison,
     check_cases, check_comparable, fingerprint_of, largest_cases, mark_fallback, meter_fallback_reason,
 )
 from arbiter.timing.cycles import DEFAULT_MODEL, CycleModel
@@ -43,7 +43,7 @@ __all__ = [
     "Comparison",
     "FingerprintMismatch",
     "Method",
-    "Program",
+    "MeasuredProgram",
     "check_comparable",
     "compare",
     "fingerprint_of",
@@ -79,7 +79,7 @@ def compare(a: Any, b: Any, cases: Sequence[Case], method: Method = "instruction
             on_unsupported: Literal["fail", "wall"] = "fail", cycle_model: CycleModel = DEFAULT_MODEL) -> Comparison:
     """Measure baseline ``a`` and candidate ``b`` on the same ``cases``; return a :class:`Comparison`.
 
-    - ``a`` / ``b``: :class:`Program`, ``(binary, toolchain)`` or a compile result (see :meth:`Program.of`).
+    - ``a`` / ``b``: :class:`MeasuredProgram`, ``(binary, toolchain)`` or a compile result (see :meth:`MeasuredProgram.of`).
     - ``cases``: ``(name, stdin bytes, expected stdout bytes or None)``; names unique; at least one.
     - ``method``: ``"instructions"`` (valgrind, limits scaled by
       :func:`~arbiter.timing.instructions.valgrind_limits`) or ``"wall"`` (``warmup + repeats`` interleaved
@@ -99,7 +99,7 @@ def compare(a: Any, b: Any, cases: Sequence[Case], method: Method = "instruction
     bad cases or options; :class:`~arbiter.timing.instructions.ValgrindUnavailable` when the instruction method
     has no valgrind; :class:`~arbiter.sandbox.sandbox.SandboxError` when no sandbox starts.
     """
-    pa, pb = Program.of(a, getattr(a, "name", "") or "a"), Program.of(b, getattr(b, "name", "") or "b")
+    pa, pb = MeasuredProgram.of(a, getattr(a, "name", "") or "a"), MeasuredProgram.of(b, getattr(b, "name", "") or "b")
     check_comparable(pa, pb)
     checked = check_cases(cases)
     _check_options(method, baseline_cache, clock, on_unsupported, largest_fraction)
@@ -140,7 +140,7 @@ def _check_options(method: str, baseline_cache: CountCache | None, clock: str, o
         raise ValueError(f"largest_fraction must be in (0, 1], got {largest_fraction}")
 
 
-def _compare_instructions(pa: Program, pb: Program, cases: list[Case], native: Limits,
+def _compare_instructions(pa: MeasuredProgram, pb: MeasuredProgram, cases: list[Case], native: Limits,
                           same_output: Callable[[bytes, bytes], bool] | None, fraction: float, pin: bool,
                           stop: bool, vg: Valgrind) -> Comparison:
     vlim = valgrind_limits(native)
@@ -186,7 +186,7 @@ def _instruction_meter(vg: Valgrind, core: int | None, vlim: Limits) -> dict[str
                                                      "memory_bytes": vlim.memory_bytes, "stack_bytes": vlim.stack})
 
 
-def _compare_cached(pa: Program, pb: Program, cases: list[Case], native: Limits,
+def _compare_cached(pa: MeasuredProgram, pb: MeasuredProgram, cases: list[Case], native: Limits,
                     same_output: Callable[[bytes, bytes], bool] | None, fraction: float, pin: bool, stop: bool,
                     vg: Valgrind, cache: CountCache, output_check: str | Mapping[str, str]) -> Comparison:
     """The instruction method with ``a``'s counts from ``cache`` (see :func:`compare`, ``baseline_cache``)."""
@@ -203,11 +203,11 @@ def _compare_cached(pa: Program, pb: Program, cases: list[Case], native: Limits,
     hits = 0
     core: int | None = None
 
-    def measure(key: str, prog: Program, todo: list[Case]) -> None:
+    def measure(key: str, prog: MeasuredProgram, todo: list[Case]) -> None:
         nonlocal core
-        with _lease(pin) as core:
-            run = measure_instructions(prog.binary, todo, limits=native, same_output=same_output,
-                                       stop_on_failure=stop, valgrind=vg, pin=False)
+        run = measure_instructions(prog.binary, todo, limits=native, same_output=same_output,
+                                   stop_on_failure=stop, valgrind=vg, pin=pin)
+        core = run.cores[0] if run.cores else core
         for c in run.counts:
             order.append({"case": c.case, "program": key})
             setattr(figs[c.case], key, c.cost if c.ok else None)
@@ -243,7 +243,7 @@ def _compare_cached(pa: Program, pb: Program, cases: list[Case], native: Limits,
                    [figs[name] for name, _, _ in cases], failures, order, fraction, {"baseline_cache_hits": hits})
 
 
-def _count_with_retry(sbs: dict[str, Sandbox], key: str, prog: Program, vlim: Limits, vg: Valgrind, name: str,
+def _count_with_retry(sbs: dict[str, Sandbox], key: str, prog: MeasuredProgram, vlim: Limits, vg: Valgrind, name: str,
                       stdin: bytes, expected: bytes | None,
                       same_output: Callable[[bytes, bytes], bool] | None, native: Limits) -> CaseCount:
     c = count_instructions(sbs[key], ("/prog/main",), stdin, limits=vlim, expected=expected,
@@ -257,7 +257,7 @@ def _count_with_retry(sbs: dict[str, Sandbox], key: str, prog: Program, vlim: Li
     return c
 
 
-def _compare_wall(pa: Program, pb: Program, cases: list[Case], native: Limits,
+def _compare_wall(pa: MeasuredProgram, pb: MeasuredProgram, cases: list[Case], native: Limits,
                   same_output: Callable[[bytes, bytes], bool] | None, fraction: float, repeats: int, warmup: int,
                   pattern: Pattern, clock: Clock, pin: bool, stop: bool) -> Comparison:
     for attempt in range(2):
@@ -313,19 +313,26 @@ _floors_lock = threading.Lock()
 
 
 def startup_floor(compiler: Any = None, *, iostream: bool = False, limits: Limits | None = None,
-                  valgrind: Valgrind | None = None) -> int:
-    """Instructions executed by an empty program (``int main() {}``; with ``iostream=True``, one that only
-    includes ``<iostream>``) under the given toolchain and flags: the instruction-count analogue of the PIE card's
-    gem5 startup floor (192M ticks; card, ``ceiling_speedup``), which "depends on the compiler/glibc/link mode".
+                  valgrind: Valgrind | None = None, method: Method = "instructions",
+                  cycle_model: CycleModel = DEFAULT_MODEL) -> int:
+    """The cost of an empty program (``int main() {}``; with ``iostream=True``, one that only includes
+    ``<iostream>``) under the given toolchain and flags, in ``method``'s unit: instructions, or model cycles
+    (``method="cycles"``, ``cycle_model``). The analogue of the PIE card's gem5 startup floor (192M ticks; card,
+    ``ceiling_speedup``), which "depends on the compiler/glibc/link mode"; in cycles of the default model it is
+    that floor's order of magnitude (``docs/measurement.md``, "Cycles").
 
     ``compiler``: a :class:`~arbiter.languages.cpp.CompileSpec` (or ``None``: the default spec) passed to
     :func:`arbiter.languages.cpp.compile_cpp`, or a callable ``source -> compiled program`` (anything
-    :meth:`Program.of` accepts; its toolchain fingerprint must describe the same compiler, flags, libc and link
-    mode as the programs measured). Cached per (toolchain fingerprint,
-    iostream, meter) for the life of the process. Returns instructions (an int > 0). Raises RuntimeError when
-    the empty program does not compile or cannot be measured, ValgrindUnavailable without valgrind.
+    :meth:`MeasuredProgram.of` accepts; its toolchain fingerprint must describe the same compiler, flags, libc and link
+    mode as the programs measured). Cached per (toolchain fingerprint, iostream, meter incl. cycle model) for the
+    life of the process. Returns an int > 0. Raises RuntimeError when the empty program does not compile or cannot
+    be measured, ValgrindUnavailable without valgrind, ValueError for the wall method (no floor).
     """
+    if method not in ("instructions", "cycles"):
+        raise ValueError(f"the startup floor is measured in instructions or cycles, not {method!r}")
     vg = valgrind or find_valgrind()
+    if method == "cycles" and vg.cycle_model is None:
+        vg = vg.with_cycles(cycle_model)
     source = IOSTREAM_PROGRAM if iostream else EMPTY_PROGRAM
     if callable(compiler):
         compiled = compiler(source)
@@ -333,7 +340,7 @@ def startup_floor(compiler: Any = None, *, iostream: bool = False, limits: Limit
         from arbiter.languages.cpp.compile import compile_cpp
         compiled = compile_cpp(source, compiler)
     try:
-        prog = Program.of(compiled, "startup")
+        prog = MeasuredProgram.of(compiled, "startup")
     except (TypeError, ValueError) as exc:
         raise RuntimeError(f"startup floor: the empty program did not compile: {exc}") from exc
     key = (prog.fingerprint, iostream, json.dumps(vg.fingerprint(), sort_keys=True))

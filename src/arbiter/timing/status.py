@@ -30,6 +30,7 @@ class MeasureStatus(str, enum.Enum):
     UNSUPPORTED_BY_METER = "unsupported_by_meter"
     CREATES_PROCESSES = "creates_processes"
     CLIENT_REQUEST = "client_request"
+    MODIFIES_CODE = "modifies_code"
 
 
 _FROM_SANDBOX = {

@@ -47,10 +47,11 @@ EXEC_REFUSED_LAUNCHER = "/nonexistent/arbiter-refuses-execve"
 
 #: The counting tool (built by :func:`build_counter_tool`) and its options. ``--tool=`` names it so that valgrind
 #: preloads no tool library; ``--command-line-only=yes`` ignores ``~/.valgrindrc``, ``./.valgrindrc`` and
-#: ``$VALGRIND_OPTS`` (``docs/measurement.md``, "Tool options").
+#: ``$VALGRIND_OPTS``; ``--smc-check=all``: every translation checks its code at entry, wherever the code lives
+#: (``docs/measurement.md``, "Tool options", "Code that changes under the meter").
 TOOL_NAME = "arbiter-count"
 TOOL_OPTIONS: tuple[str, ...] = (
-    f"--tool={TOOL_NAME}", "--vgdb=no", "--trace-children=yes", "--command-line-only=yes",
+    f"--tool={TOOL_NAME}", "--vgdb=no", "--trace-children=yes", "--command-line-only=yes", "--smc-check=all",
 )
 
 
@@ -87,6 +88,7 @@ class Valgrind:
     - ``arch``: valgrind's platform name, e.g. ``"amd64-linux"``.
     - ``cpu_model`` / ``cpu_flags_sha256``: the host CPU; glibc chooses routines by CPUID, so counts are only
       comparable on the same CPU model and flags.
+    - ``cycle_model``: the cycle model of a cycles meter (:meth:`with_cycles`), ``None`` for instructions.
     """
 
     lib_dir: str

@@ -1,5 +1,5 @@
-"""Reading the counting tool's log: the count (its last line), a refused client request, an instruction
-valgrind cannot decode.
+"""Reading the counting tool's log: the count (its last line), a refused client request or code change, an
+instruction valgrind cannot decode.
 
 Why only the last line counts and what the tool refuses: ``docs/measurement.md``.
 """
@@ -10,15 +10,26 @@ import re
 
 __all__ = [
     "CLIENT_REQUEST_REASON",
+    "MODIFIES_CODE_REASON",
     "meter_reason",
     "parse_cachegrind_log",
     "refused_client_request",
+    "refused_code_change",
     "undecodable_instruction",
 ]
 
 
 #: The reason of a :attr:`MeasureStatus.CLIENT_REQUEST` failure (the start of its detail).
 CLIENT_REQUEST_REASON = "program makes valgrind client requests; its cost cannot be measured"
+
+
+#: The reason of a :attr:`MeasureStatus.MODIFIES_CODE` failure (the start of its detail).
+MODIFIES_CODE_REASON = ("program writes or maps executable code at run time; the meter could run other code than "
+                        "the processor, so its cost cannot be measured")
+
+
+#: The tool's line when it refuses a code change (``==PID== arbiter-count: refused code change: <what>``).
+_CODE_CHANGE = re.compile(rb"^==\d+== arbiter-count: refused code change: ([^\n]*)$", re.MULTILINE)
 
 
 #: The tool's line when it refuses a client request (``==PID== arbiter-count: refused client request 0x1102``).
@@ -100,6 +111,14 @@ def refused_client_request(log: bytes | None) -> str | None:
     it cannot remove the tool's line, which the tool writes right before it ends the run."""
     m = _REFUSED.search(log or b"")
     return m.group(1).decode() if m else None
+
+
+def refused_code_change(log: bytes | None) -> str | None:
+    """What the counting tool refused (e.g. ``"the program asked for memory that is writable and executable"``)
+    from its ``log`` line ``==PID== arbiter-count: refused code change: <what>``, else ``None``. As with
+    :func:`refused_client_request`, a program that writes such a line itself only gets itself refused."""
+    m = _CODE_CHANGE.search(log or b"")
+    return m.group(1).decode("utf-8", "replace").strip() if m else None
 
 
 def meter_reason(detail: str) -> str:

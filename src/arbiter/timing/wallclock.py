@@ -106,6 +106,11 @@ def core_lease(cores: Iterable[int] | None = None, *, timeout: float | None = No
         time.sleep(poll_seconds)
 
 
+def held_core() -> int | None:
+    """The core the calling thread holds (:func:`core_lease`), or ``None``."""
+    return getattr(_held, "core", None)
+
+
 def interleave_order(case_names: Sequence[str], rounds: int, pattern: Pattern = "ABBA",
                      programs: tuple[str, str] = ("a", "b")) -> list[tuple[int, str, str]]:
     """The run order ``[(round, case, program), ...]``: rounds outer, cases inner, programs alternating.

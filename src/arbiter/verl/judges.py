@@ -32,7 +32,9 @@ class Judges(Protocol):
 
 
 class LocalJudges:
-    """In this process: its step judge (one judge per core, :func:`default_step_judge`)."""
+    """In this process: its step judge (:func:`default_step_judge`: one judge per core, each
+    holding one of the process's judge slots, :func:`arbiter.sandbox.slots.judge_slots`, shared
+    with ``compute_score``)."""
 
     name = "process"
 

@@ -46,11 +46,13 @@ def compute_score(data_source: Any, solution_str: Any, ground_truth: Any, extra_
     url = _remote_url(kwargs)
     if url:
         RewardOptions.from_kwargs(kwargs)  # a bad option fails here, as in-process
-        return _remote(url).score([(data_source, solution_str, ground_truth, extra_info)], kwargs)[0]
+        from arbiter.client import shared_client  # httpx only when used (seconds of import on a busy node)
+
+        return shared_client(url).score([(data_source, solution_str, ground_truth, extra_info)], kwargs)[0]
     opts = RewardOptions.from_kwargs(kwargs)
     prep = prepare(data_source, solution_str, ground_truth, extra_info, opts)
     verdict = None
-    if prep.task is not None:  # one judge per core of this process, however many threads call
+    if prep.task is not None:  # the process's step judge: each judge holds one of its judge slots
         verdict = default_step_judge().judge(prep.task, hint=prep.hint, settings=opts.step)
     return finish(prep, verdict, opts)
 
@@ -103,8 +105,10 @@ def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[Any
     if opts.on_invalid == "raise":
         _check_rows(sources, truths, extras, row_limits=opts.time_limit is None)
     if url:  # the server reports every row; the batch's own raising rules apply below
+        from arbiter.client import shared_client
+
         remote = dict(kwargs, on_sandbox_error="report", on_invalid="zero")
-        results = _remote(url).score(list(zip(sources, solutions, truths, extras)), remote)
+        results = shared_client(url).score(list(zip(sources, solutions, truths, extras)), remote)
     else:
         results = list(iter_scores(zip(sources, solutions, truths, extras), opts, raise_errors=False,
                                    lookahead=len(sources)))  # the whole batch, longest first
@@ -131,23 +135,9 @@ def _check_sources(sources: list[Any], extras: list[Any]) -> None:
             raise ValueError(f"compute_score_batch: item {i} ({row_label(sources[i], extras[i])}): {exc}") from None
 
 
-_clients: dict[tuple[int, str], Any] = {}
-
-
 def _remote_url(kwargs: dict[str, Any]) -> str:
     """``url=`` (taken out of ``kwargs``) or ``ARBITER_URL``; ``""`` for in-process scoring."""
     return kwargs.pop("url", None) or os.environ.get("ARBITER_URL", "")
-
-
-def _remote(url: str) -> Any:
-    """One :class:`arbiter.client.Client` per URL and process."""
-    from arbiter.client import Client
-
-    with _lock:
-        key = (os.getpid(), url)
-        if key not in _clients:
-            _clients[key] = Client(url)
-        return _clients[key]
 
 
 def _async_executor() -> ThreadPoolExecutor:

@@ -1,7 +1,9 @@
-// expect: client_request
+// expect: modifies_code
 // The client request's bytes exist only at run time: they are stored XOR-ed in the binary (no preamble in any
 // file), decoded into an anonymous executable mapping and called. Natively the stub returns its default and the
-// program calls solve() itself.
+// program calls solve() itself. The meter refuses the writable and executable mapping before the request is made
+// (code written at run time is refused whatever it does: tests/cheats/meter); a request in such code would be
+// refused too.
 #include <cstdio>
 #include <cstring>
 #include <iostream>

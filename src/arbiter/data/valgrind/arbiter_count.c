@@ -10,6 +10,16 @@
    prints "arbiter-count: refused client request 0x..." to the log and ends the process before the core acts on
    it. Where the request's bytes come from (the binary, a library, code written at run time) does not matter.
 
+   Code that changes under the meter: valgrind runs translations of the program's code, so a program that changes
+   its code could run one thing natively and another (a stale translation) under the meter. Run with
+   --smc-check=all, every translation checks its code at entry (a change made by a system call, such as a write to
+   /proc/self/mem, or by an earlier block is seen); a store into the code of the block that is running is not.
+   So the tool ends the run, with "arbiter-count: refused code change: ..." in the log, when the program asks for
+   memory that is writable and executable at once (mmap, mprotect, pkey_mprotect with PROT_WRITE|PROT_EXEC;
+   shmat with SHM_EXEC; personality(READ_IMPLIES_EXEC)), asks for any new executable memory once its own code has
+   started (a second, executable view of memory it can write), or runs code from a writable mapping (an
+   executable stack, a writable and executable segment of the binary).
+
    Counting: one IMark is one guest instruction; the count of the instructions seen so far is added to a 64-bit
    counter before every side exit and at the end of the block (an exit taken skips the rest), inline (no helper
    call). At exit the total is printed as cachegrind prints it: "I   refs:      1,234".
@@ -17,8 +27,9 @@
    every data access (loads, stores, CAS, LL/SC, dirty helpers' memory effects) through D1, their misses through a
    unified LL (set-associative, LRU, write-allocate, like cachegrind's simulator; geometry from --I1/--D1/--LL
    size,assoc,line); conditional branches go through a gshare predictor (16384 2-bit counters, 14 bits of global
-   history) and indirect jumps/calls/returns through a 512-entry target buffer. At exit one more line precedes the
-   count: "arbiter-count sim: I1m=.. D1m=.. LLim=.. LLdm=.. Bc=.. Bcm=.. Bi=.. Bim=..". The count itself is
+   history) and indirect jumps/calls/returns through a 512-entry target buffer; the distinct 4 KiB pages touched
+   (Pg) and the system calls made (Sys) are counted too. At exit one more line precedes the count:
+   "arbiter-count sim: I1m=.. D1m=.. LLim=.. LLdm=.. Bc=.. Bcm=.. Bi=.. Bim=.. Pg=.. Sys=..". The count itself is
    unchanged by simulation. No prefetcher, no timing: see docs/measurement.md, "Cycles".
    Built by arbiter.timing.instructions.build_counter_tool against the libcoregrind/libvex of the installed
    valgrind (Debian's valgrind package ships them for external tools). amd64 only (the request block is at %rax). */
@@ -32,6 +43,8 @@
 #include "pub_tool_options.h"
 #include "pub_tool_libcbase.h"
 #include "pub_tool_mallocfree.h"
+#include "pub_tool_clientstate.h"
+#include "pub_tool_vkiscnums.h"
 #include "libvex_guest_amd64.h"
 #include <stddef.h>
 
@@ -59,11 +72,63 @@ static VG_REGPARM(1) void ac_client_request(HWord args)
    VG_(exit)(REFUSED_EXIT);
 }
 
+/* ---- code that changes under the meter ---- */
+#define PROT_W_X (VKI_PROT_WRITE | VKI_PROT_EXEC)
+#define SHM_EXEC_FLAG 0100000          /* shmat's SHM_EXEC */
+#define READ_IMPLIES_EXEC_FLAG 0x0400000 /* personality's READ_IMPLIES_EXEC */
+/* set once a block of the program's own binary has been translated: from then on ld.so has mapped every library */
+static Bool program_started = False;
+
+static void refuse_code_change(const HChar* what)
+{
+   VG_(umsg)("arbiter-count: refused code change: %s\n", what);
+   VG_(exit)(REFUSED_EXIT);
+}
+
+/* before the kernel acts on a system call of the program (called by ac_pre_syscall) */
+static void refuse_code_syscall(UInt sysno, UWord* args)
+{
+   UWord prot;
+   if (sysno == __NR_mmap || sysno == __NR_mprotect || sysno == __NR_pkey_mprotect) {
+      prot = args[2];
+      if ((prot & PROT_W_X) == PROT_W_X)
+         refuse_code_change("the program asked for memory that is writable and executable");
+      if ((prot & VKI_PROT_EXEC) && program_started)
+         refuse_code_change("the program asked for executable memory after it started");
+   } else if (sysno == __NR_shmat) {
+      if (args[2] & SHM_EXEC_FLAG)
+         refuse_code_change("the program attached shared memory as executable");
+   } else if (sysno == __NR_personality) {
+      if (args[0] != 0xffffffffUL && (args[0] & READ_IMPLIES_EXEC_FLAG))
+         refuse_code_change("the program asked that readable memory be executable (READ_IMPLIES_EXEC)");
+   } else if (sysno == __NR_remap_file_pages && program_started) {
+      refuse_code_change("the program remapped file pages after it started");
+   }
+}
+
+/* at translation time: refuse code in writable memory; note when the program's own binary starts running */
+static void check_code_extents(const VexGuestExtents* vge)
+{
+   UInt i;
+   for (i = 0; i < vge->n_used; i++) {
+      NSegment const* seg = VG_(am_find_nsegment)((Addr)vge->base[i]);
+      if (seg != NULL && seg->hasW && (seg->kind == SkFileC || seg->kind == SkAnonC || seg->kind == SkShmC))
+         refuse_code_change("the program runs code from writable memory");
+   }
+   if (!program_started && vge->n_used > 0) {
+      NSegment const* seg = VG_(am_find_nsegment)((Addr)vge->base[0]);
+      const HChar* name = seg != NULL && seg->kind == SkFileC ? VG_(am_get_filename)(seg) : NULL;
+      if (name != NULL && VG_(args_the_exename) != NULL && VG_(strcmp)(name, VG_(args_the_exename)) == 0)
+         program_started = True;
+   }
+}
+
 /* ---- cache and branch simulation (--sim=yes) ---- */
 typedef struct { const HChar* name; Long size, assoc, line; UWord sets_mask; Int line_bits; UWord* tags; } Cache;
 static Bool sim = False;
 static Cache I1 = {"I1", 32768, 8, 64}, D1 = {"D1", 32768, 8, 64}, LL = {"LL", 8388608, 16, 64};
 static ULong I1m = 0, D1m = 0, LLim = 0, LLdm = 0, Bc = 0, Bcm = 0, Bi = 0, Bim = 0;
+static ULong Pg = 0, Sys = 0;
 #define COND_BITS 14
 #define COND_SIZE (1u << COND_BITS)
 #define IND_SIZE 512
@@ -124,14 +189,68 @@ static Bool ref(Cache* c, Addr a, UWord size)
    return miss;
 }
 
+/* Pages the program touched (4 KiB; their first touches are the page faults of a fresh process). A first touch of
+   a page is always a last-level miss (the caches start empty), so only LL misses are looked up: one hash set of
+   page numbers, open addressing, grown at half full. */
+#define PAGE_BITS 12
+static UWord* touched = NULL;
+static UWord touched_cap = 0;
+
+/* the slot of page key k (page + 1; 0 marks an empty slot) in a table of cap slots */
+static UWord page_slot(UWord* table, UWord cap, UWord k)
+{
+   UWord i = (UWord)((k * 0x9E3779B97F4A7C15ULL) >> 40) & (cap - 1);
+   while (table[i] != 0 && table[i] != k)
+      i = (i + 1) & (cap - 1);
+   return i;
+}
+
+static void touch_page(UWord page)
+{
+   UWord k = page + 1, i, j;
+   if (2 * (Pg + 1) > touched_cap) {
+      UWord old_cap = touched_cap;
+      UWord* old = touched;
+      touched_cap = old_cap ? 2 * old_cap : 4096;
+      touched = VG_(calloc)("arbiter-count.pages", touched_cap, sizeof(UWord));
+      for (j = 0; j < old_cap; j++)
+         if (old[j] != 0)
+            touched[page_slot(touched, touched_cap, old[j])] = old[j];
+      if (old != NULL)
+         VG_(free)(old);
+   }
+   i = page_slot(touched, touched_cap, k);
+   if (touched[i] == 0) {
+      touched[i] = k;
+      Pg++;
+   }
+}
+
+static void ll_miss_pages(Addr a, UWord size)
+{
+   UWord first = a >> PAGE_BITS, last = (a + (size ? size : 1) - 1) >> PAGE_BITS, p;
+   for (p = first; p <= last; p++) touch_page(p);
+}
+
 static VG_REGPARM(2) void ac_ifetch(Addr a, UWord size)
 {
-   if (ref(&I1, a, size)) { I1m++; if (ref(&LL, a, size)) LLim++; }
+   if (ref(&I1, a, size)) { I1m++; if (ref(&LL, a, size)) { LLim++; ll_miss_pages(a, size); } }
 }
 
 static VG_REGPARM(2) void ac_data(Addr a, UWord size)
 {
-   if (ref(&D1, a, size)) { D1m++; if (ref(&LL, a, size)) LLdm++; }
+   if (ref(&D1, a, size)) { D1m++; if (ref(&LL, a, size)) { LLdm++; ll_miss_pages(a, size); } }
+}
+
+/* System calls the program makes (ld.so's included). */
+static void ac_pre_syscall(ThreadId tid, UInt no, UWord* args, UInt nargs)
+{
+   refuse_code_syscall(no, args);
+   if (sim) Sys++;
+}
+
+static void ac_post_syscall(ThreadId tid, UInt no, UWord* args, UInt nargs, SysRes res)
+{
 }
 
 static VG_REGPARM(2) void ac_cond(Addr ia, UWord taken)
@@ -238,14 +357,31 @@ static void add_count(IRSB* sb, ULong n)
    addStmtToIRSB(sb, IRStmt_Store(Iend_LE, addr, IRExpr_RdTmp(t2)));
 }
 
+/* The fetch of the instruction at IMark st, unless it lies in the line the block's previous instruction was
+   fetched from: a block runs a prefix of its instructions in order, so that line was fetched just before, is the
+   most recent of its I1 set (no data access touches I1), and fetching it again would hit and change nothing.
+   Returns the instruction's last line. */
+static UWord add_ifetch(IRSB* out, IRStmt* st, UWord iline)
+{
+   Addr a = (Addr)st->Ist.IMark.addr;
+   UWord len = st->Ist.IMark.len ? st->Ist.IMark.len : 1;
+   UWord first = a >> I1.line_bits, last = (a + len - 1) >> I1.line_bits;
+   if (first != iline || last != iline)
+      add_call(out, "ac_ifetch", &ac_ifetch, mkIRExpr_HWord((HWord)a), mkIRExpr_HWord((HWord)len), NULL);
+   return last;
+}
+
 static IRSB* ac_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestLayout* layout,
                            const VexGuestExtents* vge, const VexArchInfo* archinfo_host,
                            IRType gWordTy, IRType hWordTy)
 {
-   IRSB* out = deepCopyIRSBExceptStmts(in);
+   IRSB* out;
    ULong pending = 0;
    Addr ia = 0;
+   UWord iline = (UWord)-1;  /* the I1 line the previous instruction of this block was fetched from */
    Int i;
+   check_code_extents(vge);
+   out = deepCopyIRSBExceptStmts(in);
    for (i = 0; i < in->stmts_used; i++) {
       IRStmt* st = in->stmts[i];
       if (st == NULL || st->tag == Ist_NoOp)
@@ -262,8 +398,7 @@ static IRSB* ac_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestL
       }
       addStmtToIRSB(out, st);
       if (sim && st->tag == Ist_IMark)
-         add_call(out, "ac_ifetch", &ac_ifetch, mkIRExpr_HWord((HWord)st->Ist.IMark.addr),
-                  mkIRExpr_HWord((HWord)st->Ist.IMark.len), NULL);
+         iline = add_ifetch(out, st, iline);
    }
    add_count(out, pending);
    if (sim && in->next->tag != Iex_Const
@@ -312,8 +447,8 @@ static void ac_post_clo_init(void)
 static void ac_fini(Int exitcode)
 {
    if (sim)
-      VG_(umsg)("arbiter-count sim: I1m=%llu D1m=%llu LLim=%llu LLdm=%llu Bc=%llu Bcm=%llu Bi=%llu Bim=%llu\n",
-                I1m, D1m, LLim, LLdm, Bc, Bcm, Bi, Bim);
+      VG_(umsg)("arbiter-count sim: I1m=%llu D1m=%llu LLim=%llu LLdm=%llu Bc=%llu Bcm=%llu Bi=%llu Bim=%llu "
+                "Pg=%llu Sys=%llu\n", I1m, D1m, LLim, LLdm, Bc, Bcm, Bi, Bim, Pg, Sys);
    VG_(umsg)("I   refs:      %'llu\n", n_instrs);
 }
 
@@ -327,6 +462,7 @@ static void ac_pre_clo_init(void)
    VG_(details_avg_translation_sizeB)(200);
    VG_(basic_tool_funcs)(ac_post_clo_init, ac_instrument, ac_fini);
    VG_(needs_command_line_options)(ac_process_cmd_line_option, ac_print_usage, ac_print_debug_usage);
+   VG_(needs_syscall_wrapper)(ac_pre_syscall, ac_post_syscall);
 }
 
 VG_DETERMINE_INTERFACE_VERSION(ac_pre_clo_init)

@@ -68,8 +68,16 @@ def write_json_atomic(path: str | os.PathLike, data: Any, *, indent: int | None 
 
 
 def dumps_line(record: Any) -> str:
-    """One compact JSONL line (no newline): UTF-8 kept, ``default=str``."""
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+    """One compact JSONL line (no newline): UTF-8 kept, ``default=str``. A record holding a lone surrogate (a
+    JSON ``"\\ud800"`` read back, a reply cut inside an emoji) has no UTF-8 form: its line is written with
+    ``\\u`` escapes instead, which read back to the same strings."""
+    line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+    if not line.isascii():
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str)
+    return line
 
 
 def write_jsonl_atomic(path: str | os.PathLike, records: Iterable[Any], *, fsync: bool = True,

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from arbiter.datasets.oracle.load import _task_id_of, _unreadable
-from arbiter.datasets.oracle.records import _DuplicateKey, _jsonl_records, _NonFinite, _parse_json_strict, json_path
+from arbiter.datasets.oracle.load import task_id_of, unreadable_rejection
+from arbiter.datasets.oracle.records import DuplicateKey, jsonl_records, NonFinite, parse_json_strict, json_path
 from arbiter.datasets.oracle.rows import MAX_HIDDEN_JSON_BYTES, MAX_LINE_BYTES, Rejection, RejectCode, RowIssue, TestCaseIO
 
 
@@ -96,7 +96,7 @@ def load_hidden_tests(
             return out
         _load_jsonl(p, out, take, max_line_bytes)
     except (OSError, ValueError) as e:
-        out.rejections.append(_unreadable(p, "hidden", e))
+        out.rejections.append(unreadable_rejection(p, "hidden", e))
     return out
 
 
@@ -131,7 +131,7 @@ def _load_object(p: Path, out: HiddenTests, take: Any) -> bool:
         raise ValueError(f"{size} bytes, above the {MAX_HIDDEN_JSON_BYTES}-byte limit for one JSON object")
     raw = p.read_bytes()
     try:
-        doc = _parse_json_strict(raw.decode("utf-8-sig"))
+        doc = parse_json_strict(raw.decode("utf-8-sig"))
     except json.JSONDecodeError as e:
         if e.msg == "Extra data":
             return False  # several JSON values: JSONL
@@ -139,8 +139,8 @@ def _load_object(p: Path, out: HiddenTests, take: Any) -> bool:
                              f"malformed JSON: {e.msg} at line {e.lineno} column {e.colno}")
     except UnicodeDecodeError as e:
         return _file_problem(out, p, None, RejectCode.NOT_UTF8, f"not UTF-8 text: invalid byte at offset {e.start}")
-    except (_DuplicateKey, _NonFinite) as e:
-        code = RejectCode.DUPLICATE_JSON_KEY if isinstance(e, _DuplicateKey) else RejectCode.NON_FINITE_NUMBER
+    except (DuplicateKey, NonFinite) as e:
+        code = RejectCode.DUPLICATE_JSON_KEY if isinstance(e, DuplicateKey) else RejectCode.NON_FINITE_NUMBER
         return _file_problem(out, p, None, code, str(e))
     if not isinstance(doc, dict):
         return _file_problem(out, p, None, RejectCode.SCHEMA,
@@ -152,15 +152,15 @@ def _load_object(p: Path, out: HiddenTests, take: Any) -> bool:
 
 def _load_jsonl(p: Path, out: HiddenTests, take: Any, max_line_bytes: int) -> None:
     """One ``{"task_id", "tests"}`` entry per line."""
-    for rec in _jsonl_records(p, max_line_bytes):
+    for rec in jsonl_records(p, max_line_bytes):
         if rec.issue is not None:
             out.rejections.append(Rejection(str(p), rec.line, "hidden", None, [rec.issue]))
             continue
         v = rec.value
         if not isinstance(v, dict) or not isinstance(v.get("task_id"), str) or "tests" not in v:
-            out.rejections.append(Rejection(str(p), rec.line, "hidden", _task_id_of(v), [RowIssue(
+            out.rejections.append(Rejection(str(p), rec.line, "hidden", task_id_of(v), [RowIssue(
                 RejectCode.SCHEMA, "$", 'expected {"task_id": str, "tests": [{name, stdin, stdout}, ...]}')]))
-            if _task_id_of(v) and _task_id_of(v) not in out.tests:
-                out.invalid_tasks.add(_task_id_of(v))  # type: ignore[arg-type]
+            if task_id_of(v) and task_id_of(v) not in out.tests:
+                out.invalid_tasks.add(task_id_of(v))  # type: ignore[arg-type]
             continue
         take(v["task_id"], v["tests"], rec.line, ["tests"], "$.task_id")

@@ -10,7 +10,7 @@ from typing import Any, Generic, Iterable, Iterator, Mapping, TypeVar, Union
 
 from pydantic import BaseModel
 
-from arbiter.datasets.oracle.records import _records, json_path, schema_issues
+from arbiter.datasets.oracle.records import raw_records, json_path, schema_issues
 from arbiter.datasets.oracle.rows import (
     MAX_ANSWER_BYTES,
     MAX_LINE_BYTES,
@@ -45,13 +45,13 @@ class LoadResult(Generic[T]):
         return {r.task_id: r for r in self.rows}  # type: ignore[attr-defined]
 
 
-def _task_id_of(value: Any) -> str | None:
+def task_id_of(value: Any) -> str | None:
     if isinstance(value, dict) and isinstance(value.get("task_id"), str):
         return value["task_id"]
     return None
 
 
-def _unreadable(path: Path, kind: str, exc: Exception) -> Rejection:
+def unreadable_rejection(path: Path, kind: str, exc: Exception) -> Rejection:
     return Rejection(str(path), None, kind, None,
                      [RowIssue(RejectCode.UNREADABLE_FILE, "$", f"cannot read the file: {exc}")])
 
@@ -86,8 +86,8 @@ def load_seeds(path: str | os.PathLike, *, max_line_bytes: int = MAX_LINE_BYTES)
     out: LoadResult[SeedRow] = LoadResult()
     first_line: dict[str, int] = {}
     try:
-        for rec in _records(p, max_line_bytes=max_line_bytes, schema_name=SEED_SCHEMA_NAME):
-            tid = _task_id_of(rec.value)
+        for rec in raw_records(p, max_line_bytes=max_line_bytes, schema_name=SEED_SCHEMA_NAME):
+            tid = task_id_of(rec.value)
             if rec.issue is not None:
                 out.rejections.append(Rejection(str(p), rec.line, "seed", rec.task_id_hint, [rec.issue]))
                 continue
@@ -109,7 +109,7 @@ def load_seeds(path: str | os.PathLike, *, max_line_bytes: int = MAX_LINE_BYTES)
             first_line[tid] = rec.line
             out.rows.append(row)
     except (OSError, ValueError) as e:  # unreadable file / corrupt Parquet footer
-        out.rejections.append(_unreadable(p, "seed", e))
+        out.rejections.append(unreadable_rejection(p, "seed", e))
     return out
 
 
@@ -163,8 +163,8 @@ def iter_returns(
             anonymous_seed_rejections += 1
     seen: dict[str, int] = {}
     try:
-        for rec in _records(p, max_line_bytes=max_line_bytes, schema_name=RETURN_SCHEMA_NAME):
-            tid = _task_id_of(rec.value)
+        for rec in raw_records(p, max_line_bytes=max_line_bytes, schema_name=RETURN_SCHEMA_NAME):
+            tid = task_id_of(rec.value)
             if rec.issue is not None:
                 yield Rejection(str(p), rec.line, "return", None, [rec.issue])
                 continue
@@ -201,7 +201,7 @@ def iter_returns(
             seen[key] = rec.line
             yield row
     except (OSError, ValueError) as e:
-        yield _unreadable(p, "return", e)
+        yield unreadable_rejection(p, "return", e)
 
 
 def load_returns(

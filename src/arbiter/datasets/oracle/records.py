@@ -80,11 +80,11 @@ def schema_issues(row: Any, schema_name: str) -> list[RowIssue]:
 # Raw record reading (JSONL / Parquet)
 
 
-class _DuplicateKey(ValueError):
+class DuplicateKey(ValueError):
     pass
 
 
-class _NonFinite(ValueError):
+class NonFinite(ValueError):
     pass
 
 
@@ -92,23 +92,23 @@ def _pairs_no_dup(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     d: dict[str, Any] = {}
     for k, v in pairs:
         if k in d:
-            raise _DuplicateKey(k)
+            raise DuplicateKey(k)
         d[k] = v
     return d
 
 
 def _reject_constant(name: str) -> Any:
-    raise _NonFinite(name)
+    raise NonFinite(name)
 
 
 def _finite_float(text: str) -> float:
     x = float(text)
     if not math.isfinite(x):  # 1e400 parses to inf
-        raise _NonFinite(text)
+        raise NonFinite(text)
     return x
 
 
-def _parse_json_strict(text: str) -> Any:
+def parse_json_strict(text: str) -> Any:
     """``json.loads`` refusing duplicate keys, NaN/Infinity and overflowing floats such as ``1e400``
     (raises the private errors above or ``json.JSONDecodeError``)."""
     return json.loads(text, object_pairs_hook=_pairs_no_dup, parse_constant=_reject_constant,
@@ -155,7 +155,7 @@ def _iter_jsonl_lines(path: Path, max_line_bytes: int) -> Iterator[tuple[int, by
         yield line.number, (None if line.too_long else line.value), line.length
 
 
-def _jsonl_records(path: Path, max_line_bytes: int) -> Iterator[_RawRecord]:
+def jsonl_records(path: Path, max_line_bytes: int) -> Iterator[_RawRecord]:
     for line_no, data, length in _iter_jsonl_lines(path, max_line_bytes):
         if data is None:
             yield _RawRecord(line_no, issue=RowIssue(
@@ -172,13 +172,13 @@ def _jsonl_records(path: Path, max_line_bytes: int) -> Iterator[_RawRecord]:
         if text.startswith("\ufeff"):
             text = text[1:]  # a UTF-8 byte-order mark on the first line is not an error
         try:
-            value = _parse_json_strict(text)
-        except _DuplicateKey as e:
+            value = parse_json_strict(text)
+        except DuplicateKey as e:
             yield _RawRecord(line_no, issue=RowIssue(
                 RejectCode.DUPLICATE_JSON_KEY, "$", f"key {str(e)!r} appears twice in one object"),
                 task_id_hint=_task_id_hint(text))
             continue
-        except _NonFinite as e:
+        except NonFinite as e:
             yield _RawRecord(line_no, issue=RowIssue(
                 RejectCode.NON_FINITE_NUMBER, "$", f"{e} is not a JSON number"), task_id_hint=_task_id_hint(text))
             continue
@@ -230,7 +230,7 @@ def _parquet_records(path: Path, schema_name: str | None, batch_rows: int = 256)
             yield _RawRecord(row_no, value=_prune_nulls(rec, schema))
 
 
-def _records(path: Path, *, max_line_bytes: int, schema_name: str | None) -> Iterator[_RawRecord]:
+def raw_records(path: Path, *, max_line_bytes: int, schema_name: str | None) -> Iterator[_RawRecord]:
     if _is_parquet(path):
         return _parquet_records(path, schema_name)
-    return _jsonl_records(path, max_line_bytes)
+    return jsonl_records(path, max_line_bytes)

@@ -275,4 +275,4 @@ def return_row_key(task_id: str, messages: list[Mapping[str, Any]]) -> str:
     keeps non-ASCII characters as UTF-8.
     """
     canon = json.dumps(list(messages), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return f"{task_id}:{hashlib.sha256(canon.encode('utf-8')).hexdigest()[:16]}"
+    return f"{task_id}:{hashlib.sha256(canon.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"  # any str

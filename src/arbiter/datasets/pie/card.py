@@ -9,8 +9,9 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from arbiter.datasets.pie.decode import decode_ticks
-from arbiter.datasets.pie.rows import PieBysrcRow, PieRow, parse_row
+from arbiter.datasets.pie.decode import decode_case_ids, decode_ticks
+from arbiter.datasets.pie.errors import PieRowError, RowIssues, id_or_none, row_label
+from arbiter.datasets.pie.rows import PIE_RELEASE_LACKS, PieBysrcRow, PiePair, PieRow, parse_row
 
 
 #: gem5 ticks are picoseconds (card, "TL;DR": seconds = ticks * 1e-12).
@@ -57,8 +58,69 @@ def as_row(row: Any) -> PieRow | PieBysrcRow:
     raise TypeError(f"expected a PieRow, PieBysrcRow or a mapping of the card's columns, got {type(row).__name__}")
 
 
-def _label(row: Any) -> str:
-    return row.label() if isinstance(row, (PieRow, PieBysrcRow)) else "row"
+#: Columns of the card that hold per-case ticks but are not a bysrc row's oracle target.
+_NOT_ORACLE = ("gem5_src_per_tc_ticks", "gem5_fastest_per_tc_ticks")
+
+
+class _Columns:
+    """The columns a card function reads, from a validated row, or from a plain mapping that holds only them
+    (as ``load_dataset(..., columns=[...])`` gives): a mapping's cells are decoded when read, and a missing or
+    undecodable one raises :class:`PieRowError` naming that column only."""
+
+    def __init__(self, row: Any):
+        if isinstance(row, PiePair):
+            raise TypeError(f"a PIE release row (PIE's own schema) has no gem5 timings: {PIE_RELEASE_LACKS}")
+        if not isinstance(row, (PieRow, PieBysrcRow, Mapping)):
+            raise TypeError(f"expected a PieRow, PieBysrcRow or a mapping of the card's columns, "
+                            f"got {type(row).__name__}")
+        self.row = row
+        self.is_mapping = isinstance(row, Mapping)
+        self.pairs = isinstance(row, PieRow) or (self.is_mapping and "tgt_id" in row)
+        self.label = (row_label(None, id_or_none(row, "problem_id"), id_or_none(row, "src_id"))
+                      if self.is_mapping else row.label())
+
+    def _fail(self, column: str, message: str) -> PieRowError:
+        raw = self.row
+        return PieRowError(RowIssues(None, id_or_none(raw, "problem_id"), id_or_none(raw, "src_id"),
+                                    ((column, message),)))
+
+    def _cell(self, column: str) -> Any:
+        if not self.is_mapping:
+            if column in type(self.row).model_fields:
+                return getattr(self.row, column)
+            return (self.row.model_extra or {})[column]
+        if column not in self.row:
+            raise self._fail(column, "is missing (this function reads it)")
+        return self.row[column]
+
+    def ticks(self, column: str) -> dict[int, int]:
+        value = self._cell(column)
+        if not self.is_mapping:
+            return value if isinstance(value, dict) else decode_ticks(value)
+        try:
+            return decode_ticks(value)
+        except ValueError as e:
+            raise self._fail(column, str(e)) from None
+
+    def case_ids(self, column: str) -> list[int]:
+        value = self._cell(column)
+        if not self.is_mapping:
+            return list(value)
+        try:
+            return decode_case_ids(value)
+        except ValueError as e:
+            raise self._fail(column, str(e)) from None
+
+    def has(self, column: str) -> bool:
+        if self.is_mapping:
+            return column in self.row
+        return column in type(self.row).model_fields or column in (self.row.model_extra or {})
+
+    def extra_names(self) -> list[str]:
+        """Column names beyond the card's fields (a validated row's extras; every key of a mapping)."""
+        if self.is_mapping:
+            return [str(k) for k in self.row]
+        return list(self.row.model_extra or {})
 
 
 def select_cases(usable: Sequence[int], k: int, rng: random.Random | None = None, *, row: str = "row") -> list[int]:
@@ -132,44 +194,44 @@ def oracle_ticks(row: PieBysrcRow | Mapping[str, Any], ticks_column: str | None 
     surviving target kept as oracle") and does not name its column. Resolution: ``ticks_column`` if given;
     else the one extra column whose name contains ``oracle`` and ends with ``_per_tc_ticks``; else a
     ``gem5_tgt_per_tc_ticks`` column if the bysrc row has one (the name the card's snippet uses). The value is
-    decoded like every ``*_per_tc_ticks`` column. Raises :class:`PieRewardError` when no column or several
-    candidates are found, or the value is null/undecodable.
+    decoded like every ``*_per_tc_ticks`` column. ``row``: a :class:`PieBysrcRow` or a mapping (only the columns
+    read are needed). Raises :class:`PieRewardError` when no column or several candidates are found, or the
+    value is null/undecodable.
     """
-    row = as_row(row)
-    label = _label(row)
-    extra = row.model_extra or {}
+    return _oracle_ticks(_Columns(row), ticks_column)
+
+
+def _oracle_ticks(cols: _Columns, ticks_column: str | None) -> tuple[str, dict[int, int]]:
+    label = cols.label
     if ticks_column is None:
-        cands = sorted(c for c in extra if "oracle" in c and c.endswith("_per_tc_ticks"))
+        cands = sorted(c for c in cols.extra_names()
+                       if "oracle" in c and c.endswith("_per_tc_ticks") and c not in _NOT_ORACLE)
         if len(cands) > 1:
             raise PieRewardError(label, None, f"several oracle tick columns {cands}; {_ORACLE_HINT}")
         if cands:
             ticks_column = cands[0]
-        elif "gem5_tgt_per_tc_ticks" in extra:
+        elif cols.has("gem5_tgt_per_tc_ticks"):
             ticks_column = "gem5_tgt_per_tc_ticks"
         else:
-            have = sorted(c for c in extra if c.endswith("_per_tc_ticks"))
+            have = sorted(c for c in cols.extra_names() if c.endswith("_per_tc_ticks") and c not in _NOT_ORACLE)
             msg = f"no oracle per-case ticks column found (extra *_per_tc_ticks columns: {have}); {_ORACLE_HINT}"
             raise PieRewardError(label, None, msg)
-    if ticks_column in extra:
-        value = extra[ticks_column]
-    elif ticks_column in type(row).model_fields:
-        value = getattr(row, ticks_column)
-    else:
+    if not cols.has(ticks_column):
         raise PieRewardError(label, ticks_column, "is not a column of this row")
     try:
-        return ticks_column, decode_ticks(value)
-    except ValueError as e:
+        return ticks_column, cols.ticks(ticks_column)
+    except (ValueError, TypeError) as e:
+        if isinstance(e, PieRowError):
+            raise
         raise PieRewardError(label, ticks_column, str(e)) from None
 
 
-def _target(row: PieRow | PieBysrcRow, ticks_column: str | None) -> tuple[str, Mapping[int, int]]:
-    if isinstance(row, PieRow):
+def _target(cols: _Columns, ticks_column: str | None) -> tuple[str, Mapping[int, int]]:
+    if cols.pairs:
         if ticks_column is not None:
             raise ValueError("ticks_column is only for pie-gem5-bysrc rows (pairs rows use gem5_tgt_per_tc_ticks)")
-        return "gem5_tgt_per_tc_ticks", row.gem5_tgt_per_tc_ticks
-    if isinstance(row, PieBysrcRow):
-        return oracle_ticks(row, ticks_column)
-    raise TypeError(f"expected a PieRow or PieBysrcRow, got {type(row).__name__}")
+        return "gem5_tgt_per_tc_ticks", cols.ticks("gem5_tgt_per_tc_ticks")
+    return _oracle_ticks(cols, ticks_column)
 
 
 def speedup(
@@ -182,16 +244,17 @@ def speedup(
     ``len(usable)``; ``k < 0`` = all (the card's -1); ``k == 0`` raises ``ValueError``. ``rng``: a
     ``random.Random`` used as ``rng.sample(usable, min(k, len(usable)))`` (see :func:`select_cases`).
     Returns a dimensionless ratio > 0 (src over tgt; > 1 means tgt is faster). With ``k < 0`` on a pairs row this
-    reproduces ``our_speedup_usable``. Raises :class:`PieRewardError` (row + column) when usable is empty, a
-    selected case has no ticks on either side, or a sum is 0. Source: card, "How to compute the reward".
+    reproduces ``our_speedup_usable``. A plain mapping needs only the columns read (``gem5_src_per_tc_ticks``, the
+    target's ticks, ``usable_case_ids``): a pairs row when it has ``tgt_id``, else a bysrc row. Raises
+    :class:`PieRewardError` (row + column) when usable is empty, a selected case has no ticks on either side, or a
+    sum is 0; :class:`PieRowError` naming the column when a mapping lacks one it reads or holds an undecodable one.
+    Source: card, "How to compute the reward".
     """
-    row = as_row(row)
-    tgt_col, tgt = _target(row, ticks_column)
-    label = _label(row)
-    cases = select_cases(row.usable_case_ids, k, rng, row=label)
-    return sum_ratio(
-        row.gem5_src_per_tc_ticks, tgt, cases, num_column="gem5_src_per_tc_ticks", den_column=tgt_col, row=label
-    )
+    cols = _Columns(row)
+    tgt_col, tgt = _target(cols, ticks_column)
+    cases = select_cases(cols.case_ids("usable_case_ids"), k, rng, row=cols.label)
+    return sum_ratio(cols.ticks("gem5_src_per_tc_ticks"), tgt, cases, num_column="gem5_src_per_tc_ticks",
+                     den_column=tgt_col, row=cols.label)
 
 
 def oracle_speedup(
@@ -199,11 +262,16 @@ def oracle_speedup(
 ) -> float:
     """:func:`speedup` for a pie-gem5-bysrc row: src over the oracle target (card: "'oracle' variant in the bysrc
     dataset"). bysrc ``usable_case_ids`` is kept ∩ src-timed ∩ wall, so a usable case the oracle was not timed on
-    raises :class:`PieRewardError` naming the oracle column rather than being skipped."""
-    row = as_row(row)
-    if not isinstance(row, PieBysrcRow):
+    raises :class:`PieRewardError` naming the oracle column rather than being skipped. A mapping is read as a
+    bysrc row (its ``tgt_id``, if any, ignored)."""
+    cols = _Columns(row)
+    if isinstance(row, PieRow):
         raise TypeError(f"oracle_speedup needs a PieBysrcRow, got {type(row).__name__}")
-    return speedup(row, k, rng, ticks_column=ticks_column)
+    cols.pairs = False
+    tgt_col, tgt = _target(cols, ticks_column)
+    cases = select_cases(cols.case_ids("usable_case_ids"), k, rng, row=cols.label)
+    return sum_ratio(cols.ticks("gem5_src_per_tc_ticks"), tgt, cases, num_column="gem5_src_per_tc_ticks",
+                     den_column=tgt_col, row=cols.label)
 
 
 def fastest_speedup(row: PieRow | PieBysrcRow, k: int = -1, rng: random.Random | None = None) -> float:
@@ -214,17 +282,10 @@ def fastest_speedup(row: PieRow | PieBysrcRow, k: int = -1, rng: random.Random |
     denominator is ``gem5_fastest_sum_ticks_usable``). Source: card, "How to compute the reward" and
     ``gem5_fastest_*``.
     """
-    row = as_row(row)
-    label = _label(row)
-    cases = select_cases(row.usable_case_ids, k, rng, row=label)
-    return sum_ratio(
-        row.gem5_src_per_tc_ticks,
-        row.gem5_fastest_per_tc_ticks,
-        cases,
-        num_column="gem5_src_per_tc_ticks",
-        den_column="gem5_fastest_per_tc_ticks",
-        row=label,
-    )
+    cols = _Columns(row)
+    cases = select_cases(cols.case_ids("usable_case_ids"), k, rng, row=cols.label)
+    return sum_ratio(cols.ticks("gem5_src_per_tc_ticks"), cols.ticks("gem5_fastest_per_tc_ticks"), cases,
+                     num_column="gem5_src_per_tc_ticks", den_column="gem5_fastest_per_tc_ticks", row=cols.label)
 
 
 def ceiling_speedup(row: PieRow | PieBysrcRow, *, cases: Literal["usable", "timed"] = "usable") -> float:
@@ -235,20 +296,21 @@ def ceiling_speedup(row: PieRow | PieBysrcRow, *, cases: Literal["usable", "time
     case in ``gem5_src_per_tc_ticks``. Returns a ratio (ticks / ticks). Raises :class:`PieRewardError` when the
     case set is empty or a usable case has no src ticks.
     """
-    row = as_row(row)
-    label = _label(row)
+    if cases not in ("usable", "timed"):
+        raise ValueError(f"cases must be 'usable' or 'timed', got {cases!r}")
+    cols = _Columns(row)
+    label = cols.label
+    src = cols.ticks("gem5_src_per_tc_ticks")
     if cases == "usable":
-        ids = list(row.usable_case_ids)
+        ids = cols.case_ids("usable_case_ids")
         if not ids:
             raise PieRewardError(label, "usable_case_ids", "is empty: no case to average src ticks over")
-        total = _sum_over(row.gem5_src_per_tc_ticks, ids, "gem5_src_per_tc_ticks", label)
-    elif cases == "timed":
-        ids = list(row.gem5_src_per_tc_ticks)
+        total = _sum_over(src, ids, "gem5_src_per_tc_ticks", label)
+    else:
+        ids = list(src)
         if not ids:
             raise PieRewardError(label, "gem5_src_per_tc_ticks", "is empty: no timed case")
-        total = sum(row.gem5_src_per_tc_ticks.values())
-    else:
-        raise ValueError(f"cases must be 'usable' or 'timed', got {cases!r}")
+        total = sum(src.values())
     return total / len(ids) / STARTUP_FLOOR_TICKS
 
 

@@ -1,4 +1,4 @@
-"""Errors of PIE rows: :class:`RowError` (one bad row, every bad column named) and :class:`PieRowError`.
+"""Errors of PIE rows: :class:`RowIssues` (one bad row, every bad column named) and :class:`PieRowError`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 
 @dataclass(frozen=True)
-class RowError:
+class RowIssues:
     """One input row that could not be turned into a row model.
 
     ``index`` is the 0-based position of the row in its source (data rows only; blank JSONL lines are not
@@ -37,7 +37,7 @@ class RowError:
 
     def where(self) -> str:
         """``row 3 (problem_id=p02915, src_id=s1)`` — the row part of messages."""
-        return _row_label(self.index, self.problem_id, self.src_id)
+        return row_label(self.index, self.problem_id, self.src_id)
 
     def __str__(self) -> str:
         body = "; ".join(f"column {c!r}: {m}" if c != "<row>" else m for c, m in self.issues)
@@ -45,27 +45,27 @@ class RowError:
 
 
 class PieRowError(ValueError):
-    """A row failed validation. ``.error`` is the :class:`RowError` (row index, ids, columns, messages)."""
+    """A row failed validation. ``.error`` is the :class:`RowIssues` (row index, ids, columns, messages)."""
 
-    def __init__(self, error: RowError):
+    def __init__(self, error: RowIssues):
         super().__init__(str(error))
         self.error = error
 
 
-def _row_label(index: int | None, problem_id: Any, src_id: Any) -> str:
+def row_label(index: int | None, problem_id: Any, src_id: Any) -> str:
     ids = ", ".join(f"{k}={v}" for k, v in (("problem_id", problem_id), ("src_id", src_id)) if v is not None)
     head = f"row {index}" if index is not None else "row"
     return f"{head} ({ids})" if ids else head
 
 
-def _id_or_none(raw: Any, key: str) -> str | None:
+def id_or_none(raw: Any, key: str) -> str | None:
     if isinstance(raw, Mapping):
         v = raw.get(key)
         return None if v is None else str(v)
     return None
 
 
-def _issues_from_validation(e: ValidationError) -> tuple[tuple[str, str], ...]:
+def issues_from_validation(e: ValidationError) -> tuple[tuple[str, str], ...]:
     out: list[tuple[str, str]] = []
     for err in e.errors():
         ctx = err.get("ctx") or {}

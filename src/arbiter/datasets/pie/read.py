@@ -1,28 +1,35 @@
 """Reading PIE rows from Parquet, JSONL (``.gz``), ``save_to_disk`` folders, HF datasets, pyarrow tables or
-iterables of mappings: one validated row or one :class:`~arbiter.datasets.pie.errors.RowError` per input row,
+iterables of mappings: one validated row or one :class:`~arbiter.datasets.pie.errors.RowIssues` per input row,
 so a bad row never stops a batch.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from arbiter.datasets.io import iter_lines
-from arbiter.datasets.pie.errors import PieRowError, RowError
+from arbiter.datasets.pie.errors import PieRowError, RowIssues
 from arbiter.datasets.pie.rows import (
-    _MODELS,
+    MODELS,
+    PIE_RELEASE_LACKS,
     AnyPieRow,
     PieBysrcRow,
     PiePair,
     PieRow,
     RowKind,
-    _PieRowBase,
-    _validate,
+    is_pie_release_row,
+    validate_row,
     parse_pie_pair,
 )
+
+
+class PieReleaseRows(UserWarning):
+    """:func:`iter_rows` read a file of PIE's own schema (PIE release rows, e.g. its ``val.jsonl``) as
+    :class:`PiePair` rows; the message says what such rows lack (:data:`PIE_RELEASE_LACKS`)."""
 
 
 def _is_hf(obj: Any, name: str) -> bool:
@@ -56,7 +63,7 @@ def _iter_jsonl(path: Path) -> Iterator[Any]:
         if problem is None:
             yield value
         else:
-            yield RowError(None, None, None, (("<row>", f"{path.name}: line {lineno} is {problem}"),))
+            yield RowIssues(None, None, None, (("<row>", f"{path.name}: line {lineno} is {problem}"),))
 
 
 def _iter_parquet(path: Path) -> Iterator[dict[str, Any]]:
@@ -120,45 +127,61 @@ def iter_raw_rows(source: Any, *, split: str | None = None) -> Iterator[tuple[in
     ``source``: a ``.parquet`` file; a ``.jsonl``/``.jsonl.gz``/``.json`` (one object per line) file; a directory
     written by ``datasets`` ``save_to_disk`` (``split=`` picks a split of a DatasetDict) or holding ``*.parquet``
     shards (``split=`` keeps files whose name starts with it); a ``datasets.Dataset``/``DatasetDict``; a
-    ``pyarrow.Table``; or an iterable of mappings. ``raw_row`` is a dict, or a :class:`RowError` for an
+    ``pyarrow.Table``; or an iterable of mappings. ``raw_row`` is a dict, or a :class:`RowIssues` for an
     unreadable JSONL line. Raises ``FileNotFoundError``/``ValueError``/``TypeError`` for an unusable source.
     """
     for i, raw in enumerate(_iter_source(source, split)):
-        if isinstance(raw, RowError):
-            raw = RowError(i, None, None, raw.issues)
+        if isinstance(raw, RowIssues):
+            raw = RowIssues(i, None, None, raw.issues)
         yield i, raw
 
 
-def iter_rows(source: Any, *, kind: RowKind = "auto", split: str | None = None) -> Iterator[AnyPieRow | RowError]:
-    """Yield one validated row or one :class:`RowError` per input row of ``source`` (see :func:`iter_raw_rows`).
+def iter_rows(source: Any, *, kind: RowKind = "auto",
+              split: str | None = None) -> Iterator[AnyPieRow | PiePair | RowIssues]:
+    """Yield one validated row or one :class:`RowIssues` per input row of ``source`` (see :func:`iter_raw_rows`).
 
-    ``kind``: ``"pairs"`` (:class:`PieRow`), ``"bysrc"`` (:class:`PieBysrcRow`), or ``"auto"``: pairs when the
-    first readable row has a ``tgt_id`` column (``[pairs only]`` in the card), else bysrc. A bad row never stops
-    the iteration; the source itself being unreadable raises (see :func:`iter_raw_rows`).
+    ``kind``: ``"pairs"`` (:class:`PieRow`), ``"bysrc"`` (:class:`PieBysrcRow`), ``"pie"`` (PIE's own schema, e.g.
+    its ``val.jsonl``: :class:`PiePair`), or ``"auto"``, decided by the first readable row: ``"pie"`` for a PIE
+    release row (:func:`~arbiter.datasets.pie.rows.is_pie_release_row`; a :class:`PieReleaseRows` warning then says
+    what the file lacks), pairs when it has a ``tgt_id`` column (``[pairs only]`` in the card), else bysrc. A bad
+    row never stops the iteration; the source itself being unreadable raises (see :func:`iter_raw_rows`).
     """
-    model: type[_PieRowBase] | None = None if kind == "auto" else _MODELS.get(kind)
-    if kind != "auto" and model is None:
-        raise ValueError(f"kind must be 'pairs', 'bysrc' or 'auto', got {kind!r}")
+    if kind not in ("auto", "pie", *MODELS):
+        raise ValueError(f"kind must be 'pairs', 'bysrc', 'pie' or 'auto', got {kind!r}")
+    chosen: str | None = None if kind == "auto" else kind
     for i, raw in iter_raw_rows(source, split=split):
-        if isinstance(raw, RowError):
+        if isinstance(raw, RowIssues):
             yield raw
             continue
-        if model is None and isinstance(raw, Mapping):
-            model = PieRow if "tgt_id" in raw else PieBysrcRow
+        if chosen is None and isinstance(raw, Mapping):
+            chosen = _kind_of(raw, source)
         try:
-            yield _validate(model or PieRow, raw, i)
+            if chosen == "pie":
+                yield parse_pie_pair(raw, index=i)
+            else:
+                yield validate_row(MODELS.get(chosen or "pairs", PieRow), raw, i)
         except PieRowError as e:
             yield e.error
 
 
+def _kind_of(raw: Mapping[str, Any], source: Any) -> str:
+    """The kind of a file whose first readable row is ``raw`` (see :func:`iter_rows`)."""
+    if is_pie_release_row(raw):
+        name = Path(source).name if isinstance(source, (str, os.PathLike)) else "these rows"
+        warnings.warn(f"{name}: PIE release rows (PIE's own schema), read as PiePair: {PIE_RELEASE_LACKS}",
+                      PieReleaseRows, stacklevel=3)
+        return "pie"
+    return "pairs" if "tgt_id" in raw else "bysrc"
+
+
 def load_rows(
     source: Any, *, kind: RowKind = "auto", split: str | None = None, on_error: Literal["raise", "skip"] = "raise"
-) -> list[AnyPieRow]:
+) -> list[AnyPieRow | PiePair]:
     """All rows of ``source`` as a list. ``on_error="raise"`` raises :class:`PieRowError` at the first bad row;
     ``"skip"`` drops bad rows (use :func:`iter_rows` to see them)."""
-    out: list[AnyPieRow] = []
+    out: list[AnyPieRow | PiePair] = []
     for r in iter_rows(source, kind=kind, split=split):
-        if isinstance(r, RowError):
+        if isinstance(r, RowIssues):
             if on_error == "raise":
                 raise PieRowError(r)
             continue
@@ -166,11 +189,11 @@ def load_rows(
     return out
 
 
-def iter_pie_pairs(source: Any, *, split: str | None = None) -> Iterator[PiePair | RowError]:
-    """Yield one :class:`PiePair` or one :class:`RowError` per row of ``source`` (see :func:`parse_pie_pair` and
+def iter_pie_pairs(source: Any, *, split: str | None = None) -> Iterator[PiePair | RowIssues]:
+    """Yield one :class:`PiePair` or one :class:`RowIssues` per row of ``source`` (see :func:`parse_pie_pair` and
     :func:`iter_raw_rows`). Reads PIE release files such as PIE's ``val.jsonl`` and gem5 pairs."""
     for i, raw in iter_raw_rows(source, split=split):
-        if isinstance(raw, RowError):
+        if isinstance(raw, RowIssues):
             yield raw
             continue
         try:
@@ -185,7 +208,7 @@ def load_pie_pairs(
     """All :class:`PiePair` rows of ``source``; ``on_error`` as in :func:`load_rows`."""
     out: list[PiePair] = []
     for r in iter_pie_pairs(source, split=split):
-        if isinstance(r, RowError):
+        if isinstance(r, RowIssues):
             if on_error == "raise":
                 raise PieRowError(r)
             continue

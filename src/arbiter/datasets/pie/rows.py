@@ -25,7 +25,7 @@ from arbiter.datasets.pie.decode import (
     ReqStr,
     Ticks,
 )
-from arbiter.datasets.pie.errors import PieRowError, RowError, _id_or_none, _issues_from_validation, _row_label
+from arbiter.datasets.pie.errors import PieRowError, RowIssues, id_or_none, issues_from_validation, row_label
 
 
 #: Splits of the card's "Splits" table.
@@ -67,7 +67,7 @@ TEST_ONLY_COLUMNS = _TEST_ONLY_COMMON + _TEST_ONLY_PAIRS
 TRAIN_VAL_ONLY_COLUMNS = _TRAIN_VAL_ONLY_COMMON + _TRAIN_VAL_ONLY_PAIRS
 
 
-class _PieRowBase(BaseModel):
+class PieRowBase(BaseModel):
     """Columns shared by pie-gem5-pairs and pie-gem5-bysrc (card, field dictionary)."""
 
     model_config = ConfigDict(extra="allow", validate_default=False, protected_namespaces=())
@@ -174,7 +174,7 @@ class _PieRowBase(BaseModel):
         return ["our_speedup_usable", "our_speedup_all", "our_fastest_speedup", "ceiling_speedup"]
 
     @model_validator(mode="after")
-    def _cross_checks(self) -> "_PieRowBase":
+    def _cross_checks(self) -> "PieRowBase":
         issues: list[tuple[str, str]] = []
         for col in self._non_negative():
             if getattr(self, col) < 0:
@@ -226,10 +226,10 @@ class _PieRowBase(BaseModel):
 
     def label(self) -> str:
         """``row 3 (problem_id=p02915, src_id=s1)``: how errors name this row."""
-        return _row_label(self._index, self.problem_id, self.src_id)
+        return row_label(self._index, self.problem_id, self.src_id)
 
 
-class PieRow(_PieRowBase):
+class PieRow(PieRowBase):
     """One row of ``pie-gem5-pairs``: an official (src, tgt) pair with per-case gem5 ticks.
 
     Field types after decoding: ``*_per_tc_ticks`` → ``dict[int, int]`` (gem5 picoseconds per case),
@@ -302,7 +302,7 @@ class PieRow(_PieRowBase):
         )
 
 
-class PieBysrcRow(_PieRowBase):
+class PieBysrcRow(PieRowBase):
     """One row of ``pie-gem5-bysrc``: one unique (problem, src), best surviving target kept as "oracle".
 
     Holds every column of the card not marked ``[pairs only]``; ``usable_case_ids`` is kept ∩ src-timed ∩ wall
@@ -368,23 +368,40 @@ class PiePair(BaseModel):
 AnyPieRow = Union[PieRow, PieBysrcRow]
 
 
-RowKind = Literal["pairs", "bysrc", "auto"]
+RowKind = Literal["pairs", "bysrc", "pie", "auto"]
 
 
-_MODELS: dict[str, type[_PieRowBase]] = {"pairs": PieRow, "bysrc": PieBysrcRow}
+#: What a PIE release row (PIE's own schema, e.g. its ``val.jsonl``: ``src_id, tgt_id, problem_id, speedup,
+#: src_code, tgt_code, ...``) lacks next to a pie-gem5 row; said once when such a file is read as rows.
+PIE_RELEASE_LACKS = ("it has no gem5 columns: no per-case ticks (gem5_src_per_tc_ticks, gem5_tgt_per_tc_ticks, "
+                     "gem5_fastest_per_tc_ticks), no case manifest (usable_case_ids, correctness_kept_case_ids) and "
+                     "no derived figures (our_speedup_usable, ceiling_speedup, ...), so the card's reward over "
+                     "dataset ticks (speedup, oracle_speedup, fastest_speedup, ceiling_speedup) cannot be computed "
+                     "from it; its `speedup` column is PIE's own figure, and `arbiter pie reward` re-times its "
+                     "programs on the problem's tests")
 
 
-def _validate(model: type[BaseModel], raw: Any, index: int | None) -> Any:
+def is_pie_release_row(raw: Any) -> bool:
+    """True for a row of PIE's own schema: a mapping with ``src_code``, ``tgt_code`` and ``speedup`` and none of
+    the gem5 columns."""
+    return (isinstance(raw, Mapping) and not any(str(k).startswith("gem5_") for k in raw)
+            and all(k in raw for k in ("src_code", "tgt_code", "speedup")))
+
+
+MODELS: dict[str, type[PieRowBase]] = {"pairs": PieRow, "bysrc": PieBysrcRow}
+
+
+def validate_row(model: type[BaseModel], raw: Any, index: int | None) -> Any:
     if not isinstance(raw, Mapping):
-        err = RowError(index, None, None, (("<row>", f"is a {type(raw).__name__}, not a JSON object / mapping"),))
+        err = RowIssues(index, None, None, (("<row>", f"is a {type(raw).__name__}, not a JSON object / mapping"),))
         raise PieRowError(err)
     try:
         obj = model.model_validate(dict(raw))
     except ValidationError as e:
         raise PieRowError(
-            RowError(index, _id_or_none(raw, "problem_id"), _id_or_none(raw, "src_id"), _issues_from_validation(e))
+            RowIssues(index, id_or_none(raw, "problem_id"), id_or_none(raw, "src_id"), issues_from_validation(e))
         ) from None
-    if isinstance(obj, _PieRowBase):
+    if isinstance(obj, PieRowBase):
         obj._index = index
     return obj
 
@@ -397,9 +414,9 @@ def parse_row(
     ``index`` is the row's position in its source, used in error messages. Raises :class:`PieRowError`
     (a ``ValueError``) naming the row (index, problem_id, src_id) and every bad column. Rules: ``docs/pie.md`` ("Rows").
     """
-    if kind not in _MODELS:
+    if kind not in MODELS:
         raise ValueError(f"kind must be 'pairs' or 'bysrc', got {kind!r}")
-    return _validate(_MODELS[kind], raw, index)
+    return validate_row(MODELS[kind], raw, index)
 
 
 def parse_pie_pair(raw: Mapping[str, Any], *, index: int | None = None) -> PiePair:
@@ -410,9 +427,9 @@ def parse_pie_pair(raw: Mapping[str, Any], *, index: int | None = None) -> PiePa
     problem_id, speedup, src_code, tgt_code``; other columns ignored). Raises :class:`PieRowError`.
     """
     if isinstance(raw, Mapping) and "gem5_src_per_tc_ticks" in raw:
-        row = _validate(PieRow, raw, index)
+        row = validate_row(PieRow, raw, index)
         try:
             return row.to_pair()
         except ValidationError as e:
-            raise PieRowError(RowError(index, row.problem_id, row.src_id, _issues_from_validation(e))) from None
-    return _validate(PiePair, raw, index)
+            raise PieRowError(RowIssues(index, row.problem_id, row.src_id, issues_from_validation(e))) from None
+    return validate_row(PiePair, raw, index)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arbiter.datasets.pie.decode import decode_case_ids
-from arbiter.datasets.pie.errors import PieRowError, RowError
+from arbiter.datasets.pie.errors import PieRowError, RowIssues
 from arbiter.datasets.pie.read import iter_raw_rows
 from arbiter.datasets.pie.rows import PieBysrcRow, PiePair, PieRow, parse_pie_pair, parse_row
 
@@ -86,7 +86,7 @@ def _minimal_source(row: Mapping[str, Any]) -> PieSource:
             issues.append(("usable_case_ids", str(e)))
     if issues:
         pid, sid = row.get("problem_id"), row.get("src_id")
-        raise PieRowError(RowError(None, None if pid is None else str(pid), None if sid is None else str(sid),
+        raise PieRowError(RowIssues(None, None if pid is None else str(pid), None if sid is None else str(sid),
                                    tuple(issues)))
     tgt_code = row.get("tgt_code")
     return PieSource(vals["problem_id"], vals["src_id"], vals["src_code"], usable,
@@ -100,7 +100,7 @@ class RowIndex:
 
     Built from anything :func:`arbiter.datasets.pie.read.iter_raw_rows` reads (Parquet, JSONL, HF datasets);
     each raw row is turned into a :class:`PieSource` with :func:`as_source`. Bad rows are kept in ``errors``
-    (``RowError`` or message strings) and never stop the load. Several rows may share a ``src_id`` (one source,
+    (``RowIssues`` or message strings) and never stop the load. Several rows may share a ``src_id`` (one source,
     several targets); a lookup by ``src_id`` alone is accepted only when those rows agree on problem, code and
     usable cases, otherwise it must name ``tgt_id``.
     """
@@ -113,7 +113,7 @@ class RowIndex:
         self.errors: list[str] = []
         self._by_src: dict[str, list[int]] = {}
         for i, raw in iter_raw_rows(source, split=split):
-            if isinstance(raw, RowError):
+            if isinstance(raw, RowIssues):
                 self.errors.append(str(raw))
                 continue
             try:
@@ -121,7 +121,7 @@ class RowIndex:
             except (PieRowError, TypeError) as e:
                 err = getattr(e, "error", None)
                 if err is not None:
-                    err = RowError(i, err.problem_id, err.src_id, err.issues)
+                    err = RowIssues(i, err.problem_id, err.src_id, err.issues)
                 self.errors.append(str(err) if err is not None else f"row {i}: {e}")
                 continue
             self._by_src.setdefault(s.src_id, []).append(len(self.sources))

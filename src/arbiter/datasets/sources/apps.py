@@ -1,7 +1,8 @@
 """APPS and TACO -> verl rows.
 
 Reads an APPS problem tree or an HF ``codeparrot/apps`` / ``BAAI/TACO`` row file; the ground
-truth keeps the ``{"inputs", "outputs"[, "fn_name"]}`` dict; a problem without tests is a bad row.
+truth keeps the ``{"inputs", "outputs"[, "fn_name"]}`` dict (call-based suites with JSON-line
+arguments and JSON outputs, :func:`json_lines_calls`); a problem without tests is a bad row.
 Inputs and rules: ``docs/codegen.md``, "Dataset sources".
 """
 
@@ -21,7 +22,7 @@ from arbiter.datasets.convert import (
 from arbiter.datasets.verl_rows import iter_raw_rows
 from arbiter.judge import jsonvalues
 from arbiter.judge.encodings._common import to_plain
-from arbiter.judge.encodings.apps import apps_input_output_to_suite
+from arbiter.judge.encodings.apps import apps_input_output_to_suite, inputs_outputs_to_suite
 
 
 def _json_field(value: Any, label: str, field: str, default: Any) -> Any:
@@ -47,7 +48,9 @@ def _row(*, label: str, index: str, data_source: str, source: str, question: str
     fn_name = io.get("fn_name") if isinstance(io, dict) else None
     ground_truth = {"inputs": io["inputs"], "outputs": io["outputs"]}
     if fn_name:
-        ground_truth["fn_name"] = fn_name
+        ground_truth = json_lines_calls(io["inputs"], io["outputs"], fn_name)
+        if inputs_outputs_to_suite(ground_truth, row=label, origin="apps").cases != suite.cases:
+            raise ConvertError("input_output: the call cases do not survive JSON-line encoding")
         prompt = call_prompt(question, fn_name, starter_code)
     else:
         prompt = stdin_prompt(question)
@@ -56,6 +59,31 @@ def _row(*, label: str, index: str, data_source: str, source: str, question: str
         raise ConvertError(f"solutions: expected a list of programs, got {type(sols).__name__}")
     return make_row(data_source=data_source, prompt=prompt, ground_truth=ground_truth, index=index, source=source,
                     expected_cases=len(suite), id=id, difficulty=difficulty, url=url, reference_solutions=sols)
+
+
+def json_lines_calls(inputs: list[Any], outputs: list[Any], fn_name: str) -> dict[str, Any]:
+    """An APPS/TACO call-based suite in verl ``prime_code``'s shape: each input one JSON argument per
+    line, each output the JSON text of the dataset's output (a one-element ``[x]`` stays wrapped, so
+    ``x`` or ``[x]`` is accepted as before). arbiter reads both shapes alike
+    (:func:`arbiter.judge.encodings.apps.inputs_outputs_to_suite`); verl's stock rewards read only
+    this one (docs/verl.md, "verl's stock code rewards"). Inputs already in this shape are kept."""
+    def line(value: Any) -> str:
+        return jsonvalues.dumps(value)  # json.dumps' defaults: what sandbox_fusion's harness prints
+
+    new_inputs, new_outputs = [], []
+    for args, output in zip(inputs, outputs):
+        if isinstance(args, str):
+            new_inputs.append(args)
+            new_outputs.append(output if isinstance(output, str) else line(output))
+        elif args == []:  # no argument: no line to write (kept as the empty list, output as is)
+            new_inputs.append(args)
+            new_outputs.append(output)
+        elif isinstance(args, list):
+            new_inputs.append("\n".join(line(a) for a in args))
+            new_outputs.append(line(output))
+        else:
+            raise ConvertError(f"input_output.inputs: expected argument lists, got {type(args).__name__}")
+    return {"inputs": new_inputs, "outputs": new_outputs, "fn_name": fn_name}
 
 
 def _problem_dirs(root: Path) -> Iterator[Path]:

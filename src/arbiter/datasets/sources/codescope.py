@@ -4,7 +4,7 @@ Each row is one (problem, language) pair with two accepted programs in that lang
 Only Python rows become verl rows (the reward judges Python;
 the Python row's two programs are its reference solutions); rows in other languages are skipped
 and reported as such. ``testcases`` (a Python literal) is normalised by
-:func:`arbiter.judge.encodings.codescope_row_to_suite` and written as ``stdin_stdout`` cases; a
+:func:`arbiter.judge.encodings.codescope_row_to_suite` and written as verl's ``{inputs, outputs}`` dict; a
 test with several accepted answers cannot be expressed in verl's encodings and makes the row
 bad. data_source ``codeforces`` (token comparison, which accepts every known-correct Python row);
 index ``<prefix>_<id>`` (prefix default ``codescope``).

@@ -6,7 +6,7 @@ Fields (LiveCodeBench ``lcb_runner/benchmarks/code_generation.py``): ``question_
 decoded without trusting pickle), ``metadata`` (JSON with ``func_name`` for LeetCode
 problems). Public and private tests are normalised by
 :func:`arbiter.judge.encodings.livecodebench_row_to_suite` (public first) and written as
-``stdin_stdout`` or ``function_call`` cases (one JSON argument per input line, as LCB's
+verl's ``{inputs, outputs}`` dict or ``function_call`` cases (one JSON argument per input line, as LCB's
 ``grade_call_based`` decodes them). No reference solutions. data_source ``livecodebench``;
 index ``<prefix>_<question_id>`` (prefix default ``lcb``).
 """

@@ -4,7 +4,7 @@ Rows (``resources_servers/code_gen/data/example.jsonl``) carry the chat prompt i
 ``responses_create_params.input`` (messages whose ``content`` is text or a list of
 ``{"type": "input_text", "text": ...}`` parts) and stdin/stdout tests in
 ``verifier_metadata.unit_tests`` (normalised by
-:func:`arbiter.judge.encodings.nemo_gym_row_to_suite`, written as ``stdin_stdout`` cases). No
+:func:`arbiter.judge.encodings.nemo_gym_row_to_suite`, written as verl's ``{inputs, outputs}`` dict). No
 reference solutions. data_source: ``codeforces`` when the row's ``source`` is ``codeforces``
 (the sample's problems are Codeforces problems served through TACO; Codeforces judges by
 tokens, and correct programs exist that Gym's line-based grader

@@ -24,7 +24,9 @@ def wrapped_answers(output: Any) -> tuple[Any, ...]:
 def inputs_outputs_to_suite(data: Any, *, row: str, origin: str, field: str = "input_output") -> TestSuite:
     """Normalise an ``{"inputs", "outputs"[, "fn_name"]}`` dict (already JSON-decoded).
 
-    ``inputs`` and ``outputs`` must be lists of the same, non-zero length. Returns a suite of
+    ``inputs`` and ``outputs`` must be lists of the same, non-zero length. A call case whose input
+    is text (one JSON argument per line) has its output as JSON text too, decoded (verl
+    ``prime_code``'s convention, and LiveCodeBench's). Returns a suite of
     :class:`StdioCase` (names ``"0"``, ``"1"``, ...) or of :class:`CallCase` (``fn_name`` from the
     dict). Raises :class:`InvalidTestSuite` naming ``row`` and ``field`` for a missing key, a
     non-list, mismatched lengths, a bad input/output shape or zero cases.
@@ -56,6 +58,8 @@ def inputs_outputs_to_suite(data: Any, *, row: str, origin: str, field: str = "i
     if not isinstance(fn_name, str):
         fail(row, f"{field}.fn_name", f"expected a string, got {type_name(fn_name)}")
     for i, (args, output) in enumerate(zip(inputs, outputs)):
+        if isinstance(args, str) and isinstance(output, str):  # JSON lines in, JSON text out
+            output = decode_json_text(output, row, f"{field}.outputs[{i}]")
         cases.append(
             CallCase(
                 name=str(i),

@@ -4,7 +4,9 @@
 most ``workers`` at once, longest predicted first. An identical earlier submission's verdict is
 reused (:mod:`.store`), a copy of one being judged waits for it, and an all-or-nothing task runs
 the cases that failed its suite's earlier submissions first (:mod:`.order`). Verdicts keep the
-suite's case order. :func:`default_step_judge` is the process's one. See ``docs/step.md``.
+suite's case order. Each judge it runs in this process holds one of ``slots`` (the process's
+:func:`~arbiter.sandbox.slots.judge_slots` for :func:`default_step_judge`, the process's one:
+one bound on running judges per process, whatever door they came through). See ``docs/step.md``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from arbiter.judge.step.store import VerdictStore, decode, encode, reusable
 from arbiter.judge.task import Task
 from arbiter.judge.verdict import Outcome, Verdict
 from arbiter.sandbox.config import SandboxConfig
+from arbiter.sandbox.slots import JudgeSlots, judge_slots
 
 #: ``schedule`` values: start the longest predicted submission first, or in submission order.
 SCHEDULES = ("longest_first", "fifo")
@@ -71,11 +74,13 @@ class StepJudge:
     sharing ``store``, ``order`` and ``costs`` (default: new ones) with whoever holds them.
     ``config``: the sandbox configuration tasks are judged and keyed with. ``inline``:
     :meth:`judge` runs in the calling thread (:meth:`judge_here`; the caller bounds its threads,
-    e.g. a server's workers). Thread-safe."""
+    e.g. a server's workers). ``slots``: a bound shared with other judges of this process
+    (:func:`~arbiter.sandbox.slots.judge_slots`), held by each job while it runs in this
+    process (its own threads or :meth:`judge_here`; a given executor bounds its own). Thread-safe."""
 
     def __init__(self, workers: int | None = None, *, executor: Any = None, store: VerdictStore | None = None,
                  order: CaseOrder | None = None, costs: CostModel | None = None,
-                 config: SandboxConfig | None = None, inline: bool = False):
+                 config: SandboxConfig | None = None, inline: bool = False, slots: JudgeSlots | None = None):
         self.workers = int(workers or getattr(executor, "workers", 0) or default_workers())
         self._owned = executor is None
         self.executor = executor or ThreadPoolExecutor(self.workers, thread_name_prefix="arbiter-step")
@@ -84,6 +89,7 @@ class StepJudge:
         self.costs = costs if costs is not None else CostModel()
         self.config = config
         self.inline = inline
+        self.slots = slots if self._owned or inline else None
         self._lock = threading.Lock()
         self._heap: list[tuple[float, int, _Job]] = []
         self._seq = itertools.count()
@@ -222,10 +228,8 @@ class StepJudge:
                 self._finished(job, None, exc)
 
     def _start(self, job: _Job) -> None:
-        if job.call is not None:
-            fut = self.executor.submit(*job.call)
-        else:
-            fut = self.executor.submit(_judge_with(self.config), self._ordered(job))
+        fn, arg = job.call if job.call is not None else (_judge_with(self.config), self._ordered(job))
+        fut = self.executor.submit(fn, arg) if self.slots is None else self.executor.submit(_held, self.slots, fn, arg)
         fut.add_done_callback(lambda f: self._settle(job, f))
 
     def _ordered(self, job: _Job) -> Task:
@@ -295,7 +299,7 @@ class StepJudge:
         return out.result()
 
     def _start_here(self, job: _Job) -> None:
-        verdict = _judge_with(self.config)(self._ordered(job))
+        verdict = _held(self.slots, _judge_with(self.config), self._ordered(job))
         self._finished(job, verdict, None)
 
     # ------------------------------------------------------------------ state
@@ -323,17 +327,27 @@ def _judge_with(config: SandboxConfig | None) -> Callable[[Task], Verdict]:
     return judge if config is None else (lambda task: judge(task, config=config))
 
 
+def _held(slots: JudgeSlots | None, fn: Callable[[Any], Any], arg: Any) -> Any:
+    """``fn(arg)`` holding one of ``slots`` (if any)."""
+    if slots is None:
+        return fn(arg)
+    with slots:
+        return fn(arg)
+
+
 _default: tuple[int, StepJudge] | None = None
 _default_lock = threading.Lock()
 
 
 def default_step_judge() -> StepJudge:
-    """The process's step judge: one judge per core, one verdict store, one case-order memory
-    (recreated after a fork)."""
+    """The process's step judge: its judges hold the process's judge slots (one per core unless
+    resized: :func:`~arbiter.sandbox.slots.judge_slots`), one verdict store, one case-order
+    memory (recreated after a fork)."""
     global _default
     with _default_lock:
         if _default is None or _default[0] != os.getpid():
-            _default = (os.getpid(), StepJudge())
+            slots = judge_slots()
+            _default = (os.getpid(), StepJudge(slots.size, slots=slots))
         return _default[1]
 
 

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from arbiter.languages.base import CompileSpec
+from arbiter.languages.base import CompileSpec, SourceNotText, source_bytes
 from arbiter.languages.compile_cache import CacheEntry, CompileCache, compile_key
 from arbiter.languages.cpp.command import (
     CXX,
@@ -178,7 +178,11 @@ def compile_program(source: str, spec: CompileSpec | None = None, dialect: Diale
     spec = spec if spec is not None else CompileSpec()
     cmd = parse_compile_command(spec.command, online_judge=spec.online_judge, dialect=dialect)
     tc = probe_toolchain(cmd.compiler, cmd.flags)
-    src = source.encode("utf-8", "surrogateescape")
+    try:
+        src = source_bytes(source)
+    except SourceNotText as exc:  # the program's compile error: g++ never sees it
+        return CompileResult(ok=False, binary=None, message=str(exc), seconds=time.monotonic() - t0, cached=False,
+                             timed_out=False, toolchain=tc, flags=cmd.flags, command=command_line(cmd))
     if not dialect.pch or not (config if config is not None else SandboxConfig()).isolated:
         use_pch = False  # without bwrap there is no /pch mount
     if not use_cache or extra_args:

@@ -7,21 +7,15 @@ drivers, standards and file names a language accepts. See ``docs/languages.md``.
 
 from __future__ import annotations
 
-from arbiter.languages.base import (
-    ArgvLanguage,
-    BuildFailure,
-    CompileSpec,
-    FailureKind,
-    Program,
-    SelfTest,
-)
+from arbiter.languages.base import BuildFailure, CompileSpec, FailureKind, Program, SelfTest
+from arbiter.languages.compiled import CompiledLanguage
 from arbiter.languages.cpp.command import CXX, CompileCommandError, Dialect, parse_compile_command
 
 
-class GccLanguage(ArgvLanguage):
-    """A language compiled by gcc/g++/clang in the sandbox (:func:`compile_program`)."""
-
-    compiled = True
+class GccLanguage(CompiledLanguage):
+    """A language compiled by gcc/g++/clang in the sandbox (:func:`compile_program`): the
+    compiled-language base with the task's compile command parsed against an allowlist, the
+    toolchain pinned, and precompiled headers."""
 
     def __init__(self, dialect: Dialect, suffixes: tuple[str, ...], self_test: SelfTest):
         self.dialect = dialect

@@ -21,7 +21,7 @@ from arbiter.judge.step.store import DiskStore, VerdictStore
 from arbiter.judge.testsuite import InvalidTestSuite, TestSuite
 from arbiter.judge.verdict import Outcome
 from arbiter.pipelines.executor import current_backend
-from arbiter.rewards.codegen import Prepared, RewardOptions, RewardResult, _result, finish, prepare, row_label
+from arbiter.rewards.codegen import Prepared, RewardOptions, RewardResult, finish, prepare, reward_result, row_label
 from arbiter.rewards.routes import route
 Item = tuple[Any, Any, Any, Any]
 
@@ -58,7 +58,7 @@ def _prepared(items: Iterable[Item], opts: RewardOptions, raise_errors: bool) ->
             if raise_errors:
                 raise
             now = time.monotonic()  # a stream (arbiter score) reports the row and goes on
-            yield Prepared(label, now, result=_result(0.0, Outcome.INVALID_TASK.value, 0, 0, str(exc), now),
+            yield Prepared(label, now, result=reward_result(0.0, Outcome.INVALID_TASK.value, 0, 0, str(exc), now),
                            invalid_error=exc)
             continue
         yield prepare(data_source, solution_str, ground_truth, extra_info, opts,
@@ -73,14 +73,16 @@ LOOKAHEAD = 256
 def _judges(opts: RewardOptions, verdict_cache: str | os.PathLike | None) -> tuple[StepJudge, bool]:
     """The step judge of a stream and whether it is this stream's own: the process's, or one with
     ``opts.workers`` threads, a Ray backend, or a verdict folder (sharing the process's memory of
-    verdicts, case orders and costs unless a folder is given)."""
+    verdicts, case orders and costs unless a folder is given). One with the process's number of
+    workers holds the process's judge slots; an explicit other ``workers`` is its own bound."""
     base = default_step_judge()
     backend = current_backend()
     workers = None if backend is not None else int(opts.workers or default_workers())
     if backend is None and workers == base.workers and verdict_cache is None:
         return base, False
     store = VerdictStore(disk=DiskStore(verdict_cache)) if verdict_cache is not None else base.store
-    return StepJudge(workers, executor=backend, store=store, order=base.order, costs=base.costs), True
+    slots = base.slots if backend is None and workers == base.workers else None
+    return StepJudge(workers, executor=backend, store=store, order=base.order, costs=base.costs, slots=slots), True
 
 
 def iter_scores(items: Iterable[Item], opts: RewardOptions, *, raise_errors: bool = True,

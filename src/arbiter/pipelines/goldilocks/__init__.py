@@ -13,7 +13,7 @@ from __future__ import annotations
 from arbiter.pipelines.goldilocks.audit import (
     BAD_SCORES, INCONSISTENT, MISSING_FIELDS, NON_BINARY, RATE_MISMATCH, AuditRun, audit_annotations,
 )
-from arbiter.pipelines.goldilocks.consolidate import ConsolidationRun, Source, consolidate
+from arbiter.pipelines.goldilocks.consolidate import ConsolidationRun, ConsolidationSource, consolidate
 from arbiter.pipelines.goldilocks.curate import CurationRun, Tally, curate_goldilocks
 from arbiter.pipelines.goldilocks.english import (
     ENGLISH_BATCH, TEMPLATE_LINE_SHOWN, TEMPLATE_LINES_SHOWN, TEMPLATE_MIN_ROWS, TEMPLATE_MIN_SHARE, WRAPPER_SENTENCES,
@@ -32,7 +32,7 @@ from arbiter.pipelines.goldilocks.writer import (
 
 __all__ = [
     "ANNOTATION_FIELDS", "ENGLISH_MIN", "LOWER_MAX", "TEMPLATE_MIN_ROWS", "TEMPLATE_MIN_SHARE", "UPPER_MIN",
-    "WRAPPER_SENTENCES", "Annotation", "ConsolidationRun", "Source", "consolidate", "AuditRun", "CuratedWriter", "CurationInputError", "CurationRun",
+    "WRAPPER_SENTENCES", "Annotation", "ConsolidationRun", "ConsolidationSource", "consolidate", "AuditRun", "CuratedWriter", "CurationInputError", "CurationRun",
     "EnglishFilter", "ScoreFolder", "Tally", "TemplateCounter", "UnwritableRow", "annotate", "annotated_schema",
     "audit_annotations", "check_output_paths", "curate_goldilocks", "detection_text", "drop_reason",
     "is_goldilocks", "is_positional", "json_line", "lenient_text", "pass_rate", "statement_lines",

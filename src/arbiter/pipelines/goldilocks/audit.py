@@ -20,14 +20,14 @@ from typing import Any
 
 from arbiter.datasets.verl_rows import RowError, iter_raw_rows, parse_row, row_key
 from arbiter.pipelines.goldilocks.english import (
-    EnglishFilter, _english_detector_description, _template_report, _with_confidence, detection_text, statement_text,
+    EnglishFilter, english_detector_description, template_report, with_confidence, detection_text, statement_text,
 )
 from arbiter.pipelines.goldilocks.errors import CurationInputError
 from arbiter.pipelines.goldilocks.flag import (
     ANNOTATION_FIELDS, BAD_ROW, COUNT, DUPLICATE, ENGLISH_MIN, LOWER_MAX, NO_STATEMENT, NON_ENGLISH, UPPER_MIN,
-    _check_rate, _check_thresholds, drop_reason, pass_rate,
+    check_rate, check_thresholds, drop_reason, pass_rate,
 )
-from arbiter.pipelines.goldilocks.prescan import _prescan
+from arbiter.pipelines.goldilocks.prescan import prescan_dataset
 
 
 # ------------------------------------------------------------------ audit
@@ -82,7 +82,7 @@ class AuditRun:
         return {"card": "codegen_iquest_card.txt: Difficulty (goldilocks) filtering; Creation pipeline step 3-4",
                 "options": self.options, "k": self.k, "rows": self.rows, "clean": self.clean,
                 "counts": self.counts, "findings": self.findings,
-                "template_lines": _template_report(self.template_lines)}
+                "template_lines": template_report(self.template_lines)}
 
 
 def audit_annotations(dataset: str | os.PathLike, *, lower_max: float = LOWER_MAX, upper_min: float = UPPER_MIN,
@@ -109,7 +109,7 @@ def audit_annotations(dataset: str | os.PathLike, *, lower_max: float = LOWER_MA
     counts of the first pass). Raises
     :class:`CurationInputError` for an unreadable dataset or bad thresholds.
     """
-    _check_thresholds(lower_max, upper_min, english_min)
+    check_thresholds(lower_max, upper_min, english_min)
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         raise CurationInputError(f"--k must be a positive integer, got {k!r}")
     dpath = Path(dataset)
@@ -117,15 +117,15 @@ def audit_annotations(dataset: str | os.PathLike, *, lower_max: float = LOWER_MA
         english = EnglishFilter(english_min)
     if english_min is None:
         english = None
-    template = _prescan(dpath, split, statements=english is not None, infer_schema=False).template
+    template = prescan_dataset(dpath, split, statements=english is not None, infer_schema=False).template
     run = AuditRun(options={"lower_max": lower_max, "upper_min": upper_min,
                             "english_min": english.min_confidence if english is not None else None,
-                            "english_detector": _english_detector_description(english, template),
+                            "english_detector": english_detector_description(english, template),
                             "tolerance": tolerance, "split": split}, template_lines=template)
     rules = _AuditRules(lower_max, upper_min, english, template, tolerance)
     per_row: list[dict[str, Any]] = []   # every row: key, data_source, position, findings, detail, lengths
     records = rules.first_pass(dpath, split)
-    for rec, conf in _with_confidence(records, lambda r: r["_text"], english):
+    for rec, conf in with_confidence(records, lambda r: r["_text"], english):
         if conf is not None:
             rec["english_confidence"] = conf
             if conf < english.min_confidence:  # type: ignore[union-attr]
@@ -195,7 +195,7 @@ class _AuditRules:
         """Check one side's scores against its stored pass rate; the rate the flag is recomputed from."""
         if raw_scores is None:
             try:  # no scores to check it against: the flag comes from the stored rate
-                return _check_rate(f"{side}_pass_rate", raw_rate)
+                return check_rate(f"{side}_pass_rate", raw_rate)
             except ValueError:
                 return None
         scores = _scores_of(raw_scores)

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from arbiter.pipelines.goldilocks.errors import CurationInputError
-from arbiter.pipelines.goldilocks.score_folders import ScoreFolder, _RowScores
+from arbiter.pipelines.goldilocks.score_folders import ScoreFolder, RowScores
 
 #: Options that differ between the shards of one run (``arbiter score --shard``).
 PER_FOLDER_OPTIONS = ("shard",)
@@ -25,7 +25,7 @@ def _identity(folder: ScoreFolder) -> dict[str, Any]:
     return {"dataset": (cfg.get("dataset") or {}).get("sha256"), "split": cfg.get("split"), "options": options}
 
 
-def _join(into: _RowScores, more: _RowScores) -> None:
+def _join(into: RowScores, more: RowScores) -> None:
     offset = len(into.passed)
     into.passed.update({offset + i: ok for i, ok in more.passed.items()})
     into.bad.update({offset + i: s for i, s in more.bad.items()})

@@ -18,14 +18,14 @@ from arbiter.datasets.io import jsonl_to_parquet, write_json_atomic
 from arbiter.datasets.verl_rows import RowError, iter_raw_rows, parse_row, row_key
 from arbiter.pipelines.goldilocks.errors import CurationInputError
 from arbiter.pipelines.goldilocks.flag import (
-    ANNOTATION_FIELDS, KEPT, LOWER_MAX, UPPER_MIN, _check_thresholds, drop_reason, pass_rate,
+    ANNOTATION_FIELDS, KEPT, LOWER_MAX, UPPER_MIN, check_thresholds, drop_reason, pass_rate,
 )
 from arbiter.pipelines.goldilocks.writer import CuratedWriter, UnwritableRow, check_output_paths, final_schema
 from arbiter.pipelines.outputs import holds_out_dirs, lock_out_dir
 
 
 @dataclass(frozen=True)
-class Source:
+class ConsolidationSource:
     """One source to consolidate: its re-index ``prefix`` (``deepcoder``, ``cco``), its ``rows`` and, optionally,
     a ``sidecar`` dataset carrying the annotation (rows of ``data_source``, ``index`` or ``extra_info.index``,
     and ``lower_scores`` / ``upper_scores`` [+ pass rates], top-level or in ``extra_info``)."""
@@ -109,7 +109,7 @@ def consolidated_row(raw: Mapping[str, Any], ann: Mapping[str, Any], new_index: 
             "extra_info": extra}
 
 
-def _consolidate_source(src: Source, writer: CuratedWriter, run: ConsolidationRun, thresholds: tuple[float, float],
+def _consolidate_source(src: ConsolidationSource, writer: CuratedWriter, run: ConsolidationRun, thresholds: tuple[float, float],
                         split: str | None) -> None:
     sidecar = load_sidecar(src.sidecar, split) if src.sidecar is not None else None
     counts = run.counts.setdefault(src.prefix, {"candidates": 0, KEPT: 0, "floor": 0, "ceiling": 0,
@@ -144,7 +144,7 @@ def _consolidate_source(src: Source, writer: CuratedWriter, run: ConsolidationRu
 
 
 @holds_out_dirs
-def consolidate(sources: list[Source], out: str | os.PathLike, *, lower_max: float = LOWER_MAX,
+def consolidate(sources: list[ConsolidationSource], out: str | os.PathLike, *, lower_max: float = LOWER_MAX,
                 upper_min: float = UPPER_MIN, split: str | None = None,
                 report: str | os.PathLike | None = None) -> ConsolidationRun:
     """Consolidate ``sources`` (in order) into ``out`` (``.jsonl`` or ``.parquet``, written to a temporary file
@@ -153,7 +153,7 @@ def consolidate(sources: list[Source], out: str | os.PathLike, *, lower_max: flo
     source from 0. A row that cannot be consolidated (not a verl row, no or bad annotation, a repeated key) is a
     problem naming row and field, and the batch goes on. Raises :class:`CurationInputError` for bad thresholds,
     prefixes, paths, or a bad sidecar."""
-    _check_thresholds(lower_max, upper_min, None)
+    check_thresholds(lower_max, upper_min, None)
     out_path = Path(out)
     report_path = Path(report) if report is not None else out_path.with_name(out_path.stem + ".report.json")
     prefixes = [s.prefix for s in sources]
@@ -190,4 +190,4 @@ def consolidate(sources: list[Source], out: str | os.PathLike, *, lower_max: flo
     return run
 
 
-__all__ = ["ConsolidationRun", "Source", "consolidate", "consolidated_row", "load_sidecar", "read_annotation"]
+__all__ = ["ConsolidationRun", "ConsolidationSource", "consolidate", "consolidated_row", "load_sidecar", "read_annotation"]

@@ -18,15 +18,16 @@ from typing import Any
 
 from arbiter.datasets.convert import check_output_path
 from arbiter.pipelines.codegen import CONFIG_FILE, input_identity
-from arbiter.pipelines.goldilocks.english import EnglishFilter, _english_detector_description, _template_report, _with_confidence
+from arbiter.pipelines.goldilocks.english import EnglishFilter, english_detector_description, template_report, with_confidence
 from arbiter.pipelines.goldilocks.errors import CurationInputError
-from arbiter.pipelines.goldilocks.flag import ENGLISH_MIN, KEPT, LOWER_MAX, UPPER_MIN, VACUOUS, _check_thresholds
-from arbiter.pipelines.goldilocks.prescan import Prescan, _input_schema, _prescan
+from arbiter.pipelines.goldilocks.flag import (ENGLISH_MIN, ENGLISH_NEAR_MISS, KEPT, LOWER_MAX, UPPER_MIN, VACUOUS,
+                                               check_thresholds)
+from arbiter.pipelines.goldilocks.prescan import Prescan, input_schema, prescan_dataset
 from arbiter.pipelines.goldilocks.rows import RowDecider, rows_log_record
 from arbiter.pipelines.goldilocks.combine import load_folders
 from arbiter.pipelines.goldilocks.score_folders import ScoreFolder
 from arbiter.pipelines.goldilocks.tally import CurationCounts, Tally
-from arbiter.pipelines.goldilocks.writer import CuratedWriter, _short, check_output_paths, json_line, write_json_atomic
+from arbiter.pipelines.goldilocks.writer import CuratedWriter, short_message, check_output_paths, json_line, write_json_atomic
 from arbiter.pipelines.outputs import holds_out_dirs, lock_out_dir
 
 __all__ = ["CurationRun", "Tally", "curate_goldilocks"]
@@ -140,10 +141,10 @@ def _prepare(dataset: str | os.PathLike, weak: Any, strong: Any,
         english = None
     parquet_out = out_path.suffix.lower() == ".parquet"
     try:
-        schema = _input_schema(dpath) if parquet_out else None
+        schema = input_schema(dpath) if parquet_out else None
     except (ValueError, OSError) as exc:
         raise CurationInputError(f"--dataset: {exc}") from None
-    scan = _prescan(dpath, split, statements=english is not None, infer_schema=parquet_out and schema is None)
+    scan = prescan_dataset(dpath, split, statements=english is not None, infer_schema=parquet_out and schema is None)
     if parquet_out and schema is None:
         schema = scan.schema
     try:
@@ -201,7 +202,7 @@ def _open_writer(inp: _Inputs) -> CuratedWriter:
     try:
         return CuratedWriter(inp.out, inp.schema)
     except (ValueError, TypeError, OSError, NotImplementedError) as exc:  # pyarrow: a schema Parquet cannot store
-        raise CurationInputError(f"--out {inp.out}: cannot write these rows as Parquet ({_short(exc)}); write "
+        raise CurationInputError(f"--out {inp.out}: cannot write these rows as Parquet ({short_message(exc)}); write "
                                  f".jsonl instead") from None
 
 
@@ -215,9 +216,9 @@ def _write_rows(inp: _Inputs, decider: RowDecider, split: str | None, counts: Cu
     try:
         with open(rows_tmp, "wb") as log:
             items = decider.first_decisions(inp.dataset, split)
-            for item, conf in _with_confidence(items, lambda it: it.text, inp.english):
+            for item, conf in with_confidence(items, lambda it: it.text, inp.english):
                 payload = decider.final_decision(item, conf, writer, inp.out.name) if item.decision == "" else None
-                counts.count(item)
+                counts.count(item, conf)
                 if payload is not None:
                     writer.write_encoded(payload)
                     counts.replaced_rows += bool(item.replaced)
@@ -261,6 +262,12 @@ def _result_warnings(counts: CurationCounts) -> list[str]:
         warnings.append(f"{kept_vacuous} row(s) with a vacuous suite (every expected output empty: any program "
                         f"printing nothing passes) went through the filter (--keep-vacuous); "
                         f"{sum(1 for v in vacuous_rows if v['decision'] == KEPT)} kept, listed in the report")
+    near = sorted(counts.english_near_misses, key=lambda r: -r["english_confidence"])
+    if near:
+        shown = ", ".join(f"{r['row_key']} ({r['english_confidence']:.3f})" for r in near[:5])
+        warnings.append(f"{len(near)} row(s) dropped by the English filter although English is the likelier reading "
+                        f"(confidence >= {ENGLISH_NEAR_MISS}; a genuine English statement can score 0.97): {shown}"
+                        f"{', ...' if len(near) > 5 else ''}; listed in the report (english_near_misses)")
     if counts.replaced_rows:
         warnings.append(f"{counts.replaced_rows} kept row(s) held lone surrogates, replaced by U+FFFD in the Parquet "
                         f"output (fields listed in the rows log)")
@@ -287,7 +294,8 @@ def _report_content(inp: _Inputs, counts: CurationCounts, options: dict[str, Any
         "bad_rows": counts.bad_rows,
         "duplicate_rows": counts.duplicates,
         "vacuous_rows": counts.vacuous_rows,
-        "template_lines": _template_report(inp.scan.template),
+        "english_near_misses": sorted(counts.english_near_misses, key=lambda r: -r["english_confidence"]),
+        "template_lines": template_report(inp.scan.template),
         "warnings": warnings,
     }
 
@@ -324,7 +332,7 @@ def curate_goldilocks(dataset: str | os.PathLike, weak: Any, strong: Any,
     repeated keys and rows without an annotation are reported and the batch goes on. Raises
     :class:`CurationInputError` for unusable inputs (nothing is written then).
     """
-    _check_thresholds(lower_max, upper_min, english_min)
+    check_thresholds(lower_max, upper_min, english_min)
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         raise CurationInputError(f"--k must be a positive integer, got {k!r}")
     inp = _prepare(dataset, weak, strong, out, report, rows_log, english_min=english_min, english=english, k=k,
@@ -337,7 +345,7 @@ def curate_goldilocks(dataset: str | os.PathLike, weak: Any, strong: Any,
     warnings.extend(_result_warnings(counts))
     options = {"lower_max": lower_max, "upper_min": upper_min,
                "english_min": inp.english.min_confidence if inp.english is not None else None,
-               "english_detector": _english_detector_description(inp.english, inp.scan.template),
+               "english_detector": english_detector_description(inp.english, inp.scan.template),
                "k_lower": inp.k_lower, "k_upper": inp.k_upper, "split": split, "keep_vacuous": keep_vacuous,
                "allow_parity": allow_parity, "index_as_string": inp.scan.index_as_string}
     content = _report_content(inp, counts, options, warnings)

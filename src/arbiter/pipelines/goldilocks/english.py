@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from arbiter.pipelines.goldilocks.flag import ENGLISH_MIN, _check_rate
+from arbiter.pipelines.goldilocks.flag import ENGLISH_MIN, check_rate
 
 
 #: How many rows go to lingua at once (its parallel method; memory is one batch of rows).
@@ -35,7 +35,7 @@ TEMPLATE_MIN_SHARE = 0.02
 
 
 _LETTER = re.compile(r"[^\W\d_]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: Instruction sentences that the card's sources wrap around a problem statement (DeepCoder's
 #: PrimeIntellect, TACO and LiveCodeBench-v5 prompts, as the public preprocessing scripts write
@@ -209,7 +209,7 @@ def detection_text(statement: str, template: Mapping[str, int] | Iterable[str] =
 def lenient_text(text: str) -> str:
     """``text`` with lone surrogates (a JSON ``"\\ud83d"`` without its pair) replaced by U+FFFD,
     so it can be encoded as UTF-8 (lingua, Parquet)."""
-    return _SURROGATE.sub("\ufffd", text)
+    return SURROGATE.sub("\ufffd", text)
 
 
 _DETECTORS: dict[bool, Any] = {}
@@ -254,7 +254,7 @@ class EnglishFilter:
     """
 
     def __init__(self, min_confidence: float = ENGLISH_MIN, *, low_accuracy: bool = False):
-        self.min_confidence = _check_rate("english_min", min_confidence)
+        self.min_confidence = check_rate("english_min", min_confidence)
         self.low_accuracy = low_accuracy
 
     def confidence(self, text: str) -> float:
@@ -277,8 +277,8 @@ class EnglishFilter:
         return self.confidence(detection_text(statement, template)) >= self.min_confidence
 
 
-def _with_confidence(items: Iterable[Any], text_of: Callable[[Any], str | None], english: EnglishFilter | None,
-                     batch: int = ENGLISH_BATCH) -> Iterator[tuple[Any, float | None]]:
+def with_confidence(items: Iterable[Any], text_of: Callable[[Any], str | None], english: EnglishFilter | None,
+                    batch: int = ENGLISH_BATCH) -> Iterator[tuple[Any, float | None]]:
     """``(item, English confidence)`` in input order; ``None`` for items whose ``text_of`` is
     ``None`` (no detection needed) or without a filter. At most ``batch`` items are held."""
     pending: list[tuple[Any, str | None]] = []
@@ -297,7 +297,7 @@ def _with_confidence(items: Iterable[Any], text_of: Callable[[Any], str | None],
     yield from flush()
 
 
-def _english_detector_description(english: EnglishFilter | None, template: Mapping[str, int]) -> str | None:
+def english_detector_description(english: EnglishFilter | None, template: Mapping[str, int]) -> str | None:
     if english is None:
         return None
     return (f"lingua from_all_languages, {'low' if english.low_accuracy else 'high'} accuracy, on the last user "
@@ -311,7 +311,7 @@ TEMPLATE_LINES_SHOWN = 50
 TEMPLATE_LINE_SHOWN = 300
 
 
-def _template_report(template: Mapping[str, int]) -> dict[str, Any]:
+def template_report(template: Mapping[str, int]) -> dict[str, Any]:
     """The report's view of the template lines: how many, and the most common ones with their rows."""
     ranked = sorted(template.items(), key=lambda kv: (-kv[1], kv[0]))[:TEMPLATE_LINES_SHOWN]
     return {"count": len(template), "lines": [{"rows": n, "line": line[:TEMPLATE_LINE_SHOWN]} for line, n in ranked]}

@@ -28,6 +28,9 @@ LOWER_MAX = 0.875
 UPPER_MIN = 0.125
 #: The card's English filter: "lingua confidence >= 0.999".
 ENGLISH_MIN = 0.999
+#: A row the English filter drops with at least this confidence (English likelier than every other language
+#: together) is a near miss, listed for a curator to look at: a genuine English statement can score 0.97.
+ENGLISH_NEAR_MISS = 0.5
 #: The card's ``extra_info`` annotation fields (Schema: ``{index, id, lower_pass_rate, lower_scores,
 #: upper_pass_rate, upper_scores}``).
 ANNOTATION_FIELDS = ("lower_pass_rate", "lower_scores", "upper_pass_rate", "upper_scores")
@@ -58,7 +61,7 @@ DUPLICATE = "duplicate_key"
 # ------------------------------------------------------------------ the flag
 
 
-def _check_rate(name: str, value: Any) -> float:
+def check_rate(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or not 0.0 <= value <= 1.0:
         raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
     return float(value)
@@ -73,8 +76,8 @@ def is_goldilocks(lower: float, upper: float, lower_max: float = LOWER_MAX, uppe
     pass rates ``c / 8`` the comparisons are exact (0.875 and 0.125 are binary fractions). Raises
     ``ValueError`` for a value that is not a number in [0, 1] (NaN included).
     """
-    return _check_rate("lower", lower) <= _check_rate("lower_max", lower_max) and \
-        _check_rate("upper", upper) >= _check_rate("upper_min", upper_min)
+    return check_rate("lower", lower) <= check_rate("lower_max", lower_max) and \
+        check_rate("upper", upper) >= check_rate("upper_min", upper_min)
 
 
 def drop_reason(lower: float, upper: float, lower_max: float = LOWER_MAX, upper_min: float = UPPER_MIN) -> str:
@@ -82,8 +85,8 @@ def drop_reason(lower: float, upper: float, lower_max: float = LOWER_MAX, upper_
     ``"ceiling"`` (``lower > lower_max``: no gradient), ``"floor+ceiling"`` (both: the weak model
     solves what the strong one does not), or ``""`` when the row is goldilocks. The card's
     "drops both the floor (nobody solves it ...) and the ceiling (everybody solves it ...)"."""
-    floor = _check_rate("upper", upper) < _check_rate("upper_min", upper_min)
-    ceiling = _check_rate("lower", lower) > _check_rate("lower_max", lower_max)
+    floor = check_rate("upper", upper) < check_rate("upper_min", upper_min)
+    ceiling = check_rate("lower", lower) > check_rate("lower_max", lower_max)
     return BOTH if floor and ceiling else FLOOR if floor else CEILING if ceiling else ""
 
 
@@ -120,11 +123,11 @@ class Annotation:
                 "upper_pass_rate": self.upper_pass_rate, "upper_scores": list(self.upper_scores)}
 
 
-def _check_thresholds(lower_max: float, upper_min: float, english_min: float | None) -> None:
+def check_thresholds(lower_max: float, upper_min: float, english_min: float | None) -> None:
     try:
-        _check_rate("--lower-max", lower_max)
-        _check_rate("--upper-min", upper_min)
+        check_rate("--lower-max", lower_max)
+        check_rate("--upper-min", upper_min)
         if english_min is not None:
-            _check_rate("--english-min", english_min)
+            check_rate("--english-min", english_min)
     except ValueError as exc:
         raise CurationInputError(str(exc)) from None

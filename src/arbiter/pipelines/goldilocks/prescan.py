@@ -18,7 +18,7 @@ from arbiter.datasets.verl_rows import RowError, dataset_format, iter_raw_rows, 
 from arbiter.pipelines.goldilocks.english import TEMPLATE_MIN_ROWS, TEMPLATE_MIN_SHARE, TemplateCounter, statement_text
 from arbiter.pipelines.goldilocks.errors import CurationInputError
 from arbiter.pipelines.goldilocks.flag import ANNOTATION_FIELDS
-from arbiter.pipelines.goldilocks.writer import _replace_surrogates, _short, annotated_schema
+from arbiter.pipelines.goldilocks.writer import replace_surrogates, short_message, annotated_schema
 
 
 # ------------------------------------------------------------------ first pass
@@ -80,11 +80,11 @@ class _SchemaBuilder:
                     self.schemas.append(pa.Table.from_pylist([r]).schema)
                 except UnicodeEncodeError:
                     try:
-                        self.schemas.append(pa.Table.from_pylist([_replace_surrogates(r)]).schema)
+                        self.schemas.append(pa.Table.from_pylist([replace_surrogates(r)]).schema)
                     except errors as exc:
-                        self.unwritable[position] = _short(exc)
+                        self.unwritable[position] = short_message(exc)
                 except errors as exc:
-                    self.unwritable[position] = _short(exc)
+                    self.unwritable[position] = short_message(exc)
         self._batch = []
 
     def schema(self) -> tuple[Any, bool]:
@@ -121,8 +121,8 @@ class Prescan:
     unwritable: dict = field(default_factory=dict)   # position -> why pyarrow cannot convert the row
 
 
-def _prescan(dataset: Path, split: str | None, *, statements: bool, infer_schema: bool,
-             template_min_rows: int = TEMPLATE_MIN_ROWS, template_min_share: float = TEMPLATE_MIN_SHARE) -> Prescan:
+def prescan_dataset(dataset: Path, split: str | None, *, statements: bool, infer_schema: bool,
+                    template_min_rows: int = TEMPLATE_MIN_ROWS, template_min_share: float = TEMPLATE_MIN_SHARE) -> Prescan:
     """The first pass over the dataset, streamed, before anything is written: counts the rows and
     the rows keyed by position (no ``extra_info.index``), finds the template lines when
     ``statements`` (:class:`TemplateCounter`), and infers the Parquet output schema when
@@ -165,11 +165,11 @@ def _prescan(dataset: Path, split: str | None, *, statements: bool, infer_schema
             result.unwritable = builder.unwritable
         except (pa.ArrowException, ValueError, TypeError) as exc:
             raise CurationInputError(f"--out: the rows of --dataset {dataset} cannot share one Parquet schema "
-                                     f"({_short(exc)}); write .jsonl instead") from None
+                                     f"({short_message(exc)}); write .jsonl instead") from None
     return result
 
 
-def _input_schema(dataset: Path) -> Any:
+def input_schema(dataset: Path) -> Any:
     if dataset_format(dataset) != "parquet":
         return None
     import pyarrow.parquet as pq

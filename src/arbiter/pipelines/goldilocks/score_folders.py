@@ -30,7 +30,7 @@ from arbiter.pipelines.goldilocks.flag import (
 
 
 @dataclass
-class _RowScores:
+class RowScores:
     passed: dict[int, bool] = field(default_factory=dict)  # response index -> score == 1.0
     truth: set[str] = field(default_factory=set)            # ground_truth_sha256 values seen
     invalid: bool = False
@@ -47,7 +47,7 @@ class ScoreFolder:
     """The verdicts of one ``arbiter score --out`` folder, by row key.
 
     - ``path``; ``label``: the option it came from (``--weak``/``--strong``), used in messages;
-    - ``rows``: ``row key -> _RowScores`` from ``verdicts.jsonl`` (the last record of a response
+    - ``rows``: ``row key -> RowScores`` from ``verdicts.jsonl`` (the last record of a response
       key wins, as ``arbiter score`` reads it), with the vacuous-suite flag of its verdicts'
       ``warning``;
     - ``sandbox_errors``: ``row key -> responses`` that hit SANDBOX_ERROR in the folder's last run
@@ -61,7 +61,7 @@ class ScoreFolder:
 
     path: Path
     label: str
-    rows: dict[str, _RowScores]
+    rows: dict[str, RowScores]
     sandbox_errors: Counter
     config: dict[str, Any] | None
     skipped: int = 0
@@ -120,7 +120,7 @@ class ScoreFolder:
         return bool(d and d.get("sha256") and d.get("sha256") == identity.get("sha256")
                     and (self.config or {}).get("split") == split)
 
-    def _complete(self, r: _RowScores) -> bool:
+    def _complete(self, r: RowScores) -> bool:
         return not r.invalid and not r.bad and set(r.passed) == set(range(len(r.passed)))
 
     def counts(self) -> Counter:
@@ -207,9 +207,9 @@ def annotate(row: Any, weak: ScoreFolder, strong: ScoreFolder, *, k_lower: int |
     return Annotation(sides["lower"], sides["upper"], vacuous), []
 
 
-def _read_verdicts(vpath: Path, label: str) -> tuple[dict[str, _RowScores], int, int]:
+def _read_verdicts(vpath: Path, label: str) -> tuple[dict[str, RowScores], int, int]:
     """The 0/1 scores per row key of ``verdicts.jsonl``, and how many verdicts were SKIPPED / partial."""
-    rows: dict[str, _RowScores] = {}
+    rows: dict[str, RowScores] = {}
     skipped = partial = 0
     with open(vpath, "rb") as f:
         for number, raw in enumerate(f, 1):
@@ -229,7 +229,7 @@ def _read_verdicts(vpath: Path, label: str) -> tuple[dict[str, _RowScores], int,
                                          f"an integer response_idx >= 0 and a numeric score)")
             r = rows.get(key)
             if r is None:
-                r = rows[key] = _RowScores()
+                r = rows[key] = RowScores()
             r.passed[idx] = score == 1.0
             if _is_reward(score):
                 r.bad.pop(idx, None)

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arbiter.pipelines.goldilocks.flag import (
-    BAD_ROW, BOTH, CEILING, DUPLICATE, FLOOR, KEPT, MISSING_ANNOTATION, NO_STATEMENT, NON_ENGLISH, POSITIONAL,
-    VACUOUS,
+    BAD_ROW, BOTH, CEILING, DUPLICATE, ENGLISH_NEAR_MISS, FLOOR, KEPT, MISSING_ANNOTATION, NO_STATEMENT, NON_ENGLISH,
+    POSITIONAL, VACUOUS,
 )
 from arbiter.pipelines.goldilocks.rows import RowItem
 
@@ -66,13 +66,19 @@ class CurationCounts:
     bad_rows: list[dict[str, Any]] = field(default_factory=list)
     duplicates: list[dict[str, Any]] = field(default_factory=list)
     vacuous_rows: list[dict[str, Any]] = field(default_factory=list)
+    #: rows the English filter dropped although English was the likelier reading (>= ENGLISH_NEAR_MISS)
+    english_near_misses: list[dict[str, Any]] = field(default_factory=list)
     joins: Counter = field(default_factory=Counter)
     #: over every annotated row (swapped --weak/--strong?): rows, sum of lower and of upper pass rates
     annotated: dict[str, float] = field(default_factory=lambda: {"rows": 0, "lower": 0.0, "upper": 0.0})
     replaced_rows: int = 0
 
-    def count(self, item: RowItem) -> None:
-        """Count one row whose decision is final."""
+    def count(self, item: RowItem, conf: float | None = None) -> None:
+        """Count one row whose decision is final (``conf``: its English confidence, when it was read)."""
+        if item.decision == NON_ENGLISH and conf is not None and conf >= ENGLISH_NEAR_MISS:
+            self.english_near_misses.append({"row_key": item.key, "data_source": item.data_source,
+                                             "position": item.position, "english_confidence": conf,
+                                             "statement_start": (item.text or "").strip()[:160]})
         if item.decision in (BAD_ROW, DUPLICATE):
             target = self.bad_rows if item.decision == BAD_ROW else self.duplicates
             target.append({"position": item.position, "row_key": item.key, "error": item.error})

@@ -20,7 +20,7 @@ from typing import Any
 from arbiter.datasets import io
 from arbiter.datasets.convert import card_schema
 from arbiter.judge import jsonvalues
-from arbiter.pipelines.goldilocks.english import _SURROGATE, lenient_text
+from arbiter.pipelines.goldilocks.english import SURROGATE, lenient_text
 from arbiter.pipelines.goldilocks.errors import CurationInputError
 from arbiter.pipelines.goldilocks.flag import ANNOTATION_FIELDS
 
@@ -71,12 +71,12 @@ class UnwritableRow(ValueError):
 def _surrogate_fields(value: Any, path: str = "") -> list[str]:
     """Dotted paths of the strings (and keys) in ``value`` that hold lone surrogates."""
     if isinstance(value, str):
-        return [path or "."] if _SURROGATE.search(value) else []
+        return [path or "."] if SURROGATE.search(value) else []
     out: list[str] = []
     if isinstance(value, Mapping):
         for k, v in value.items():
             p = f"{path}.{k}" if path else str(k)
-            if isinstance(k, str) and _SURROGATE.search(k):
+            if isinstance(k, str) and SURROGATE.search(k):
                 out.append(p)
             out += _surrogate_fields(v, p)
     elif isinstance(value, (list, tuple)):
@@ -85,14 +85,14 @@ def _surrogate_fields(value: Any, path: str = "") -> list[str]:
     return out
 
 
-def _replace_surrogates(value: Any) -> Any:
+def replace_surrogates(value: Any) -> Any:
     """``value`` with every lone surrogate in its strings (and keys) replaced by U+FFFD."""
     if isinstance(value, str):
         return lenient_text(value)
     if isinstance(value, Mapping):
-        return {(lenient_text(k) if isinstance(k, str) else k): _replace_surrogates(v) for k, v in value.items()}
+        return {(lenient_text(k) if isinstance(k, str) else k): replace_surrogates(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_replace_surrogates(v) for v in value]
+        return [replace_surrogates(v) for v in value]
     return value
 
 
@@ -116,7 +116,7 @@ def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
         io.write_json_atomic(path, data, indent=1, ensure_ascii=True)
 
 
-def _short(exc: BaseException, limit: int = 300) -> str:
+def short_message(exc: BaseException, limit: int = 300) -> str:
     text = " ".join(str(exc).split())
     return text if len(text) <= limit else text[:limit] + " ..."
 
@@ -174,7 +174,7 @@ class CuratedWriter:
             try:
                 return json_line(row), []
             except (TypeError, ValueError, RecursionError) as exc:
-                raise UnwritableRow(f"not JSON-serializable ({_short(exc)})") from None
+                raise UnwritableRow(f"not JSON-serializable ({short_message(exc)})") from None
         import pyarrow as pa
 
         try:
@@ -182,7 +182,7 @@ class CuratedWriter:
         except UnicodeEncodeError:
             pass
         except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
-            raise UnwritableRow(f"does not fit the output's Parquet schema ({_short(exc)}); write .jsonl "
+            raise UnwritableRow(f"does not fit the output's Parquet schema ({short_message(exc)}); write .jsonl "
                                 f"instead") from None
         fields = _surrogate_fields(row)
         tests = [f for f in fields if f.startswith("reward_model")]
@@ -190,9 +190,9 @@ class CuratedWriter:
             raise UnwritableRow(f"{tests[0]} holds a lone surrogate, which a Parquet string (UTF-8) cannot hold, "
                                 f"and replacing it would change the tests that were scored; write .jsonl instead")
         try:
-            return pa.RecordBatch.from_pylist([_replace_surrogates(dict(row))], schema=self.schema), fields
+            return pa.RecordBatch.from_pylist([replace_surrogates(dict(row))], schema=self.schema), fields
         except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
-            raise UnwritableRow(f"does not fit the output's Parquet schema ({_short(exc)}); write .jsonl "
+            raise UnwritableRow(f"does not fit the output's Parquet schema ({short_message(exc)}); write .jsonl "
                                 f"instead") from None
 
     def write_encoded(self, payload: Any) -> None:

@@ -34,12 +34,15 @@ def config_fingerprint(seeds: str | os.PathLike, hidden: str | os.PathLike | Non
                        generators: str | os.PathLike | None, opts: VerifyOptions) -> dict[str, Any]:
     """What the verdicts of a run depend on besides the return rows themselves (whose key is content-addressed):
     sha256 of the seeds file, of the hidden-tests file, of every ``*.py`` generator (by name), and the options that
-    change verdicts (``measure``, ``min_speedup``, ``measure_cases``, ``largest_fraction``, ``gen_plan``)."""
+    change verdicts (``measure``, ``min_speedup``, ``measure_cases``, ``largest_fraction``, ``spot_checks``,
+    ``gen_plan``)."""
     gens = None
     if generators is not None:
         gens = {p.name: _file_sha(p) for p in sorted(Path(generators).glob("*.py"))}
     # version 2: hidden cases the seed's source fails are dropped (pipelines.oracle.hidden_tests), which changes verdicts
-    return {"version": 2, "seeds": _file_sha(seeds), "hidden": _file_sha(hidden), "generators": gens,
+    # version 3: the measured program must be the program that runs (code changes refused, native cross-check, spot
+    # checks: docs/measurement.md), which changes the verdicts of answers that behave differently when measured
+    return {"version": 3, "seeds": _file_sha(seeds), "hidden": _file_sha(hidden), "generators": gens,
             "options": {k: v for k, v in opts.to_dict().items() if k not in ("workers", "wall_repeats")}
             | ({"wall_repeats": opts.wall_repeats} if opts.measure == "wall" else {})}
 

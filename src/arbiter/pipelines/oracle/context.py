@@ -97,7 +97,7 @@ class VerifyContext:
         self._tasks: dict[str, TaskInfo] = {}
         self._task_locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
-        self._floors: dict[str, int] = {}
+        self._floors: dict[tuple[str, str], int] = {}
         self._hidden_extra: dict[str, TaskInfo] = {}  # hidden checks of tasks no row needed (report coverage)
         self._hidden_failures: dict[str, str] = {}
         self.rw = _RWLock()
@@ -116,8 +116,8 @@ class VerifyContext:
 
     @contextlib.contextmanager
     def measuring(self) -> Iterator[None]:
-        """Held around a measurement with the run's method: exclusive for wall time, shared for instruction
-        counts (``compare`` itself leases a core either way)."""
+        """Held around a measurement with the run's method: exclusive for wall time, shared for cycles and
+        instruction counts (``compare`` itself leases cores either way)."""
         if self.options.measure == "wall":
             with self.rw.exclusive():
                 yield
@@ -240,21 +240,24 @@ class VerifyContext:
                 out[tid] = {"task_id": tid, "error": info.generated_error}
         return out
 
-    def startup_floor(self, seed: SeedRow) -> int | None:
-        """Instructions of an empty ``<iostream>`` program compiled with the seed's command (the card's
-        "startup floor" analogue), measured once per compile command; ``None`` when it cannot be measured."""
+    def startup_floor(self, seed: SeedRow, method: str = "instructions") -> int | None:
+        """The cost of an empty ``<iostream>`` program compiled with the seed's command, in ``method``'s unit
+        (instructions or cycles; the card's "startup floor" analogue), measured once per compile command and
+        method; ``None`` when it cannot be measured."""
         from arbiter.judge.build import build_cpp
         from arbiter.timing.measure import startup_floor
 
         spec = seed_compile_spec(seed)
+        key = (spec.command, method)
         with self._guard:
-            if spec.command in self._floors:
-                return self._floors[spec.command]
+            if key in self._floors:
+                return self._floors[key]
         try:
-            floor = startup_floor(lambda src: build_cpp(src, spec), iostream=True)
+            floor = startup_floor(lambda src: build_cpp(src, spec), iostream=True,
+                                  method=method)  # type: ignore[arg-type]
         except RuntimeError:
             floor = None
         with self._guard:
             if floor is not None:
-                self._floors[spec.command] = floor
+                self._floors[key] = floor
         return floor

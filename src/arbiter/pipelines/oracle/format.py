@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 
 from arbiter.strenum import StrEnum
 from arbiter.pipelines.oracle import markdown as _md
+from arbiter.pipelines.oracle.cpp_text import code_problems
 
 REASONING_OPEN = "<reasoning>"
 REASONING_CLOSE = "</reasoning>"
@@ -44,7 +45,11 @@ class FormatCode(StrEnum):
     INDENTED_CODE_IN_REASONING = "INDENTED_CODE_IN_REASONING"
     LONE_CR = "LONE_CR"
     NUL_CHARACTER = "NUL_CHARACTER"
+    UNICODE_LINE_SEPARATOR = "UNICODE_LINE_SEPARATOR"
+    NEL_CHARACTER = "NEL_CHARACTER"
     BIDI_CONTROL = "BIDI_CONTROL"
+    SPLICED_LINE_COMMENT = "SPLICED_LINE_COMMENT"
+    CONFUSABLE_IDENTIFIER = "CONFUSABLE_IDENTIFIER"
     MARKDOWN_MISMATCH = "MARKDOWN_MISMATCH"
 
 
@@ -231,6 +236,8 @@ def _reader_checks(text: str, R: list[_Tok], F: list[_Tok], fails: list[Failure]
         found += _md.fence_position_problems(text, F[0].start)
     if R and R[0].closed:
         found += _md.reasoning_problems(R[0].content, R[0].start + len(REASONING_OPEN))
+    if F and F[0].closed:
+        found += code_problems(F[0].content, text.find("\n", F[0].start) + 1)
     if grammar_ok and not found:
         found += _md.commonmark_problems(text, F[0].content, F[0].start)
     for code, msg in found:

@@ -217,7 +217,7 @@ def suite_key(seed: Any, generator_sha256: str, plan: GenPlan) -> str:
     """The cache key (64 hex chars) of a task's generated suite: sha256 of the canonical JSON of
     ``[CACHE_VERSION, task_id, generator sha256, [(size, seed)...], source sha256, compile command,
     run.timeout_sec, run.memory_mb]``."""
-    src = hashlib.sha256(seed.source_code.encode("utf-8", "surrogateescape")).hexdigest()
+    src = hashlib.sha256(seed.source_code.encode("utf-8", "surrogatepass")).hexdigest()  # a key: any str
     raw = json.dumps([CACHE_VERSION, seed.task_id, generator_sha256, plan.pairs(), src, seed.compile.command,
                       float(seed.run.timeout_sec), int(seed.run.memory_mb)], separators=(",", ":"))
     return hashlib.sha256(raw.encode()).hexdigest()
@@ -288,7 +288,7 @@ def build_generated_suite(seed: Any, generator: str | os.PathLike, plan: GenPlan
                                    source_sha256=hashlib.sha256(seed.source_code.encode("utf-8", "surrogateescape"))
                                    .hexdigest(), plan=str(plan))
             if use_cache:
-                _store(path, _to_json(suite))
+                store_suite(path, _to_json(suite))
         suite.seconds = time.monotonic() - t0
         return suite
 
@@ -361,7 +361,7 @@ def _source_outputs(seed: Any, inputs: list[tuple[int, int, bytes]], cfg: Sandbo
     return cases
 
 
-def _store(path: Path, data: dict[str, Any]) -> None:
+def store_suite(path: Path, data: dict[str, Any]) -> None:
     """Write ``data`` to ``path`` atomically (:func:`arbiter.languages.compile_cache.atomic_write`: a temporary
     file in the same directory, then rename). A cache that cannot be written is not an error: the suite is simply
     rebuilt next time."""

@@ -117,7 +117,7 @@ def check_hidden_tests(seed: Any, cases: Sequence[Any], checker: Any, *, cache_d
     from arbiter.judge.verdict import Outcome
     from arbiter.languages.compile_cache import cache_root
     from arbiter.judge.build import CompileCommandError, build_cpp
-    from arbiter.pipelines.oracle.generated_tests import _store, seed_compile_spec
+    from arbiter.pipelines.oracle.generated_tests import store_suite, seed_compile_spec
     from arbiter.sandbox.sandbox import SandboxError
 
     t0 = time.monotonic()
@@ -133,7 +133,7 @@ def check_hidden_tests(seed: Any, cases: Sequence[Any], checker: Any, *, cache_d
                                f"so its hidden tests cannot be checked: {comp.message[:500]}")
     limits = source_check_limits(seed)
     data = [(c.name, str_to_bytes(c.stdin), str_to_bytes(c.stdout)) for c in cases]
-    raw = json.dumps([CACHE_VERSION, seed.task_id, _sha(seed.source_code.encode("utf-8", "surrogateescape")),
+    raw = json.dumps([CACHE_VERSION, seed.task_id, _sha(seed.source_code.encode("utf-8", "surrogatepass")),
                       spec.command, comp.toolchain.fingerprint, checker.name, bool(checker.case_insensitive),
                       [limits.cpu_seconds, limits.wall_seconds, limits.memory_bytes, limits.output_bytes],
                       [[n, _sha(i), _sha(o)] for n, i, o in data]], separators=(",", ":"))
@@ -157,7 +157,7 @@ def check_hidden_tests(seed: Any, cases: Sequence[Any], checker: Any, *, cache_d
         check = HiddenCheck(task_id=seed.task_id, total=len(data), kept=kept, dropped=dropped,
                             unconfirmed=unconfirmed, key=key)
         if use_cache:
-            _store(path, {"version": CACHE_VERSION, "key": key, "total": check.total, "kept": kept,
+            store_suite(path, {"version": CACHE_VERSION, "key": key, "total": check.total, "kept": kept,
                                 "dropped": dropped, "unconfirmed": unconfirmed})
         check.seconds = time.monotonic() - t0
         return check

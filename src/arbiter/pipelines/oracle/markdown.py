@@ -1,7 +1,8 @@
 """Reader checks of an oracle answer: what a Markdown reader, an editor and g++ see must be the one program.
 
 :func:`arbiter.pipelines.oracle.format.parse_answer` runs these after its own grammar: characters
-(:func:`character_problems`: NUL, lone CR, bidi controls), the reasoning (:func:`reasoning_problems`) and a real
+(:func:`character_problems`: NUL, lone CR, U+2028/U+2029, NEL, bidi controls), the code
+(:func:`arbiter.pipelines.oracle.cpp_text.code_problems`: spliced ``//`` comments, confusable identifiers), the reasoning (:func:`reasoning_problems`) and a real
 CommonMark parse (:func:`commonmark_problems`, markdown-it-py, block level only). Each returns ``(code, message)``
 pairs. Everything is linear in the text. See ``docs/oracle-format.md``.
 """
@@ -17,6 +18,9 @@ from markdown_it import MarkdownIt
 #: isolates and their pops) plus the three marks, as ``gcc -Wbidi-chars=any`` and GHC flag them.
 BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # one character class: linear
+#: Line breaks for Python's ``str.splitlines``, JavaScript, editors and some renderers, but not for g++ or
+#: CommonMark: inside a ``//`` comment they show a reader a line g++ reads as comment.
+_LINE_BREAKS = (("UNICODE_LINE_SEPARATOR", re.compile("[\u2028\u2029]")), ("NEL_CHARACTER", re.compile("\x85")))
 
 # one parser per reading: CommonMark as a chat UI shows it (raw HTML as text, so <reasoning> is text),
 # and as a renderer that passes raw HTML (GitHub-like; an HTML block can end where a code block starts)
@@ -32,7 +36,8 @@ def _line_of(text: str, pos: int) -> int:
 
 
 def character_problems(text: str, code_start: int | None = None) -> list[tuple[str, str]]:
-    """NUL, lone-CR and bidi-control findings anywhere in ``text``, each once with its first offset.
+    """NUL, lone-CR, U+2028/U+2029, NEL and bidi-control findings anywhere in ``text``, each once with its first
+    offset.
     ``code_start``: offset of the code (to say "in the code" or "in the reasoning")."""
     out: list[tuple[str, str]] = []
 
@@ -50,6 +55,13 @@ def character_problems(text: str, code_start: int | None = None) -> list[tuple[s
         out.append(("LONE_CR", f"a carriage return not followed by a line feed at offset {pos} ({where(pos)}); "
                     "CommonMark and g++ read it as a line break, so readers see other lines than the format "
                     "check (use LF or CRLF line endings)"))
+    for code, pattern in _LINE_BREAKS:
+        m = pattern.search(text)
+        if m:
+            i, ch = m.start(), m.group()
+            out.append((code, f"a U+{ord(ch):04X} ({unicodedata.name(ch, 'NEXT LINE')}) at offset {i} ({where(i)}): "
+                        "editors, Python's splitlines and JavaScript break the line there, g++ and CommonMark do not, "
+                        "so in a // comment readers see a line of code g++ never compiles"))
     m = _BIDI.search(text)
     if m:
         i, ch = m.start(), m.group()

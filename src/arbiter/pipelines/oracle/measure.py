@@ -33,14 +33,21 @@ def speedup_spec(seed: SeedRow, opts: VerifyOptions) -> SpeedupSpec:
              if opts.use_cache and opts.measure != "wall" else None)
     return SpeedupSpec(compile=seed_compile_spec(seed), limits=seed_run_limits(seed), checker=checker_of(seed),
                        method=opts.measure, largest_fraction=opts.largest_fraction, repeats=int(opts.wall_repeats),
-                       cache=cache, names=("source", "answer"), config=opts.config)
+                       cache=cache, names=("source", "answer"), config=opts.config,
+                       spot_checks=int(opts.spot_checks))
 
 
 def trim_measurement(d: dict[str, Any], timing: dict[str, Any]) -> dict[str, Any]:
-    """The comparison record kept in ``verification.measurement``: run order dropped; the leased core (not
-    deterministic) moved to ``timing``."""
+    """The comparison record kept in ``verification.measurement``: run order dropped; what is not deterministic
+    moved to ``timing``: the leased core, the native cross-check (CPU times) and the spot checks (drawn at
+    random)."""
     d = dict(d)
     d.pop("order", None)
+    extra = dict(d.get("extra") or {})
+    for key in ("native_check", "spot_checks"):
+        if key in extra:
+            timing[key] = extra.pop(key)
+    d["extra"] = extra
     meter = dict(d.get("meter") or {})
     if "core" in meter:
         timing["measure_core"] = meter.pop("core")
@@ -51,18 +58,20 @@ def trim_measurement(d: dict[str, Any], timing: dict[str, Any]) -> dict[str, Any
     return d
 
 
-def _speedup(seed: SeedRow, code: str, chosen: list[Case], passed: list[Any], ctx: VerifyContext, key: str) -> Any:
-    """The gated speedup of the row; our failures raise (as they were raised)."""
+def _speedup(seed: SeedRow, code: str, chosen: list[Case], all_cases: list[Case], passed: list[Any],
+             ctx: VerifyContext, key: str) -> Any:
+    """The gated speedup of the row (spot checks drawn from every test it passed); our failures raise."""
     from arbiter.judge.testsuite import StdioCase
 
     cases = [StdioCase(c.name, c.stdin, (c.stdout,)) for c in chosen]
+    pool = [StdioCase(c.name, c.stdin, (c.stdout,)) for c in all_cases]
     got = gated_speedup(seed.source_code, code, cases, speedup_spec(seed, ctx.options), passed=passed,
-                        hold=ctx.hold, task_id=key)
+                        hold=ctx.hold, task_id=key, spot_pool=pool)
     if got.error is not None:
         raise got.error
     if got.outcome in (SpeedupOutcome.NOT_CORRECT, SpeedupOutcome.INVALID_TASK):  # the tests stage passed them
         raise InfraError(f"measurement gate: {got.reason}")
-    if got.outcome is SpeedupOutcome.SANDBOX_ERROR and got.comparison is None:
+    if got.outcome is SpeedupOutcome.SANDBOX_ERROR and (got.comparison is None or got.spot_checked):
         raise InfraError(f"measurement: {got.stage}: {got.reason}")
     if got.cache_hits is not None:  # the record this pipeline has always written
         meter = got.comparison.meter
@@ -76,14 +85,14 @@ def measure(seed: SeedRow, code: str, all_cases: list[Case], passed: list[Any], 
     """Measure a correct answer and apply the speed gate; findings go to ``res``."""
     ver = res.verification
     chosen = largest_by_input(all_cases, int(ctx.options.measure_cases))
-    got = _speedup(seed, code, chosen, passed, ctx, res.key)
+    got = _speedup(seed, code, chosen, all_cases, passed, ctx, res.key)
     if got.outcome is SpeedupOutcome.SOURCE_CE:
         res.reasons.append(reason("task", "INVALID_TASK", "the seed's source_code does not compile with its own "
                                   f"command: {got.source.message[:500]}"))
         return
     cmp = got.comparison
     if cmp.fallback_reason is not None:
-        notes.append(f"measured with wall/CPU time instead of instructions: {cmp.fallback_reason}")
+        notes.append(f"measured with wall/CPU time instead of {cmp.requested_method}: {cmp.fallback_reason}")
     if cmp.sandbox_error:
         raise InfraError("measurement: sandbox error: " + "; ".join(
             f"{f['program']}/{f['case']}: {f.get('detail', '')}" for f in cmp.failures))
@@ -93,7 +102,13 @@ def measure(seed: SeedRow, code: str, all_cases: list[Case], passed: list[Any], 
     if cmp.method == "wall":
         res.timing["wall"] = {"source_total": cmp.a_total, "answer_total": cmp.b_total}
     res.reasons.extend(measure_reasons(got.failures))
-    if not cmp.ok:
+    if got.outcome is SpeedupOutcome.NATIVE_CONTRADICTS:
+        check = got.native_check
+        res.reasons.append(reason("measure", "NATIVE_CONTRADICTS", "the answer passed the tests, but its counted "
+                                  f"speedup is more than {check.margin:g} times its native CPU-time speedup on the "
+                                  "measured tests (timing.native_check): the measured program is not the program "
+                                  "that runs; no speedup", cases=[c.name for c in chosen]))
+    if not cmp.ok or got.outcome is not SpeedupOutcome.MEASURED:
         return
     _record_speedups(cmp, ver)
     _apply_gate(seed, cmp, d, ctx, res, notes)
@@ -102,8 +117,8 @@ def measure(seed: SeedRow, code: str, all_cases: list[Case], passed: list[Any], 
 def _record_speedups(cmp: Any, ver: dict[str, Any]) -> None:
     ver["speedup"] = _round(cmp.speedup)
     ver["largest_speedup"] = _round(cmp.largest_speedup)
-    if cmp.method == "instructions":
-        ver["instructions"] = {"source": cmp.a_total, "answer": cmp.b_total,
+    if cmp.method in ("instructions", "cycles"):  # the figures under their unit's name
+        ver[cmp.method] = {"source": cmp.a_total, "answer": cmp.b_total,
                                "largest_cases": cmp.largest_cases,
                                "source_largest": sum(c.a for c in cmp.cases if c.case in cmp.largest_cases),
                                "answer_largest": sum(c.b for c in cmp.cases if c.case in cmp.largest_cases)}
@@ -115,7 +130,7 @@ def _apply_gate(seed: SeedRow, cmp: Any, d: dict[str, Any], ctx: VerifyContext, 
     opts = ctx.options
     big = [c for c in cmp.cases if c.case in cmp.largest_cases]
     src_cost = sum(c.a for c in big)
-    floor = ctx.startup_floor(seed) if cmp.method == "instructions" else None
+    floor = ctx.startup_floor(seed, cmp.method) if cmp.method in ("instructions", "cycles") else None
     if floor is not None:
         d["startup_floor"] = floor
     shows = measurable(cmp.method, src_cost, len(big), floor)

@@ -52,7 +52,7 @@ def _tally(ver: list[dict[str, Any]], rej: list[dict[str, Any]], errs: list[dict
         by_kind[r.get("kind", "?")] += 1
         by_stage[r.get("stage", "?")] += 1
         codes = [f"{x.get('stage')}:{x.get('code')}" for x in r.get("reasons") or []]
-        by_reason.update(codes)
+        by_reason.update(list(dict.fromkeys(codes)))  # rows with the reason: a row failing several suites counts once
         if r.get("kind") != "return":
             continue
         if r.get("task_id") is not None and r.get("stage") != "load":
@@ -99,9 +99,9 @@ def build_report(out_dir: str | os.PathLike, *, options: VerifyOptions | None = 
     mixed = {str(tid): list(b.get("units") or []) for tid, b in (best or {}).items() if len(b.get("units") or []) > 1}
     warnings = _warnings(len(ver), vis_only, no_gate, fallbacks, hidden_checks or {}, coverage or {}, load_rej)
     if mixed:
-        warnings.append(f"{len(mixed)} task(s) have accepted answers measured in different units (instructions and "
-                        "wall/CPU seconds, after a meter fallback); their best answer was ranked across units: "
-                        + _ids([f"{tid} ({', '.join(u)})" for tid, u in mixed.items()]))
+        warnings.append(f"{len(mixed)} task(s) have accepted answers measured in different units (cycles or "
+                        "instructions, and wall/CPU seconds, after a meter fallback); their best answer was ranked "
+                        "across units: " + _ids([f"{tid} ({', '.join(u)})" for tid, u in mixed.items()]))
     return {
         "counts": {"rows": len(ver) + n_return_rej + len(errs), "accepted": len(ver), "rejected": n_return_rej,
                    "errors": len(errs), "sft_rows": len(read_records(out / "sft.jsonl")),
@@ -181,8 +181,10 @@ def _warnings(accepted: int, vis_only: list[Mapping[str, Any]], no_gate: list[Ma
         if h.get("error"):
             out.append(f"the hidden tests of {t} could not be checked against its source: {h['error']}")
     if fallbacks:
-        out.append(f"{len(fallbacks)} row(s) measured with wall/CPU time instead of instructions (valgrind cannot "
-                   "run the program, e.g. AVX-512): see verification.measurement.fallback_reason")
+        asked = sorted({str(((r.get("verification") or {}).get("measurement") or {}).get("requested_method"))
+                        for r in fallbacks})
+        out.append(f"{len(fallbacks)} row(s) measured with wall/CPU time instead of {' or '.join(asked)} (valgrind "
+                   "cannot run the program, e.g. AVX-512): see verification.measurement.fallback_reason")
     seeds = [r for r in load_rej if r.get("kind") == "seed"]
     if seeds:
         out.append(f"{len(seeds)} seed row(s) rejected; returns for them are rejected as SEED_REJECTED")

@@ -102,7 +102,7 @@ class RowState:
 def _new_verification() -> dict[str, Any]:
     return {"compile_ok": False, "all_visible_tests_pass": False, "all_hidden_tests_pass": None,
             "all_generated_tests_pass": None, "score": 0.0, "runtime_ms": None, "speedup": None,
-            "largest_speedup": None, "instructions": None, "toolchain": None, "notes": "",
+            "largest_speedup": None, "instructions": None, "cycles": None, "toolchain": None, "notes": "",
             "claim_disagreements": [], "tests": {}, "measurement": None, "speed_gate": None}
 
 

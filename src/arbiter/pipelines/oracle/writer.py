@@ -1,8 +1,10 @@
 """The oracle writer client behind ``arbiter oracle generate``.
 
 Sends each seed row's ``messages`` to an OpenAI-compatible ``/v1/chat/completions`` endpoint and writes every
-completion as an oracle return row with a placeholder ``verification`` claim. Bounded concurrency, explicit
-retries with backoff (the shared client, :mod:`arbiter.pipelines.llm_client`), resumable output keyed by ``task_id#sample_index``, failures to an errors file.
+completion as an oracle return row with a placeholder ``verification`` claim. Bounded concurrency, the shared
+client (:mod:`arbiter.pipelines.llm_client`: the ``openai`` client's retries, one deadline per attempt, a size
+cap, malformed answers asked again), resumable output keyed by ``task_id#sample_index``, failures to an errors
+file.
 See ``docs/oracle.md`` ("The writer").
 """
 
@@ -19,10 +21,11 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 
 from arbiter.datasets.io import JsonlSink
 from arbiter.datasets.oracle import RETURN_SCHEMA_NAME, SeedRow, load_seeds, schema_issues
-from arbiter.pipelines.llm_client import (  # noqa: F401  (re-exported: the one client's retry policy)
-    RETRY_STATUSES, ChatClient, RequestFailed, backoff_delay, choices_of, is_retryable, request_params, resolve,
-    retry_after_seconds, status_of,
+from arbiter.pipelines.llm_client import (  # noqa: F401  (backoff_delay re-exported: the one client's policy)
+    DEFAULT_CONCURRENCY, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, ChatClient, RequestFailed,
+    backoff_delay, check_endpoint, request_params, resolve, status_of,
 )
+from arbiter.pipelines.outputs import remove_if_empty
 
 Sampling = Literal["n", "repeat"]
 
@@ -35,8 +38,9 @@ class GenerateSummary:
     - ``tasks``: seed rows asked about; ``seed_rejections``: seed rows that failed to load.
     - ``samples_wanted`` = ``tasks * n``; ``samples_existing``: already in ``out_path`` at start;
       ``samples_written``: written by this run; ``samples_missing``: still missing at the end.
-    - ``requests``: HTTP requests sent (first attempts and retries); ``retries``: retried attempts;
-      ``failed_requests``: requests given up on; ``errors``: records written to ``errors_path``.
+    - ``requests``: HTTP requests sent (first attempts and retries); ``retries``: retried attempts (malformed
+      answers asked again included); ``failed_requests``: requests given up on; ``malformed_answers``: answers
+      that were no usable completion; ``errors``: records written to ``errors_path``.
     """
 
     tasks: int = 0
@@ -48,6 +52,7 @@ class GenerateSummary:
     requests: int = 0
     retries: int = 0
     failed_requests: int = 0
+    malformed_answers: int = 0
     errors: int = 0
     out_path: str = ""
     errors_path: str = ""
@@ -106,6 +111,7 @@ def build_return_row(seed: SeedRow, content: str, *, sample_index: int, model: s
 class _Stats:
     written: int = 0
     errors: int = 0
+    failed: int = 0
 
 
 @dataclass
@@ -155,15 +161,22 @@ def _progress(ctx: _Ctx, k: int) -> None:
 
 
 async def _run_job(ctx: _Ctx, job: _Job, sem: asyncio.Semaphore) -> None:
+    """Ask for one job's samples and write them. Never raises: a failed request (or any error writing its answer)
+    is recorded with the samples it leaves missing, and the run goes on."""
     messages = [{"role": m.role, "content": m.content} for m in job.seed.messages]
     async with sem:
         try:
-            resp, attempts = await ctx.client.complete(messages, len(job.indices), ctx.params)
+            answer, attempts = await ctx.client.complete(messages, len(job.indices), ctx.params)
+            _write_answer(ctx, job, answer.choices, attempts)
         except RequestFailed as e:  # one failed request never stops the batch
+            ctx.stats.failed += 1
             _record_error(ctx, job, job.indices, e.error, str(e), e.attempts)
-            _progress(ctx, len(job.indices))
-            return
-    choices = choices_of(resp)
+        except Exception as e:  # noqa: BLE001 - e.g. a row that cannot be written: this job's samples only
+            _record_error(ctx, job, job.indices, e, f"{type(e).__name__}: {e}", 0)
+    _progress(ctx, len(job.indices))
+
+
+def _write_answer(ctx: _Ctx, job: _Job, choices: list[tuple[str, str | None]], attempts: int) -> None:
     written = 0
     for idx, (content, finish_reason) in zip(job.indices, choices):
         row = build_return_row(job.seed, content, sample_index=idx, model=ctx.model, finish_reason=finish_reason)
@@ -174,12 +187,10 @@ async def _run_job(ctx: _Ctx, job: _Job, sem: asyncio.Semaphore) -> None:
         if ctx.sink.write(row):
             ctx.stats.written += 1
         written += 1
-    if written < len(job.indices):
-        missing = job.indices[len(choices):]
-        if missing:
-            _record_error(ctx, job, missing, None,
-                          f"the server returned {len(choices)} choice(s) for {len(job.indices)} requested", attempts)
-    _progress(ctx, len(job.indices))
+    missing = job.indices[len(choices):]
+    if written < len(job.indices) and missing:
+        _record_error(ctx, job, missing, None,
+                      f"the server returned {len(choices)} choice(s) for {len(job.indices)} requested", attempts)
 
 
 async def agenerate(
@@ -190,13 +201,14 @@ async def agenerate(
     base_url: str | None = None,
     api_key: str | None = None,
     n: int = 1,
-    concurrency: int = 4,
-    max_retries: int = 4,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    max_retries: int = DEFAULT_MAX_RETRIES,
     temperature: float | None = 0.7,
     top_p: float | None = None,
     max_tokens: int | None = None,
     sampling: Sampling = "n",
-    request_timeout: float = 600.0,
+    request_timeout: float = DEFAULT_TIMEOUT,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     backoff_base: float = 1.0,
     backoff_max: float = 30.0,
     errors_path: str | os.PathLike | None = None,
@@ -204,27 +216,32 @@ async def agenerate(
     on_progress: Callable[[int, int], None] | None = None,
     rng_seed: int | None = None,
     fsync: bool = False,
+    check_first: bool = False,
 ) -> GenerateSummary:
     """The async form of :func:`generate` (same arguments and result); use it inside a running
     event loop."""
     t0 = time.monotonic()
     _check_args(model, n, concurrency, max_retries, sampling)
     base_url = resolve(base_url, "OPENAI_BASE_URL")
-    api_key = resolve(api_key, "OPENAI_API_KEY")
-    if not api_key:
-        raise ValueError("no API key: pass api_key or set OPENAI_API_KEY "
-                         "(any non-empty string, e.g. EMPTY, for a local vLLM server without --api-key)")
+    api_key = resolve(api_key, "OPENAI_API_KEY")  # optional: a local server without --api-key takes none
     summary = GenerateSummary(model=model)
     seed_rows = _seed_rows(seeds, summary)
     out = Path(out_path)
     err_path = Path(errors_path) if errors_path is not None else out.with_name(out.stem + ".errors.jsonl")
     summary.out_path, summary.errors_path = str(out), str(err_path)
     params = request_params(temperature, top_p, max_tokens, extra_body=extra_body)
+    client = ChatClient(model=model, base_url=base_url, api_key=api_key, max_retries=max_retries,
+                        backoff_base=backoff_base, backoff_max=backoff_max, timeout=request_timeout,
+                        max_response_bytes=max_response_bytes, rng_seed=rng_seed)
+    if check_first:  # an unreachable endpoint or an unknown model: EndpointError before anything is written
+        try:
+            await check_endpoint(client)
+        except BaseException:
+            await client.close()
+            raise
     sink = JsonlSink(out, key=_row_key, fsync=fsync)
     run_id = uuid.uuid4().hex[:12]
     errors = JsonlSink(err_path, key=lambda r: f"{r.get('run_id')}:{r.get('seq')}", fsync=fsync)
-    client = ChatClient(model=model, base_url=base_url, api_key=api_key, max_retries=max_retries,
-                        backoff_base=backoff_base, backoff_max=backoff_max, timeout=request_timeout, rng_seed=rng_seed)
     try:
         jobs, seen_ids = _plan_jobs(seed_rows, n, sampling, sink, summary)
         ctx = _Ctx(client=client, model=model, params=params, sink=sink, errors=errors, run_id=run_id,
@@ -233,13 +250,14 @@ async def agenerate(
         await asyncio.gather(*(_run_job(ctx, j, sem) for j in jobs))
         summary.requests = client.stats.requests
         summary.retries = client.stats.retries
-        summary.failed_requests = client.stats.failed
+        summary.failed_requests, summary.malformed_answers = ctx.stats.failed, client.stats.malformed
         summary.samples_written = ctx.stats.written
         summary.errors = ctx.stats.errors
     finally:
         await client.close()
         sink.close()
         errors.close()
+        remove_if_empty(err_path)
     summary.samples_missing = _count_missing(seen_ids, n, sink)
     summary.seconds = round(time.monotonic() - t0, 3)
     return summary
@@ -300,13 +318,14 @@ def generate(
     base_url: str | None = None,
     api_key: str | None = None,
     n: int = 1,
-    concurrency: int = 4,
-    max_retries: int = 4,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    max_retries: int = DEFAULT_MAX_RETRIES,
     temperature: float | None = 0.7,
     top_p: float | None = None,
     max_tokens: int | None = None,
     sampling: Sampling = "n",
-    request_timeout: float = 600.0,
+    request_timeout: float = DEFAULT_TIMEOUT,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     backoff_base: float = 1.0,
     backoff_max: float = 30.0,
     errors_path: str | os.PathLike | None = None,
@@ -314,6 +333,7 @@ def generate(
     on_progress: Callable[[int, int], None] | None = None,
     rng_seed: int | None = None,
     fsync: bool = False,
+    check_first: bool = False,
 ) -> GenerateSummary:
     """Ask an OpenAI-compatible chat endpoint for ``n`` answers per seed row; write return rows.
 
@@ -326,28 +346,35 @@ def generate(
       ``<out stem>.errors.jsonl`` beside it.
     - ``model``: the model name sent in each request (required). ``base_url`` / ``api_key``: the
       explicit values win, else ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``; no base URL means the
-      ``openai`` default (api.openai.com). A key is required (use any string for a local server).
+      ``openai`` default (api.openai.com). The key is optional (a local server without ``--api-key``).
     - ``n``: samples per row (>= 1); ``sampling``: ``"n"`` (the API's ``n`` parameter, one request per
       row) or ``"repeat"`` (one request per sample).
-    - ``concurrency``: requests in flight at once (>= 1). ``max_retries``: retries per request
-      after the first attempt (>= 0), for 408/409/429/5xx/connection errors/timeouts, with
-      :func:`backoff_delay` (``backoff_base`` and ``backoff_max`` in seconds; ``rng_seed`` fixes
-      the jitter). ``request_timeout``: seconds per HTTP attempt.
+    - ``concurrency``: requests in flight at once (>= 1, default 8). ``max_retries``: retries per request
+      after the first attempt (>= 0, default 6): the ``openai`` client's own, for 408/409/429/5xx/connection
+      errors/timeouts, and a malformed answer (no list of choices, bad indices, no text) asked again after
+      :func:`backoff_delay` (``backoff_base`` and ``backoff_max`` in seconds; ``rng_seed`` fixes the jitter).
+      ``request_timeout``: seconds of one HTTP attempt, from the request to the answer's last byte (a body
+      dripped slowly ends there). ``max_response_bytes``: the largest answer read (default 32 MiB; a larger
+      one is an error, not retried).
     - ``temperature``, ``top_p``, ``max_tokens``: sent when not ``None``; ``extra_body``: extra JSON
       fields for the server (e.g. vLLM's ``{"top_k": 20}``).
     - ``on_progress(done, total)``: called after each request finishes (samples settled so far,
       samples to settle in this run).
     - ``fsync``: make each written row durable (slower); flushing alone survives SIGKILL.
+    - ``check_first``: ask the endpoint for its models first (``arbiter oracle generate`` does, as ``arbiter
+      sample``): an unreachable endpoint or a model it does not serve raises
+      :class:`~arbiter.pipelines.llm_client.EndpointError` (a ``ValueError``) before anything is written.
 
-    Returns a :class:`GenerateSummary`. Raises ``ValueError`` for bad arguments (no model, no API
-    key, ``n < 1``, ``concurrency < 1``, ``max_retries < 0``, unknown ``sampling``); request failures
+    Returns a :class:`GenerateSummary`. Raises ``ValueError`` for bad arguments (no model,
+    ``n < 1``, ``concurrency < 1``, ``max_retries < 0``, unknown ``sampling``); request failures
     never raise, they are recorded in ``errors_path``. Must not be called from a running event loop
     (use :func:`agenerate` there).
     """
     return asyncio.run(agenerate(
         seeds, out_path, model=model, base_url=base_url, api_key=api_key, n=n, concurrency=concurrency,
         max_retries=max_retries, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-        sampling=sampling, request_timeout=request_timeout, backoff_base=backoff_base,
+        sampling=sampling, request_timeout=request_timeout, max_response_bytes=max_response_bytes,
+        backoff_base=backoff_base,
         backoff_max=backoff_max, errors_path=errors_path, extra_body=extra_body, on_progress=on_progress,
-        rng_seed=rng_seed, fsync=fsync,
+        rng_seed=rng_seed, fsync=fsync, check_first=check_first,
     ))

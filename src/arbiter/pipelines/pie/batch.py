@@ -21,7 +21,7 @@ from arbiter.pipelines.outputs import holds_out_dirs
 from arbiter.pipelines.pie.candidates import CandidateItem, iter_candidates
 from arbiter.pipelines.pie.config import CONFIG_RULES, reward_config
 from arbiter.pipelines.pie.inputs import (
-    _CANDIDATE_SHAPE,
+    CANDIDATE_SHAPE,
     CandidatesInputError,
     check_candidates_usable,
     check_tests_source,
@@ -33,7 +33,7 @@ from arbiter.rewards.pie.reward import pie_reward
 from arbiter.pipelines.runs import RunFolder
 from arbiter.timing.count_cache import sha256_hex as _sha
 from arbiter.timing.instructions import ValgrindUnavailable
-from arbiter.timing.comparison import unit_of
+from arbiter.timing.comparison import DEFAULT_METHOD, unit_of
 
 
 def sample_rng(seed: int, source: PieSource) -> random.Random:
@@ -64,7 +64,7 @@ def _score_one(item: CandidateItem, *, tests: Any, seed: int, reward_kw: dict[st
     """The JSON record of one candidate (:func:`score_candidates`)."""
     head = {"key": item.key, "line": item.line, "index": item.index, "id": item.record_id,
             "candidate_sha256": _sha(item.code) if item.code else None}
-    method = reward_kw.get("method", "instructions")
+    method = reward_kw.get("method", DEFAULT_METHOD)
     unit = unit_of(method)
     if item.error or item.source is None:
         src = item.source
@@ -153,7 +153,7 @@ def _read_items(candidates: str | os.PathLike, index: RowIndex, tests: Any, fiel
                                    f"({e.strerror or e})") from None
     if input_option is not None:
         check_candidates_usable(items, candidates, index, option=input_option,
-                                shape=_CANDIDATE_SHAPE.replace('"candidates" | "code"',
+                                shape=CANDIDATE_SHAPE.replace('"candidates" | "code"',
                                                                " | ".join(f'"{f}"' for f in field_names)))
     return items
 

@@ -15,8 +15,10 @@ from arbiter.datasets.pie.source import RowIndex
 from arbiter.judge.task import CompileSpec
 from arbiter.pipelines import runs
 from arbiter.pipelines.runs import CONFIG_FILE, ConfigMismatch, ConfigRules
-from arbiter.rewards.pie.options import DEFAULT_LIMITS, _checker_key
+from arbiter.rewards.pie.options import DEFAULT_LIMITS, checker_key
 from arbiter.rewards.pie.transforms import make_transform
+from arbiter.timing.comparison import DEFAULT_METHOD
+from arbiter.timing.cycles import DEFAULT_MODEL
 
 __all__ = ["CONFIG_FILE", "CONFIG_RULES", "ConfigMismatch", "check_config", "reward_config"]
 
@@ -55,27 +57,30 @@ def reward_config(rows: Any, tests: Any, *, seed: int = 0, **reward_kw: Any) -> 
 
     - ``rows``: the identity of the rows file/folder (:class:`RowIndex` ``origin``; the split), ``tests``: of the
       tests folder/archive (:func:`_path_identity`);
-    - ``options``: ``transform`` and ``transform_params``, ``method``, ``k`` (and ``seed`` when ``k > 0``: it picks
-      the cases), ``checker``, the compile command, the native limits (CPU seconds, wall seconds, memory bytes), and
-      ``repeats``/``warmup`` for the wall method. Not included: the cache switch and progress options (they do not
-      change a reward)."""
+    - ``options``: ``transform`` and ``transform_params``, ``method`` (default cycles) and for cycles the
+      ``cycle_model`` (:meth:`~arbiter.timing.cycles.CycleModel.identity`), ``k`` (and ``seed`` when ``k > 0``: it
+      picks the cases), ``checker``, the compile command, the native limits (CPU seconds, wall seconds, memory
+      bytes), and ``repeats``/``warmup`` for the wall method. Not included: the cache switch and progress options
+      (they do not change a reward)."""
     origin = rows.origin if isinstance(rows, RowIndex) else rows
     split = rows.split if isinstance(rows, RowIndex) else None
     chk = reward_kw.get("checker", "pie")
     chk = chk if isinstance(chk, CheckerSpec) else CheckerSpec(chk)
     spec = reward_kw.get("compile_spec") or CompileSpec()
     lim = reward_kw.get("limits") or DEFAULT_LIMITS
-    method = reward_kw.get("method", "instructions")
+    method = reward_kw.get("method", DEFAULT_METHOD)
     k = reward_kw.get("k", -1)
     tf = make_transform(reward_kw.get("transform", "raw"), **dict(reward_kw.get("transform_params") or {}))
     options: dict[str, Any] = {
         "transform": tf.name, "transform_params": dict(sorted(tf.params.items())), "method": method, "k": k,
-        "checker": _checker_key(chk), "compile_command": spec.command,
+        "checker": checker_key(chk), "compile_command": spec.command,
         "limits": {"cpu_seconds": lim.cpu_seconds, "wall_seconds": lim.wall_seconds,
                    "memory_bytes": lim.memory_bytes},
     }
     if isinstance(k, int) and k > 0:
         options["seed"] = seed
+    if method == "cycles":
+        options["cycle_model"] = DEFAULT_MODEL.identity()
     if method == "wall":
         options["repeats"] = reward_kw.get("repeats", 5)
         options["warmup"] = reward_kw.get("warmup", 1)

@@ -20,7 +20,7 @@ from arbiter.pipelines.pie.batch import BatchRun, run_reward_batch
 from arbiter.pipelines.pie.candidates import iter_candidates
 from arbiter.pipelines.pie.metrics import PieMetricsAtK, ProgramGenerations, format_metrics_table, pie_eval_metrics
 from arbiter.rewards.pie.options import check_reward_options
-from arbiter.timing.comparison import unit_of
+from arbiter.timing.comparison import DEFAULT_METHOD, unit_of
 
 
 #: Fields holding the generations of a line (first match wins).
@@ -114,7 +114,7 @@ def run_eval(rows: Any, tests: Any, generations: str | os.PathLike, out_dir: str
     needs_run = len(pre) < len(lines)
     groups: list[tuple[str, list[dict[str, Any]]]] = []
     run = None
-    method = reward_kw.get("method", "instructions")
+    method = reward_kw.get("method", DEFAULT_METHOD)
     if needs_run:
         if rows is None or tests is None:
             raise ValueError("rows and tests are needed to measure generations (only precomputed lines skip them)")

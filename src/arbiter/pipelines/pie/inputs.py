@@ -24,7 +24,7 @@ class CandidatesInputError(ValueError):
 
 
 #: What one line of a candidates file looks like, for error messages.
-_CANDIDATE_SHAPE = '{"src_id" | "row", "candidates" | "code"}'
+CANDIDATE_SHAPE = '{"src_id" | "row", "candidates" | "code"}'
 
 
 def _first_bytes(path: Path, n: int = 4) -> bytes:
@@ -36,7 +36,7 @@ def _first_bytes(path: Path, n: int = 4) -> bytes:
 
 
 def check_candidates_usable(items: Sequence[CandidateItem], path: str | os.PathLike, rows: RowIndex, *,
-                            option: str = "--candidates", shape: str = _CANDIDATE_SHAPE) -> None:
+                            option: str = "--candidates", shape: str = CANDIDATE_SHAPE) -> None:
     """Refuse a candidates file that is unusable as a whole (:class:`CandidatesInputError`, naming ``option`` and
     the file): no record at all (an empty or blank file), no line that is a JSON object (binary bytes, text, a JSON
     list: not JSON Lines; the first problem line is quoted), or no record naming a row of ``rows`` (e.g. every

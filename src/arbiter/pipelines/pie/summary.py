@@ -13,7 +13,7 @@ from typing import Any
 
 from arbiter.datasets.pie.card import OPT_THRESHOLD
 from arbiter.rewards.pie.result import DATASET_DEFECT
-from arbiter.timing.comparison import unit_of
+from arbiter.timing.comparison import DEFAULT_METHOD, unit_of
 
 
 def _count(items: Iterable[str]) -> dict[str, int]:
@@ -64,11 +64,12 @@ def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for r in records:
         by[str(r.get("outcome"))] = by.get(str(r.get("outcome")), 0) + 1
     scored = [r for r in records if r.get("reward") is not None]
+    failed = [r for r in scored if r.get("outcome") != "AC"]
     correct = [r for r in scored if r.get("outcome") == "AC" and r.get("speedup")]
     ok = [float(r["speedup"]) for r in correct]
     requested = sorted({str(r.get("requested_method") or r["method"]) for r in records
                         if r.get("requested_method") or r.get("method")})
-    unit = _unit_of(requested[0]) if len(requested) == 1 else "instructions"
+    unit = _unit_of(requested[0]) if len(requested) == 1 else unit_of(DEFAULT_METHOD)
     per_unit: dict[str, list[float]] = {}
     for r in correct:
         per_unit.setdefault(_figure_kind(r), []).append(float(r["speedup"]))
@@ -85,6 +86,10 @@ def summarize_rewards(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "n_correct": len(ok),
         "pct_correct": 100.0 * len(ok) / len(scored) if scored else None,
         "mean_reward": statistics.fmean(float(r["reward"]) for r in scored) if scored else None,
+        "n_failed_scored": len(failed),
+        "failure_rewards": sorted({float(r["reward"]) for r in failed}),
+        "mean_reward_correct": (statistics.fmean(float(r["reward"]) for r in scored if r.get("outcome") == "AC")
+                                if len(failed) < len(scored) else None),
         "speedup_unit": unit,
         "mean_speedup": head["mean"],
         "geomean_speedup": head["geomean"],

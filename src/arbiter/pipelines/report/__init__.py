@@ -1,5 +1,5 @@
 """``arbiter report``: the codegen card's tables and plots from an annotated dataset, and plots of
-``arbiter score``, ``pie eval`` and ``oracle verify`` folders. See ``docs/report.md``.
+``arbiter score``, ``pie eval``, ``pie reward`` and ``oracle verify`` folders. See ``docs/report.md``.
 """
 
 from arbiter.pipelines.report.build import (Report, ReportOptions, build_report, input_kind, parse_candidates,

@@ -1,6 +1,6 @@
 """``arbiter report``: one report folder (``report.md``, ``report.json``, PNGs) over any mix of a verl
-dataset with the goldilocks annotation and ``arbiter score`` / ``pie eval`` / ``oracle verify`` folders,
-each recognised by its files. See ``docs/report.md``.
+dataset with the goldilocks annotation and ``arbiter score`` / ``pie eval`` / ``pie reward`` / ``oracle verify``
+folders, each recognised by its files. See ``docs/report.md``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 from arbiter.datasets.io import write_json_atomic, write_text_atomic
 from arbiter.datasets.verl_rows import dataset_format
+from arbiter.pipelines.report.compare import score_comparison
 from arbiter.pipelines.report.dataset import dataset_section
 from arbiter.pipelines.report.draw import DRAW
 from arbiter.pipelines.report.folders import SECTIONS, folder_kind
@@ -46,7 +47,8 @@ class Report:
 
 
 def input_kind(path: Path) -> str:
-    """``score`` / ``pie`` / ``oracle`` for a run folder, ``dataset`` for verl rows; raises ``ValueError``."""
+    """``score`` / ``pie`` / ``pie_reward`` / ``oracle`` for a run folder, ``dataset`` for verl rows; raises
+    ``ValueError``."""
     if not path.exists():
         raise ValueError(f"{path}: not found")
     kind = folder_kind(path)
@@ -56,7 +58,7 @@ def input_kind(path: Path) -> str:
         dataset_format(path)
     except ValueError:
         raise ValueError(f"{path}: neither a verl dataset (.parquet, .jsonl, an HF folder) nor an arbiter score, "
-                         "pie eval or oracle verify folder") from None
+                         "pie eval, pie reward or oracle verify folder") from None
     return "dataset"
 
 
@@ -82,10 +84,21 @@ def _section(kind: str, path: Path, opts: ReportOptions, meter: PromptMeter) -> 
     return dataset_section(facts, meter, candidates=named, candidates_by_ds=by_ds, cap=opts.prompt_cap)
 
 
+#: File endings a dataset's name loses in a section name (a folder keeps its whole name: ``lc30.weak``).
+_DATA_SUFFIXES = (".parquet", ".jsonl.gz", ".jsonl", ".json.gz", ".json", ".arrow")
+
+
+def _base_name(p: Path) -> str:
+    name = p.name
+    if not p.is_dir():
+        name = next((name[:-len(s)] for s in _DATA_SUFFIXES if name.endswith(s) and len(name) > len(s)), name)
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "input"
+
+
 def _names(paths: Sequence[Path]) -> list[str]:
     names: list[str] = []
     for p in paths:
-        base = re.sub(r"[^A-Za-z0-9_.-]+", "_", p.name.split(".")[0] or "input")
+        base = _base_name(p)
         name, i = base, 2
         while name in names:
             name, i = f"{base}_{i}", i + 1
@@ -111,6 +124,9 @@ def build_report(inputs: Sequence[str | os.PathLike], out_dir: str | os.PathLike
         raise ValueError(f"--out {out}: a run folder or an input; give a folder of its own for the report")
     out.mkdir(parents=True, exist_ok=True)
     report = Report(out)
+    side = score_comparison(sections)
+    if side is not None:
+        sections.append({"kind": "score_compare", "name": "score_folders", "path": "", "data": side})
     for sec in sections:
         sec["plots"] = DRAW[sec["kind"]](sec, out / sec["name"])
         report.files += list(sec["plots"].values())

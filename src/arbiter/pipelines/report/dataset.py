@@ -30,29 +30,44 @@ def _slices(facts: Sequence[RowFacts]) -> list[tuple[str, str, list[RowFacts]]]:
             + [("data_source", d, r) for d, r in sorted(by_ds.items())])
 
 
+def _source_line(name: str, parts: Mapping[str, int], total: int, cand: int | None,
+                 candidates_by_ds: Mapping[str, int]) -> dict[str, Any]:
+    rows = sum(parts.values())
+    return {"source": name, "rows": rows, "share": _share(rows, total), "candidates": cand,
+            "kept_share": _share(rows, cand) if cand else None,
+            "data_sources": [{"data_source": d, "rows": n, "share": _share(n, total),
+                              "candidates": candidates_by_ds.get(d),
+                              "kept_share": _share(n, candidates_by_ds[d]) if candidates_by_ds.get(d) else None}
+                             for d, n in sorted(parts.items())]}
+
+
 def composition(facts: Sequence[RowFacts], candidates: Mapping[str, int],
                 candidates_by_ds: Mapping[str, int]) -> dict[str, Any]:
     """Rows and share by source with their ``data_source`` parts; kept / candidate where candidates are
-    known (``candidates``: by source; ``candidates_by_ds``: by data_source, summed into their source)."""
+    known (``candidates``: by source; ``candidates_by_ds``: by data_source, summed into their source). A
+    source or data_source with candidates but no kept row keeps its line (0 rows) and its candidates count
+    in the total."""
     total = len(facts)
     by_source: dict[str, Counter[str]] = defaultdict(Counter)
     for f in facts:
         by_source[f.source][f.data_source] += 1
     owners = Counter(d for parts in by_source.values() for d in parts)
+    for name in candidates:  # a named source none of whose rows was kept
+        by_source.setdefault(name, Counter())
+    for d in candidates_by_ds:  # a data_source none of whose rows was kept: its own source, as source_of says
+        if not owners[d]:
+            by_source.setdefault(d, Counter())[d] += 0
+            owners[d] = 1
     sources = []
     for name, parts in sorted(by_source.items()):
-        rows = sum(parts.values())
         cand = candidates.get(name)
         if cand is None and parts and all(d in candidates_by_ds and owners[d] == 1 for d in parts):
             cand = sum(candidates_by_ds[d] for d in parts)  # only when no data_source is shared with another source
-        sources.append({"source": name, "rows": rows, "share": _share(rows, total), "candidates": cand,
-                        "kept_share": _share(rows, cand) if cand else None,
-                        "data_sources": [{"data_source": d, "rows": n, "share": _share(n, total),
-                                          "candidates": candidates_by_ds.get(d),
-                                          "kept_share": _share(n, candidates_by_ds[d]) if candidates_by_ds.get(d)
-                                          else None} for d, n in sorted(parts.items())]})
-    known = [s["candidates"] for s in sources]
-    all_cand = sum(known) if known and all(c is not None for c in known) else None
+        sources.append(_source_line(name, parts, total, cand, candidates_by_ds))
+    # every candidate row counts once: the named datasets' rows plus the unnamed ones', when every source is covered
+    covered = all(s["candidates"] is not None or (s["source"] not in candidates and s["data_sources"] and all(
+        d["data_source"] in candidates_by_ds for d in s["data_sources"])) for s in sources)
+    all_cand = sum(candidates.values()) + sum(candidates_by_ds.values()) if sources and covered else None
     return {"sources": sources, "total": {"rows": total, "candidates": all_cand,
                                           "kept_share": _share(total, all_cand) if all_cand else None}}
 

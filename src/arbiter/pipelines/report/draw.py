@@ -48,6 +48,17 @@ def _pie(sec: dict[str, Any], stem: Path) -> dict[str, str]:
                                           "PIE best@k")}
 
 
+def _pie_reward(sec: dict[str, Any], stem: Path) -> dict[str, str]:
+    fig = sec["data"]["figures"]
+    sp = fig["speedups"]
+    return {"speedups": plots.histogram(stem.with_name(stem.name + "_speedups.png"), sp["edges"], sp["counts"],
+                                        log=True, xlabel=f"speedup of a correct candidate ({sp['unit']})",
+                                        ylabel="candidates", title="PIE reward: speedup distribution",
+                                        marker=sp["opt_threshold"]),
+            "rewards": plots.reward_bars(stem.with_name(stem.name + "_rewards.png"), fig["rewards"],
+                                         title=f"reward by candidate ({sec['data'].get('transforms')})")}
+
+
 def _oracle(sec: dict[str, Any], stem: Path) -> dict[str, str]:
     fig = sec["data"]["figures"]
     sp = fig["speedups"]
@@ -58,7 +69,19 @@ def _oracle(sec: dict[str, Any], stem: Path) -> dict[str, str]:
                                         title="accepted speedups", marker=1.0)}
 
 
+def _score_compare(sec: dict[str, Any], stem: Path) -> dict[str, str]:
+    fig = sec["data"]["figures"]
+    out = {}
+    if fig["pass_rates"] is not None:
+        out["pass_rates"] = plots.pass_rate_histogram(stem.with_name(stem.name + "_pass_rates.png"), fig["pass_rates"],
+                                                      fig["pass_rates"]["series"], "pass rate by score folder")
+    out["pass_at_k"] = plots.pass_at_k_lines(stem.with_name(stem.name + "_pass_at_k.png"), fig["pass_at_k"],
+                                             "pass@k by score folder")
+    return out
+
+
 DRAW: dict[str, Callable[[dict[str, Any], Path], dict[str, str]]] = {
-    "dataset": _dataset, "score": _score, "pie": _pie, "oracle": _oracle}
+    "dataset": _dataset, "score": _score, "pie": _pie, "pie_reward": _pie_reward, "oracle": _oracle,
+    "score_compare": _score_compare}
 
 __all__ = ["DRAW"]

@@ -1,6 +1,7 @@
 """Report sections of run folders: ``arbiter score`` (pass rates, pass@k by data_source), ``arbiter pie eval``
-(speedup distribution, %Opt by k) and ``arbiter oracle verify`` (rejections by stage, accepted speedups),
-recognised by their files. See ``docs/report.md``.
+(speedup distribution, %Opt by k), ``arbiter pie reward`` (speedup distribution, reward by candidate) and
+``arbiter oracle verify`` (rejections by stage, accepted speedups), recognised by their files. See
+``docs/report.md``.
 """
 
 from __future__ import annotations
@@ -14,14 +15,20 @@ from arbiter.datasets.io import read_jsonl
 from arbiter.pipelines.report.stats import edges_histogram, mean, mean_pass_at_k, median, rate_histogram, ratio_edges
 
 
+#: PIE's %Opt threshold, where the speedup histograms put a bin edge (no bin straddles it).
+OPT_THRESHOLD = 1.10
+
+
 def folder_kind(path: Path) -> str | None:
-    """``"score"``, ``"pie"``, ``"oracle"`` for a run folder of that job, else ``None``."""
+    """``"score"``, ``"pie"`` (eval), ``"pie_reward"``, ``"oracle"`` for a run folder of that job, else ``None``."""
     if not path.is_dir():
         return None
     if (path / "problems.jsonl").is_file() and (path / "verdicts.jsonl").is_file():
         return "score"
     if (path / "metrics.json").is_file():
         return "pie"
+    if (path / "rewards.jsonl").is_file() and (path / "summary.json").is_file():
+        return "pie_reward"
     if (path / "report.json").is_file() and (path / "verified.jsonl").is_file():
         return "oracle"
     return None
@@ -69,14 +76,39 @@ def pie_section(path: Path) -> dict[str, Any]:
         at_k = p.get("speedups_at_k") or {}
         if at_k:
             best.append(at_k[max(at_k, key=lambda s: int(s))])
-    edges = ratio_edges(generations)
+    edges = ratio_edges(generations, anchor=OPT_THRESHOLD)
     return {"method": rep.get("method"), "unit": rep.get("unit"), "programs": rep.get("n_programs"),
             "excluded": rep.get("n_excluded"), "metrics": metrics,
             "figures": {"speedups": {"edges": edges, "counts": edges_histogram(generations, edges),
-                                     "values": sorted(generations), "opt_threshold": 1.10},
+                                     "values": sorted(generations), "opt_threshold": OPT_THRESHOLD},
                         "pct_opt": {"k": [m["k"] for m in metrics], "pct_opt": [m["pct_opt"] for m in metrics],
                                     "pct_correct": [m["pct_correct"] for m in metrics]},
                         "best_at_n": sorted(best)}}
+
+
+def _candidate_label(rec: dict[str, Any]) -> str:
+    who = rec.get("id") or "/".join(str(rec[k]) for k in ("problem_id", "src_id") if rec.get(k))
+    return f"{who or 'line ' + str(rec.get('line'))}#{rec.get('index', 0)}"
+
+
+def pie_reward_section(path: Path) -> dict[str, Any]:
+    """From ``rewards.jsonl`` and ``summary.json`` of ``arbiter pie reward``: the summary's figures, the speedups
+    of correct candidates measured as requested (no meter fallback) and each scored candidate's reward."""
+    summary = _json(path / "summary.json")
+    records = list(read_jsonl(path / "rewards.jsonl"))
+    speedups = sorted(float(r["speedup"]) for r in records
+                      if r.get("outcome") == "AC" and isinstance(r.get("speedup"), (int, float))
+                      and r.get("method") == r.get("requested_method", r.get("method")))
+    rewards = [{"candidate": _candidate_label(r), "reward": r["reward"], "outcome": r.get("outcome")}
+               for r in records if isinstance(r.get("reward"), (int, float))]
+    edges = ratio_edges(speedups, anchor=OPT_THRESHOLD)
+    keys = ("n", "n_scored", "n_correct", "pct_correct", "pct_opt", "mean_reward", "speedup_unit", "mean_speedup",
+            "median_speedup", "geomean_speedup")
+    return {"summary": {k: summary.get(k) for k in keys}, "by_outcome": dict(summary.get("by_outcome") or {}),
+            "transforms": summary.get("transforms"),
+            "figures": {"speedups": {"edges": edges, "counts": edges_histogram(speedups, edges), "values": speedups,
+                                     "opt_threshold": OPT_THRESHOLD, "unit": summary.get("speedup_unit")},
+                        "rewards": rewards}}
 
 
 def oracle_section(path: Path) -> dict[str, Any]:
@@ -92,6 +124,7 @@ def oracle_section(path: Path) -> dict[str, Any]:
                         "speedups": {"edges": edges, "counts": edges_histogram(speedups, edges), "values": speedups}}}
 
 
-SECTIONS = {"score": score_section, "pie": pie_section, "oracle": oracle_section}
+SECTIONS = {"score": score_section, "pie": pie_section, "pie_reward": pie_reward_section, "oracle": oracle_section}
 
-__all__ = ["SECTIONS", "folder_kind", "oracle_section", "pie_section", "score_section"]
+__all__ = ["OPT_THRESHOLD", "SECTIONS", "folder_kind", "oracle_section", "pie_reward_section", "pie_section",
+           "score_section"]

@@ -81,24 +81,49 @@ def _pie(d: dict[str, Any]) -> list[str]:
                         for m in d["metrics"]])
 
 
+def _pie_reward(d: dict[str, Any]) -> list[str]:
+    s = d["summary"]
+    out = [f"{num(s['n'])} candidates, {num(s['n_scored'])} scored, {num(s['n_correct'])} correct "
+           f"({num(s['pct_correct'], 2)}%); %Opt {num(s['pct_opt'], 2)}; mean reward {num(s['mean_reward'])} "
+           f"(transform {d['transforms']}); speedups in {s['speedup_unit']}: mean {num(s['mean_speedup'])}, "
+           f"median {num(s['median_speedup'])}, geomean {num(s['geomean_speedup'])}.", ""]
+    return out + table(["outcome", "candidates"], [[o, num(n)] for o, n in d["by_outcome"].items()])
+
+
 def _oracle(d: dict[str, Any]) -> list[str]:
     c = d["counts"]
     out = [f"{num(c['rows'])} return rows: {num(c['accepted'])} accepted, {num(c['rejected'])} rejected, "
            f"{num(c['errors'])} errors; {num(c['sft_rows'])} SFT rows.", ""]
     out += table(["stage", "rejections"], [[s, num(n)] for s, n in d["by_stage"].items()])
-    return out + table(["reason", "rejections"], [[s, num(n)] for s, n in d["by_reason"].items()])
+    return out + table(["reason", "rejected rows"], [[s, num(n)] for s, n in d["by_reason"].items()])
 
 
-_TITLES = {"dataset": "Dataset", "score": "Score folder", "pie": "PIE eval", "oracle": "Oracle verify"}
+def _score_compare(d: dict[str, Any]) -> list[str]:
+    names = d["folders"]
+    out = [" / ".join(f"{n}: {num(d['problems'][n])} problems" for n in names) + ".", ""]
+    header = ["data_source"] + [f"{n} mean pass rate" for n in names] + [f"{n} solved" for n in names]
+    rows = []
+    for r in d["by_data_source"]:
+        cells = [r["folders"][n] for n in names]
+        rows.append([r["data_source"], *(num(c["mean_pass_rate"]) if c else "" for c in cells),
+                     *(num(c["solved_at_least_once"]) if c else "" for c in cells)])
+    out += table(header, rows)
+    ks = sorted({k for c in d["overall_pass_at_k"].values() for k in c}, key=int)
+    return out + table(["pass@k", *ks], [[n, *(num(d["overall_pass_at_k"][n].get(k)) for k in ks)] for n in names])
+
+
+_TITLES = {"dataset": "Dataset", "score": "Score folder", "pie": "PIE eval", "pie_reward": "PIE reward",
+           "oracle": "Oracle verify", "score_compare": "Score folders side by side"}
 _TABLES: dict[str, Callable[[dict[str, Any]], list[str]]] = {"dataset": _dataset, "score": _score, "pie": _pie,
-                                                             "oracle": _oracle}
+                                                             "pie_reward": _pie_reward, "oracle": _oracle,
+                                                             "score_compare": _score_compare}
 
 
 def render(title: str, sections: Sequence[dict[str, Any]]) -> str:
     """The whole ``report.md``."""
     out = [f"# {title}", ""]
     for sec in sections:
-        out += [f"## {_TITLES[sec['kind']]}: {sec['name']}", "", f"`{sec['path']}`", ""]
+        out += [f"## {_TITLES[sec['kind']]}: {sec['name']}", ""] + ([f"`{sec['path']}`", ""] if sec["path"] else [])
         out += _TABLES[sec["kind"]](sec["data"])
         out += [f"![{name}]({file})\n" for name, file in sec["plots"].items()]
     return "\n".join(out) + "\n"

@@ -109,18 +109,59 @@ def category_bars(path: Path, counts: Mapping[str, int], *, xlabel: str, ylabel:
     return _save(fig, path)
 
 
+#: Line styles of :func:`percent_by_k`, in order: the later lines are drawn dashed, with smaller markers, over the
+#: earlier ones, so two lines with equal values both stay visible.
+_LINE_STYLES = ({"linestyle": "-", "marker": "o", "markersize": 9, "linewidth": 2.5},
+                {"linestyle": "--", "marker": "s", "markersize": 5, "linewidth": 1.5})
+
+
 def percent_by_k(path: Path, ks: Sequence[int], lines: Mapping[str, Sequence[float | None]], title: str) -> str:
-    """Percentages against k (PIE's best@k metrics)."""
+    """Percentages against k (PIE's best@k metrics): :func:`percent_by_k_figure` saved to ``path``."""
+    return _save(percent_by_k_figure(ks, lines, title), path)
+
+
+def percent_by_k_figure(ks: Sequence[int], lines: Mapping[str, Sequence[float | None]], title: str) -> Any:
+    """The figure of :func:`percent_by_k`: one tick per integer k (never 1.25, 1.5, ...); each line in its own
+    style, later ones dashed over earlier ones (:data:`_LINE_STYLES`), so equal lines stay visible."""
+    from matplotlib.ticker import MaxNLocator
+
     fig = _figure()
     ax = fig.add_subplot()
-    for name, values in lines.items():
-        ax.plot(ks, [v if v is not None else float("nan") for v in values], marker="o", label=name)
+    for i, (name, values) in enumerate(lines.items()):
+        style = _LINE_STYLES[min(i, len(_LINE_STYLES) - 1)]
+        ax.plot(ks, [v if v is not None else float("nan") for v in values], label=name, zorder=2 + i, **style)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if ks and len(ks) <= 20:
+        ax.set_xticks(list(ks), [str(k) for k in ks])
     ax.set_ylim(0, 102)
     ax.set_xlabel("k (best of the first k generations)")
     ax.set_ylabel("% of programs")
     ax.set_title(title)
     ax.legend()
+    return fig
+
+
+def reward_bars(path: Path, rewards: Sequence[Mapping[str, Any]], *, title: str) -> str:
+    """One bar per candidate (``{"candidate", "reward", "outcome"}``, in the order given), correct (AC) ones in one
+    colour, failed ones in another; candidates named under the bars when they are few."""
+    fig = _figure(max(7.0, min(18.0, 0.25 * len(rewards) + 3)), 4.5)
+    ax = fig.add_subplot()
+    xs = list(range(len(rewards)))
+    colours = ["tab:green" if r.get("outcome") == "AC" else "tab:red" for r in rewards]
+    ax.bar(xs, [r["reward"] for r in rewards], color=colours)
+    ax.axhline(0, color="black", linewidth=0.5)
+    if len(rewards) <= 40:
+        ax.set_xticks(xs, [str(r["candidate"]) for r in rewards], rotation=60, ha="right", fontsize="small")
+    else:
+        ax.set_xticks([])
+    from matplotlib.patches import Patch
+
+    ax.legend(handles=[Patch(color="tab:green", label="correct (AC)"), Patch(color="tab:red", label="failed")])
+    ax.set_xlabel("candidate")
+    ax.set_ylabel("reward")
+    ax.set_title(title)
     return _save(fig, path)
 
 
-__all__ = ["category_bars", "histogram", "pass_at_k_lines", "pass_rate_histogram", "percent_by_k"]
+__all__ = ["category_bars", "histogram", "pass_at_k_lines", "pass_rate_histogram", "percent_by_k",
+           "percent_by_k_figure", "reward_bars"]

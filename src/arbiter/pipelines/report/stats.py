@@ -75,13 +75,20 @@ def size_edges(values: Sequence[float], bins: int = 20) -> list[float]:
     return [lo - 0.5 + i * width for i in range(n + 1)]
 
 
-def ratio_edges(values: Sequence[float], bins: int = 12) -> list[float]:
-    """Log-spaced bin edges around positive ratios (speedups), always including 1.0 in the range."""
-    lo = min([*values, 1.0]) if values else 1.0
-    hi = max([*values, 1.0]) if values else 1.0
+def ratio_edges(values: Sequence[float], bins: int = 12, anchor: float | None = None) -> list[float]:
+    """Log-spaced bin edges around positive ratios (speedups), always including 1.0 in the range. With ``anchor``
+    (e.g. PIE's %Opt threshold 1.10) one edge is exactly ``anchor``, so no bin straddles it: the grid of about
+    ``bins`` equal log-steps is shifted to pass through it (one bin more at most)."""
+    lo = min([*values, 1.0, *([anchor] if anchor else [])]) if values or anchor else 1.0
+    hi = max([*values, 1.0, *([anchor] if anchor else [])]) if values or anchor else 1.0
     lo, hi = lo / 1.05, hi * 1.05
     step = (math.log10(hi) - math.log10(lo)) / bins
-    return [10 ** (math.log10(lo) + i * step) for i in range(bins + 1)]
+    if anchor is None:
+        return [10 ** (math.log10(lo) + i * step) for i in range(bins + 1)]
+    a = math.log10(anchor)
+    below = math.ceil((a - math.log10(lo)) / step - 1e-9)
+    above = math.ceil((math.log10(hi) - a) / step - 1e-9)
+    return [anchor if i == 0 else 10 ** (a + i * step) for i in range(-below, above + 1)]
 
 
 def mean_pass_at_k(counts: Sequence[tuple[int, int]]) -> dict[str, float]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -19,8 +18,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Literal
 
 from arbiter.datasets.io import JsonlSink
+from arbiter.pipelines.outputs import open_locked, remove_if_empty, unlock
 from arbiter.pipelines.llm_client import (
-    ChatClient, RequestFailed, check_endpoint, choices_of, request_params, resolve, status_of, usage_of,
+    ChatClient, RequestFailed, check_endpoint, request_params, resolve, status_of,
 )
 from arbiter.pipelines.sample.records import (
     Prompt, completion_record, load_prompts, record_key, run_fields, scan_existing,
@@ -35,8 +35,12 @@ class SampleSummary:
 
     ``rows``: rows sampled; ``bad_rows``: rows skipped (``problems`` holds the first messages);
     ``samples_wanted`` = ``rows * n``; ``samples_existing``: already in the output at start; ``samples_written``;
-    ``samples_missing``: still missing at the end; ``requests`` / ``retries`` / ``failed_requests``: HTTP
-    requests; ``used_n``: whether the server's ``n`` parameter was used to the end; ``seconds``: wall time.
+    ``samples_missing``: still missing at the end; ``requests`` / ``retries``: HTTP requests (malformed answers
+    asked again count as retries); ``failed_requests``: requests given up on (their samples are missing, listed
+    in the errors file); ``malformed_answers``: answers that were no usable completion; ``n_refusals``: requests
+    with ``n`` the server refused before the run switched to one request per sample (their samples were asked
+    again, not failed); ``used_n``: whether the server's ``n`` parameter was used to the end; ``seconds``: wall
+    time.
     """
 
     rows: int = 0
@@ -48,6 +52,8 @@ class SampleSummary:
     requests: int = 0
     retries: int = 0
     failed_requests: int = 0
+    malformed_answers: int = 0
+    n_refusals: int = 0
     errors: int = 0
     used_n: bool = True
     out_path: str = ""
@@ -66,17 +72,18 @@ class OutputBusy(ValueError):
 
 @contextlib.contextmanager
 def _locked(out: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``<out>.lock`` for the run (two runs into one file would duplicate)."""
+    """An exclusive ``flock`` on ``<out>.lock`` for the run (two runs into one file would duplicate); the lock
+    file is removed when the run ends."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(out.with_name(out.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    lock = out.with_name(out.name + ".lock")
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise OutputBusy(f"--out {out} is being written by another arbiter sample run") from None
+        fd = open_locked(lock)
+    except BlockingIOError:
+        raise OutputBusy(f"--out {out} is being written by another arbiter sample run") from None
+    try:
         yield
     finally:
-        os.close(fd)
+        unlock(lock, fd)
 
 
 @dataclass
@@ -94,6 +101,8 @@ class _Run:
     done: int = 0
     written: int = 0
     error_count: int = 0
+    failed: int = 0
+    n_refusals: int = 0
 
     def sampling(self, first: int, n: int) -> dict[str, Any]:
         """The sampling parameters of a request for samples ``first .. first + n - 1``: the request's ``seed``
@@ -103,6 +112,7 @@ class _Run:
 
     def error(self, prompt: Prompt, indices: list[int], exc: BaseException | None, message: str, attempts: int) -> None:
         self.error_count += 1
+        self.failed += 1
         self.errors.write({"seq": self.error_count, "time": time.time(), "key": prompt.key,
                            "sample_indices": indices, "model": self.client.model, "attempts": attempts,
                            "error": type(exc).__name__ if exc is not None else "IncompleteResponse",
@@ -118,14 +128,13 @@ async def _request(run: _Run, prompt: Prompt, indices: list[int]) -> list[int]:
     """Ask for ``indices`` in one request; write what came back; return the indices still missing."""
     sampling = run.sampling(indices[0], len(indices))
     params = {**run.params, **({"seed": sampling["seed"]} if sampling["seed"] is not None else {})}
-    resp, _ = await run.client.complete(prompt.messages, len(indices), params)
-    choices = choices_of(resp)[:len(indices)]
-    if choices:
-        got = indices[:len(choices)]
-        rec = completion_record(prompt, got, choices, model=run.client.model, sampling=sampling, usage=usage_of(resp))
-        if run.sink.write(rec):
-            run.written += len(got)
-        run.progress(len(got))
+    answer, _ = await run.client.complete(prompt.messages, len(indices), params)
+    choices = answer.choices  # at most len(indices), at least one: llm_answer.parse_completion checked it
+    got = indices[:len(choices)]
+    rec = completion_record(prompt, got, choices, model=run.client.model, sampling=sampling, usage=answer.usage)
+    if run.sink.write(rec):
+        run.written += len(got)
+    run.progress(len(got))
     return indices[len(choices):]
 
 
@@ -135,7 +144,8 @@ def _is_n_refusal(exc: RequestFailed) -> bool:
 
 async def _sample_row(run: _Run, prompt: Prompt, indices: list[int], sem: asyncio.Semaphore) -> None:
     """All missing samples of one row: one request with ``n`` while the server takes it, else one request per
-    sample (also for the rest when the server returns fewer choices than asked)."""
+    sample (also for the rest when the server returns fewer choices than asked). Never raises: a failed request
+    (or any error writing its answer) is recorded with the samples it leaves missing, and the run goes on."""
     pending = list(indices)
     async with sem:
         try:
@@ -146,13 +156,15 @@ async def _sample_row(run: _Run, prompt: Prompt, indices: list[int], sem: asynci
                 except RequestFailed as exc:
                     if len(batch) > 1 and run.fallback and _is_n_refusal(exc):
                         run.use_n = False  # the server refuses n > 1: one request per sample from now on
+                        run.n_refusals += 1
                         continue
                     raise
-                if len(rest) == len(batch):
-                    raise RequestFailed(RuntimeError("the server returned no choices"), 1)
                 pending = rest + pending[len(batch):]
         except RequestFailed as exc:  # one failed request never stops the batch
             run.error(prompt, pending, exc.error, str(exc), exc.attempts)
+            run.progress(len(pending))
+        except Exception as exc:  # noqa: BLE001 - e.g. a record that cannot be written: that row's samples only
+            run.error(prompt, pending, exc, f"{type(exc).__name__}: {exc}", 0)
             run.progress(len(pending))
 
 
@@ -211,14 +223,16 @@ async def asample(dataset: str | os.PathLike, out_path: str | os.PathLike, *, mo
                 sem = asyncio.Semaphore(concurrency)
                 await asyncio.gather(*(_sample_row(run, p, ix, sem) for p, ix in jobs))
                 summary.samples_written, summary.errors, summary.used_n = run.written, run.error_count, run.use_n
+                summary.failed_requests, summary.n_refusals = run.failed, run.n_refusals
                 summary.samples_missing = summary.samples_wanted - summary.samples_existing - run.written
             finally:
                 sink.close()
                 errors.close()
+                remove_if_empty(summary.errors_path)
     finally:
         await client.close()
     summary.requests, summary.retries = client.stats.requests, client.stats.retries
-    summary.failed_requests = client.stats.failed
+    summary.malformed_answers = client.stats.malformed
     summary.seconds = round(time.monotonic() - t0, 3)
     return summary
 

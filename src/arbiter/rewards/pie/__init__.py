@@ -4,7 +4,9 @@
 
 from arbiter.rewards.pie.measure import SrcCountCache
 from arbiter.rewards.pie.options import DEFAULT_LIMITS, MAX_REPEATS, check_reward_options
-from arbiter.rewards.pie.result import DATASET_DEFECT, UNMEASURABLE, PieRewardResult
+from arbiter.rewards.pie.result import (
+    DATASET_DEFECT, MEASURE_MISMATCH, NATIVE_CONTRADICTS, UNMEASURABLE, PieRewardResult,
+)
 from arbiter.rewards.pie.reward import pie_reward
 from arbiter.rewards.pie.transforms import TRANSFORMS, RewardTransform, apply_reward, make_transform
 
@@ -12,6 +14,8 @@ __all__ = [
     "DATASET_DEFECT",
     "DEFAULT_LIMITS",
     "MAX_REPEATS",
+    "MEASURE_MISMATCH",
+    "NATIVE_CONTRADICTS",
     "TRANSFORMS",
     "UNMEASURABLE",
     "PieRewardResult",

@@ -1,6 +1,6 @@
 """Steps 5-8 of the PIE reward: the candidate through :func:`arbiter.judge.speedup.gated_speedup` (correct first,
-then measured against the source, instruction counts with a cached source baseline and the wall fallback, or
-wall), its outcome mapped to PIE's record, and the headroom.
+then measured against the source: model cycles (default) or instruction counts with a cached source baseline and
+the wall fallback, or wall), its outcome mapped to PIE's record, and the headroom.
 See ``docs/pie.md`` ("Re-timing a candidate", "Outcome codes").
 """
 
@@ -12,8 +12,8 @@ from arbiter.datasets.pie.card import LOW_HEADROOM_THRESHOLD
 from arbiter.judge.speedup import SpeedupOutcome, SpeedupResult, SpeedupSpec, gated_speedup
 from arbiter.judge.verdict import Outcome
 from arbiter.languages.cpp.toolchain import ToolchainMismatch
-from arbiter.rewards.pie.options import _checker_key
-from arbiter.rewards.pie.result import UNMEASURABLE, RewardCall, Stop
+from arbiter.rewards.pie.options import checker_key
+from arbiter.rewards.pie.result import MEASURE_MISMATCH, NATIVE_CONTRADICTS, UNMEASURABLE, RewardCall, Stop
 from arbiter.timing.measure import Comparison, startup_floor
 from arbiter.timing.count_cache import CountCache
 from arbiter.timing.count_cache import sha256_hex as _sha
@@ -52,7 +52,7 @@ class SrcCountCache(CountCache):
 def speedup(c: RewardCall) -> Stop:
     """Steps 5-8: gate and measure the candidate against the source on the used cases; the AC stop carries the
     speedup (then the headroom is added), any other stop the candidate's failure or ours."""
-    checks = {case.name: ":".join([_checker_key(c.chk), *(_sha(e) for e in case.expected)]) for case in c.used}
+    checks = {case.name: ":".join([checker_key(c.chk), *(_sha(e) for e in case.expected)]) for case in c.used}
     cache = (c.cache if c.cache is not False else CountCache.disabled()) if c.method != "wall" else None
     spec = SpeedupSpec(compile=c.spec, limits=c.lim, checker=c.chk, method=c.method, repeats=c.repeats,
                        warmup=c.warmup, cache=cache, output_check=checks if c.method != "wall" else "",
@@ -111,13 +111,17 @@ def _measured_stop(c: RewardCall, r: SpeedupResult) -> Stop:
             return Stop(Outcome.INVALID_TASK, f"row {c.label}: the source failed under measurement {what}")
         if r.outcome is SpeedupOutcome.UNMEASURABLE:
             return Stop(UNMEASURABLE, f"candidate on case {f.case}: {f.detail}".strip(), None, scored=True)
+        if r.outcome is SpeedupOutcome.MEASURE_MISMATCH:
+            return Stop(MEASURE_MISMATCH, r.reason, None, scored=True)
         return Stop(f.verdict, f"candidate failed under measurement {what}", None, scored=True)
+    if r.outcome is SpeedupOutcome.NATIVE_CONTRADICTS:
+        return Stop(NATIVE_CONTRADICTS, f"candidate: {r.reason}", None, scored=True)
     if r.outcome is not SpeedupOutcome.MEASURED:
         return Stop(Outcome.SANDBOX_ERROR, r.reason)
     res, comp = c.res, r.comparison
     res.src_total, res.candidate_total = comp.a_total, comp.b_total
     res.largest_speedup = comp.largest_speedup
-    if res.method == "instructions" and c.with_floor:
+    if res.method in ("instructions", "cycles") and c.with_floor:
         _headroom(c, comp)
     how = f" ({res.unit}; {res.method} fallback: {res.fallback_reason})" if res.fallback_reason else f" ({res.unit})"
     return Stop(Outcome.AC, f"correct on {len(c.used)} case(s); speedup {comp.speedup:.4g}{how}", comp.speedup,
@@ -125,10 +129,10 @@ def _measured_stop(c: RewardCall, r: SpeedupResult) -> Stop:
 
 
 def _headroom(c: RewardCall, comp: Comparison) -> None:
-    """The startup floor (instructions of an empty program, same toolchain) and the card's ceiling."""
+    """The startup floor (the cost of an empty program, same toolchain, same measure) and the card's ceiling."""
     res = c.res
     try:
-        res.startup_floor = startup_floor(c.spec)
+        res.startup_floor = startup_floor(c.spec, method=res.method)  # type: ignore[arg-type]
     except RuntimeError:
         res.startup_floor = None
     if res.startup_floor:

@@ -11,6 +11,7 @@ from arbiter.checkers.spec import CheckerSpec
 from arbiter.judge.testsuite import StdioCase
 from arbiter.rewards.pie.transforms import make_transform
 from arbiter.sandbox.limits import Limits
+from arbiter.timing.comparison import DEFAULT_METHOD
 from arbiter.timing.count_cache import sha256_hex as _sha
 
 
@@ -33,14 +34,15 @@ def check_reward_options(reward_kw: Mapping[str, Any], *, need_meter: bool = Tru
     method, K (-1 or >= 1: a batch is stricter than :func:`pie_reward`, which takes any K < 0 as "all" like the
     card's snippet), ``repeats`` (1 .. :data:`MAX_REPEATS`) and ``warmup`` (0 .. :data:`MAX_REPEATS`; both are used
     by the wall method and by a meter fallback). Raises ``ValueError`` naming the option;
-    :class:`~arbiter.timing.instructions.ValgrindUnavailable` when instructions are asked for without valgrind
+    :class:`~arbiter.timing.instructions.ValgrindUnavailable` when cycles or instructions (the method defaults to
+    :data:`~arbiter.timing.comparison.DEFAULT_METHOD`, cycles) are asked for without valgrind
     (``need_meter=False`` skips that check: options checked before it is known whether anything is measured).
     A ``compile_spec`` whose command :func:`~arbiter.languages.cpp.command.parse_compile_command` refuses (not a
     g++/clang++ command, a flag outside the allowlist, no source file) raises its
     :class:`~arbiter.languages.cpp.command.CompileCommandError` (a ``ValueError``) here, before anything runs,
     instead of making every candidate a SANDBOX_ERROR."""
     make_transform(reward_kw.get("transform", "raw"), **dict(reward_kw.get("transform_params") or {}))
-    method = reward_kw.get("method", "instructions")
+    method = reward_kw.get("method", DEFAULT_METHOD)
     if method not in ("instructions", "cycles", "wall"):
         raise ValueError(f"method must be 'instructions', 'cycles' or 'wall', got {method!r}")
     k = reward_kw.get("k", -1)
@@ -62,13 +64,13 @@ def check_reward_options(reward_kw: Mapping[str, Any], *, need_meter: bool = Tru
         find_valgrind()
 
 
-def _limits_key(lim: Limits) -> list[Any]:
+def limits_key(lim: Limits) -> list[Any]:
     return [lim.cpu_seconds, lim.wall_seconds, lim.memory_bytes, lim.output_bytes, lim.stack_bytes]
 
 
-def _checker_key(chk: CheckerSpec) -> str:
+def checker_key(chk: CheckerSpec) -> str:
     return f"{chk.name}:{chk.case_insensitive}:{chk.abs_tol}:{chk.rel_tol}:{_sha(chk.program)[:16]}"
 
 
-def _case_key(c: StdioCase) -> list[str]:
+def case_key(c: StdioCase) -> list[str]:
     return [c.name, _sha(c.stdin), *(_sha(e) for e in c.expected)]

@@ -17,6 +17,7 @@ from arbiter.judge.testsuite import StdioCase, TestSuite
 from arbiter.judge.verdict import Outcome
 from arbiter.rewards.pie.transforms import RewardTransform
 from arbiter.sandbox.limits import Limits
+from arbiter.timing.comparison import DEFAULT_METHOD
 from arbiter.timing.count_cache import CountCache
 
 
@@ -24,6 +25,13 @@ from arbiter.timing.count_cache import CountCache
 #: client requests): :class:`arbiter.judge.speedup.SpeedupOutcome` ``UNMEASURABLE``. Not a verdict of the judge:
 #: the program passed the tests; it gets the transform's failure reward and no speedup.
 UNMEASURABLE: str = SpeedupOutcome.UNMEASURABLE.value
+
+
+#: Outcomes of a correct candidate whose measured program is not the program that runs (``docs/measurement.md``,
+#: "The measured program is the program that runs"): a wrong output when measured although the same case passed
+#: natively, or a counted speedup far above the native CPU-time speedup. Failure reward, no speedup.
+MEASURE_MISMATCH: str = SpeedupOutcome.MEASURE_MISMATCH.value
+NATIVE_CONTRADICTS: str = SpeedupOutcome.NATIVE_CONTRADICTS.value
 
 
 #: Outcome of a row whose own source or target program fails the row's tests (wrong result or no compile): the
@@ -49,9 +57,9 @@ class PieRewardResult:
     tgt_id: str | None = None
     transform: str = "raw"
     transform_params: dict[str, float] = field(default_factory=dict)
-    method: str = "instructions"
-    unit: str = "instructions"
-    requested_method: str = "instructions"
+    method: str = DEFAULT_METHOD
+    unit: str = DEFAULT_METHOD
+    requested_method: str = DEFAULT_METHOD
     fallback_reason: str | None = None
     k: int = -1
     cases: list[str] = field(default_factory=list)

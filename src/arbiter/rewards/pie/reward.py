@@ -24,7 +24,7 @@ from arbiter.rewards.pie.transforms import make_transform
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import SandboxError
 from arbiter.timing.count_cache import CountCache
-from arbiter.timing.comparison import unit_of
+from arbiter.timing.comparison import DEFAULT_METHOD, unit_of
 
 
 def pick_pool(c: RewardCall) -> Stop | None:
@@ -61,7 +61,7 @@ STAGES: tuple[Callable[[RewardCall], Stop | None], ...] = (
 
 
 def pie_reward(row: Any, candidate: str, tests: Any, *, transform: str = "raw",
-               transform_params: Mapping[str, float] | None = None, method: Method = "instructions", k: int = -1,
+               transform_params: Mapping[str, float] | None = None, method: Method = DEFAULT_METHOD, k: int = -1,
                rng: random.Random | None = None, checker: str | CheckerSpec = "pie",
                compile_spec: CompileSpec | None = None, limits: Limits | None = None,
                only_cases: Iterable[str] | None = None, repeats: int = 5, warmup: int = 1,
@@ -70,13 +70,14 @@ def pie_reward(row: Any, candidate: str, tests: Any, *, transform: str = "raw",
 
     ``row``: anything :func:`~arbiter.datasets.pie.source.as_source` accepts; ``tests``: a PIE folder or
     ``.tar.gz``, a ``TestSuite``, a mapping or a callable ``problem_id -> TestSuite``; ``transform``: a
-    :func:`~arbiter.rewards.pie.transforms.make_transform` name; ``method``: ``instructions`` or ``wall``;
+    :func:`~arbiter.rewards.pie.transforms.make_transform` name; ``method``: ``cycles`` (default: model cycles,
+    closest to the card's gem5 speedups), ``instructions`` or ``wall``;
     ``k``/``rng``: the card's K (-1 = all); ``only_cases``: restrict the pool first; ``cache``: the source-count
     cache (``False``: none); ``with_floor``: report the startup floor and ceiling. Every option and rule:
     ``docs/pie.md``. Returns a :class:`PieRewardResult` (``reward`` None for DATASET_DEFECT / INVALID_TASK /
     SANDBOX_ERROR). Raises ``ValueError`` for a bad transform, method or K, ``TypeError``/``PieRowError`` for an
     unusable ``row``, ``CompileCommandError`` for a bad ``compile_spec`` and ``ValgrindUnavailable`` when
-    instructions are asked for without valgrind.
+    cycles or instructions are asked for without valgrind.
     """
     started = time.monotonic()
     tf = make_transform(transform, **dict(transform_params or {}))

@@ -16,7 +16,7 @@ from arbiter.judge.task import Task
 from arbiter.judge.testsuite import StdioCase
 from arbiter.judge.verdict import Outcome, Verdict
 from arbiter.judge.build import ToolchainUnavailable, build_cpp
-from arbiter.rewards.pie.options import _case_key, _checker_key, _limits_key
+from arbiter.rewards.pie.options import case_key, checker_key, limits_key
 from arbiter.rewards.pie.result import DATASET_DEFECT, RESOURCE_OUTCOMES, RewardCall, Stop
 from arbiter.sandbox.sandbox import SandboxError
 from arbiter.timing.count_cache import sha256_hex as _sha
@@ -37,8 +37,8 @@ def _src_check(src: PieSource, src_code_sha: str, fingerprint: str, pool: list[S
                ) -> tuple[dict[str, tuple[str, str]] | None, Verdict | None]:
     """A row program's native outcome on each pool case (cached), or ``(None, verdict)`` on CE/SANDBOX_ERROR.
     ``src_code_sha``: the sha256 of the program judged (the source's or the target's code)."""
-    key = _sha(json.dumps([src.problem_id, src_code_sha, fingerprint, _checker_key(task.checker),
-                           _limits_key(task.limits), [_case_key(c) for c in pool], task.compile.command or ""],
+    key = _sha(json.dumps([src.problem_id, src_code_sha, fingerprint, checker_key(task.checker),
+                           limits_key(task.limits), [case_key(c) for c in pool], task.compile.command or ""],
                           separators=(",", ":")))
     with _SRC_CHECKS_LOCK:
         hit = _SRC_CHECKS.get(key)

@@ -1,7 +1,8 @@
 """The call harness: find the function a call case names, convert LeetCode arguments and results.
 
 ``Solution().fn`` or the top-level ``fn``; ``ListNode`` / ``TreeNode`` from and to lists;
-numpy values to JSON numbers and lists. See docs/sandbox.md ("mode: call").
+numpy values to JSON numbers and lists. Exports: :func:`find_function`, :func:`convert_args`,
+:func:`returns_node`, :func:`plain_default`. See docs/sandbox.md ("mode: call").
 """
 
 import sys

@@ -1,5 +1,6 @@
 """A case's own process: its rlimits, then the program (``execve`` or the Python case).
 
+Exports: :func:`rlimit_list`, :func:`set_limits`, :func:`apply_rlimits`, :func:`child_main`.
 See docs/sandbox.md ("Limits").
 """
 
@@ -56,9 +57,10 @@ def apply_rlimits(rlimits):
             resource.setrlimit(res, (soft_v, hard))
 
 
-def child_main(server, req, limits, stdin_fd, out_fd, err_fd, res_fd, call_args, probe, keep_fd=0,
+def child_main(state, req, limits, stdin_fd, out_fd, err_fd, res_fd, call_args, probe, keep_fd=0,
                exec_err=-1):
-    """The case's own process (forked by the server): its files, limits, then the program.
+    """The case's own process (forked by the server, whose :class:`~.state.ServerState` is
+    ``state``): its files, limits, then the program.
     ``exec_err`` (exec mode): a pipe the reason goes to when ``execve`` fails."""
     import signal
 
@@ -80,7 +82,7 @@ def child_main(server, req, limits, stdin_fd, out_fd, err_fd, res_fd, call_args,
         os.closerange(exec_err + 1, 1 << 16)
     else:
         os.closerange(top + 1, 1 << 16)
-    if not server.is_init:
+    if not state.is_init:
         os.setsid()  # without a PID namespace the process group is what we can kill
     mode = req.get("mode", "exec")
     # the OOM killer must pick the program, never the server
@@ -110,4 +112,4 @@ def child_main(server, req, limits, stdin_fd, out_fd, err_fd, res_fd, call_args,
     # Python modes: behave like `python3 -X utf8 main.py` (SIGPIPE and SIGXFSZ stay ignored,
     # as the server has them)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    return run_python(server, req, call_args, probe)
+    return run_python(state.program, req, call_args, probe)

@@ -1,10 +1,12 @@
 """The forker: a warm child of the server that only forks the Python cases and reports on them.
 
-Its channels (:class:`Forker`), its loop (:func:`forker_main`) and its report records. The
-server's side is :mod:`.forked_case`. See docs/sandbox.md ("The forker").
+Exports: :class:`Forker` (one forker as the server sees it: its channels, ``fork``, ``stop``,
+``healthy``, ``run_case``), :func:`make_forker`, :func:`drop_forker`, :func:`drop_blank_forker`
+(the server's forker in its :class:`~.state.ServerState`), :func:`forker_main` (the forker
+process's loop), :func:`recv_case`, :data:`CASE_FDS`. The server's side of a case it runs:
+:mod:`.forked_case`; its records: :mod:`.reports`. See docs/sandbox.md ("The forker").
 """
 
-import errno
 import json
 import os
 import signal
@@ -13,16 +15,19 @@ import sys
 
 import _socket  # (built in) the forker's request socket: each case's files travel with it
 
-from . import kernel
+from . import kernel, tamper
 from .child import apply_rlimits, rlimit_list
+from .forked_case import run_in_forker
 from .kernel import close_all_but, fork, reseed_random, set_own_oom_adj
+from .program import warm_heavy_imports
 from .protocol import LEN, MAX_HEADER, RESULT_FD, read_exact, write_all
 from .python_case import fresh_stdio, prepare_python_process, run_prepared_python
+from .reports import REPORT, exit_peeker, parse_report
 from .runq import own_delay_ns, task_stat
 
 
 class Forker:
-    """The forker's channels (see Server.make_forker).
+    """One forker, as the server sees it (:func:`make_forker` forks one). Its channels:
 
     - ``go``: a Unix socket; the server sends one request frame per case, with the case's files
       attached (``SCM_RIGHTS``: stdin, stdout, the stderr pipe's write end, the call result);
@@ -56,9 +61,44 @@ class Forker:
         self.pidfd = os.pidfd_open(pid)
         self.children_fd = kernel.open_children(pid)
 
+    @classmethod
+    def fork(cls, state):
+        """Fork a forker: a child of the server, as warm as it (the program compiled, the prelude
+        run: ``state.program``), that forks every Python case (:func:`forker_main`). None when
+        the fork failed (the pids limit reached)."""
+        fk = cls()
+        try:
+            pid = fork()
+        except OSError:
+            fk.close()
+            return None
+        if pid == 0:  # ------------------------------------------------------------ forker
+            status = 70
+            try:
+                status = forker_main(state.program, fk)
+            finally:
+                kernel.EXIT(status)
+        fk.started(pid)
+        return fk
+
     def children(self):
         """Its children's pids (zombies included); None when unreadable."""
         return kernel.children(self.children_fd)
+
+    def healthy(self):
+        """True when it is exactly as forked: alive, neither stopped nor continued, the server's
+        rlimits, nice value, CPU affinity, scheduling and I/O priority (a signal a program left
+        pending on it: it ends itself before its next case). Called once every other process of
+        the sandbox is dead, so none of it can change any more."""
+        try:
+            return (os.waitpid(self.pid, os.WNOHANG | os.WUNTRACED | os.WCONTINUED) == (0, 0)
+                    and tamper.sched_state(self.pid) == tamper.BASELINE)
+        except (ChildProcessError, OSError, ValueError, KeyError):
+            return False
+
+    def run_case(self, state, req, stdin_fd, call_args):
+        """Run one Python case through this forker (:func:`.forked_case.run_in_forker`)."""
+        return run_in_forker(state, self, req, stdin_fd, call_args)
 
     def stop(self):
         """In the server: kill the forker, reap it and close its files; its wait status, or None
@@ -117,6 +157,29 @@ class Forker:
 CASE_FDS = (0, 1, 2, 3)
 
 
+def make_forker(state):
+    """Fork the server's forker (``state.forker``): a failed fork leaves none, and cases fork
+    from the server. Only in PID 1 with a program loaded."""
+    if not state.is_init or state.program.code is None:
+        return
+    warm_heavy_imports(state.program.code, state.program.main_module)  # (once: cases fork with them)
+    state.forker = Forker.fork(state)
+
+
+def drop_forker(state):
+    """Stop the server's forker (if any) and close its files."""
+    fk, state.forker = state.forker, None
+    if fk is not None:
+        fk.stop()
+
+
+def drop_blank_forker(state):
+    """Stop the blank forker (if it is still waiting for a program)."""
+    fk, state.blank_forker = state.blank_forker, None
+    if fk is not None:
+        fk.stop()
+
+
 def recv_case(sock):
     """In the forker: read one request frame from the go socket and put the files sent with it
     on :data:`CASE_FDS` (free: the forker closes them after each fork). Returns ``(header,
@@ -151,11 +214,12 @@ def recv_case(sock):
     return header, blobs, len(fds)
 
 
-def forker_main(server, fk):
-    """The forker's loop: read a request, fork its child, report the child's pid, report its
-    exit status and rusage once it has exited, reap it. What every case's process needs is set up
-    here, once or before each fork, and inherited (docs/sandbox.md, "The forker"); like a case the
-    server forks, it stays in the server's process group and session, so ``os.setsid()`` works."""
+def forker_main(program, fk):
+    """The forker's loop (``program``: the :class:`~.state.LoadedProgram` it runs): read a
+    request, fork its child, report the child's pid, report its exit status and rusage once it
+    has exited, reap it. What every case's process needs is set up here, once or before each
+    fork, and inherited (docs/sandbox.md, "The forker"); like a case the server forks, it stays
+    in the server's process group and session, so ``os.setsid()`` works."""
     import fcntl
     moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fk.forker_fds()]
     close_all_but(moved)  # CASE_FDS too: each request brings its own
@@ -166,7 +230,7 @@ def forker_main(server, fk):
         sys.set_int_max_str_digits(0)
     fresh_stdio()
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as python3 main.py has it
-    main = prepare_python_process(server)
+    main = prepare_python_process(program)
     # Every signal a program may send it stays pending (then it ends itself before the next
     # case, and the server replaces it) instead of killing it between reaping its child and
     # reporting; its children unblock them. SIGCHLD (each child's exit; ignored) is left
@@ -206,7 +270,7 @@ def forker_main(server, fk):
                     kernel.LIBC.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE; the forker itself stays closed
                 _signal.pthread_sigmask(signal.SIG_SETMASK, ())
                 apply_rlimits(rlimits)
-                status = run_prepared_python(server, req, call_args, main)
+                status = run_prepared_python(program, req, call_args, main)
             finally:
                 kernel.EXIT(status)
         # While the case runs, every page this forker writes is a copy (the case shares them):
@@ -241,83 +305,3 @@ def _own_run_delay():
     return waited
 
 
-#: Seconds the server waits for the forker's report once the case has ended (or for the case's
-#: processes to be reaped) before it kills the forker and collects the case itself.
-REPORT_GRACE = 2.0
-
-
-#: The forker's reports: kind (b"S" started, b"D" done), pid, wait status, user and system
-#: CPU seconds, max RSS (KiB), the run's sequence number (a record of an earlier run, left by a
-#: run that failed in the server, is never taken for this run's), a run-queue delay in ns (done:
-#: the child's; started: the forker's own since the last start). Fixed size, written whole.
-REPORT = struct.Struct("=ciiddqQq")
-
-
-_PEEKER = []  # the one exit_peeker() of this process, made before the forker forks
-
-
-def exit_peeker():
-    """The memoised :func:`make_exit_peeker` (made once in the server: every forker inherits it)."""
-    if not _PEEKER:
-        _PEEKER.append(make_exit_peeker())
-    return _PEEKER[0]
-
-
-def make_exit_peeker():
-    """A function ``pid -> (wait status, utime, stime, maxrss KiB)`` for a child that has
-    exited or will, without reaping it: the raw ``waitid(P_PID, pid, WEXITED | WNOWAIT)``, whose
-    last argument (not in ``os.waitid``) gets the rusage. Falls back to ``wait4`` (reaps) when
-    ctypes is missing or not on x86_64."""
-    try:
-        import ctypes
-        if os.uname().machine != "x86_64":
-            raise ImportError("waitid's number")
-        libc = ctypes.CDLL(None, use_errno=True)
-    except (ImportError, OSError):
-        def reap(pid):
-            _, status, ru = os.wait4(pid, 0)
-            return status, ru.ru_utime, ru.ru_stime, ru.ru_maxrss
-        return reap
-    info = ctypes.create_string_buffer(128)  # siginfo_t
-    ru = ctypes.create_string_buffer(144)  # struct rusage
-    flags = os.WEXITED | os.WNOWAIT
-
-    def peek(pid):
-        while libc.syscall(247, os.P_PID, pid, info, flags, ru) != 0:  # SYS_waitid
-            err = ctypes.get_errno()
-            if err != errno.EINTR:
-                raise OSError(err, os.strerror(err))
-        code, = struct.unpack_from("i", info, 8)  # si_code
-        st, = struct.unpack_from("i", info, 24)  # si_status
-        usec, uusec, ssec, susec, maxrss = struct.unpack_from("qqqqq", ru, 0)
-        status = (st & 0xFF) << 8 if code == 1 else (st | 0x80 if code == 3 else st)  # CLD_*
-        return status, usec + uusec / 1e6, ssec + susec / 1e6, maxrss
-
-    return peek
-
-
-class Rusage:
-    """The fields of a ``wait4`` rusage the server uses (sent by the forker)."""
-
-    def __init__(self, utime, stime, maxrss):
-        self.ru_utime, self.ru_stime, self.ru_maxrss = float(utime), float(stime), int(maxrss)
-
-
-def read_report(fd):
-    """One record from the forker's report pipe (:data:`REPORT`, written whole) as a dict (see
-    :func:`parse_report`); None at end of file."""
-    try:
-        return parse_report(read_exact(fd, REPORT.size))
-    except (EOFError, OSError, struct.error):
-        return None
-
-
-def parse_report(data):
-    """A :data:`REPORT` record as a dict: ``{"pid", "seq", "run_delay_ns"}`` (started; the
-    forker's own run-queue delay since the last case started) or ``{"pid", "status", "utime",
-    "stime", "maxrss", "seq", "run_delay_ns"}`` (done). Raises struct.error."""
-    kind, pid, status, utime, stime, maxrss, seq, delay = REPORT.unpack(data)
-    if kind == b"S":
-        return {"pid": pid, "seq": seq, "run_delay_ns": delay}
-    return {"pid": pid, "status": status, "utime": utime, "stime": stime, "maxrss": maxrss,
-            "seq": seq, "run_delay_ns": delay}

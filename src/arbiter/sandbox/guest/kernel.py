@@ -1,6 +1,10 @@
 """Process plumbing of the guest server: libc access, fork, own oom_score_adj, the namespace's pids.
 
-:data:`LIBC` and :data:`RAW_FORK` are set once by :func:`load_libc` at start-up. See docs/sandbox.md.
+Exports: :func:`load_libc` (sets :data:`LIBC`, :data:`RAW_FORK` once at start-up), :func:`fork`,
+:func:`find_tid_offset` and :func:`clone_process` (a process cloned into new namespaces),
+:data:`EXIT`, :func:`memfd`, :func:`reseed_random`, :func:`close_all_but`, :func:`namespace_pids`,
+:func:`open_children`, :func:`children`, :func:`sigkill_each`, :func:`parent_pid`, :func:`stopped`,
+:func:`write_own_proc`, :func:`set_own_oom_adj`. See docs/sandbox.md.
 """
 
 import errno
@@ -64,6 +68,89 @@ def fork(reseed=True):
         raise OSError(err, os.strerror(err))
     if pid == 0 and reseed:
         reseed_random()  # what random's os.register_at_fork hook does
+    return pid
+
+
+#: Where glibc keeps the calling thread's TID (an offset into its ``struct pthread``), found by
+#: :func:`find_tid_offset`; None: unknown (:func:`clone_process` is then not used).
+TID_OFFSET = None
+SYS_CLONE, SYS_GETTID = 56, 186  # x86_64
+CLONE_CHILD_CLEARTID, CLONE_CHILD_SETTID = 0x00200000, 0x01000000
+
+
+def find_tid_offset():
+    """Find (once, at start-up) where glibc caches the thread's TID in its ``struct pthread``,
+    which ``fork()`` has the kernel write in the child (``CLONE_CHILD_SETTID``), so that
+    :func:`clone_process` can do the same: in a forked child and in its child, the first int
+    equal to ``gettid()`` past ``pthread_self()``; used only when both agree. Sets
+    :data:`TID_OFFSET` (None on another architecture, without ctypes, or when they differ)."""
+    global TID_OFFSET
+    if RAW_FORK is None or os.uname().machine != "x86_64":
+        return None
+    r, w = os.pipe()
+    pid = fork(reseed=False)
+    if pid == 0:
+        found = -1
+        try:
+            found = _tid_offset_here()
+            if found >= 0:
+                grandchild = fork(reseed=False)
+                if grandchild == 0:
+                    EXIT(0 if _tid_offset_here() == found else 1)
+                _, status = os.waitpid(grandchild, 0)
+                found = found if status == 0 else -1
+        finally:
+            os.write(w, b"%d" % found)
+            EXIT(0)
+    os.close(w)
+    data = os.read(r, 32)
+    os.close(r)
+    os.waitpid(pid, 0)
+    found = int(data or b"-1")
+    TID_OFFSET = found if found >= 0 else None
+    return TID_OFFSET
+
+
+def _pthread_self():
+    """The address of the calling thread's ``struct pthread`` (``pthread_self()``)."""
+    import ctypes
+
+    fn = ctypes.CDLL(None).pthread_self
+    fn.restype = ctypes.c_void_p
+    return fn()
+
+
+def _tid_offset_here():
+    """The offset of the first int equal to this thread's TID in its ``struct pthread`` (-1)."""
+    import ctypes
+    import struct
+
+    tid = ctypes.CDLL(None).syscall(SYS_GETTID)
+    raw = ctypes.string_at(_pthread_self(), 0x1000)
+    for offset in range(0, len(raw) - 4, 4):
+        if struct.unpack_from("i", raw, offset)[0] == tid:
+            return offset
+    return -1
+
+
+def clone_process(flags):
+    """``clone(2)`` with namespace ``flags``: like :func:`fork` (returns 0 in the child, its pid
+    in the parent), the child in new namespaces, a new PID namespace's PID 1 among them, with
+    no intermediate process; glibc's cached TID is written by the kernel as ``fork()`` has it
+    written. Raises OSError (or RuntimeError when :func:`find_tid_offset` found nothing)."""
+    if TID_OFFSET is None:
+        raise RuntimeError("the TID field of glibc's struct pthread is not known")
+    import ctypes
+    import signal as _signal
+
+    libc = ctypes.PyDLL(None, use_errno=True)  # (the GIL held, as for RAW_FORK)
+    ctid = ctypes.c_void_p(_pthread_self() + TID_OFFSET)
+    pid = libc.syscall(ctypes.c_long(SYS_CLONE),
+                       ctypes.c_ulong(flags | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | _signal.SIGCHLD),
+                       ctypes.c_void_p(0), ctypes.c_void_p(0), ctid, ctypes.c_ulong(0))
+    if pid < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
     return pid
 
 

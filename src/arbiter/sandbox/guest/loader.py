@@ -1,5 +1,6 @@
 """Loading the Python program in the forker: the compile check and the warm forker are one fork.
 
+Exports: :func:`load_in_forker` (over a :class:`~.state.ServerState`), :func:`fork_blank_forker`.
 The forker is forked first; it compiles the program (and runs the prelude) under the load's
 limits, says so on its report pipe, then forks the cases. A source that crashes or hangs the
 compiler takes only that child with it. See docs/sandbox.md ("load").
@@ -8,108 +9,111 @@ compiler takes only that child with it. See docs/sandbox.md ("load").
 import os
 
 from . import kernel
-from .cases import Capture, drain
+from .cases import Capture, case_clock, drain
 from .child import rlimit_list
-from .forker import REPORT, Forker, forker_main, recv_case
+from .forker import Forker, drop_blank_forker, forker_main, recv_case
 from .kernel import close_all_but, fork, set_own_oom_adj
 from .program import PRELUDE_FAILED, compile_program, load_checked, warm_heavy_imports
 from .protocol import encode_frame, read_exact
 from .python_case import fresh_stdio
+from .reaper import kill_all, reap_all
+from .reports import REPORT
+from .state import LoadedProgram
 
 
-class LoaderMixin:
-    """:meth:`load_in_forker`, a mixin of :class:`~.server.Server`."""
-
-    def load_in_forker(self, source, prelude, filename, limits):
-        """Have the forker load the program: the blank forker forked before the program was
-        known (:func:`fork_blank_forker`), else a newly forked one. Returns ``(ok, wrapped,
-        stage, error)`` (``self.forker`` set when ok), or None when no forker could be had (not
-        PID 1, the fork failed): the caller then checks the compile in a throwaway child."""
-        if not self.is_init:
-            return None
-        err_r, err_w = os.pipe()
-        fk = self._send_to_blank(source, prelude, filename, limits, err_w)
-        if fk is None:
-            fk = Forker()
-            try:
-                pid = fork()
-            except OSError:
-                fk.close()
-                os.close(err_r)
-                os.close(err_w)
-                return None
-            if pid == 0:  # -------------------------------------------------- the forker
-                status = 70
-                try:
-                    os.close(err_r)
-                    status = _load_then_serve(self, fk, source, prelude, filename, limits, err_w)
-                finally:
-                    kernel.EXIT(status)
-            fk.started(pid)
-        os.close(err_w)
+def load_in_forker(state, source, prelude, filename, limits):
+    """Have the forker load the program: the blank forker forked before the program was
+    known (:func:`fork_blank_forker`), else a newly forked one. Returns ``(ok, wrapped,
+    stage, error)`` (``state.forker`` set when ok), or None when no forker could be had (not
+    PID 1, the fork failed): the caller then checks the compile in a throwaway child."""
+    if not state.is_init:
+        return None
+    err_r, err_w = os.pipe()
+    fk = _send_to_blank(state, source, prelude, filename, limits, err_w)
+    if fk is None:
+        fk = Forker()
         try:
-            return self._await_loaded(fk, err_r, limits)
-        finally:
-            os.close(err_r)
-
-    def _send_to_blank(self, source, prelude, filename, limits, err_w):
-        """Hand the program to the blank forker (its stderr: ``err_w``); the forker, or None
-        when there is none (or it is gone)."""
-        fk, self.blank_forker = self.blank_forker, None
-        if fk is None:
-            return None
-        frame = encode_frame({"op": "load", "filename": filename, "limits": limits},
-                             [source, prelude.encode("utf-8", "surrogateescape")])
-        try:
-            fk.send(frame, [err_w])
-            return fk
+            pid = fork()
         except OSError:
-            self.blank_forker = fk
-            self.drop_blank_forker()
+            fk.close()
+            os.close(err_r)
+            os.close(err_w)
             return None
+        if pid == 0:  # -------------------------------------------------- the forker
+            status = 70
+            try:
+                os.close(err_r)
+                status = _load_then_serve(LoadedProgram(), fk, source, prelude, filename, limits, err_w)
+            finally:
+                kernel.EXIT(status)
+        fk.started(pid)
+    os.close(err_w)
+    try:
+        return _await_loaded(state, fk, err_r, limits)
+    finally:
+        os.close(err_r)
 
-    def _await_loaded(self, fk, err_r, limits):
-        """Wait for the forker's "loaded" record, or its exit, or the load's wall clock."""
-        import select
-        import time
 
-        os.set_blocking(err_r, False)
-        err_cap = int(limits.get("stderr_bytes", 64 << 10))
-        err = Capture(err_cap, head=err_cap // 2)
-        clock = self.case_clock(time.monotonic(), limits, pid=fk.pid)
-        poller = select.poll()
-        for fd in (fk.report_r, fk.pidfd, err_r):
-            poller.register(fd, select.POLLIN)
-        wrapped = exited = None
-        while wrapped is None and not exited:
-            left = clock.deadline() - time.monotonic()
-            events = poller.poll(left * 1000.0) if left > 0 else []
-            if not events and clock.expired(time.monotonic()):
-                break
-            for fd, _ in events:
-                if fd == err_r and not drain(fd, err):
+def _send_to_blank(state, source, prelude, filename, limits, err_w):
+    """Hand the program to the blank forker (its stderr: ``err_w``); the forker, or None
+    when there is none (or it is gone)."""
+    fk, state.blank_forker = state.blank_forker, None
+    if fk is None:
+        return None
+    frame = encode_frame({"op": "load", "filename": filename, "limits": limits},
+                         [source, prelude.encode("utf-8", "surrogateescape")])
+    try:
+        fk.send(frame, [err_w])
+        return fk
+    except OSError:
+        state.blank_forker = fk
+        drop_blank_forker(state)
+        return None
+
+
+def _await_loaded(state, fk, err_r, limits):
+    """Wait for the forker's "loaded" record, or its exit, or the load's wall clock."""
+    import select
+    import time
+
+    os.set_blocking(err_r, False)
+    err_cap = int(limits.get("stderr_bytes", 64 << 10))
+    err = Capture(err_cap, head=err_cap // 2)
+    clock = case_clock(state, time.monotonic(), limits, pid=fk.pid)
+    poller = select.poll()
+    for fd in (fk.report_r, fk.pidfd, err_r):
+        poller.register(fd, select.POLLIN)
+    wrapped = exited = None
+    while wrapped is None and not exited:
+        left = clock.deadline() - time.monotonic()
+        events = poller.poll(left * 1000.0) if left > 0 else []
+        if not events and clock.expired(time.monotonic()):
+            break
+        for fd, _ in events:
+            if fd == err_r and not drain(fd, err):
+                poller.unregister(fd)
+            elif fd == fk.report_r:
+                wrapped = _read_loaded(fd)
+                if wrapped is None:
                     poller.unregister(fd)
-                elif fd == fk.report_r:
-                    wrapped = _read_loaded(fd)
-                    if wrapped is None:
-                        poller.unregister(fd)
-                elif fd == fk.pidfd:
-                    exited = True
-        if wrapped is not None:
-            self.forker = fk
-            return True, wrapped, None, None
-        return self._load_failed(fk, err_r, err)
+            elif fd == fk.pidfd:
+                exited = True
+    if wrapped is not None:
+        state.forker = fk
+        return True, wrapped, None, None
+    return _load_failed(state, fk, err_r, err)
 
-    def _load_failed(self, fk, err_r, err):
-        """The forker exited (or ran out of time) before it loaded the program: kill and reap it,
-        and say why, as the compiler said it."""
-        status = fk.stop()
-        self.kill_all(0)
-        self.reap_all()
-        drain(err_r, err)
-        code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
-        stage = "prelude" if code == PRELUDE_FAILED else "program"
-        return False, False, stage, err.value()[:8192].decode("utf-8", "replace")
+
+def _load_failed(state, fk, err_r, err):
+    """The forker exited (or ran out of time) before it loaded the program: kill and reap it,
+    and say why, as the compiler said it."""
+    status = fk.stop()
+    kill_all(state, 0)
+    reap_all(state)
+    drain(err_r, err)
+    code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
+    stage = "prelude" if code == PRELUDE_FAILED else "program"
+    return False, False, stage, err.value()[:8192].decode("utf-8", "replace")
 
 
 def _read_loaded(fd):
@@ -121,7 +125,7 @@ def _read_loaded(fd):
     return bool(wrapped) if kind == b"L" else None
 
 
-def _load_then_serve(server, fk, source, prelude, filename, limits, err_w):
+def _load_then_serve(program, fk, source, prelude, filename, limits, err_w):
     """In the forker: load the program under soft limits (nothing untrusted has run: compiling
     runs no program code), lift them, report "loaded", then fork the cases."""
     import resource
@@ -134,17 +138,17 @@ def _load_then_serve(server, fk, source, prelude, filename, limits, err_w):
     for res, (soft, _) in wanted:
         hard = resource.getrlimit(res)[1]
         resource.setrlimit(res, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
-    status = _load(server, source, prelude, filename)
+    status = _load(program, source, prelude, filename)
     for res, value in saved:
         resource.setrlimit(res, value)
     if status:
         return status
-    os.write(fk.report_w, REPORT.pack(b"L", os.getpid(), int(server.wrapped), 0.0, 0.0, 0, 0, 0))
-    return forker_main(server, fk)
+    os.write(fk.report_w, REPORT.pack(b"L", os.getpid(), int(program.wrapped), 0.0, 0.0, 0, 0, 0))
+    return forker_main(program, fk)
 
 
-def _load(server, source, prelude, filename):
-    """Compile the program and run the prelude into this process's copy of ``server``; the
+def _load(program, source, prelude, filename):
+    """Compile the program and run the prelude into ``program`` (this process's); the
     compiler's or the prelude's traceback on stderr and a non-zero status when that fails."""
     import gc
 
@@ -152,7 +156,7 @@ def _load(server, source, prelude, filename):
     status, code, wrapped, main = load_checked(source, prelude, filename)
     if status:
         return status
-    server.code, server.wrapped, server.filename, server.main_module = code, wrapped, filename, main
+    program.code, program.wrapped, program.filename, program.main_module = code, wrapped, filename, main
     warm_heavy_imports(code, main)
     gc.collect()
     gc.freeze()
@@ -162,7 +166,7 @@ def _load(server, source, prelude, filename):
 def fork_blank_forker(drop_capabilities):
     """In a session server armed for a submission not known yet: fork the forker now, off the
     submission's path; it drops its capabilities (``drop_capabilities()``) before anything
-    else and waits for the program (:meth:`LoaderMixin._send_to_blank`). The server's
+    else and waits for the program (:func:`load_in_forker`). The server's
     :class:`~.forker.Forker`, or None when the fork failed."""
     fk = Forker()
     try:
@@ -228,14 +232,6 @@ def _warm_up_compiler():
     gc.collect()
 
 
-class _Program:
-    """What the forker knows of the program it runs (the server's fields of the same names)."""
-
-    code = main_module = None
-    wrapped = False
-    filename = "main.py"
-
-
 def _wait_for_program(fk):
     """The blank forker: wait for the ``load`` frame (source, prelude; its stderr's write end
     attached), then load it and fork the cases as a forker forked at load does."""
@@ -256,5 +252,5 @@ def _wait_for_program(fk):
         return 0
     source, prelude = bytes(blobs[0]), blobs[1].decode("utf-8", "surrogateescape")
     del blobs
-    return _load_then_serve(_Program(), fk, source, prelude, header.get("filename", "main.py"),
+    return _load_then_serve(LoadedProgram(), fk, source, prelude, header.get("filename", "main.py"),
                             header.get("limits", {}), 0)  # (its stderr came on fd 0)

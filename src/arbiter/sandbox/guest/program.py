@@ -1,6 +1,7 @@
 """Loading the Python program: compile it like ``python3 main.py``, its ``__main__``, heavy imports.
 
-See docs/sandbox.md ("load").
+Exports: :func:`compile_program`, :func:`load_checked`, :func:`new_main`,
+:func:`warm_heavy_imports`, :data:`PRELUDE_FAILED`. See docs/sandbox.md ("load").
 """
 
 import builtins

@@ -1,7 +1,9 @@
 """The frames between the judge and the guest server (the one guest module the host imports).
 
 A frame: a 4-byte big-endian length, a UTF-8 JSON header, then the raw bytes of each blob whose
-length is listed in ``header["blobs"]``. Standard library only. See docs/sandbox.md.
+length is listed in ``header["blobs"]``. Exports: :func:`encode_frame`, :func:`read_frame_blocking`,
+:func:`read_exact`, :func:`write_all`, :data:`LEN`, :data:`MAX_HEADER`, :data:`DEFAULT_ENV`,
+:data:`RESULT_FD`. Standard library only. See docs/sandbox.md.
 """
 
 import json

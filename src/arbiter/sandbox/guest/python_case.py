@@ -1,6 +1,7 @@
 """Running the loaded Python program in a forked case: stdio, ``__main__``, the call, the exit.
 
-The case behaves like ``python3 -X utf8 main.py``; see docs/sandbox.md ("mode: python").
+Exports: :func:`init`, :func:`fresh_stdio`, :func:`run_python`, :func:`prepare_python_process`,
+:func:`run_prepared_python` (each over a :class:`~.state.LoadedProgram`). The case behaves like ``python3 -X utf8 main.py``; see docs/sandbox.md ("mode: python").
 """
 
 import errno
@@ -73,7 +74,9 @@ def fresh_stdio():
     sys.stderr = sys.__stderr__ = stderr
 
 
-def run_python(server, req, call_args, probe):
+def run_python(program, req, call_args, probe):
+    """A Python case forked by the server (``program``: its :class:`~.state.LoadedProgram`);
+    ``probe``: ``(source, prelude)`` to compile here instead (the compile check)."""
     sys.set_int_max_str_digits(0) if hasattr(sys, "set_int_max_str_digits") else None
     # (the random module reseeds itself in a forked child: os.register_at_fork)
     fresh_stdio()
@@ -81,21 +84,21 @@ def run_python(server, req, call_args, probe):
         source, prelude = probe
         return load_checked(source, prelude, req.get("filename", "main.py"))[0]
 
-    return run_prepared_python(server, req, call_args, prepare_python_process(server))
+    return run_prepared_python(program, req, call_args, prepare_python_process(program))
 
 
-def prepare_python_process(server):
+def prepare_python_process(program):
     """Make this process look like ``python3 main.py`` about to run the loaded program: a fresh
     ``__main__`` (the server's pristine one), ``sys.argv``, ``sys.path[0]``. Returns the module.
     The forker does it once; its children inherit it."""
-    main = server.main_module or new_main(server.filename)
+    main = program.main_module or new_main(program.filename)
     sys.modules["__main__"] = main
-    sys.argv = [server.filename]
+    sys.argv = [program.filename]
     sys.path[0] = os.getcwd()
     return main
 
 
-def run_prepared_python(server, req, call_args, main):
+def run_prepared_python(program, req, call_args, main):
     """Run the loaded program (``mode: python``) or call its function (``mode: call``) in this
     process, prepared by :func:`prepare_python_process`. Returns the exit status."""
     g = main.__dict__
@@ -104,7 +107,7 @@ def run_prepared_python(server, req, call_args, main):
     if req.get("mode") == "call":
         payload = {"ok": False, "error": "the function did not return"}
         try:
-            exec(server.code, g)
+            exec(program.code, g)
             fn = find_function(g, req["fn_name"])
             spec = _LOADS(call_args.decode()) if call_args else {"args": [], "kwargs": {}}
             args, kwargs = convert_args(g, fn, spec.get("args", []), spec.get("kwargs", {}))
@@ -153,7 +156,7 @@ def run_prepared_python(server, req, call_args, main):
             _die_of_sigxfsz()  # the judge reads SIGXFSZ as OLE, as for a native program
         return status
     try:
-        exec(server.code, g)
+        exec(program.code, g)
     except SystemExit as exc:
         status = _exit_code_of(exc)
     except BaseException as exc:

@@ -1,145 +1,125 @@
 """After each case: kill and reap every process it left, wipe the scratch directories.
 
-A mixin of :class:`~.server.Server` (``is_init``, ``scratch_fds``, ``kept_files``). See docs/sandbox.md.
+Exports (functions over a :class:`~.state.ServerState`): :func:`kill_all`, :func:`reap_all`,
+:func:`only_forker_left`, :func:`wipe_scratch`; and :func:`empty_dir`. ``state.zombie`` is the
+case the forker reported, left a zombie for the forker to reap (:func:`only_forker_left`);
+:func:`.forked_case.await_zombie` waits it out after the reply. See docs/sandbox.md.
 """
 
 import errno
 import os
 import signal
 
-from .forker import REPORT_GRACE
 from .kernel import children, namespace_pids, open_children, parent_pid, sigkill_each
+from .reports import REPORT_GRACE
+from .state import DIR_FLAGS
 
 
-class ReaperMixin:
-    """Killing, reaping and wiping (see the module docstring)."""
+def only_forker_left(state, forker, case):
+    """True when nothing but this server, the forker (a :class:`~.forker.Forker`) and its
+    exited ``case`` is left in the namespace: this server's only child is the forker, whose
+    only child (if any) is the case (a zombie the forker reaps next: :func:`.forked_case.await_zombie`).
+    Every process of the namespace descends from this server (PID 1: orphans are
+    reparented to it), so these two lists see them all. False when not PID 1."""
+    if not state.is_init or case is None:
+        return False
+    if state.own_children_fd is None:
+        state.own_children_fd = open_children(os.getpid())
+    if children(state.own_children_fd) != [forker.pid]:
+        return False
+    left = forker.children()
+    if left == [case]:
+        state.zombie = (case, forker)
+        return True
+    return left == []
 
-    #: ``(pid, forker)``: the case the forker (a :class:`~.forker.Forker`) reported, left a
-    #: zombie for the forker to reap (:meth:`_reap_all_but`, :meth:`only_forker_left`);
-    #: :meth:`await_zombie` waits it out after the reply.
-    zombie = None
-    own_children_fd = None  # this server's /proc children file (see only_forker_left)
 
-    def await_zombie(self):
-        """Once the reply is sent: wait until the forker has reaped its reported case, so the
-        next request finds nothing of it; a forker that does not do so within
-        :data:`REPORT_GRACE` is dropped (the zombie is then this server's to reap)."""
-        import time
-        if self.zombie is None:
-            return
-        (pid, forker), self.zombie = self.zombie, None
-        give_up = time.monotonic() + REPORT_GRACE
-        while pid in (forker.children() or ()):
-            if time.monotonic() > give_up:
-                self.drop_forker()
-                break
-            time.sleep(0.00005)
-        try:  # the forker was dropped meanwhile: the zombie was reparented to this server
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
+def kill_all(state, pid, keep=None):
+    """SIGKILL every process the case left: as PID 1 everything in this PID namespace but this
+    server (``kill(-1)``), or but this server and ``keep`` (the forker); else the case's
+    process group."""
+    try:
+        if not state.is_init:
+            os.killpg(pid, signal.SIGKILL)
+        elif keep is None:
+            os.kill(-1, signal.SIGKILL)  # everything in this PID namespace but us
+        else:
+            sigkill_each(namespace_pids(keep))
+    except ProcessLookupError:
+        pass
 
-    def only_forker_left(self, forker, case):
-        """True when nothing but this server, the forker (a :class:`~.forker.Forker`) and its
-        exited ``case`` is left in the namespace: this server's only child is the forker, whose
-        only child (if any) is the case (a zombie the forker reaps next: :meth:`await_zombie`).
-        Every process of the namespace descends from this server (PID 1: orphans are
-        reparented to it), so these two lists see them all. False when not PID 1."""
-        if not self.is_init or case is None:
-            return False
-        if self.own_children_fd is None:
-            self.own_children_fd = open_children(os.getpid())
-        if children(self.own_children_fd) != [forker.pid]:
-            return False
-        left = forker.children()
-        if left == [case]:
-            self.zombie = (case, forker)
-            return True
-        return left == []
 
-    def kill_all(self, pid, keep=None):
-        """SIGKILL every process the case left: as PID 1 everything in this PID namespace but this
-        server (``kill(-1)``), or but this server and ``keep`` (the forker); else the case's
-        process group."""
+def reap_all(state, keep=None, keeps_child=None):
+    """Wait for every process left in the namespace (but ``keep``). As PID 1, kill again
+    before each wait, so a process forked while the kill was walking the list dies too.
+    Returns False when the others could not all be reaped while sparing ``keep`` (and
+    waiting for ``keeps_child``, the case ``keep`` is reaping)."""
+    if keep is not None and state.is_init:
+        return _reap_all_but(state, keep, keeps_child)
+    while True:
+        if state.is_init:
+            kill_all(state, 0)
         try:
-            if not self.is_init:
-                os.killpg(pid, signal.SIGKILL)
-            elif keep is None:
-                os.kill(-1, signal.SIGKILL)  # everything in this PID namespace but us
-            else:
-                sigkill_each(namespace_pids(keep))
-        except ProcessLookupError:
-            pass
+            pid, _ = os.waitpid(-1, 0 if state.is_init else os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if pid == 0:
+            return True
 
-    def reap_all(self, keep=None, keeps_child=None):
-        """Wait for every process left in the namespace (but ``keep``). As PID 1, kill again
-        before each wait, so a process forked while the kill was walking the list dies too.
-        Returns False when the others could not all be reaped while sparing ``keep`` (and
-        waiting for ``keeps_child``, the case ``keep`` is reaping)."""
-        if keep is not None and self.is_init:
-            return self._reap_all_but(keep, keeps_child)
-        while True:
-            if self.is_init:
-                self.kill_all(0)
+
+def _reap_all_but(state, keep, keeps_child=None):
+    """:func:`reap_all` sparing ``keep``: a blocking ``waitpid(-1)`` could wait for it
+    forever, so kill what ``/proc`` lists, reap without blocking, and scan again until the
+    namespace holds only this server and ``keep``. Processes forked meanwhile show up in
+    the next scan; SIGKILLed ones cannot fork any more. Reaping ``keep`` (it died) is left
+    to the caller's check. Returns False when a process stays that only ``keep`` could reap
+    (a zombie whose parent it is: ``clone(CLONE_PARENT)`` from its child) other than
+    ``keeps_child`` (the forker reaps it right after its report), or any process after
+    :data:`REPORT_GRACE`: the caller then kills ``keep`` too."""
+    import time
+    give_up = time.monotonic() + REPORT_GRACE
+    while True:
+        others = namespace_pids(keep)
+        if not others:
+            return True
+        sigkill_each(others)
+        reaped = False
+        for other in others:
             try:
-                pid, _ = os.waitpid(-1, 0 if self.is_init else os.WNOHANG)
+                if os.waitpid(other, os.WNOHANG)[0]:
+                    reaped = True
             except ChildProcessError:
+                pass  # not ours (yet): its parent is dying, then it is reparented to us
+        if not reaped:
+            fk = state.forker
+            if (others == [keeps_child] and fk is not None and fk.pid == keep
+                    and _zombie_of(keeps_child, keep)):
+                state.zombie = (keeps_child, fk)  # dead: see forked_case.await_zombie
                 return True
-            if pid == 0:
-                return True
+            if time.monotonic() > give_up or any(
+                    p != keeps_child and parent_pid(p) == keep for p in others):
+                return False
+            time.sleep(0.0002)
 
-    def _reap_all_but(self, keep, keeps_child=None):
-        """:meth:`reap_all` sparing ``keep``: a blocking ``waitpid(-1)`` could wait for it
-        forever, so kill what ``/proc`` lists, reap without blocking, and scan again until the
-        namespace holds only this server and ``keep``. Processes forked meanwhile show up in
-        the next scan; SIGKILLed ones cannot fork any more. Reaping ``keep`` (it died) is left
-        to the caller's check. Returns False when a process stays that only ``keep`` could reap
-        (a zombie whose parent it is: ``clone(CLONE_PARENT)`` from its child) other than
-        ``keeps_child`` (the forker reaps it right after its report), or any process after
-        :data:`REPORT_GRACE`: the caller then kills ``keep`` too."""
-        import time
-        give_up = time.monotonic() + REPORT_GRACE
-        while True:
-            others = namespace_pids(keep)
-            if not others:
-                return True
-            sigkill_each(others)
-            reaped = False
-            for other in others:
-                try:
-                    if os.waitpid(other, os.WNOHANG)[0]:
-                        reaped = True
-                except ChildProcessError:
-                    pass  # not ours (yet): its parent is dying, then it is reparented to us
-            if not reaped:
-                fk = self.forker
-                if (others == [keeps_child] and fk is not None and fk.pid == keep
-                        and _zombie_of(keeps_child, keep)):
-                    self.zombie = (keeps_child, fk)  # dead: see await_zombie
-                    return True
-                if time.monotonic() > give_up or any(
-                        p != keeps_child and parent_pid(p) == keep for p in others):
-                    return False
-                time.sleep(0.0002)
 
-    def wipe_scratch(self):
-        """Empty every scratch directory but the kept files (:func:`empty_dir`), and give the
-        directory itself back its mode, no extended attributes, and times set to now. Raises
-        OSError when something could not be removed (then nothing more may run here)."""
-        for d, (fd, mode) in self.scratch_fds.items():
-            try:
-                st = os.fstat(fd)
-                if st.st_mode & 0o7777 != mode:
-                    os.fchmod(fd, mode)  # chmod 0 would hide its files from the wipe
-                for name in os.listxattr(fd):
-                    os.removexattr(fd, name)
-                os.utime(fd)  # (always: when it was last set would tell what an earlier case did)
-            except OSError:
-                st = None
-            if self.is_init and st is not None and st.st_size == _TMPFS_EMPTY_DIR_SIZE:
-                continue  # a tmpfs directory's size counts its entries: none
-            empty_dir(fd, {os.path.basename(p) for p in self.kept_files
-                            if os.path.dirname(p) == d} if self.kept_files else ())
+def wipe_scratch(state):
+    """Empty every scratch directory but the kept files (:func:`empty_dir`), and give the
+    directory itself back its mode, no extended attributes, and times set to now. Raises
+    OSError when something could not be removed (then nothing more may run here)."""
+    for d, (fd, mode) in state.scratch_fds.items():
+        try:
+            st = os.fstat(fd)
+            if st.st_mode & 0o7777 != mode:
+                os.fchmod(fd, mode)  # chmod 0 would hide its files from the wipe
+            for name in os.listxattr(fd):
+                os.removexattr(fd, name)
+            os.utime(fd)  # (always: when it was last set would tell what an earlier case did)
+        except OSError:
+            st = None
+        if state.is_init and st is not None and st.st_size == _TMPFS_EMPTY_DIR_SIZE:
+            continue  # a tmpfs directory's size counts its entries: none
+        empty_dir(fd, {os.path.basename(p) for p in state.kept_files
+                        if os.path.dirname(p) == d} if state.kept_files else ())
 
 
 def _zombie_of(pid, parent):
@@ -156,10 +136,6 @@ def _zombie_of(pid, parent):
 #: The size of an empty tmpfs directory (its ``.`` and ``..``; each entry adds 20: the kernel's
 #: ``BOGO_DIRENT_SIZE``). In the sandbox the scratch dirs are tmpfs mounts (bwrap ``--tmpfs``).
 _TMPFS_EMPTY_DIR_SIZE = 40
-
-
-#: How the wipe opens a directory: never through a symbolic link.
-DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def empty_dir(top, keep=()):

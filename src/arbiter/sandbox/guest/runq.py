@@ -3,7 +3,8 @@
 A :class:`WallClock` per case: its deadline is ``t0 + wall + delay``, ``delay`` the largest
 run-queue delay of one of the case's tasks (``/proc/<pid>/task/<tid>/schedstat``'s second field)
 less the CPU its other tasks used (what they can have made it wait), read only when the plain
-deadline passes, never later than :func:`wall_cap`. See docs/sandbox.md ("Under host load").
+deadline passes, never later than :func:`wall_cap`. Exports: :class:`WallClock`, :func:`wall_cap`,
+:func:`task_stat`, :func:`own_delay_ns`, :func:`case_delay_ns`. See docs/sandbox.md ("Under host load").
 """
 
 import os

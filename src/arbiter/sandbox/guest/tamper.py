@@ -1,7 +1,8 @@
 """What a program may change on the server (same uid) and later cases would inherit: the checks.
 
-:func:`record_baseline` at start-up; :func:`tampering` after each case; the same state of the
-forker. See docs/sandbox.md ("Guarantees").
+Exports: :func:`record_baseline` (at start-up: :data:`BASELINE`), :func:`tampering` (after each
+case), :func:`sched_state` (the same state of the forker), :func:`restore_autogroup`,
+:func:`autogroup_nice`. See docs/sandbox.md ("Guarantees").
 """
 
 import os

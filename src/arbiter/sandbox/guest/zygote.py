@@ -2,8 +2,10 @@
 ``session``) it starts a session server in fresh PID, mount, network, IPC and UTS namespaces
 (:data:`SESSION_NAMESPACES`: fresh ``/proc``, loopback, hostname); the server answers ``armed``,
 then on ``go`` mounts fresh tmpfs scratch dirs and that submission's ``/prog``, drops every
-capability and serves. The zygote waits for it to end and reports ``ended``. See docs/sandbox.md
-("Warm pool", "What a session starts with").
+capability and serves. The zygote waits for it to end and reports ``ended``. Exports:
+:func:`serve` (the zygote's loop), :func:`arm_session`, :func:`start_session`, :func:`write_prog`,
+:func:`drop_capabilities`, :func:`loopback_up`, :func:`mount`, :data:`SESSION_NAMESPACES`. See
+docs/sandbox.md ("Warm pool", "What a session starts with").
 """
 
 import ctypes
@@ -133,19 +135,31 @@ def drop_capabilities(libc):
 
 
 def _session(header, in_fd, out_fd, start_server, prefork):
-    """Fork the helper that unshares the namespaces (:data:`SESSION_NAMESPACES`) and forks the
-    session server (PID 1 there); returns the helper's wait status (the server's exit status)."""
+    """Start the session server (PID 1 of new namespaces: :data:`SESSION_NAMESPACES`) and wait
+    for it; returns its wait status. The server is cloned straight into its namespaces
+    (:func:`.kernel.clone_process`); where that cannot be done, a helper ``unshare``s them and
+    forks it (a PID namespace is only entered by a child of the one who unshared it)."""
+    if kernel.TID_OFFSET is not None:
+        try:
+            pid = kernel.clone_process(SESSION_NAMESPACES)
+        except (OSError, RuntimeError) as exc:
+            _say("clone into the session's namespaces failed (%s): a helper forks it" % (exc,))
+            kernel.TID_OFFSET = None
+        else:
+            if pid == 0:
+                _session_server(_libc(), header, in_fd, out_fd, start_server, prefork, levels=1)
+            return os.waitpid(pid, 0)[1]
     pid = kernel.fork()
     if pid:
         _, status = os.waitpid(pid, 0)
         return status
     code = SETUP_FAILED
-    try:  # the helper: a PID namespace is only entered by a child of the one who unshared it
+    try:  # the helper
         libc = _libc()
         _check(libc.unshare(SESSION_NAMESPACES), "unshare")
         server = kernel.fork()
         if server == 0:
-            _session_server(libc, header, in_fd, out_fd, start_server, prefork)
+            _session_server(libc, header, in_fd, out_fd, start_server, prefork, levels=2)
         _, status = os.waitpid(server, 0)
         code = os.waitstatus_to_exitcode(status) & 0xFF
     except BaseException as exc:
@@ -153,9 +167,10 @@ def _session(header, in_fd, out_fd, start_server, prefork):
     kernel.EXIT(code)
 
 
-def _session_server(libc, header, in_fd, out_fd, start_server, prefork):
+def _session_server(libc, header, in_fd, out_fd, start_server, prefork, levels):
     """PID 1 of the session: armed (:func:`arm_session`; ``start_server(in_fd, out_fd)`` makes
-    the server then, and returns what starts it), it answers ``armed`` and waits for ``go``
+    the server then, and returns what starts it), it answers ``armed`` (with ``levels``: how
+    far below the zygote it is, for the judge to find its host pid) and waits for ``go``
     (the submission), starts it (:func:`start_session`), then serves until ``exit``. A
     ``prefork`` before ``go`` (no reply; sent once the judge has put this server in the
     sandbox's cgroups) forks the blank forker ahead of the submission: ``prefork(drop)``, where
@@ -166,7 +181,7 @@ def _session_server(libc, header, in_fd, out_fd, start_server, prefork):
         os.setsid()  # a session of its own: its own autogroup and process group
         arm_session(libc, armed_size)
         serve_session = start_server(in_fd, out_fd)  # (ahead of the submission too)
-        write_all(out_fd, encode_frame({"op": "armed", "id": header.get("id")}))
+        write_all(out_fd, encode_frame({"op": "armed", "id": header.get("id"), "levels": levels}))
         go, blobs = read_frame_blocking(in_fd)
         if go.get("op") == "prefork":
             blank = prefork(lambda: drop_capabilities(libc))
@@ -196,6 +211,7 @@ def serve(in_fd, out_fd, start_server, prefork=lambda drop: None):
     (``start_server(in_fd, out_fd)`` when armed, then what it returned, called with the go's
     request id and the blank forker or None, answers until its ``exit``), then ``ended``
     carries its exit status; ``exit`` ends the zygote. ``prefork``: see :func:`_session_server`."""
+    kernel.find_tid_offset()  # (once: then each session server is cloned, no helper)
     write_all(out_fd, encode_frame({"op": "hello", "zygote": True, "pid": os.getpid()}))
     while True:
         try:

@@ -1,0 +1,94 @@
+"""Starting a sandbox's first process: bwrap around the guest server (unisolated: the server
+itself), with the two pipes of its protocol, bwrap's info pipe and the seccomp filter.
+
+Exports: :func:`launch` (returns a :class:`Launched`), :data:`GUEST_DIR`. The namespaces and
+mounts: :mod:`arbiter.sandbox.bwrap`; see docs/sandbox.md ("The sandbox").
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from arbiter.sandbox import bwrap, hostdirs, seccomp
+from arbiter.sandbox.config import SandboxConfig
+from arbiter.sandbox.errors import SandboxError
+from arbiter.sandbox.guest.protocol import DEFAULT_ENV
+from arbiter.sandbox.limits import Limits
+
+#: The guest server's folder (bind-mounted into the sandbox) and its start-up script.
+GUEST_DIR = Path(__file__).with_name("guest")
+SERVER_PATH = GUEST_DIR / "__main__.py"
+_ROOT_LAYOUT: list[str] | None = None
+
+
+@dataclass
+class Launched:
+    """A started sandbox process and the judge's ends of its pipes (``info_r`` -1 unisolated)."""
+
+    proc: subprocess.Popen
+    to_server: int
+    from_server: int
+    info_r: int
+
+
+def launch(config: SandboxConfig, limits: Limits, mounts: Sequence[tuple[str | None, str]], tmp: str,
+           files: Mapping[str, bytes]) -> Launched:
+    """Start the sandbox whose host folder is ``tmp`` (``files`` in its ``prog`` folder when
+    unisolated; a mount whose host path is None shows ``tmp/empty``). Raises SandboxError."""
+    prog = hostdirs.write_prog(tmp, {} if config.isolated else files)
+    empty = os.path.join(tmp, "empty")
+    os.mkdir(empty, 0o755)
+    os.chmod(empty, 0o755)
+    to_r, to_w = os.pipe()
+    from_r, from_w = os.pipe()
+    info_r, info_w = os.pipe() if config.isolated else (-1, -1)
+    seccomp_fd = -1
+    bpf = seccomp.filter_bytes() if config.isolated else None
+    if bpf is not None:
+        seccomp_fd = os.memfd_create("seccomp")  # bwrap reads the filter from it
+        os.write(seccomp_fd, bpf)
+        os.lseek(seccomp_fd, 0, os.SEEK_SET)
+    mounts = [(host or empty, inside) for host, inside in mounts]
+    argv, env, cwd = _command(config, limits, mounts, tmp, prog, to_r, from_w, info_w, seccomp_fd)
+    kwargs: dict[str, Any] = {}
+    if os.geteuid() == 0 and config.isolated:
+        kwargs.update(user=config.uid, group=config.gid, extra_groups=[])
+    pass_fds = tuple(fd for fd in (to_r, from_w, info_w, seccomp_fd) if fd >= 0)
+    try:
+        proc = subprocess.Popen(argv, pass_fds=pass_fds, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kwargs)
+    except OSError as exc:
+        for fd in (to_r, to_w, from_r, from_w, info_r, info_w, seccomp_fd):
+            if fd >= 0:
+                os.close(fd)
+        raise SandboxError(f"cannot start the sandbox: {exc}") from exc
+    for fd in pass_fds:
+        os.close(fd)
+    return Launched(proc, to_w, from_r, info_r)
+
+
+def _command(config: SandboxConfig, limits: Limits, mounts: Sequence[tuple[str, str]], tmp: str,
+             prog: str, to_r: int, from_w: int, info_w: int, seccomp_fd: int
+             ) -> tuple[list[str], dict[str, str], str]:
+    """``(argv, env, cwd)`` that start the server (in bwrap unless unisolated)."""
+    global _ROOT_LAYOUT
+    env = dict(DEFAULT_ENV)
+    site = config.python_site or ()
+    if config.isolated:
+        if _ROOT_LAYOUT is None:
+            _ROOT_LAYOUT = bwrap.root_layout_args()
+        argv = bwrap.bwrap_argv(bwrap.BwrapPlan(
+            bwrap=config.bwrap, python=config.python, root_layout=_ROOT_LAYOUT,
+            ro_binds=config.python_ro_binds() + config.extra_ro_binds, scratch_bytes=limits.scratch_bytes,
+            prog_dir=prog, guest_dir=str(GUEST_DIR), mounts=mounts, seccomp_fd=seccomp_fd,
+            info_fd=info_w, in_fd=to_r, out_fd=from_w, site=site))
+        return argv, env, "/"
+    work, scratch = os.path.join(tmp, "work"), os.path.join(tmp, "tmp")
+    os.mkdir(work)
+    os.mkdir(scratch)
+    env.update(HOME=work, TMPDIR=scratch)
+    return bwrap.unisolated_argv(config.python, str(SERVER_PATH), to_r, from_w, (work, scratch), site), env, work
