@@ -49,7 +49,7 @@ from arbiter.sandbox.sandbox import Sandbox
 from arbiter.timing.cycles import DEFAULT_MODEL
 from arbiter.timing.instructions import count_instructions, find_valgrind, measure_instructions, valgrind_limits
 from arbiter.timing.count_cache import CountCache
-from arbiter.timing.measure import Program, compare
+from arbiter.timing.measure import MeasuredProgram, compare
 from arbiter.timing.wallclock import core_lease
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,11 +68,11 @@ def f(x, spec=".2f"):
     return "-" if x is None else format(x, spec)
 
 
-def build(code: str, spec: CompileSpec = CompileSpec()) -> Program:
+def build(code: str, spec: CompileSpec = CompileSpec()) -> MeasuredProgram:
     res = compile_cpp(code, spec)
     if not res.ok:
         sys.exit(f"compile failed: {res.message[:500]}")
-    return Program.of(res)
+    return MeasuredProgram.of(res)
 
 
 def sum_even_input(n: int, seed: int) -> bytes:
@@ -89,7 +89,7 @@ def good_answer() -> str:
     return row["messages"][-1]["content"].split("```cpp\n", 1)[1].rsplit("```", 1)[0]
 
 
-def expected_of(prog: Program, stdins: list[bytes]) -> list[bytes]:
+def expected_of(prog: MeasuredProgram, stdins: list[bytes]) -> list[bytes]:
     with Sandbox(files={"main": prog.binary}, limits=LIMITS) as sb:
         return [sb.run(["/prog/main"], s, LIMITS).stdout for s in stdins]
 
@@ -104,7 +104,7 @@ def sum_even_cases() -> list[tuple[str, bytes, bytes]]:
 
 # ------------------------------------------------------------------------------------------------------ cost
 
-def vg_cpu(prog: Program, stdin: bytes, vg, lim: Limits) -> tuple[float, int]:
+def vg_cpu(prog: MeasuredProgram, stdin: bytes, vg, lim: Limits) -> tuple[float, int]:
     with Sandbox(files={"main": prog.binary}, limits=lim, mounts=vg.mounts) as sb:
         c = count_instructions(sb, stdin=stdin, limits=lim, valgrind=vg)
     assert c.ok, (c.status, c.detail)

@@ -74,9 +74,9 @@ def _native_check(res: SpeedupResult, cases: Sequence[StdioCase], spec: SpeedupS
                   verdicts: Sequence[Verdict]) -> Any:
     from arbiter.judge.speedup import output_check_of
     from arbiter.timing.crosscheck import native_check
-    from arbiter.timing.measure import Program
+    from arbiter.timing.measure import MeasuredProgram
 
-    src = Program(res.source.binary, res.source.toolchain, spec.names[0])
+    src = MeasuredProgram(res.source.binary, res.source.toolchain, spec.names[0])
     timing_cases = [(c.name, c.stdin, c.expected[0]) for c in cases]
     return native_check(src, res.comparison, native_seconds(verdicts), timing_cases, spec.limits,
                         output_check_of(spec.checker, cases))

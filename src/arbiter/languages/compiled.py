@@ -66,8 +66,9 @@ class CompiledLanguage(ArgvLanguage):
     def argv(self, program: Program, sandbox: Sandbox) -> list[str]:
         return self.run_argv(program, sandbox)
 
-    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits) -> Execution:
-        return sandbox.run(self.run_argv(program, sandbox), stdin, self.run_limits(limits))
+    def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits,
+            keep: Sequence[str] = ()) -> Execution:
+        return sandbox.run(self.run_argv(program, sandbox), stdin, self.run_limits(limits), keep=keep)
 
     # ---- building -----------------------------------------------------------------------------
     def compiler_stamp(self) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.sandbox import Sandbox
-from arbiter.timing.comparison import Case, Comparison, Program
+from arbiter.timing.comparison import Case, Comparison, MeasuredProgram
 from arbiter.timing.status import MeasureStatus, run_status
 from arbiter.timing.wallclock import core_lease
 
@@ -66,7 +66,7 @@ class NativeCheck:
         return asdict(self)
 
 
-def source_native_seconds(source: Program, cases: Sequence[Case], limits: Limits,
+def source_native_seconds(source: MeasuredProgram, cases: Sequence[Case], limits: Limits,
                           same_output: Callable[[bytes, bytes], bool] | None = None,
                           rounds: int = 1) -> dict[str, float] | str:
     """The source's native CPU seconds per case (the slowest of ``rounds`` runs), run as the judge runs it, in one
@@ -83,7 +83,7 @@ def source_native_seconds(source: Program, cases: Sequence[Case], limits: Limits
     return worst
 
 
-def native_check(source: Program, counted: Comparison, candidate_seconds: Mapping[str, float],
+def native_check(source: MeasuredProgram, counted: Comparison, candidate_seconds: Mapping[str, float],
                  cases: Sequence[Case], limits: Limits,
                  same_output: Callable[[bytes, bytes], bool] | None = None, *,
                  margin: float = NATIVE_MARGIN, min_seconds: float = NATIVE_MIN_SECONDS,
@@ -109,7 +109,7 @@ def native_check(source: Program, counted: Comparison, candidate_seconds: Mappin
     return check
 
 
-def _compare_native(source: Program, counted: float, cand: float, cases: Sequence[Case], limits: Limits,
+def _compare_native(source: MeasuredProgram, counted: float, cand: float, cases: Sequence[Case], limits: Limits,
                     same_output: Callable[[bytes, bytes], bool] | None, rounds: int,
                     base: dict[str, Any]) -> NativeCheck:
     src = source_native_seconds(source, cases, limits, same_output, rounds)
