@@ -5,6 +5,7 @@ of A must not hide the memory of B's program; correct C++ submitted by both at o
 
 from __future__ import annotations
 
+import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -12,7 +13,20 @@ from live_server import LiveServer
 
 from arbiter.client.client import Client
 from arbiter.judge.verdict import Outcome
-from session_pairs import FILL, HOG, PAIRS, big_binary_task, memory_task, pair_tasks
+from session_pairs import CPP_COMPILE, FILL, HOG, PAIRS, big_binary_task, memory_task, pair_tasks
+
+#: The pairs' compile spec within the service's cap (60 s).
+SERVED_COMPILE = dataclasses.replace(CPP_COMPILE, timeout_seconds=60)
+
+
+def served(task):
+    return dataclasses.replace(task, compile=SERVED_COMPILE)
+
+
+def round_of(task, i: int):
+    """``task`` as another program each round (a comment more): a repeat of the same program
+    would be the tenant's reused verdict, not a new run in a warm sandbox."""
+    return dataclasses.replace(task, source=f"{task.source}\n# round {i}\n")
 
 
 @pytest.fixture(scope="module")
@@ -34,17 +48,17 @@ def clients(server):
 def test_client_b_cannot_copy_what_client_a_stashed(clients, name):
     a, b = clients
     stasher, copier = pair_tasks(name)
-    for _ in range(3):
-        assert a.judge([stasher])[0].outcome is Outcome.AC
-        got = b.judge([copier])[0]
-        assert got.outcome is Outcome.WA, (name, got.reason)
+    for i in range(3):
+        assert a.judge([round_of(stasher, i)])[0].outcome is Outcome.AC
+        got = b.judge([round_of(copier, i)])[0]
+        assert got.outcome is Outcome.WA and not got.cached, (name, got.reason)
 
 
 def test_client_a_page_cache_hides_no_memory_of_client_b(clients):
     a, b = clients
-    assert a.judge([memory_task(FILL)])[0].outcome is Outcome.AC
-    assert b.judge([memory_task(HOG)])[0].outcome is Outcome.MLE
-    same = b.judge([memory_task(FILL, HOG)])[0]
+    assert a.judge([served(memory_task(FILL))])[0].outcome is Outcome.AC
+    assert b.judge([served(memory_task(HOG))])[0].outcome is Outcome.MLE
+    same = b.judge([served(memory_task(FILL, HOG))])[0]
     assert [c.outcome for c in same.cases] == [Outcome.AC, Outcome.MLE], same.reason
 
 
@@ -52,11 +66,11 @@ def test_correct_cpp_from_two_clients_at_once_is_ac():
     server = LiveServer("--workers", "2")
     try:
         with Client(server.url) as a, Client(server.url) as b:
-            a.judge([big_binary_task(0)])  # (compiled once)
+            a.judge([served(big_binary_task(0))])  # (compiled once)
 
             def submit(client_and_n):
                 client, n = client_and_n
-                return client.judge([big_binary_task(n)])[0]
+                return client.judge([served(big_binary_task(n))])[0]
 
             with ThreadPoolExecutor(4) as ex:
                 verdicts = list(ex.map(submit, [((a, b)[i % 2], i) for i in range(120)]))
