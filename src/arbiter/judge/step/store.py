@@ -23,7 +23,7 @@ from arbiter.languages.compile_cache import atomic_write
 
 #: Bytes of compressed verdicts kept in memory by default (a verdict of 100 cases is ~1-3 KB).
 DEFAULT_MEMORY_BYTES = 64 * 1024 * 1024
-_MAGIC = b"arbiter-verdict-1\n"
+_MAGIC = b"arbiter-verdict-2\n"
 
 
 def reusable(verdict: Verdict) -> bool:
@@ -48,10 +48,16 @@ def decode(blob: bytes) -> Verdict:
     return verdict_from_json(d)
 
 
+def _checksum(key: str, payload: bytes) -> bytes:
+    """sha256 (hex) of the key and the payload: an entry read under another key's name is a miss."""
+    return hashlib.sha256(key.encode("ascii", "replace") + b"\n" + payload).hexdigest().encode()
+
+
 class DiskStore:
-    """One file per key under ``folder`` (``<key[:2]>/<key>``): a header, the sha256 of the
-    payload, the payload. Written atomically; safe between processes (the last writer wins, and
-    every writer writes the same verdict's bytes or another valid verdict of the same key)."""
+    """One file per key under ``folder`` (``<key[:2]>/<key>``): a header, the sha256 of the key
+    and the payload, the payload. Written atomically; safe between processes (the last writer
+    wins, and every writer writes the same verdict's bytes or another valid verdict of the same
+    key)."""
 
     def __init__(self, folder: str | os.PathLike):
         self.folder = Path(folder)
@@ -68,12 +74,12 @@ class DiskStore:
         if not raw.startswith(_MAGIC) or len(raw) < head + 65:
             return None
         digest, payload = raw[head:head + 64], raw[head + 65:]
-        if hashlib.sha256(payload).hexdigest().encode() != digest:
+        if _checksum(key, payload) != digest:
             return None
         return payload
 
     def put(self, key: str, payload: bytes) -> None:
-        digest = hashlib.sha256(payload).hexdigest().encode()
+        digest = _checksum(key, payload)
         try:
             atomic_write(self._path(key), [_MAGIC, digest, b"\n", payload])
         except OSError:  # a full or read-only disk costs reuse, never a verdict

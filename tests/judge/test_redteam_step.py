@@ -1,0 +1,65 @@
+"""Red team (issue 31): the step judge's reuse and failures-first order attacked by hostile
+programs and a hostile verdict folder. A strict xfail documents a bug not fixed yet."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from arbiter.judge.step import Settings, StepJudge
+from arbiter.judge.step.store import DiskStore, VerdictStore
+from arbiter.judge.task import Task
+from arbiter.judge.testsuite import StdioCase, TestSuite
+from arbiter.judge.verdict import Outcome
+from arbiter.sandbox.limits import Limits
+
+SUITE = TestSuite([StdioCase("a", "1\n", "1\n"), StdioCase("b", "2\n", "2\n")])
+
+# Counts the cases run before it in its session (UDP datagrams its network namespace sent: the
+# cases of one submission share it, docs/sandbox.md) and answers right unless it is the first case
+# run and its input is not the suite's first: correct in the suite's order, wrong in any other.
+ORDER_DEPENDENT = """import socket
+lines = [l for l in open('/proc/net/snmp').read().splitlines() if l.startswith('Udp:')]
+run_before = int(dict(zip(lines[0].split()[1:], lines[1].split()[1:]))['OutDatagrams'])
+socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9))
+n = input().strip()
+print(n if run_before or n == '1' else 'no')
+"""
+
+
+def task(source: str) -> Task:
+    return Task("python", source, SUITE, limits=Limits(cpu_seconds=2))
+
+
+@pytest.mark.xfail(strict=True, reason="redteam: failures-first order changes an all-or-nothing score: the cases "
+                   "of one submission share the session's network namespace, so a program can tell which case runs "
+                   "first and be right only in the suite's order (docs/step.md: 'None of them changes a score')")
+def test_failures_first_never_changes_an_all_or_nothing_score():
+    j = StepJudge(1)
+    try:
+        assert j.judge(task("print(1)")).outcome is Outcome.WA  # fails case b: b now runs first
+        suite_order = j.judge(task(ORDER_DEPENDENT), settings=Settings(reuse=False, case_order="suite"))
+        failures_first = j.judge(task(ORDER_DEPENDENT), settings=Settings(reuse=False))
+        assert suite_order.outcome is Outcome.AC, suite_order.reason
+        assert failures_first.score == suite_order.score, failures_first.reason
+    finally:
+        j.close()
+
+
+def test_a_verdict_file_under_another_keys_name_is_a_miss(tmp_path):
+    """An entry's checksum covers its key: a valid entry under another key's name (a copy, a
+    merged folder) is judged again, never served as that key's verdict."""
+    j = StepJudge(1, store=VerdictStore(disk=DiskStore(tmp_path)))
+    right, wrong = task("print(input())"), task("print(0)")
+    assert j.judge(right).outcome is Outcome.AC
+    j.close()
+    k_right, k_wrong = j.key(right), j.key(wrong)
+    (tmp_path / k_wrong[:2]).mkdir(exist_ok=True)
+    shutil.copy(tmp_path / k_right[:2] / k_right, tmp_path / k_wrong[:2] / k_wrong)
+    later = StepJudge(1, store=VerdictStore(disk=DiskStore(tmp_path)))  # the next run over the folder
+    try:
+        v = later.judge(wrong)
+        assert v.outcome is Outcome.WA, f"print(0) served {v.outcome.value} (cached={v.cached})"
+    finally:
+        later.close()
