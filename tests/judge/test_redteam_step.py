@@ -9,7 +9,7 @@ import pytest
 
 from arbiter.judge.step import Settings, StepJudge
 from arbiter.judge.step.store import DiskStore, VerdictStore
-from arbiter.judge.task import Task
+from arbiter.judge.task import CompileSpec, Task
 from arbiter.judge.testsuite import StdioCase, TestSuite
 from arbiter.judge.verdict import Outcome
 from arbiter.sandbox.limits import Limits
@@ -63,3 +63,30 @@ def test_a_verdict_file_under_another_keys_name_is_a_miss(tmp_path):
         assert v.outcome is Outcome.WA, f"print(0) served {v.outcome.value} (cached={v.cached})"
     finally:
         later.close()
+
+
+SLOW_TO_COMPILE = """#include <cstdio>
+constexpr long long spin() {
+    long long s = 0;
+    for (int i = 0; i < 200000; ++i) for (int k = 0; k < 200000; ++k) s += (i ^ k) & 7;
+    return s;
+}
+constexpr long long value = spin();
+int main() { std::printf("%lld\\n", value); }
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="redteam: a compile stopped by its time limit (or memory limit, or killed) "
+                   "is a CE the compile cache never keeps (docs/languages.md: they 'depend on the machine and the "
+                   "limits'), but the step judge reuses it, in memory and in the verdict folder")
+def test_a_compile_stopped_by_a_limit_is_not_reused():
+    t = Task("cpp", SLOW_TO_COMPILE, TestSuite((StdioCase("1", b"", (b"1\n",)),)),
+             compile=CompileSpec(timeout_seconds=2))
+    j = StepJudge(1)
+    try:
+        first = j.judge(t)
+        assert first.outcome is Outcome.CE and "time limit" in first.reason, first.reason
+        again = j.judge(t)
+        assert not again.cached, "a compile time limit, judged again, was the first run's verdict"
+    finally:
+        j.close()
