@@ -76,9 +76,6 @@ int main() { std::printf("%lld\\n", value); }
 """
 
 
-@pytest.mark.xfail(strict=True, reason="redteam: a compile stopped by its time limit (or memory limit, or killed) "
-                   "is a CE the compile cache never keeps (docs/languages.md: they 'depend on the machine and the "
-                   "limits'), but the step judge reuses it, in memory and in the verdict folder")
 def test_a_compile_stopped_by_a_limit_is_not_reused():
     t = Task("cpp", SLOW_TO_COMPILE, TestSuite((StdioCase("1", b"", (b"1\n",)),)),
              compile=CompileSpec(timeout_seconds=2))
@@ -90,3 +87,20 @@ def test_a_compile_stopped_by_a_limit_is_not_reused():
         assert not again.cached, "a compile time limit, judged again, was the first run's verdict"
     finally:
         j.close()
+
+
+@pytest.mark.parametrize("reason, output, stopped", [
+    ("compile time limit exceeded", "", True),
+    ("compile error", "the compiler exceeded the memory limit (512 MiB)\n", True),
+    ("compile error", "the compiler was killed (SIGKILL)\n", True),
+    ("compile error", "g++: fatal error: Killed signal terminated program cc1plus\n", True),
+    ("compile error", "main.cpp:3:5: error: 'x' was not declared in this scope\n", False),
+    ("compile error", "", False),
+])
+def test_a_ce_from_a_stopped_build_is_told_from_the_sources_own(reason, output, stopped):
+    from arbiter.judge.step.store import reusable
+    from arbiter.judge.verdict import Verdict
+    from arbiter.languages.base import build_stopped_by_host
+
+    assert build_stopped_by_host(reason, output) is stopped
+    assert reusable(Verdict(Outcome.CE, 0.0, reason=reason, compile_output=output)) is not stopped

@@ -8,6 +8,7 @@ in a sandbox (an argv, or the warm fork server) and carries a self-test program 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
@@ -90,6 +91,26 @@ class FailureKind(StrEnum):
     COMPILE_ERROR = "compile_error"
     TASK_ERROR = "task_error"
     ENVIRONMENT = "environment"
+
+
+#: Compiler messages that say the host or a limit stopped the build, not the source (never cached).
+RESOURCE_MARKERS = re.compile(
+    r"killed signal terminated program|signal terminated program|internal compiler error|"
+    r"file size limit exceeded|file too large|no space left on device|virtual memory exhausted|"
+    r"out of memory|memory exhausted|cannot allocate memory|resource temporarily unavailable|"
+    r"cannot create temporary file|cannot fork|vfork|posix_spawn", re.I)
+
+#: What a ``CE``'s reason or compiler output says when a limit or the machine stopped the build.
+_STOPPED_BUILD = re.compile(r"compile time limit exceeded|the compiler exceeded the memory limit|"
+                            r"the compiler was killed|the compiler's output exceeded", re.I)
+
+
+def build_stopped_by_host(reason: str, compile_output: str) -> bool:
+    """Whether a ``CE`` came from a build stopped by a limit or the machine (time, memory, output,
+    a signal, resources) rather than from the source alone: such a CE depends on the host and is
+    never reused (neither by the compile cache nor by the step judge's verdict store)."""
+    return bool(_STOPPED_BUILD.search(reason) or _STOPPED_BUILD.search(compile_output[:400])
+                or RESOURCE_MARKERS.search(compile_output))
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from arbiter.judge.codec import verdict_from_json, verdict_to_json
 from arbiter.judge.verdict import Outcome, Verdict
+from arbiter.languages.base import build_stopped_by_host
 from arbiter.languages.compile_cache import atomic_write
 
 #: Bytes of compressed verdicts kept in memory by default (a verdict of 100 cases is ~1-3 KB).
@@ -29,8 +30,11 @@ _MAGIC = b"arbiter-verdict-2\n"
 def reusable(verdict: Verdict) -> bool:
     """Whether ``verdict`` may answer a later identical submission: anything the program did,
     never our own failure (``SANDBOX_ERROR``, which includes a case still starved of CPU after its
-    reruns: docs/step.md, "What is never reused")."""
+    reruns) nor a ``CE`` from a build a limit or the machine stopped (docs/step.md, "What is never
+    reused")."""
     if verdict.outcome is Outcome.SANDBOX_ERROR:
+        return False
+    if verdict.outcome is Outcome.CE and build_stopped_by_host(verdict.reason, verdict.compile_output):
         return False
     return not any(c.outcome is Outcome.SANDBOX_ERROR for c in verdict.cases)
 

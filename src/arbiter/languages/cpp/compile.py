@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from arbiter.languages.base import CompileSpec, SourceNotText, source_bytes
+from arbiter.languages.base import RESOURCE_MARKERS, CompileSpec, SourceNotText, source_bytes
 from arbiter.languages.compile_cache import CacheEntry, CompileCache, compile_key
 from arbiter.languages.cpp.command import (
     CXX,
@@ -59,11 +59,6 @@ MAX_EXECUTABLE_BYTES = 64 * MiB
 STDERR_KEEP_BYTES = 1 * MiB
 #: CE messages are cut to this many characters: the first and last halves are kept.
 MESSAGE_LIMIT = 8192
-_RESOURCE_MARKERS = re.compile(
-    r"killed signal terminated program|signal terminated program|internal compiler error|"
-    r"file size limit exceeded|file too large|no space left on device|virtual memory exhausted|"
-    r"out of memory|memory exhausted|cannot allocate memory|resource temporarily unavailable|"
-    r"cannot create temporary file|cannot fork|vfork|posix_spawn", re.I)
 
 
 @dataclass
@@ -303,7 +298,7 @@ def _classify(ex: Execution, binary: bytes | None, stderr: str, cmd: CompileComm
         ok, note = False, f"the compiler was killed ({ex.detail})"
     else:
         ok = False
-        cacheable = ex.exit_code is not None and not _RESOURCE_MARKERS.search(stderr)
+        cacheable = ex.exit_code is not None and not RESOURCE_MARKERS.search(stderr)
     message = stderr
     if ex.stderr_truncated:
         message += f"\n[compiler output cut by the sandbox at {STDERR_KEEP_BYTES} bytes]"
