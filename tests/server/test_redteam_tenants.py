@@ -46,9 +46,6 @@ def run_code(server, who: str, stdin: str) -> str:
     return r.json()["run_result"]["stdout"]
 
 
-@pytest.mark.xfail(strict=True, reason="redteam: /run_code's warm sandboxes (WarmSandboxes, one per service) are "
-                   "keyed by program, not tenant: bob's run of a program reuses the session alice's run of it left, "
-                   "network namespace included, so what alice's run stashed there reaches bob")
 def test_run_code_warm_session_is_not_shared_between_tenants(server):
     assert run_code(server, "alice", "0") == "seen 0\n"  # a fresh session
     run_code(server, "alice", "42")  # alice's (secret) input, stashed in the session's UDP counter

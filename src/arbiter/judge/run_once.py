@@ -62,7 +62,7 @@ def supported_languages() -> list[str]:
 def run_once(language: str, source: str, stdin: bytes, limits: Limits, *, compile_seconds: float = 30.0,
              files: dict[str, bytes] | None = None, fetch: tuple[str, ...] = (),
              config: SandboxConfig | None = None, retries: int = 2, warm: "WarmSandboxes | None" = None,
-             fetch_bytes: int | None = None) -> RunOnce:
+             fetch_bytes: int | None = None, owner: str = "") -> RunOnce:
     """Build ``source`` and run it once with ``stdin`` under ``limits``.
 
     ``files``: plain file names -> bytes, written to the program's working directory first.
@@ -71,7 +71,8 @@ def run_once(language: str, source: str, stdin: bytes, limits: Limits, *, compil
     ``limits.output_bytes``); missing ones and those past the budget are left out
     (``files_omitted``). A sandbox failure is retried ``retries`` times in a fresh sandbox. ``warm``:
     keep the program's sandbox for the next run of the same program (as :func:`judge` runs
-    every case of one submission in one sandbox, each in a fresh process). Raises ``ValueError``
+    every case of one submission in one sandbox, each in a fresh process); only a run of the same
+    ``owner`` (a tenant of ``arbiter serve``) takes that sandbox again. Raises ``ValueError``
     for an unknown language or a file name with a ``/``.
     """
     lang = get_language(language)
@@ -83,7 +84,7 @@ def run_once(language: str, source: str, stdin: bytes, limits: Limits, *, compil
             raise ValueError(f"files: plain file names only, got {name!r}")
     fetch = tuple(dict.fromkeys(fetch))
     out = RunOnce(compiled=lang.compiled)
-    key = _key(language, source, files, limits, config)
+    key = owner + "\0" + _key(language, source, files, limits, config)
     runner = warm.take(key) if warm is not None else None
     try:
         budget = limits.output_bytes if fetch_bytes is None else fetch_bytes

@@ -243,7 +243,7 @@ def _run_code_route(app: FastAPI, svc: Service) -> None:
             fut = svc.orphans.adopt(key)
             if fut is None:
                 p = prepare(req, svc.cfg)
-                fut = svc.queue.submit(tenant, p.key, [lambda slot: run_code(p, svc.cfg, svc.warm)])[0]
+                fut = svc.queue.submit(tenant, p.key, [lambda slot: run_code(p, svc.cfg, svc.warm, tenant.name)])[0]
             else:
                 svc.metrics.add("arbiter_run_code_adopted_total", tenant=tenant.name)
             del req

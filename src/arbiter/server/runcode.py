@@ -135,15 +135,16 @@ def warm_sandboxes(cfg: ServerConfig) -> WarmSandboxes:
     return WarmSandboxes(capacity=2 * cfg.workers, idle_seconds=60, per_program=1 << 30, wait_seconds=0)
 
 
-def run_code(p: PreparedRun, cfg: ServerConfig, warm: WarmSandboxes) -> BinaryIO:
-    """Run the request on a judge slot (with the warm sandbox of its program, if one is idle); the
+def run_code(p: PreparedRun, cfg: ServerConfig, warm: WarmSandboxes, tenant: str) -> BinaryIO:
+    """Run the request on a judge slot (with the warm sandbox of its program and ``tenant``, if one
+    is idle: a session is never shared between tenants); the
     SandboxFusion answer, spooled. Raises :class:`OurFailure` (504: our sandbox failed after retries)."""
     if p.language not in supported_languages():
         return answer.spool(_answer("SandboxError", f"language {p.language!r} is not supported by arbiter; "
                                                     f"supported: {', '.join(supported_languages())}"))
     try:
         once = run_once(p.language, p.code, p.stdin, p.limits, compile_seconds=p.compile_seconds, files=p.files,
-                        fetch=p.fetch, warm=warm, fetch_bytes=cfg.max_output_bytes)
+                        fetch=p.fetch, warm=warm, fetch_bytes=cfg.max_output_bytes, owner=tenant)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
     if once.sandbox_error:
