@@ -19,7 +19,7 @@ from arbiter.judge.task import Task
 from arbiter.judge.testsuite import StdioCase, TestSuite
 from arbiter.sandbox.limits import Limits
 
-TOKENS = "# name token caps\nalice tok-alice-0123456789 queue=3\nbob tok-bob-0123456789\ncarol tok-carol-01234 judges=1\n"
+TOKENS = "# name token caps\nalice tok-alice-0123456789 queue=3\nbob tok-bob-0123456789 metrics=all\ncarol tok-carol-01234 judges=1\n"
 
 
 def sleeper(seconds: float, tag: str = "done") -> dict:

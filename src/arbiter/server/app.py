@@ -22,7 +22,7 @@ from arbiter.server import answer, native
 from arbiter.server.admission import FairQueue, Refused, Tenant
 from arbiter.server.config import ANSWER_MARGIN, VERL_API_SLACK, ServerConfig
 from arbiter.server.jupyter import RunJupyterRequest, run_jupyter
-from arbiter.server.metrics import Metrics
+from arbiter.server.metrics import Metrics, visible_to
 from arbiter.server.retries import Orphans, request_key
 from arbiter.server.runcode import BadRequest, OurFailure, RunCodeRequest, prepare, run_code, warm_sandboxes
 
@@ -340,12 +340,16 @@ def _info_routes(app: FastAPI, svc: Service, metrics_text: Callable[[Service], s
         return "pong"
 
     @app.get("/metrics")
-    async def metrics_route():
+    async def metrics_route(request: Request):
+        """Prometheus text: every tenant's series for an operator (``metrics=all``), else the caller's own."""
         if metrics_text is not None:
             text = await asyncio.to_thread(metrics_text, svc)
         else:
             svc.gauges()
             text = svc.metrics.text()
+        tenant = tenant_of(request)
+        if not svc.cfg.tenants.sees_all_metrics(tenant):
+            text = visible_to(text, tenant.name)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
 

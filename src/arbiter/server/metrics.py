@@ -126,3 +126,11 @@ def _order(item):
     le = dict(labels).get("le")
     rest = tuple(kv for kv in labels if kv[0] != "le")
     return name, rest, float("inf") if le == "+Inf" else float(le) if le else 0.0
+
+
+def visible_to(text: str, tenant: str) -> str:
+    """The Prometheus ``text`` without the samples of tenants other than ``tenant`` (a series
+    labelled ``tenant="..."``); server-wide series and comments stay."""
+    mine = f'tenant="{tenant}"'
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if line.startswith("#") or 'tenant="' not in line or mine in line)

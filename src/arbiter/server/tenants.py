@@ -1,6 +1,6 @@
 """Tenants and their tokens, from a token file or the environment (no database): each line
-``NAME TOKEN [judges=N] [queue=N] [weight=W]``. A request's ``Authorization: Bearer TOKEN``
-names its tenant. See ``docs/serve.md``, "Tenants and fairness"."""
+``NAME TOKEN [judges=N] [queue=N] [weight=W] [metrics=all]``. A request's ``Authorization: Bearer
+TOKEN`` names its tenant; ``metrics=all`` lets it read every tenant's series on ``/metrics``. See ``docs/serve.md``, "Tenants and fairness"."""
 
 from __future__ import annotations
 
@@ -31,6 +31,13 @@ class Tenants:
 
     by_digest: tuple[tuple[bytes, Tenant], ...] = ()
     anonymous: Tenant = Tenant(ANONYMOUS)
+    #: Tenants that read every tenant's series on ``/metrics`` (``metrics=all``); the others read their own.
+    operators: frozenset[str] = frozenset()
+
+    def sees_all_metrics(self, tenant: Tenant) -> bool:
+        """Whether ``tenant`` reads every tenant's series: an operator, or the one tenant of a
+        service with at most one token."""
+        return len(self.by_digest) <= 1 or tenant.name in self.operators
 
     @property
     def required(self) -> bool:
@@ -63,6 +70,7 @@ def parse(text: str, origin: str = "tokens") -> Tenants:
     naming the line for a bad name, a duplicate name or token, an unknown or bad field."""
     entries: list[tuple[bytes, Tenant]] = []
     names: set[str] = set()
+    operators: set[str] = set()
     for n, raw in enumerate(text.replace(";", "\n").splitlines(), 1):
         words = raw.split("#", 1)[0].split()
         if not words:
@@ -74,8 +82,11 @@ def parse(text: str, origin: str = "tokens") -> Tenants:
         name, token, caps = words[0], words[1], {}
         for word in words[2:]:
             key, _, value = word.partition("=")
+            if key == "metrics" and value in ("all", "own"):
+                operators.update([name] if value == "all" else [])
+                continue
             if key not in _FIELDS:
-                raise ValueError(f"{where}: unknown field {key!r}; known: {', '.join(_FIELDS)}")
+                raise ValueError(f"{where}: unknown field {word!r}; known: {', '.join(_FIELDS)}, metrics=all|own")
             try:
                 caps[key] = _FIELDS[key](value)
             except ValueError:
@@ -89,7 +100,7 @@ def parse(text: str, origin: str = "tokens") -> Tenants:
         entries.append((digest, Tenant(name, **caps)))
     if not entries:
         raise ValueError(f"{origin}: no tenants (lines 'NAME TOKEN [judges=N] [queue=N] [weight=W]')")
-    return Tenants(tuple(entries))
+    return Tenants(tuple(entries), operators=frozenset(operators))
 
 
 def load(path: str | Path) -> Tenants:
