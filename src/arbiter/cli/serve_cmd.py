@@ -17,7 +17,7 @@ def register(app: typer.Typer) -> None:
         token: Optional[str] = typer.Option(None, "--token", envvar="ARBITER_TOKEN",
                                             help="one API token (tenant 'default'): 'Authorization: Bearer <token>'"),
         tokens: Optional[str] = typer.Option(None, "--tokens", envvar="ARBITER_TOKENS_FILE",
-                                             help="token file: lines 'NAME TOKEN [judges=N] [queue=N] [weight=W]'"),
+                                             help="token file: lines 'NAME TOKEN [judges=N] [queue=N] [weight=W] [metrics=all]'"),
         workers: int = typer.Option(0, "--workers", help="judge slots (0: one per core)"),
         queue: int = typer.Option(4096, "--queue", help="waiting units over all tenants before 503/504"),
         tenant_queue: int = typer.Option(1024, "--tenant-queue",

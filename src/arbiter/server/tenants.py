@@ -77,7 +77,7 @@ def parse(text: str, origin: str = "tokens") -> Tenants:
             continue
         where = f"{origin} line {n}"
         if len(words) < 2 or not _NAME.match(words[0]):
-            raise ValueError(f"{where}: expected 'NAME TOKEN [judges=N] [queue=N] [weight=W]' "
+            raise ValueError(f"{where}: expected 'NAME TOKEN [judges=N] [queue=N] [weight=W] [metrics=all]' "
                              f"(NAME: letters, digits, _ . -)")
         name, token, caps = words[0], words[1], {}
         for word in words[2:]:
@@ -99,7 +99,7 @@ def parse(text: str, origin: str = "tokens") -> Tenants:
         names.add(name)
         entries.append((digest, Tenant(name, **caps)))
     if not entries:
-        raise ValueError(f"{origin}: no tenants (lines 'NAME TOKEN [judges=N] [queue=N] [weight=W]')")
+        raise ValueError(f"{origin}: no tenants (lines 'NAME TOKEN [judges=N] [queue=N] [weight=W] [metrics=all]')")
     return Tenants(tuple(entries), operators=frozenset(operators))
 
 
