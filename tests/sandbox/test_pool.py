@@ -125,6 +125,59 @@ def test_a_reused_sandbox_shows_the_next_submission_a_fresh_one(pool):
     pool.release(b)
 
 
+#: Forks until the pids limit refuses, each child asleep: how many processes a program may hold.
+BUDGET = r"""
+import os, time
+n = 0
+try:
+    while n < 100:
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+        n += 1
+except OSError:
+    pass
+print(n)
+"""
+
+#: Children that spin and are never waited for: the CPU watch kills every process of the run but
+#: the session server (and the zygote, in the same cgroups since the sandbox started).
+SPINNERS = r"""
+import os
+for _ in range(3):
+    if os.fork() == 0:
+        while True:
+            pass
+while True:
+    pass
+"""
+
+
+def test_the_zygote_in_the_sandbox_cgroups_is_out_of_a_sessions_reach(pool):
+    """The zygote shares the sandbox's cgroups (its session servers are born in them): a session
+    that fills the pids limit and is stopped by the CPU watch takes neither the zygote nor a
+    process of the next session's budget."""
+    limits = Limits(cpu_seconds=0.5, wall_seconds=5, processes=8)
+    a = pool.acquire(limits=limits)
+    zygote = a.session.zygote_pid
+    assert zygote in a._cg.pids() and zygote not in a.session.tasks()
+    assert a.load_python(BUDGET) is None
+    full = a.run_python(b"", limits)
+    assert full.status is Status.OK and full.stdout == b"7\n", (full.status, full.stdout, full.detail)
+    assert a.load_python(SPINNERS) is None
+    spun = a.run_python(b"", limits)
+    assert spun.status is Status.TIME_LIMIT, (spun.status, spun.detail)
+    pool.release(a)
+    _wait_idle(pool)
+    b = pool.acquire(limits=limits)
+    assert b is a and b.session.zygote_pid == zygote and os.path.exists(f"/proc/{zygote}")
+    assert b.load_python(BUDGET) is None
+    again = b.run_python(b"", limits)
+    assert again.stdout == full.stdout, (again.status, again.stdout, again.detail)
+    assert b.task_count() == 2
+    pool.release(b)
+
+
 def test_a_native_program_sees_its_own_files_only(pool):
     a = pool.acquire(files={"main": b"#!/bin/sh\necho A\n", "data": b"x"}, limits=LIMITS)
     ex = a.run(["/bin/sh", "-c", "ls /prog; echo left > /work/kept; ls /work"])
