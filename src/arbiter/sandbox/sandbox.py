@@ -352,6 +352,8 @@ class Sandbox:
             # takes the blank forker: pinned memory only grows, which the next run sees)
         if reply.get("ok"):
             self.python_loaded = True
+            if self.session is not None:
+                self.session.prelude = prelude  # (compiled ahead for the next sessions)
             return None
         return (reply.get("error") or "the program could not be compiled").strip()
 

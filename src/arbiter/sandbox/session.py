@@ -67,6 +67,9 @@ class Session:
         self.settling = False  # its server works on after its last reply (see ready_for_run)
         self.count = 0  # sessions opened so far
         self.held = 0  # bytes the open session's /prog files hold in the memory cgroup
+        #: The prelude of the last program loaded (task data): the zygote keeps it compiled for
+        #: the sessions armed after it (docs/sandbox.md, "The zygote").
+        self.prelude = ""
         channel.on_read(self.take_hello)
 
     def arm(self, scratch_bytes: int, prefork: bool | None = None) -> None:
@@ -81,8 +84,8 @@ class Session:
         if ch.broken or ch.to_server < 0:
             raise SandboxError(ch.broken or "the sandbox is closed")
         try:
-            reply, _ = ch.request({"op": "session", "scratch_bytes": scratch_bytes}, [],
-                                  timeout=SESSION_TIMEOUT)
+            reply, _ = ch.request({"op": "session", "scratch_bytes": scratch_bytes},
+                                  [self.prelude.encode("utf-8", "surrogateescape")], timeout=SESSION_TIMEOUT)
             self.request = ch.request_id  # the zygote's "ended" will carry it
             if reply.get("op") != "armed":
                 raise SandboxError(f"the session did not start: {reply}{self.stderr_tail()}")

@@ -13,7 +13,7 @@ from .cases import fork_here
 from .forker import drop_blank_forker, drop_forker, make_forker
 from .kernel import memfd, namespace_pids
 from .loader import load_in_forker
-from .program import PRELUDE_FAILED, compile_program, new_main
+from .program import PRELUDE_FAILED, compile_program, new_main, prelude_code
 from .protocol import write_all
 from .forked_case import await_zombie
 from .reaper import kill_all, reap_all, wipe_scratch
@@ -151,7 +151,7 @@ def _load_here(state, source, prelude, filename):
     # semantics as running it first in each case: each case gets its own copy of that dict.
     program.main_module = new_main(filename)
     if prelude:
-        exec(compile(prelude, "<prelude>", "exec"), program.main_module.__dict__)
+        exec(prelude_code(prelude), program.main_module.__dict__)
     import gc
     gc.collect()
     gc.freeze()

@@ -1,7 +1,8 @@
 """Loading the Python program: compile it like ``python3 main.py``, its ``__main__``, heavy imports.
 
 Exports: :func:`compile_program`, :func:`load_checked`, :func:`new_main`,
-:func:`warm_heavy_imports`, :data:`PRELUDE_FAILED`. See docs/sandbox.md ("load").
+:func:`warm_heavy_imports`, :func:`prelude_code`, :func:`keep_prelude`, :data:`PRELUDE_FAILED`.
+See docs/sandbox.md ("load", "The zygote").
 """
 
 import builtins
@@ -18,6 +19,35 @@ HEAVY_MODULES = {"numpy": "numpy", "np": "numpy", "dataclasses": "dataclasses",
 #: Names the program or its prelude may define whose cases need a module in the call harness
 #: (it reads ``ListNode`` / ``TreeNode`` annotations with ``inspect``).
 HARNESS_MODULES = {"ListNode": "inspect", "TreeNode": "inspect"}
+
+
+#: ``(text, code)``: the prelude the zygote compiled ahead (:func:`keep_prelude`), or None.
+_PRELUDE = None
+#: A longer prelude is compiled at each load, never kept.
+KEPT_PRELUDE_CHARS = 1 << 16
+
+
+def keep_prelude(text):
+    """In the zygote (which runs no untrusted code), ahead of a session: compile the prelude the
+    judge expects the next load to bring (task data, never a submission), so every session
+    forked after it gets the code object copy-on-write instead of compiling it on the
+    submission's path. One kept at a time; a prelude that does not compile is not kept."""
+    global _PRELUDE
+    if not text or len(text) > KEPT_PRELUDE_CHARS or (_PRELUDE is not None and _PRELUDE[0] == text):
+        return
+    try:
+        _PRELUDE = (text, compile(text, "<prelude>", "exec"))
+    except BaseException:
+        _PRELUDE = None
+
+
+def prelude_code(text):
+    """``text`` compiled as a prelude (``compile(text, "<prelude>", "exec")``): the kept code
+    object when it is the kept text, else compiled now (errors raised as compile raises them)."""
+    kept = _PRELUDE
+    if kept is not None and kept[0] == text:
+        return kept[1]
+    return compile(text, "<prelude>", "exec")
 
 
 def _imported_names(code):
@@ -108,7 +138,7 @@ def load_checked(source, prelude, filename):
     main = new_main(filename)
     if prelude:
         try:
-            exec(compile(prelude, "<prelude>", "exec"), main.__dict__)
+            exec(prelude_code(prelude), main.__dict__)
         except BaseException:
             return _failed(traceback, PRELUDE_FAILED, 3)
     return 0, code, wrapped, main

@@ -16,6 +16,7 @@ import struct
 import _socket
 
 from . import kernel
+from .program import keep_prelude
 from .protocol import encode_frame, read_frame_blocking, write_all
 
 CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
@@ -207,7 +208,8 @@ def _say(text):
 
 
 def serve(in_fd, out_fd, start_server, prefork=lambda drop: None):
-    """The zygote's loop: ``session`` starts a session server in the new namespaces
+    """The zygote's loop: ``session`` (its one blob: the prelude to keep compiled for the
+    loads to come, :func:`.program.keep_prelude`) starts a session server in the new namespaces
     (``start_server(in_fd, out_fd)`` when armed, then what it returned, called with the go's
     request id and the blank forker or None, answers until its ``exit``), then ``ended``
     carries its exit status; ``exit`` ends the zygote. ``prefork``: see :func:`_session_server`."""
@@ -215,11 +217,14 @@ def serve(in_fd, out_fd, start_server, prefork=lambda drop: None):
     write_all(out_fd, encode_frame({"op": "hello", "zygote": True, "pid": os.getpid()}))
     while True:
         try:
-            header, _ = read_frame_blocking(in_fd)
+            header, blobs = read_frame_blocking(in_fd)
         except EOFError:
             return
         op, rid = header.get("op"), header.get("id")
         if op == "session":
+            if blobs:  # the prelude its load will likely bring (the last one's)
+                keep_prelude(blobs[0].decode("utf-8", "surrogateescape"))
+            del blobs
             status = _session(header, in_fd, out_fd, start_server, prefork)
             reply = {"op": "ended", "status": os.waitstatus_to_exitcode(status)}
         elif op == "exit":
