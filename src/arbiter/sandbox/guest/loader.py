@@ -13,7 +13,7 @@ from .cases import Capture, case_clock, drain
 from .child import rlimit_list
 from .forker import Forker, drop_blank_forker, forker_main, recv_case
 from .kernel import close_all_but, fork, set_own_oom_adj
-from .program import PRELUDE_FAILED, compile_program, load_checked, warm_heavy_imports
+from .program import PRELUDE_FAILED, compile_program, load_checked, warm_heavy_imports, warm_up_prelude
 from .protocol import encode_frame, read_exact
 from .python_case import fresh_stdio
 from .reaper import kill_all, reap_all
@@ -229,6 +229,7 @@ def _warm_up_compiler():
     compile_program(_WARM_UP_SOURCE.encode(), "<warm-up>")  # (the source's decoding too)
     linecache.cache.pop("<warm-up>", None)
     exec(compile(_WARM_UP_IMPORTS, "<warm-up>", "exec", dont_inherit=True), {"__name__": "<warm-up>"})
+    warm_up_prelude()  # (the imports of the prelude the zygote keeps compiled)
     gc.collect()
 
 
