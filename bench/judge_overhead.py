@@ -83,15 +83,18 @@ def one_case(lang: str) -> float:
 
 
 def one_score() -> float:
-    """Seconds of one ``compute_score`` call on a one-case Python row."""
+    """Seconds of one ``compute_score`` call on a one-case Python row (a new program each call:
+    a comment numbers it, so the step judge reuses no verdict)."""
     from arbiter.verl.reward import compute_score
 
+    response = f"```python\n# response {next(_responses)}\n{PY_SRC}```"
     t = time.perf_counter()
-    r = compute_score("codecontests", f"```python\n{PY_SRC}```", SCORE_TRUTH)
+    r = compute_score("codecontests", response, SCORE_TRUTH)
     assert r["score"] == 1.0, r
     return time.perf_counter() - t
 
 
+_responses = iter(range(1 << 30))
 SCORE_TRUTH = json.dumps({"inputs": ["1\n"], "outputs": ["2\n"]})
 
 

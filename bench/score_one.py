@@ -2,7 +2,7 @@
 
 One trivial Python codegen row (one stdin case), scored by ``arbiter.verl.reward.compute_score``
 (the reward's extraction and suite parsing, a warm pooled sandbox, the load, the case, the
-release) in a fresh process of each tree, alternately, round by round: after a warm-up, N calls
+release; a new program each call, so no verdict is reused) in a fresh process of each tree, alternately, round by round: after a warm-up, N calls
 back to back (as verl's naive reward manager makes them: the sandbox just released is recycled
 while the next call runs) or ``--gap`` seconds apart (the recycle done before the next call).
 Printed: p25/p50/p75 ms of each tree, their ratio, the load average. Target: p50 <= 5 ms.
@@ -24,7 +24,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-RESPONSE = "```python\nimport sys\nprint(int(sys.stdin.readline()) + 1)\n```"
+#: A new program each call (a comment numbers it), as every response of a rollout is: the step
+#: judge would reuse the verdict of a program it judged already (docs/step.md).
+RESPONSE = "```python\n# response {}\nimport sys\nprint(int(sys.stdin.readline()) + 1)\n```"
 TRUTH = json.dumps({"inputs": ["1\n"], "outputs": ["2\n"]})
 
 
@@ -32,9 +34,12 @@ def calls(n: int, gap: float) -> None:
     """In one tree's process: ``n`` timed calls after a warm-up, as one JSON line (ms each)."""
     from arbiter.verl.reward import compute_score
 
+    count = iter(range(1 << 30))
+
     def one() -> float:
+        response = RESPONSE.format(next(count))
         t = time.perf_counter()
-        r = compute_score("codecontests", RESPONSE, TRUTH)
+        r = compute_score("codecontests", response, TRUTH)
         assert r["score"] == 1.0, r
         return (time.perf_counter() - t) * 1e3
 
