@@ -3,8 +3,9 @@
 One trivial Python codegen row (one stdin case), scored by ``arbiter.verl.reward.compute_score``
 (the reward's extraction and suite parsing, a warm pooled sandbox, the load, the case, the
 release; a new program each call, so no verdict is reused) in a fresh process of each tree,
-alternately, round by round: after a warm-up, N calls back to back (as verl's naive reward manager makes them: the sandbox just released is recycled
-while the next call runs) or ``--gap`` seconds apart (the recycle done before the next call).
+alternately, round by round: after a warm-up, N calls back to back (as verl's naive reward
+manager makes them: the sandbox just released is recycled while the next call runs) or
+``--gap`` seconds apart (the recycle done before the next call).
 Printed: p25/p50/p75 ms of each tree, their ratio, the load average. Target: p50 <= 5 ms.
 
 Usage: ``python bench/score_one.py --compare TREE [--rounds 4] [-n 30] [--gap 0]``. TREE is a
