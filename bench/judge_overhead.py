@@ -8,7 +8,9 @@ For a trivial Python program and a trivial C++ binary (compile cache warm before
   consecutive ``on_case`` callbacks (run + classify + checker + CaseResult), and the whole
   submission's wall divided by N;
 - per submission: ``judge()`` of a one-case task (build or cache hit, sandbox start, load, the
-  case, close).
+  case, close); for Python also ``compute_score`` of a one-case verl row (a trivial codegen
+  response: the reward's extraction and suite parsing, then the same judge), five back to back
+  each round, as verl's naive reward manager calls it.
 
 - fork floor: no isolation at all, a warm interpreter (a fresh one, common modules imported)
   forking a child per case that runs the program (Python: ``exec`` of the compiled code; C++:
@@ -21,6 +23,7 @@ alike; medians over rounds are printed with their ratio. Usage: ``python bench/j
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import statistics
@@ -79,6 +82,22 @@ def one_case(lang: str) -> float:
     return time.perf_counter() - t
 
 
+def one_score() -> float:
+    """Seconds of one ``compute_score`` call on a one-case Python row (a new program each call:
+    a comment numbers it, so the step judge reuses no verdict)."""
+    from arbiter.verl.reward import compute_score
+
+    response = f"```python\n# response {next(_responses)}\n{PY_SRC}```"
+    t = time.perf_counter()
+    r = compute_score("codecontests", response, SCORE_TRUTH)
+    assert r["score"] == 1.0, r
+    return time.perf_counter() - t
+
+
+_responses = iter(range(1 << 30))
+SCORE_TRUTH = json.dumps({"inputs": ["1\n"], "outputs": ["2\n"]})
+
+
 def floor(job: tuple[str, str, int]) -> list[float]:
     """In a warm worker: seconds per case of the unisolated fork floor (see the docstring)."""
     import workload  # bench/workload.py: the same floor
@@ -101,8 +120,9 @@ def main() -> None:
     assert comp.ok, comp.message
     for lang in SOURCES:
         one_case(lang)  # warm: compile cache, imports, root layout
-    res: dict[str, dict[str, list[float]]] = {lang: {"bare": [], "gap": [], "judge": [], "sub": [], "floor": []}
-                                              for lang in SOURCES}
+    one_score()
+    res: dict[str, dict[str, list[float]]] = {lang: {"bare": [], "gap": [], "judge": [], "sub": [], "floor": [],
+                                                     "score": []} for lang in SOURCES}
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import workload
 
@@ -121,18 +141,24 @@ def main() -> None:
                 r["gap"].append(statistics.median(gaps))
                 r["judge"].append(wall / n)
                 r["sub"].append(statistics.median(one_case(lang) for _ in range(5)))
+                if lang == "python":
+                    r["score"].append(statistics.median(one_score() for _ in range(5)))
                 r["floor"].append(statistics.median(pool.apply(floor, (jobs[lang],))))
     print(f"judge() overhead: {n} trivial cases per submission, {rounds} interleaved rounds, "
           f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
     print(f"{'program':<8} {'bare ms/case':>13} {'judge() ms/case':>16} {'judge() wall/N ms':>18} "
-          f"{'ratio':>6} {'one-case judge() ms':>20} {'fork floor ms/case':>19}")
+          f"{'ratio':>6} {'one-case judge() ms':>20} {'compute_score ms':>17} {'fork floor ms/case':>19} "
+          f"{'judge/floor':>12}")
     med = lambda xs: statistics.median(xs) * 1e3  # noqa: E731
     for lang in SOURCES:
         r = res[lang]
+        score = f"{med(r['score']):>17.1f}" if r["score"] else f"{'-':>17}"
         print(f"{lang:<8} {med(r['bare']):>13.2f} {med(r['gap']):>16.2f} {med(r['judge']):>18.2f} "
-              f"{med(r['gap']) / med(r['bare']):>5.2f}x {med(r['sub']):>20.1f} {med(r['floor']):>19.2f}")
-    print("target: judge() ms/case <= 2 for both (cpp: a compile cache hit); the fork floor is what no judge "
-          "that starts a process per case goes below here")
+              f"{med(r['gap']) / med(r['bare']):>5.2f}x {med(r['sub']):>20.1f} {score} {med(r['floor']):>19.2f} "
+              f"{med(r['gap']) / med(r['floor']):>11.2f}x")
+    print("target: judge() ms/case <= 2 for both (cpp: a compile cache hit), at the fork floor (judge/floor <= 1); "
+          "one-case compute_score <= 5 ms p50; the fork floor is what no judge that starts a process per case "
+          "goes below here")
 
 
 if __name__ == "__main__":

@@ -150,7 +150,8 @@ def run_arbiter_python(programs: list) -> tuple[float, list[dict]]:
     t = time.perf_counter()
     results = compute_score_batch(["codeforces"] * len(programs), [f"```python\n{src}\n```" for _, src, _, _ in programs],
                                   truths, [{"index": label} for label, _, _, _ in programs],
-                                  checker="tokens", time_limit=CPU_SECONDS)
+                                  checker="tokens", time_limit=CPU_SECONDS,
+                                  reuse=False)  # (every round judges: no verdict of an earlier round reused)
     return time.perf_counter() - t, results
 
 

@@ -180,7 +180,7 @@ def test_file_flags_set_by_a_program_do_not_reach_the_next_case():
 
 def _forker_host_pid(sb: Sandbox) -> int:
     """The forker's pid on the host: between cases the sandbox holds the server and it."""
-    others = [p for p in sb._cg.pids() if p != sb.session.server_pid]
+    others = [p for p in sb.session.tasks() if p != sb.session.server_pid]
     assert len(others) == 1, others
     return others[0]
 

@@ -125,6 +125,117 @@ def test_a_reused_sandbox_shows_the_next_submission_a_fresh_one(pool):
     pool.release(b)
 
 
+#: Forks until the pids limit refuses, each child asleep: how many processes a program may hold.
+BUDGET = r"""
+import os, time
+n = 0
+try:
+    while n < 100:
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+        n += 1
+except OSError:
+    pass
+print(n)
+"""
+
+#: Children that spin and are never waited for: the CPU watch kills every process of the run but
+#: the session server (and the zygote, in the same cgroups since the sandbox started).
+SPINNERS = r"""
+import os
+for _ in range(3):
+    if os.fork() == 0:
+        while True:
+            pass
+while True:
+    pass
+"""
+
+
+def test_the_zygote_in_the_sandbox_cgroups_is_out_of_a_sessions_reach(pool):
+    """The zygote shares the sandbox's cgroups (its session servers are born in them): a session
+    that fills the pids limit and is stopped by the CPU watch takes neither the zygote nor a
+    process of the next session's budget."""
+    limits = Limits(cpu_seconds=0.5, wall_seconds=5, processes=8)
+    a = pool.acquire(limits=limits)
+    zygote = a.session.zygote_pid
+    assert zygote in a._cg.pids() and zygote not in a.session.tasks()
+    assert a.load_python(BUDGET) is None
+    full = a.run_python(b"", limits)
+    assert full.status is Status.OK and full.stdout == b"7\n", (full.status, full.stdout, full.detail)
+    assert a.load_python(SPINNERS) is None
+    spun = a.run_python(b"", limits)
+    assert spun.status is Status.TIME_LIMIT, (spun.status, spun.detail)
+    pool.release(a)
+    _wait_idle(pool)
+    b = pool.acquire(limits=limits)
+    assert b is a and b.session.zygote_pid == zygote and os.path.exists(f"/proc/{zygote}")
+    assert b.load_python(BUDGET) is None
+    again = b.run_python(b"", limits)
+    assert again.stdout == full.stdout, (again.status, again.stdout, again.detail)
+    assert b.task_count() == 2
+    pool.release(b)
+
+
+def _next_session(pool: SandboxPool, sb: Sandbox) -> Sandbox:
+    """``sb`` released, recycled and acquired again (a new session of the same sandbox)."""
+    pool.release(sb)
+    _wait_idle(pool)
+    again = pool.acquire(limits=LIMITS)
+    assert again is sb
+    return again
+
+
+def test_the_kept_prelude_is_used_only_for_its_own_text(pool):
+    """The zygote keeps the last load's prelude compiled for the next sessions: a session whose
+    load brings another prelude runs that one, and the kept one is never run in its place."""
+    sb = pool.acquire(limits=LIMITS)
+    outputs = []
+    for prelude in ("X = 1\n", "X = 2\n", "X = 1\n", ""):
+        assert sb.load_python("print(globals().get('X'))\n", prelude) is None
+        outputs.append(sb.run_python(b"", LIMITS).stdout)
+        sb = _next_session(pool, sb)
+    assert outputs == [b"1\n", b"2\n", b"1\n", b"None\n"]
+    pool.release(sb)
+
+
+#: Overwrites, in its own process, the string constants of a code object the prelude made (the
+#: prelude's code is the zygote's, copy-on-write), then prints them.
+TAMPER_PRELUDE = r"""
+import ctypes
+consts = type(np).__getattr__.__code__.co_consts
+bad = "tampered"
+for i, v in enumerate(consts):
+    if isinstance(v, str):
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(bad))
+        ctypes.cast(id(consts) + 24 + 8 * i, ctypes.POINTER(ctypes.c_void_p))[0] = id(bad)
+print(type(np).__getattr__.__code__.co_consts)
+"""
+SHOW_PRELUDE = "print(type(np).__getattr__.__code__.co_consts)\n"
+
+
+def test_a_program_cannot_change_the_kept_prelude(pool):
+    """What a program does to the prelude's code objects (here: overwrites their constants with
+    ctypes) stays in its own process: the next case and the next session see them as compiled."""
+    from arbiter.judge.preludes import PYTHON_PRELUDE
+
+    sb = pool.acquire(limits=LIMITS)
+    assert sb.load_python(SHOW_PRELUDE, PYTHON_PRELUDE) is None
+    honest = sb.run_python(b"", LIMITS).stdout
+    assert b"'np'" in honest
+    sb = _next_session(pool, sb)  # (armed with the prelude kept compiled)
+    assert sb.load_python(TAMPER_PRELUDE, PYTHON_PRELUDE) is None
+    tampered = sb.run_python(b"", LIMITS)
+    assert tampered.status is Status.OK and b"tampered" in tampered.stdout, (tampered.status, tampered.stderr)
+    assert sb.load_python(SHOW_PRELUDE, PYTHON_PRELUDE) is None
+    assert sb.run_python(b"", LIMITS).stdout == honest
+    sb = _next_session(pool, sb)
+    assert sb.load_python(SHOW_PRELUDE, PYTHON_PRELUDE) is None
+    assert sb.run_python(b"", LIMITS).stdout == honest
+    pool.release(sb)
+
+
 def test_a_native_program_sees_its_own_files_only(pool):
     a = pool.acquire(files={"main": b"#!/bin/sh\necho A\n", "data": b"x"}, limits=LIMITS)
     ex = a.run(["/bin/sh", "-c", "ls /prog; echo left > /work/kept; ls /work"])

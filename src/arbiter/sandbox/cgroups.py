@@ -15,6 +15,7 @@ import signal
 import threading
 import time
 from pathlib import Path
+from typing import Collection
 
 ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("memory", "pids", "cpuacct")
@@ -329,15 +330,16 @@ class SandboxCgroups:
     def pids(self) -> list[int]:
         return [int(x) for x in self._read("pids", "cgroup.procs").split()]
 
-    def kill_except(self, keep: int) -> int:
-        """SIGKILL every process of the group except ``keep`` (the sandbox's server), once.
+    def kill_except(self, keep: Collection[int]) -> int:
+        """SIGKILL every process of the group except those in ``keep`` (the sandbox's server,
+        its zygote), once.
         Each pid is pinned with a pidfd and checked to still be in this group before the
         signal, so a pid reused by an unrelated host process is never hit. Returns how many
         processes were signalled."""
         want = "/" + str(self.paths["pids"].relative_to(ROOT / "pids"))
         killed = 0
         for pid in self.pids():
-            if pid == keep:
+            if pid in keep:
                 continue
             try:
                 pidfd = os.pidfd_open(pid)

@@ -54,6 +54,7 @@ class RunMeter:
         self.cg = cg
         self.memory_limit = memory_limit  # the limit in force (a write costs a third of a ms)
         self.server_pid = 0  # the session server (host pid): its CPU is never a run's
+        self.zygote_pid = 0  # the sandbox's zygote (host pid; 0: none): in the cgroups, idle while a run runs
         self._schedstat_fd = -1  # its /proc/<pid>/schedstat, kept open
         self._pinned = -1  # memory the cgroup cannot give back, when last read (-1: read again)
 
@@ -135,7 +136,7 @@ class RunMeter:
                     return False
                 if select.select([reply_fd], [], [], 0)[0]:
                     return True  # the run just ended: its reply is here, leave the forker alone
-                cg.kill_except(server_pid)
+                cg.kill_except((server_pid, self.zygote_pid))
             except (cgroups.CgroupError, OSError):
                 pass  # never leave the reply unread: the wall limit still ends the run
             return True

@@ -102,7 +102,7 @@ class SandboxPool:
                 idle = self._idle.get(key)
                 if not idle:
                     break
-                sb = idle.pop()[0]
+                sb = idle.pop(0)[0]  # the longest idle: the one recycled last may still be warming its forker
             try:
                 if not sb.alive:
                     raise SandboxError("the idle sandbox died")

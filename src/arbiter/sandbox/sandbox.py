@@ -27,7 +27,7 @@ from arbiter.sandbox.guest.runq import wall_cap
 from arbiter.sandbox.limits import MiB, Limits
 from arbiter.sandbox.meter import CPU_KILL_MARGIN, RunMeter, Usage, pages
 from arbiter.sandbox.launch import launch
-from arbiter.sandbox.session import EXTRA_TASKS, SERVER_HEADROOM, Session, memory_limit
+from arbiter.sandbox.session import EXTRA_TASKS, SERVER_HEADROOM, ZYGOTE_TASKS, Session, memory_limit
 
 #: Inputs larger than this (bytes) are written into the sandbox before a run starts, so the
 #: program is not charged for its input (contest judges do not count it).
@@ -138,8 +138,8 @@ class Sandbox:
         if ok:
             try:
                 limit = self.limits.memory_bytes + SERVER_HEADROOM
-                self._cg = cgroups.SandboxCgroups.create(
-                    memory_bytes=limit, processes=self.limits.processes + EXTRA_TASKS)
+                extra = EXTRA_TASKS + (ZYGOTE_TASKS if self.config.isolated else 0)
+                self._cg = cgroups.SandboxCgroups.create(memory_bytes=limit, processes=self.limits.processes + extra)
                 self.meter = RunMeter(self._cg, limit)
             except cgroups.CgroupError as exc:
                 self._cleanup_files()
@@ -149,9 +149,12 @@ class Sandbox:
         """Learn the server's pid (bwrap's info), attach it to the cgroups, read its hello.
         Closes ``info_r``; raises SandboxError (the sandbox closed)."""
         try:
-            if self.config.isolated:  # the zygote: it stays out of the cgroups (runs no program)
+            if self.config.isolated:  # the zygote: its session servers are born in its cgroups
                 zygote_pid = int(read_info(info_r, deadline=time.monotonic() + 10)["child-pid"])
                 self.session = Session(self.channel, self._cg, self.meter, zygote_pid, self._stderr_tail)
+                if self._cg is not None:
+                    self._cg.attach(zygote_pid)  # (it has forked nothing yet)
+                    self.meter.zygote_pid = zygote_pid
             else:
                 if self._cg is not None:
                     self._cg.attach(self._proc.pid)
@@ -276,9 +279,11 @@ class Sandbox:
         return list(reply.get("pids", []))
 
     def task_count(self) -> int | None:
-        """Processes and threads alive in the sandbox now (the server counts as one), from its
-        pids cgroup; ``None`` without cgroups."""
-        return len(self._cg.pids()) if self._cg is not None else None
+        """Processes alive in the sandbox now (the server counts as one, a pooled sandbox's
+        zygote does not), from its pids cgroup; ``None`` without cgroups."""
+        if self._cg is None:
+            return None
+        return len(self.session.tasks()) if self.session is not None else len(self._cg.pids())
 
     @property
     def cgroup_dirs(self) -> list[Path]:
@@ -347,6 +352,8 @@ class Sandbox:
             # takes the blank forker: pinned memory only grows, which the next run sees)
         if reply.get("ok"):
             self.python_loaded = True
+            if self.session is not None:
+                self.session.prelude = prelude  # (compiled ahead for the next sessions)
             return None
         return (reply.get("error") or "the program could not be compiled").strip()
 

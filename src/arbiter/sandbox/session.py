@@ -22,6 +22,9 @@ from arbiter.sandbox.meter import RunMeter, pages
 SERVER_HEADROOM = 32 * MiB
 #: Tasks the pids cgroup allows beyond the program's: the session server itself (+ one for exec).
 EXTRA_TASKS = 2
+#: ... and, in a pooled sandbox, its zygote: in the sandbox's cgroups from its start, so every
+#: session server is born in them (no migration per session: docs/sandbox.md, "Warm pool").
+ZYGOTE_TASKS = 1
 #: Seconds a session may take to start or to end.
 SESSION_TIMEOUT = 20.0
 
@@ -64,6 +67,9 @@ class Session:
         self.settling = False  # its server works on after its last reply (see ready_for_run)
         self.count = 0  # sessions opened so far
         self.held = 0  # bytes the open session's /prog files hold in the memory cgroup
+        #: The prelude of the last program loaded (task data): the zygote keeps it compiled for
+        #: the sessions armed after it (docs/sandbox.md, "The zygote").
+        self.prelude = ""
         channel.on_read(self.take_hello)
 
     def arm(self, scratch_bytes: int, prefork: bool | None = None) -> None:
@@ -78,14 +84,13 @@ class Session:
         if ch.broken or ch.to_server < 0:
             raise SandboxError(ch.broken or "the sandbox is closed")
         try:
-            reply, _ = ch.request({"op": "session", "scratch_bytes": scratch_bytes}, [],
-                                  timeout=SESSION_TIMEOUT)
+            reply, _ = ch.request({"op": "session", "scratch_bytes": scratch_bytes},
+                                  [self.prelude.encode("utf-8", "surrogateescape")], timeout=SESSION_TIMEOUT)
             self.request = ch.request_id  # the zygote's "ended" will carry it
             if reply.get("op") != "armed":
                 raise SandboxError(f"the session did not start: {reply}{self.stderr_tail()}")
             self.armed_pid = self._host_pid(int(reply.get("levels", 2)))
-            if self.cg is not None:
-                self.cg.attach(self.armed_pid)  # before any request: no program ran yet
+            # (born in the sandbox's cgroups: the zygote is in them)
             if self.meter is not None:
                 self.meter.track(self.armed_pid)
                 self.meter.settle()  # what the last session left (off the next one's path)
@@ -120,7 +125,7 @@ class Session:
             if self.meter is not None:
                 self.meter.set_memory_limit(memory_limit(limits, self.held))
                 if limits.processes != self.processes:
-                    self.cg.set_pids_max(limits.processes + EXTRA_TASKS)
+                    self.cg.set_pids_max(limits.processes + EXTRA_TASKS + ZYGOTE_TASKS)
                     self.processes = limits.processes
             rid = ch.next_id()  # its hello is read with the next reply (see take_hello)
             ch.send({"op": "go", "scratch_bytes": limits.scratch_bytes, "python": python,
@@ -167,6 +172,11 @@ class Session:
             raise ch.fail(f"the session did not start: {hello}{self.stderr_tail()}")
         self.hello = hello
 
+    def tasks(self) -> list[int]:
+        """Host pids of the processes in the sandbox's cgroups but its zygote (empty without
+        cgroups)."""
+        return [p for p in self.cg.pids() if p != self.zygote_pid] if self.cg is not None else []
+
     def _host_pid(self, levels: int) -> int:
         """The session server's host pid: the zygote's one child (``levels`` 1), or that
         child's one child (2: a helper entered the new PID namespace)."""
@@ -198,8 +208,9 @@ class Session:
             ended, _ = ch.read_frame(time.monotonic() + SESSION_TIMEOUT)
             if ended.get("op") != "ended" or ended.get("id") != rid or ended.get("status") != 0:
                 raise SandboxError(f"the session did not end cleanly: {ended}")
-            if self.cg is not None and self.cg.pids():
-                raise SandboxError(f"processes left after the session: {self.cg.pids()}")
+            left = self.tasks()
+            if left:
+                raise SandboxError(f"processes left after the session: {left}")
         except (SandboxError, cgroups.CgroupError, EOFError, TimeoutError, OSError, ValueError) as exc:
             ch.fail(f"the session did not end cleanly: {exc}")
             return False

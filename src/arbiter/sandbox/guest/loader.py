@@ -1,6 +1,7 @@
 """Loading the Python program in the forker: the compile check and the warm forker are one fork.
 
-Exports: :func:`load_in_forker` (over a :class:`~.state.ServerState`), :func:`fork_blank_forker`.
+Exports: :func:`load_in_forker`, :func:`hand_to_blank` (over a :class:`~.state.ServerState`),
+:func:`fork_blank_forker`.
 The forker is forked first; it compiles the program (and runs the prelude) under the load's
 limits, says so on its report pipe, then forks the cases. A source that crashes or hangs the
 compiler takes only that child with it. See docs/sandbox.md ("load").
@@ -13,7 +14,7 @@ from .cases import Capture, case_clock, drain
 from .child import rlimit_list
 from .forker import Forker, drop_blank_forker, forker_main, recv_case
 from .kernel import close_all_but, fork, set_own_oom_adj
-from .program import PRELUDE_FAILED, compile_program, load_checked, warm_heavy_imports
+from .program import PRELUDE_FAILED, compile_program, load_checked, warm_heavy_imports, warm_up_prelude
 from .protocol import encode_frame, read_exact
 from .python_case import fresh_stdio
 from .reaper import kill_all, reap_all
@@ -21,37 +22,60 @@ from .reports import REPORT
 from .state import LoadedProgram
 
 
-def load_in_forker(state, source, prelude, filename, limits):
+def load_in_forker(state, source, prelude, filename, limits, handed=None):
     """Have the forker load the program: the blank forker forked before the program was
-    known (:func:`fork_blank_forker`), else a newly forked one. Returns ``(ok, wrapped,
-    stage, error)`` (``state.forker`` set when ok), or None when no forker could be had (not
-    PID 1, the fork failed): the caller then checks the compile in a throwaway child."""
+    known (:func:`fork_blank_forker`), else a newly forked one; ``handed``: what
+    :func:`hand_to_blank` returned for this load (it was handed over early). Returns ``(ok,
+    wrapped, stage, error)`` (``state.forker`` set when ok), or None when no forker could be
+    had (not PID 1, the fork failed): the caller then checks the compile in a throwaway child."""
     if not state.is_init:
         return None
-    err_r, err_w = os.pipe()
-    fk = _send_to_blank(state, source, prelude, filename, limits, err_w)
-    if fk is None:
-        fk = Forker()
-        try:
-            pid = fork()
-        except OSError:
-            fk.close()
-            os.close(err_r)
-            os.close(err_w)
+    if handed is None:
+        handed = (hand_to_blank(state, source, prelude, filename, limits)
+                  or _fork_loader(source, prelude, filename, limits))
+        if handed is None:
             return None
-        if pid == 0:  # -------------------------------------------------- the forker
-            status = 70
-            try:
-                os.close(err_r)
-                status = _load_then_serve(LoadedProgram(), fk, source, prelude, filename, limits, err_w)
-            finally:
-                kernel.EXIT(status)
-        fk.started(pid)
-    os.close(err_w)
+    fk, err_r = handed
     try:
         return _await_loaded(state, fk, err_r, limits)
     finally:
         os.close(err_r)
+
+
+def hand_to_blank(state, source, prelude, filename, limits):
+    """Send the program to the blank forker, which starts loading it: ``(forker, read end of
+    its stderr)`` for :func:`load_in_forker`, or None when there is no blank forker."""
+    err_r, err_w = os.pipe()
+    fk = _send_to_blank(state, source, prelude, filename, limits, err_w)
+    os.close(err_w)
+    if fk is None:
+        os.close(err_r)
+        return None
+    return fk, err_r
+
+
+def _fork_loader(source, prelude, filename, limits):
+    """Fork a forker that loads the program: ``(forker, read end of its stderr)``, or None
+    when the fork failed."""
+    err_r, err_w = os.pipe()
+    fk = Forker()
+    try:
+        pid = fork()
+    except OSError:
+        fk.close()
+        os.close(err_r)
+        os.close(err_w)
+        return None
+    if pid == 0:  # ------------------------------------------------------ the forker
+        status = 70
+        try:
+            os.close(err_r)
+            status = _load_then_serve(LoadedProgram(), fk, source, prelude, filename, limits, err_w)
+        finally:
+            kernel.EXIT(status)
+    fk.started(pid)
+    os.close(err_w)
+    return fk, err_r
 
 
 def _send_to_blank(state, source, prelude, filename, limits, err_w):
@@ -229,6 +253,7 @@ def _warm_up_compiler():
     compile_program(_WARM_UP_SOURCE.encode(), "<warm-up>")  # (the source's decoding too)
     linecache.cache.pop("<warm-up>", None)
     exec(compile(_WARM_UP_IMPORTS, "<warm-up>", "exec", dont_inherit=True), {"__name__": "<warm-up>"})
+    warm_up_prelude()  # (the imports of the prelude the zygote keeps compiled)
     gc.collect()
 
 

@@ -2,7 +2,7 @@
 
 Exports: :data:`OPS` (op name -> function of ``(state, header, blobs)``, each sending exactly
 one reply), :func:`fork_case` (where a case runs: the forker, or forked here), :func:`loaded`,
-:func:`recover`. See docs/sandbox.md ("Ops").
+:func:`recover`, :func:`take_early_load`. See docs/sandbox.md ("Ops").
 """
 
 import errno
@@ -12,9 +12,9 @@ from . import tamper
 from .cases import fork_here
 from .forker import drop_blank_forker, drop_forker, make_forker
 from .kernel import memfd, namespace_pids
-from .loader import load_in_forker
-from .program import PRELUDE_FAILED, compile_program, new_main
-from .protocol import write_all
+from .loader import hand_to_blank, load_in_forker
+from .program import PRELUDE_FAILED, compile_program, new_main, prelude_code
+from .protocol import read_frame_blocking, write_all
 from .forked_case import await_zombie
 from .reaper import kill_all, reap_all, wipe_scratch
 from .reply import reply, reply_with_fds
@@ -87,17 +87,46 @@ def op_sync(state, header, blobs):
     reply(state, {"op": "sync"})
 
 
+def _load_request(header, blobs):
+    """A ``load`` request's ``(source, prelude, filename, limits)``."""
+    source = bytes(blobs[0])  # compiled like a file, so a coding line is honoured
+    prelude = blobs[1].decode("utf-8", "surrogateescape") if len(blobs) > 1 else ""
+    return source, prelude, header.get("filename", "main.py"), header.get("limits", {})
+
+
+def take_early_load(state):
+    """Right after ``go``, before the session's own start-up (its files, its capabilities): when
+    the judge's next request is already here (it sends the load just behind the go), read it
+    (``state.early_frame``, answered first after the hello) and, when it loads a Python program
+    and the blank forker waits, hand the program over now (``state.early_load``): the forker
+    compiles it while this server starts the session."""
+    import select
+
+    poller = select.poll()
+    poller.register(state.in_fd, select.POLLIN)
+    if not poller.poll(0):
+        return
+    try:
+        header, blobs = read_frame_blocking(state.in_fd)
+    except EOFError:
+        return  # (the serving loop sees the end of the pipe too)
+    state.early_frame = (header, blobs)
+    if header.get("op") == "load" and state.blank_forker is not None and len(blobs) >= 1:
+        handed = hand_to_blank(state, *_load_request(header, blobs))
+        state.early_load = (header.get("id"), handed) if handed is not None else None
+
+
 def op_load(state, header, blobs):
     """Compile the program once. A source that crashes or hangs the compiler is caught by
     compiling it first in a child under limits: the forker itself (:mod:`.loader`), or,
     when none can be forked, a throwaway child."""
-    source = bytes(blobs[0])  # compiled like a file, so a coding line is honoured
-    prelude = blobs[1].decode("utf-8", "surrogateescape") if len(blobs) > 1 else ""
-    filename = header.get("filename", "main.py")
-    limits = header.get("limits", {})
-    drop_forker(state)  # it holds the previous program
-    state.program.code = state.program.main_module = state.pending_load = None
-    result = load_in_forker(state, source, prelude, filename, limits)
+    source, prelude, filename, limits = _load_request(header, blobs)
+    early, state.early_load = state.early_load, None  # (handed to the blank forker already)
+    handed = early[1] if early is not None and early[0] == header.get("id") else None
+    if handed is None:
+        drop_forker(state)  # it holds the previous program
+        state.program.code = state.program.main_module = state.pending_load = None
+    result = load_in_forker(state, source, prelude, filename, limits, handed)
     if result is None:
         result = _probe_compile(state, source, prelude, filename, limits)
     ok, wrapped, stage, error = result
@@ -151,7 +180,7 @@ def _load_here(state, source, prelude, filename):
     # semantics as running it first in each case: each case gets its own copy of that dict.
     program.main_module = new_main(filename)
     if prelude:
-        exec(compile(prelude, "<prelude>", "exec"), program.main_module.__dict__)
+        exec(prelude_code(prelude), program.main_module.__dict__)
     import gc
     gc.collect()
     gc.freeze()

@@ -1,7 +1,9 @@
 """Loading the Python program: compile it like ``python3 main.py``, its ``__main__``, heavy imports.
 
 Exports: :func:`compile_program`, :func:`load_checked`, :func:`new_main`,
-:func:`warm_heavy_imports`, :data:`PRELUDE_FAILED`. See docs/sandbox.md ("load").
+:func:`warm_heavy_imports`, :func:`prelude_code`, :func:`keep_prelude`, :func:`warm_up_prelude`,
+:data:`PRELUDE_FAILED`.
+See docs/sandbox.md ("load", "The zygote").
 """
 
 import builtins
@@ -18,6 +20,64 @@ HEAVY_MODULES = {"numpy": "numpy", "np": "numpy", "dataclasses": "dataclasses",
 #: Names the program or its prelude may define whose cases need a module in the call harness
 #: (it reads ``ListNode`` / ``TreeNode`` annotations with ``inspect``).
 HARNESS_MODULES = {"ListNode": "inspect", "TreeNode": "inspect"}
+
+
+#: ``(text, code, imports)``: the prelude the zygote compiled ahead (:func:`keep_prelude`) and its
+#: imports of loaded modules (:func:`_loaded_imports`), or None.
+_PRELUDE = None
+#: A longer prelude is compiled at each load, never kept.
+KEPT_PRELUDE_CHARS = 1 << 16
+
+
+def keep_prelude(text):
+    """In the zygote (which runs no untrusted code), ahead of a session: compile the prelude the
+    judge expects the next load to bring (task data, never a submission), so every session
+    forked after it gets the code object copy-on-write instead of compiling it on the
+    submission's path. One kept at a time; a prelude that does not compile is not kept."""
+    global _PRELUDE
+    if not text or len(text) > KEPT_PRELUDE_CHARS or (_PRELUDE is not None and _PRELUDE[0] == text):
+        return
+    try:
+        _PRELUDE = (text, compile(text, "<prelude>", "exec"), _loaded_imports(text))
+    except BaseException:
+        _PRELUDE = None
+
+
+def _loaded_imports(text):
+    """The prelude's top-level ``import`` statements that import nothing here (every module, and
+    every name taken from one, loaded already), compiled; None when there is none."""
+    import ast
+
+    body = []
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Import):
+            loaded = all(alias.name in sys.modules for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in sys.modules:
+            names = vars(sys.modules[node.module])  # (not getattr: no module __getattr__ runs)
+            loaded = all(alias.name != "*" and alias.name in names for alias in node.names)
+        else:
+            loaded = False
+        if loaded:
+            body.append(node)
+    return compile(ast.Module(body, []), "<warm-up>", "exec") if body else None
+
+
+def warm_up_prelude():
+    """In the blank forker, before its program is known: run the kept prelude's imports of loaded
+    modules (nothing else of it) into a namespace it then drops, so the pages the prelude's own
+    run at load will write (the names looked up, their reference counts) are copied now."""
+    kept = _PRELUDE
+    if kept is not None and kept[2] is not None:
+        exec(kept[2], {"__name__": "<warm-up>"})
+
+
+def prelude_code(text):
+    """``text`` compiled as a prelude (``compile(text, "<prelude>", "exec")``): the kept code
+    object when it is the kept text, else compiled now (errors raised as compile raises them)."""
+    kept = _PRELUDE
+    if kept is not None and kept[0] == text:
+        return kept[1]
+    return compile(text, "<prelude>", "exec")
 
 
 def _imported_names(code):
@@ -108,7 +168,7 @@ def load_checked(source, prelude, filename):
     main = new_main(filename)
     if prelude:
         try:
-            exec(compile(prelude, "<prelude>", "exec"), main.__dict__)
+            exec(prelude_code(prelude), main.__dict__)
         except BaseException:
             return _failed(traceback, PRELUDE_FAILED, 3)
     return 0, code, wrapped, main

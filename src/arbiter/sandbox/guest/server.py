@@ -12,7 +12,7 @@ import sys
 from . import kernel, python_case, tamper, zygote
 from .forker import drop_blank_forker
 from .loader import fork_blank_forker
-from .ops import OPS, recover, run_failed
+from .ops import OPS, recover, run_failed, take_early_load
 from .protocol import read_frame_blocking
 from .reply import reply
 from .reports import exit_peeker
@@ -42,8 +42,9 @@ def serve(state):
     reply(state, {"op": "hello", "pid": os.getpid(), "python": sys.version.split()[0],
                   "init": state.is_init})
     while True:
+        early, state.early_frame = state.early_frame, None
         try:
-            header, blobs = read_frame_blocking(state.in_fd)
+            header, blobs = early if early is not None else read_frame_blocking(state.in_fd)
         except EOFError:
             return
         op = header.get("op")
@@ -81,12 +82,13 @@ def main():
             tamper.record_baseline(opts.get("--filtered"))
             state = new_state(in_fd, out_fd, scratch)
 
-            def serve_session(go, blank):
+            def on_go(go, blank):  # (before the session's start-up: see take_early_load)
                 state.request_id, state.blank_forker = go.get("id"), blank
                 if not go.get("python"):  # (gone before the judge measures the first run)
                     drop_blank_forker(state)
-                serve(state)
-            return serve_session
+                else:
+                    take_early_load(state)
+            return on_go, lambda: serve(state)
 
         zygote.serve(in_fd, out_fd, start_server, prefork=fork_blank_forker)
         return

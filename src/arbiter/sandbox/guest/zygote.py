@@ -16,6 +16,7 @@ import struct
 import _socket
 
 from . import kernel
+from .program import keep_prelude
 from .protocol import encode_frame, read_frame_blocking, write_all
 
 CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
@@ -169,18 +170,19 @@ def _session(header, in_fd, out_fd, start_server, prefork):
 
 def _session_server(libc, header, in_fd, out_fd, start_server, prefork, levels):
     """PID 1 of the session: armed (:func:`arm_session`; ``start_server(in_fd, out_fd)`` makes
-    the server then, and returns what starts it), it answers ``armed`` (with ``levels``: how
+    the server then, and returns ``(on_go, serve)``), it answers ``armed`` (with ``levels``: how
     far below the zygote it is, for the judge to find its host pid) and waits for ``go``
-    (the submission), starts it (:func:`start_session`), then serves until ``exit``. A
-    ``prefork`` before ``go`` (no reply; sent once the judge has put this server in the
-    sandbox's cgroups) forks the blank forker ahead of the submission: ``prefork(drop)``, where
-    ``drop()`` drops the child's capabilities first; what it returns goes to the server."""
+    (the submission): ``on_go(go, blank)`` first (the server may hand an early load to the
+    blank forker), then it starts the session (:func:`start_session`) and ``serve()`` serves
+    until ``exit``. A ``prefork`` before ``go`` (no reply; born in the sandbox's cgroups, so is
+    what it forks) forks the blank forker ahead of the submission: ``prefork(drop)``, where
+    ``drop()`` drops the child's capabilities first; what it returns is ``blank``."""
     blank = None
     try:
         armed_size = int(header["scratch_bytes"])
         os.setsid()  # a session of its own: its own autogroup and process group
         arm_session(libc, armed_size)
-        serve_session = start_server(in_fd, out_fd)  # (ahead of the submission too)
+        on_go, serve_session = start_server(in_fd, out_fd)  # (ahead of the submission too)
         write_all(out_fd, encode_frame({"op": "armed", "id": header.get("id"), "levels": levels}))
         go, blobs = read_frame_blocking(in_fd)
         if go.get("op") == "prefork":
@@ -188,13 +190,14 @@ def _session_server(libc, header, in_fd, out_fd, start_server, prefork, levels):
             go, blobs = read_frame_blocking(in_fd)
         if go.get("op") != "go":
             kernel.EXIT(0)  # the judge gave the sandbox up before using it
+        on_go(go, blank)
         start_session(libc, go, blobs, armed_size)
         del blobs
     except BaseException as exc:
         _say("session set-up failed: %s: %s" % (type(exc).__name__, exc))
         kernel.EXIT(SETUP_FAILED)
     try:
-        serve_session(go, blank)
+        serve_session()
     finally:
         kernel.EXIT(0)
 
@@ -207,19 +210,22 @@ def _say(text):
 
 
 def serve(in_fd, out_fd, start_server, prefork=lambda drop: None):
-    """The zygote's loop: ``session`` starts a session server in the new namespaces
-    (``start_server(in_fd, out_fd)`` when armed, then what it returned, called with the go's
-    request id and the blank forker or None, answers until its ``exit``), then ``ended``
+    """The zygote's loop: ``session`` (its one blob: the prelude to keep compiled for the
+    loads to come, :func:`.program.keep_prelude`) starts a session server in the new namespaces
+    (``start_server(in_fd, out_fd)`` when armed: see :func:`_session_server`), then ``ended``
     carries its exit status; ``exit`` ends the zygote. ``prefork``: see :func:`_session_server`."""
     kernel.find_tid_offset()  # (once: then each session server is cloned, no helper)
     write_all(out_fd, encode_frame({"op": "hello", "zygote": True, "pid": os.getpid()}))
     while True:
         try:
-            header, _ = read_frame_blocking(in_fd)
+            header, blobs = read_frame_blocking(in_fd)
         except EOFError:
             return
         op, rid = header.get("op"), header.get("id")
         if op == "session":
+            if blobs:  # the prelude its load will likely bring (the last one's)
+                keep_prelude(blobs[0].decode("utf-8", "surrogateescape"))
+            del blobs
             status = _session(header, in_fd, out_fd, start_server, prefork)
             reply = {"op": "ended", "status": os.waitstatus_to_exitcode(status)}
         elif op == "exit":
