@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import gc
 import json
 import sys
+import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from live_server import LiveServer
 
 from arbiter.server import answer
 from arbiter.server.budget import BODY_COPIES, ByteBudget
+from arbiter.server.runcode import BadRequest, from_base64
 
 MIB = 1 << 20
 
@@ -115,3 +120,30 @@ def test_a_body_without_a_length_takes_a_share_too():
         assert s.stop() == 0
     assert m["arbiter_body_bytes_held_max"] == 8 * MIB  # the share of the largest body once past 1 MiB
     assert m["arbiter_body_bytes_held"] == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(alphabet="ABCxyz019+/=\n -_é", max_size=40), st.binary(max_size=30).map(
+    lambda b: base64.b64encode(b).decode())))
+def test_files_base64_is_read_as_b64decode_validate_reads_it(text):
+    try:
+        want = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        want = None
+    try:
+        got = from_base64(text, "files['x']")
+    except BadRequest as exc:
+        assert "files['x']: not base64" in str(exc)
+        got = None
+    assert got == want
+
+
+def test_a_large_files_entry_costs_its_decoded_bytes_not_an_ascii_copy_too():
+    text = base64.b64encode(b"\x02" * (12 * MIB)).decode()
+    tracemalloc.start()
+    try:
+        data = from_base64(text, "files['x']")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert data == b"\x02" * (12 * MIB) and peak < 1.1 * len(data)
