@@ -26,6 +26,9 @@ def register(app: typer.Typer) -> None:
                                            help="a /run_code request waits this long for its answer, then 504 "
                                                 "(0: verl's client timeout less 5 s)"),
         max_body_mb: int = typer.Option(64, "--max-body-mb", help="largest request body, MiB (413 past it)"),
+        body_budget_mb: int = typer.Option(192, "--body-budget-mb",
+                                           help="request bodies over 1 MiB being read and parsed at once, MiB "
+                                                "(3 x each body's size; a larger one waits)"),
         max_output_mb: int = typer.Option(64, "--max-output-mb",
                                           help="stdout kept per run and files per answer, MiB"),
         drain_seconds: float = typer.Option(120.0, "--drain-seconds", help="SIGTERM: wait this long for requests"),
@@ -52,6 +55,7 @@ def register(app: typer.Typer) -> None:
                 tenants = Tenants(anonymous=Tenant("anonymous", queue=tenant_queue))
             cfg = ServerConfig(host=host, port=port, tenants=tenants, workers=workers, queue=queue,
                                hold_seconds=hold_seconds, max_body_bytes=max_body_mb * 1024 * 1024,
+                               body_budget_bytes=body_budget_mb * 1024 * 1024,
                                max_output_bytes=max_output_mb * 1024 * 1024, drain_seconds=drain_seconds)
         except (OSError, ValueError) as exc:
             typer.echo(f"error: {exc}", err=True)

@@ -56,22 +56,25 @@ def fits_as_text(data: bytes) -> bool:
     return text_size(data) <= MAX_TEXT_RATIO * len(data) + SLACK
 
 
+def _swap(value: Any, token: str, raws: list[Raw]) -> Any:
+    """``value`` with each :class:`Raw` replaced by a marker (``token``, its index in ``raws``).
+    A plain function: a nested one that calls itself is a reference cycle, which would keep the
+    raws (a run's whole stdout) alive until the garbage collector's next full pass."""
+    if isinstance(value, Raw):
+        raws.append(value)
+        return f"{token}-{len(raws) - 1}@@"
+    if isinstance(value, dict):
+        return {k: _swap(v, token, raws) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_swap(v, token, raws) for v in value]
+    return value
+
+
 def spool(answer: dict[str, Any]) -> BinaryIO:
     """``answer`` (whose values may hold :class:`Raw`) as UTF-8 JSON in a spooled file, rewound."""
     token = "@@arbiter-raw-" + secrets.token_hex(16)
     raws: list[Raw] = []
-
-    def swap(value: Any) -> Any:
-        if isinstance(value, Raw):
-            raws.append(value)
-            return f"{token}-{len(raws) - 1}@@"
-        if isinstance(value, dict):
-            return {k: swap(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [swap(v) for v in value]
-        return value
-
-    skeleton = json.dumps(swap(answer))
+    skeleton = json.dumps(_swap(answer, token, raws))
     out = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
     parts = skeleton.split(f'"{token}-')
     out.write(parts[0].encode("ascii"))

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from arbiter.judge.step import StepJudge
 from arbiter.server import answer, native
 from arbiter.server.admission import FairQueue, Refused, Tenant
+from arbiter.server.budget import LARGE_BODY, ByteBudget
 from arbiter.server.config import ANSWER_MARGIN, VERL_API_SLACK, ServerConfig
 from arbiter.server.jupyter import RunJupyterRequest, run_jupyter
 from arbiter.server.metrics import Metrics, visible_to
@@ -27,30 +28,6 @@ from arbiter.server.retries import Orphans, request_key
 from arbiter.server.runcode import BadRequest, OurFailure, RunCodeRequest, prepare, run_code, warm_sandboxes
 
 log = logging.getLogger("arbiter.serve")
-
-
-#: Bodies larger than this wait for their share of the body budget; each costs this many copies
-#: of its size while parsed (the bytes, their text, the parsed strings).
-LARGE_BODY = 1 << 20
-BODY_COPIES = 3
-
-
-class ByteBudget:
-    """Bytes that requests' bodies may hold at once; a request waits for its share."""
-
-    def __init__(self, total: int):
-        self.total, self.free = total, total
-        self._cond = asyncio.Condition()
-
-    async def acquire(self, n: int) -> None:
-        async with self._cond:
-            await self._cond.wait_for(lambda: self.free >= n)
-            self.free -= n
-
-    async def release(self, n: int) -> None:
-        async with self._cond:
-            self.free += n
-            self._cond.notify_all()
 
 
 class Expired(Exception):
@@ -107,21 +84,33 @@ class Service:
         self.metrics.set("arbiter_queue_depth", self.queue.waiting)
         self.metrics.set("arbiter_judges_busy", busy)
         self.metrics.set("arbiter_draining", int(self.draining))
+        self.metrics.set("arbiter_body_budget_bytes", self.bodies.total)
+        self.metrics.set("arbiter_body_bytes_held", self.bodies.held)
+        self.metrics.set("arbiter_body_bytes_held_max", self.bodies.peak)
+        self.metrics.set("arbiter_body_waits", self.bodies.waited)
 
     async def read(self, request: Request) -> bytes:
-        """The body, read up to ``max_body_bytes`` (:class:`BadRequest` ``413:`` past it). A large
-        body first waits for its share of ``body_budget_bytes`` (held until the request ends)."""
+        """The body, read up to ``max_body_bytes`` (:class:`BadRequest` ``413:`` past it). A body
+        over :data:`LARGE_BODY` first waits for its share of the body budget, held until the
+        request ends (:mod:`.budget`); one sent without a length takes the share of the largest
+        body once it passes :data:`LARGE_BODY`."""
         length = request.headers.get("content-length", "")
-        if length.isdigit() and int(length) > LARGE_BODY:
-            cost = min(BODY_COPIES * int(length), self.bodies.total)
-            await self.bodies.acquire(cost)
-            request.scope["arbiter.body_cost"] = cost
+        declared = int(length) if length.isdigit() else None
+        if declared is not None and declared > LARGE_BODY:
+            await self._charge(request, declared)
         data = bytearray()
         async for chunk in request.stream():
             data += chunk
             if len(data) > self.cfg.max_body_bytes:
                 raise BadRequest(f"413:request body over {self.cfg.max_body_bytes} bytes")
+            if declared is None and len(data) > LARGE_BODY and "arbiter.body_cost" not in request.scope:
+                await self._charge(request, self.cfg.max_body_bytes)
         return data  # type: ignore[return-value]
+
+    async def _charge(self, request: Request, body_bytes: int) -> None:
+        cost = self.bodies.share(body_bytes)
+        await self.bodies.acquire(cost)
+        request.scope["arbiter.body_cost"] = cost
 
     async def body(self, request: Request) -> Any:
         """The JSON body (:class:`BadRequest` for what is not JSON)."""

@@ -74,7 +74,7 @@ def build_app(cfg: ServerConfig):
             nodes, values = ray.get(board.merged.remote(), timeout=30)
         except Exception:  # the board is gone (its node too): this node's own counters
             nodes, values = 1, svc.metrics.snapshot()
-        values[("arbiter_nodes", ())] = nodes
+        values[("arbiter_nodes", "gauge", "arbiter_nodes", ())] = nodes
         return render(values)
 
     app = create_app(cfg, metrics_text=cluster_text)

@@ -8,6 +8,7 @@ import base64
 import binascii
 import hashlib
 import posixpath
+import sys
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Optional
 
@@ -95,11 +96,19 @@ def request_files(req: RunCodeRequest) -> dict[str, bytes]:
     for name, data in req.files.items():
         field = f"files[{name[:80]!r}]"
         _name(name, field)
-        try:
-            out[name] = base64.b64decode(data or "", validate=True)
-        except (binascii.Error, ValueError):
-            raise BadRequest(f"{field}: not base64") from None
+        out[name] = from_base64(data or "", field)
     return out
+
+
+def from_base64(text: str, field: str) -> bytes:
+    """``base64.b64decode(text, validate=True)`` without its ASCII copy of ``text`` (binascii
+    reads an ASCII ``str`` in place): a 53 MiB file costs its decoded 40 MiB, not 93."""
+    try:
+        if sys.version_info < (3, 11):  # no strict_mode: b64decode's own check, with its copy
+            return base64.b64decode(text, validate=True)
+        return binascii.a2b_base64(text, strict_mode=True)
+    except (binascii.Error, ValueError):
+        raise BadRequest(f"{field}: not base64") from None
 
 
 def fetch_paths(req: RunCodeRequest) -> dict[str, str]:
