@@ -79,6 +79,9 @@ def test_input_and_output_are_not_charged_to_the_programs_memory():
         writer = sb.run(["/bin/sh", "-c", "head -c 60000000 /dev/zero"])
         assert writer.status is Status.OK and len(writer.stdout) == 60_000_000
         assert writer.peak_memory_bytes < 16 << 20, writer.peak_memory_bytes
+        # the output's memfd is freed before the reply's last byte: the next run's baseline
+        # does not hold it (if it did, the hog below would get its 60 MB back as room)
+        assert sb.meter.cg.memory_usage() < 40 << 20, sb.meter.cg.memory_usage()
         hog = sb.run(["/usr/bin/python3", "-c", "x = bytearray(100 << 20)"])
         assert hog.status is Status.MEMORY_LIMIT
         assert sb.load_python("import sys\nprint(sum(1 for _ in sys.stdin.buffer))\n") is None
@@ -86,6 +89,46 @@ def test_input_and_output_are_not_charged_to_the_programs_memory():
         assert py.ok and py.stdout == str(lines).encode() + b"\n", py
         assert sb.load_python("import sys\nprint(len(sys.stdin.buffer.read()))\n") is None
         assert sb.run_python(big).status is Status.MEMORY_LIMIT  # holding the input is its memory
+
+
+@pytest.mark.parametrize("sizes", [(1 << 20, 100), (1 << 20, 0), (100, 0), (0, 3000)])
+def test_a_reply_closes_its_files_before_its_last_byte(sizes):
+    """The judge measures the next run as soon as it has a whole reply: a run's stdout memfd
+    still open then was in that run's baseline and freed while it ran (a 100 MiB hog after a
+    60 MB output came back OK under 64 MiB). The guest closes the files it streams before it
+    writes the reply's last byte; the judge's side here checks at that byte, not later."""
+    import os
+    import threading
+
+    from arbiter.sandbox.guest.protocol import read_frame_blocking
+    from arbiter.sandbox.guest.reply import reply_with_fds
+    from arbiter.sandbox.guest.state import ServerState
+
+    out_size, err_size = sizes
+    out = os.memfd_create("stdout", os.MFD_CLOEXEC)
+    os.write(out, b"o" * out_size)
+    ino = os.fstat(out).st_ino
+    r, w = os.pipe()
+    got = {}
+
+    def judge():
+        got["frame"] = read_frame_blocking(r)
+        try:  # (nothing else opens files meanwhile: the number is not reused)
+            got["open"] = os.fstat(out).st_ino == ino
+        except OSError:
+            got["open"] = False
+
+    reader = threading.Thread(target=judge)
+    reader.start()
+    state = ServerState(-1, w, True)
+    state.request_id = 7
+    reply_with_fds(state, {"op": "run"}, [(out, out_size), b"e" * err_size])
+    reader.join()
+    os.close(r)
+    os.close(w)
+    header, blobs = got["frame"]
+    assert header["id"] == 7 and blobs == [b"o" * out_size, b"e" * err_size]
+    assert got["open"] is False
 
 
 def test_file_size_limit_is_separate_from_the_stdout_cap():

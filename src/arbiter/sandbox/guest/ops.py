@@ -48,16 +48,20 @@ def op_fetch(state, header, blobs):
         return
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            reply(state, {"op": "fetch", "ok": False, "error": "not a regular file"})
-            return
-        if st.st_size > max_bytes:
-            reply(state, {"op": "fetch", "ok": False, "size": st.st_size,
-                          "error": "file is %d bytes, more than %d" % (st.st_size, max_bytes)})
-            return
-        reply_with_fds(state, {"op": "fetch", "ok": True, "mode": st.st_mode & 0o7777}, [(fd, st.st_size)])
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    refusal = None
+    if not stat.S_ISREG(st.st_mode):
+        refusal = {"error": "not a regular file"}
+    elif st.st_size > max_bytes:
+        refusal = {"size": st.st_size, "error": "file is %d bytes, more than %d" % (st.st_size, max_bytes)}
+    if refusal is not None:
+        os.close(fd)
+        reply(state, dict({"op": "fetch", "ok": False}, **refusal))
+        return
+    reply_with_fds(state, {"op": "fetch", "ok": True, "mode": st.st_mode & 0o7777},
+                   [(fd, st.st_size)])  # (it closes fd)
 
 
 def op_stdin(state, header, blobs):
@@ -245,14 +249,17 @@ def op_run(state, header, blobs):
             and (state.program.code is not None or state.pending_load is not None)):
         result["settling"] = True
     try:
-        # before the reply: the next request finds the sandbox clean (a wipe still going on
-        # would count in its CPU and memory), and the judge waits for what this run left
-        wipe_scratch(state)
-        reply_with_fds(state, dict(result, op="run"), fds)
+        try:
+            # before the reply: the next request finds the sandbox clean (a wipe still going
+            # on would count in its CPU and memory), and the judge waits for what this run left
+            wipe_scratch(state)
+        except BaseException:
+            for item in fds:
+                if not isinstance(item, bytes):
+                    os.close(item[0])
+            raise
+        reply_with_fds(state, dict(result, op="run"), fds)  # (the stdout memfd closed before its last byte)
     finally:
-        for item in fds:
-            if not isinstance(item, bytes):
-                os.close(item[0])
         await_zombie(state)  # (while the judge reads the reply)
         if state.forker is None and not state.tampered and python and loaded(state):
             make_forker(state)  # while the judge reads the reply
