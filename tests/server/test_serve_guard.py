@@ -83,10 +83,11 @@ def test_overload_answers_503_with_retry_after(guarded):
     h = guarded.headers
     results: list[httpx.Response] = []
 
-    def send():
-        results.append(httpx.post(guarded.url + "/v1/judge", json={"tasks": [sleeper(1.5)]}, headers=h, timeout=120))
+    def send(i: int):  # three distinct programs: a repeat would be the tenant's reused verdict, waiting in no slot
+        results.append(httpx.post(guarded.url + "/v1/judge", json={"tasks": [sleeper(1.5 + i / 100)]}, headers=h,
+                                  timeout=120))
 
-    threads = [threading.Thread(target=send) for _ in range(3)]  # one runs, two wait: the queue is full
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(3)]  # one runs, two wait: the queue is full
     for t in threads:
         t.start()
     _wait_for(lambda: guarded.metrics()["arbiter_queue_depth"] >= 2)
