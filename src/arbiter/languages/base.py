@@ -100,9 +100,14 @@ RESOURCE_MARKERS = re.compile(
     r"out of memory|memory exhausted|cannot allocate memory|resource temporarily unavailable|"
     r"cannot create temporary file|cannot fork|vfork|posix_spawn", re.I)
 
-#: What a ``CE``'s reason or compiler output says when a limit or the machine stopped the build.
-_STOPPED_BUILD = re.compile(r"compile time limit exceeded|the compiler exceeded the memory limit|"
-                            r"the compiler was killed|the compiler's output exceeded", re.I)
+#: The notes a build stopped by a limit or the machine starts its ``CE`` reason or message with
+#: (the builders write them; :func:`build_stopped_by_host` reads them).
+COMPILE_TIME_LIMIT = "compile time limit exceeded"
+COMPILER_MEMORY_LIMIT = "the compiler exceeded the memory limit"
+COMPILER_KILLED = "the compiler was killed"
+COMPILER_OUTPUT_LIMIT = "the compiler's output exceeded"
+_STOPPED_BUILD = re.compile("|".join(map(re.escape, (COMPILE_TIME_LIMIT, COMPILER_MEMORY_LIMIT, COMPILER_KILLED,
+                                                     COMPILER_OUTPUT_LIMIT))), re.I)
 
 
 def build_stopped_by_host(reason: str, compile_output: str) -> bool:

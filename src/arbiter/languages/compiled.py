@@ -17,7 +17,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, Sequence
 
-from arbiter.languages.base import ArgvLanguage, BuildFailure, CompileSpec, FailureKind, Program
+from arbiter.languages.base import COMPILE_TIME_LIMIT, ArgvLanguage, BuildFailure, CompileSpec, FailureKind, Program
 from arbiter.languages.compile_cache import CompileCache, cache_root, compile_key
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class CompiledLanguage(ArgvLanguage):
                     if ex.status is Status.SANDBOX_ERROR:
                         return BuildFailure(FailureKind.ENVIRONMENT, f"compile: {ex.detail}")
                     if not ex.ok:
-                        why = "compile time limit exceeded" if ex.status is Status.TIME_LIMIT else "compile error"
+                        why = COMPILE_TIME_LIMIT if ex.status is Status.TIME_LIMIT else "compile error"
                         return BuildFailure(FailureKind.COMPILE_ERROR, why, _message(messages, ex))
                 data, size = sb.fetch_or_size(self.output, MAX_OUTPUT_BYTES)
         except SandboxError as exc:

@@ -14,7 +14,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from arbiter.languages.base import RESOURCE_MARKERS, CompileSpec, SourceNotText, source_bytes
+from arbiter.languages.base import (
+    COMPILE_TIME_LIMIT,
+    COMPILER_KILLED,
+    COMPILER_MEMORY_LIMIT,
+    COMPILER_OUTPUT_LIMIT,
+    RESOURCE_MARKERS,
+    CompileSpec,
+    SourceNotText,
+    source_bytes,
+)
 from arbiter.languages.compile_cache import CacheEntry, CompileCache, compile_key
 from arbiter.languages.cpp.command import (
     CXX,
@@ -289,13 +298,13 @@ def _classify(ex: Execution, binary: bytes | None, stderr: str, cmd: CompileComm
         ok, note = False, f"the compiler produced no executable {cmd.output_name!r}"
     elif ex.status is Status.TIME_LIMIT:
         ok, timed_out = False, True
-        note = f"compile time limit exceeded ({limits.wall:g} s)"
+        note = f"{COMPILE_TIME_LIMIT} ({limits.wall:g} s)"
     elif ex.status is Status.MEMORY_LIMIT:
-        ok, note = False, f"the compiler exceeded the memory limit ({limits.memory_bytes // MiB} MiB)"
+        ok, note = False, f"{COMPILER_MEMORY_LIMIT} ({limits.memory_bytes // MiB} MiB)"
     elif ex.status is Status.OUTPUT_LIMIT:
-        ok, note = False, f"the compiler's output exceeded {limits.output_bytes} bytes"
+        ok, note = False, f"{COMPILER_OUTPUT_LIMIT} {limits.output_bytes} bytes"
     elif ex.signal is not None:
-        ok, note = False, f"the compiler was killed ({ex.detail})"
+        ok, note = False, f"{COMPILER_KILLED} ({ex.detail})"
     else:
         ok = False
         cacheable = ex.exit_code is not None and not RESOURCE_MARKERS.search(stderr)

@@ -7,7 +7,7 @@ drivers, standards and file names a language accepts. See ``docs/languages.md``.
 
 from __future__ import annotations
 
-from arbiter.languages.base import BuildFailure, CompileSpec, FailureKind, Program, SelfTest
+from arbiter.languages.base import COMPILE_TIME_LIMIT, BuildFailure, CompileSpec, FailureKind, Program, SelfTest
 from arbiter.languages.compiled import CompiledLanguage
 from arbiter.languages.cpp.command import CXX, CompileCommandError, Dialect, parse_compile_command
 
@@ -55,7 +55,7 @@ class GccLanguage(CompiledLanguage):
             return BuildFailure(FailureKind.ENVIRONMENT, f"compile: {exc}", error=exc)
         toolchain = comp.toolchain.to_dict() if comp.toolchain is not None else None
         if not comp.ok or comp.binary is None:
-            why = "compile time limit exceeded" if comp.timed_out else "compile error"
+            why = COMPILE_TIME_LIMIT if comp.timed_out else "compile error"
             return BuildFailure(FailureKind.COMPILE_ERROR, why, comp.message, toolchain)
         return Program(files={entry: comp.binary}, entry=entry, source=source,
                        compile_output=comp.message, toolchain=toolchain)
