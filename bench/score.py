@@ -17,7 +17,8 @@ streaming memory of ``arbiter score`` at the card's size.
    through its own ``.venv/bin/python`` in a subprocess, ``--rounds`` times, then once more in
    this checkout with its reuse, case order and schedule switched off; printed per shape (median
    of the rounds, with the load average): responses/s, judge CPU seconds per response (this
-   process and every process under it), makespan / ideal (ideal: that CPU over the cores), the
+   process and every process it started, reaped by whoever: a cpuacct group of the run's own,
+   :class:`CpuMeter`), makespan / ideal (ideal: that CPU over the cores), the
    share of the judge slots busy while the batch ran (judge seconds of the responses run over
    wall x cores: a load-independent view of idle slots, the tail), the reuse rate, cases run per
    failing response, and the TLE responses' CPU seconds (they run to their CPU limit under any
