@@ -17,7 +17,8 @@ streaming memory of ``arbiter score`` at the card's size.
    through its own ``.venv/bin/python`` in a subprocess, ``--rounds`` times, then once more in
    this checkout with its reuse, case order and schedule switched off; printed per shape (median
    of the rounds, with the load average): responses/s, judge CPU seconds per response (this
-   process and every process under it), makespan / ideal (ideal: that CPU over the cores), the
+   process and every process it started, reaped by whoever: a cpuacct group of the run's own,
+   :class:`CpuMeter`), makespan / ideal (ideal: that CPU over the cores), the
    share of the judge slots busy while the batch ran (judge seconds of the responses run over
    wall x cores: a load-independent view of idle slots, the tail), the reuse rate, cases run per
    failing response, and the TLE responses' CPU seconds (they run to their CPU limit under any
@@ -205,8 +206,11 @@ def bench_memory(n_rows: int) -> None:
 
 
 def tree_cpu_seconds() -> float:
-    """CPU seconds used so far by this process and every process under it, reaped or not (the
-    judge, its sandboxes and the programs they ran)."""
+    """CPU seconds used so far by this process and every process under it that is alive or was
+    reaped by one of them. Not the processes of a sandbox's session: the kernel reaps what is left
+    in a PID namespace when its PID 1 ends without adding their CPU to anyone (the forker, and
+    with it every case it ran), so this misses most of the judge's CPU; :class:`CpuMeter` counts
+    by cgroup and falls back to this where it cannot."""
     tick = os.sysconf("SC_CLK_TCK")
     parent: dict[int, int] = {}
     times: dict[int, int] = {}
@@ -230,6 +234,57 @@ def tree_cpu_seconds() -> float:
     return total / tick
 
 
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+
+
+def _own_cpuacct() -> Path | None:
+    """This process's group in a cgroup v1 ``cpuacct`` hierarchy not shared with ``cpu`` (so
+    moving into a child group changes no CPU weight), if there is one."""
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, names, path = line.rstrip("\n").split(":", 2)
+            if names.split(",") == ["cpuacct"]:
+                return CPUACCT / path.lstrip("/")
+    return None
+
+
+class CpuMeter:
+    """CPU seconds of this process and everything it starts (the judge, its sandboxes, every
+    program they ran, reaped by whoever): the ``cpuacct.usage`` of a group of its own that this
+    process moves into (its sandboxes' groups are made under it and charge it), else
+    :func:`tree_cpu_seconds`. Made before the first sandbox starts; ``how`` says which."""
+
+    def __init__(self, group: str | None):
+        own = _own_cpuacct() if group else None
+        self.group = own / group if own is not None else None
+        try:
+            if self.group is None:
+                raise OSError("no cgroup v1 cpuacct hierarchy of its own")
+            self.group.mkdir(exist_ok=True)
+            (self.group / "cgroup.procs").write_text("0")
+            self.how = f"cpuacct group {self.group.name}"
+        except OSError as exc:
+            self.group, self.how = None, f"process tree ({exc})"
+
+    def seconds(self) -> float:
+        if self.group is None:
+            return tree_cpu_seconds()
+        return int((self.group / "cpuacct.usage").read_text()) / 1e9
+
+
+def remove_group(group: str) -> None:
+    """Remove the (empty by now) group a finished run's :class:`CpuMeter` made, deepest first."""
+    own = _own_cpuacct()
+    root = own / group if own is not None else None
+    if root is None or not root.is_dir():
+        return
+    for d in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)) + [root]:
+        try:
+            d.rmdir()
+        except OSError:
+            pass
+
+
 SHAPE_ITEMS = {"mix": lambda: load_items()[0], "weak": weak_items}
 OFF = {"reuse": False, "case_order": "suite", "schedule": "fifo"}  # this tree's three switches, all off
 
@@ -242,10 +297,12 @@ def _items(shape: str) -> list[tuple]:
     return SHAPE_ITEMS[shape]()
 
 
-def mix_once(shape: str, mode: str = "on") -> None:
+def mix_once(shape: str, mode: str = "on", group: str | None = None) -> None:
     """One timed ``compute_score_batch`` over the shape (after a warm-up call on a row outside
-    it), as one JSON line: wall and tree CPU seconds, the per-response results. ``mode="off"``:
-    this tree's reuse, case order and schedule switched off. Run by :func:`bench_compare`."""
+    it), as one JSON line: wall and CPU seconds (:class:`CpuMeter` in the cpuacct ``group``),
+    the per-response results. ``mode="off"``: this tree's reuse, case order and schedule
+    switched off. Run by :func:`bench_compare`."""
+    meter = CpuMeter(group)  # before any sandbox starts: theirs are made inside its group
     import grpo_shapes
 
     from arbiter.verl.reward import compute_score, compute_score_batch
@@ -253,19 +310,24 @@ def mix_once(shape: str, mode: str = "on") -> None:
     items = _items(shape)
     kwargs = OFF if mode == "off" else {}
     compute_score(*grpo_shapes.warmup_item(), **kwargs)  # warm-up: first sandbox start, imports
-    cpu, t = tree_cpu_seconds(), time.monotonic()
+    cpu, tree, t = meter.seconds(), tree_cpu_seconds(), time.monotonic()
     batch = compute_score_batch([i[0] for i in items], [i[1] for i in items], [i[2] for i in items],
                                 [i[3] for i in items], **kwargs)
-    wall, cpu = time.monotonic() - t, tree_cpu_seconds() - cpu
+    wall, cpu, tree = time.monotonic() - t, meter.seconds() - cpu, tree_cpu_seconds() - tree
     keep = ("score", "verdict", "passed", "total", "judge_seconds", "cpu_seconds", "cached")
-    print(json.dumps({"wall": wall, "cpu": cpu, "cores": len(os.sched_getaffinity(0)),
+    print(json.dumps({"wall": wall, "cpu": cpu, "cpu_meter": meter.how, "cpu_tree": tree, "cores": len(os.sched_getaffinity(0)),
                       "results": [{k: r.get(k, False) for k in keep} for r in batch]}))
 
 
 def _run_tree(tree: Path, shape: str, mode: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    out = subprocess.run([str(tree / ".venv/bin/python"), str(Path(__file__).resolve()), "--mix-once",
-                          "--shape", shape, "--mode", mode], cwd=tree, env=env, capture_output=True, text=True)
+    group = f"arbiter-bench-{os.getpid()}"
+    try:
+        out = subprocess.run([str(tree / ".venv/bin/python"), str(Path(__file__).resolve()), "--mix-once",
+                              "--shape", shape, "--mode", mode, "--cpu-group", group], cwd=tree, env=env,
+                             capture_output=True, text=True)
+    finally:
+        remove_group(group)
     if out.returncode != 0:
         sys.exit(f"{tree} ({mode}): the mix failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -289,7 +351,8 @@ def figures(got: dict) -> dict:
             "hit rate": sum(1 for r in judged if r.get("cached")) / max(1, len(judged)),
             "cases/failing resp": sum(cases_ran(r) for r in failing) / max(1, len(failing)),
             "wall s": got["wall"], "CPU s": got["cpu"], "TLE run": len(tle),
-            "TLE CPU s": sum(r["cpu_seconds"] for r in tle)}
+            "TLE CPU s": sum(r["cpu_seconds"] for r in tle),
+            "meter": got.get("cpu_meter", "process tree"), "tree CPU s": got.get("cpu_tree", got["cpu"])}
 
 
 def bench_compare(other: Path, rounds: int, shapes: list[str]) -> None:
@@ -336,10 +399,13 @@ def _print_shape(shape: str, other: Path, runs: dict[str, list[dict]], off: dict
     cols = ["responses/s", "judge CPU-s/resp", "makespan/ideal", "slots busy", "hit rate", "cases/failing resp",
             "wall s", "CPU s",
             "TLE run", "TLE CPU s"]
-    med = {name: {c: statistics.median(f[c] for f in fs) for c in cols} for name, fs in runs.items()}
+    med = {name: {c: statistics.median(f[c] for f in fs) for c in cols + ["tree CPU s"]} for name, fs in runs.items()}
     med["this tree, switches off (1 run)"] = off
     rows = [[name] + [_cell(m[c]) for c in cols] for name, m in med.items()]
     print(table(["tree"] + cols, rows))
+    print(f"CPU counted by {runs['this tree'][0]['meter']}; the process tree alone (the sandboxes' reaped "
+          f"processes not counted) saw {med['this tree']['tree CPU s']:.1f} s here, "
+          f"{med['other']['tree CPU s']:.1f} s there")
     a, b = med["this tree"], med["other"]
     print(f"this / other: CPU per step {a['CPU s'] / b['CPU s']:.2f}x, wall {a['wall s'] / b['wall s']:.2f}x, "
           f"responses/s {a['responses/s'] / b['responses/s']:.2f}x")
@@ -367,9 +433,10 @@ def main() -> None:
                          "(grpo: both GRPO shapes)")
     ap.add_argument("--mix-once", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--mode", choices=("on", "off"), default="on", help=argparse.SUPPRESS)
+    ap.add_argument("--cpu-group", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.mix_once:
-        mix_once(args.shape, args.mode)
+        mix_once(args.shape, args.mode, args.cpu_group)
         return
     if args.compare is not None:
         shapes = ["grpo-weak", "grpo-strong"] if args.shape == "grpo" else [args.shape]

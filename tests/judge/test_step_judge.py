@@ -141,6 +141,26 @@ def test_the_longest_predicted_task_starts_first():
     fifo.pool.shutdown()
 
 
+def test_a_suite_judged_since_moves_its_queued_submissions():
+    """A batch is queued at once: what the run learns of a suite while it runs (here: its first
+    submission was slow) reorders the suite's submissions still waiting."""
+    rec = _Recording()
+    j = StepJudge(1, executor=rec)
+    small = TestSuite([StdioCase(str(i), f"{i}\n", f"{2 * i}\n") for i in range(2)])
+    larger = TestSuite([StdioCase(str(i), f"{i}\n", f"{2 * i}\n") for i in range(8)])
+    slow = "n = int(input())\ns = 0\nfor i in range(4_000_000):\n    s += i\nprint(2 * n)"
+    first = j.submit(task(slow, small))  # starts at once, held at the gate: the rest queue
+    queued = [j.submit(task(DOUBLE + " # larger", larger)), j.submit(task(DOUBLE + " # a", small)),
+              j.submit(task(DOUBLE + " # b", small))]
+    assert j.stats()["queued"] == 3
+    rec.gate.set()
+    assert all(f.result().outcome is Outcome.AC for f in [first, *queued])
+    assert first.result().seconds > 2 * j.costs.predict(None, task(DOUBLE, larger))  # what moved them
+    assert rec.started == [2, 2, 2, 8]
+    assert j.stats()["queued"] == 0
+    rec.pool.shutdown()
+
+
 def test_a_verdict_folder_outlives_the_process(tmp_path):
     first = StepJudge(1, store=VerdictStore(disk=DiskStore(tmp_path)))
     v = first.judge(task(wrong_at(4)))

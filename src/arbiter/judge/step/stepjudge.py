@@ -15,6 +15,7 @@ import heapq
 import itertools
 import os
 import threading
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -66,6 +67,18 @@ class _Job:
     order: list[int] = field(default_factory=list)
     call: tuple[Callable[[Any], Any], Any] | None = None  # an opaque job (StepJudge.call)
     inline: bool = False  # judged in the caller's thread (StepJudge.judge_here), not in a slot
+    hint: float | None = None
+
+
+@dataclass(eq=False)
+class _Suite:
+    """The queued longest-first jobs of one suite, in submission order: one place in the queue,
+    at the suite's prediction (:meth:`StepJudge._rerank` moves it when the suite is judged)."""
+
+    digest: str
+    cost: float
+    entry: int  # the seq of its live heap entry (older ones are stale)
+    jobs: deque = field(default_factory=deque)
 
 
 class StepJudge:
@@ -91,14 +104,16 @@ class StepJudge:
         self.inline = inline
         self.slots = slots if self._owned or inline else None
         self._lock = threading.Lock()
-        self._heap: list[tuple[float, int, _Job]] = []
+        self._heap: list[tuple[float, int, _Job | _Suite]] = []
+        self._suites: dict[str, _Suite] = {}  # the queued longest-first jobs by suite digest
+        self._queued = 0
         self._seq = itertools.count()
         self._counts = dict.fromkeys(("submitted", "hits", "joined", "runs", "done", "running", "max_running"), 0)
 
     # ------------------------------------------------------------------ planning
 
     def _plan(self, task: Task, settings: Settings, hint: float | None, out: Future) -> _Job:
-        job = _Job(task, out, settings)
+        job = _Job(task, out, settings, hint=hint)
         try:
             job.digest = suite_digest(task.suite)
         except RecursionError:
@@ -205,15 +220,60 @@ class StepJudge:
 
     def _push(self, job: _Job) -> None:
         with self._lock:
-            heapq.heappush(self._heap, (-job.cost, next(self._seq), job))
+            self._queued += 1
+            if job.task is None or not job.digest or job.settings.schedule != "longest_first":
+                heapq.heappush(self._heap, (-job.cost, next(self._seq), job))
+            else:
+                suite = self._suites.get(job.digest)
+                if suite is None:
+                    suite = self._suites[job.digest] = _Suite(job.digest, job.cost, -1)
+                    self._place(suite)
+                elif job.cost > suite.cost:
+                    suite.cost = job.cost
+                    self._place(suite)
+                suite.jobs.append(job)
         self._pump()
+
+    def _place(self, suite: _Suite) -> None:
+        """(Re)place ``suite`` in the queue at its cost (under ``self._lock``)."""
+        suite.entry = next(self._seq)
+        heapq.heappush(self._heap, (-suite.cost, suite.entry, suite))
+
+    def _rerank(self, digest: str) -> None:
+        """A submission of the suite ``digest`` was judged: its queued ones take the place the
+        suite's prediction now gives them (what the run has seen of it, docs/step.md)."""
+        with self._lock:
+            suite = self._suites.get(digest)
+            if suite is not None:
+                suite.cost = self.costs.predict(digest, suite.jobs[0].task, suite.jobs[0].hint)
+                self._place(suite)
+
+    def _pop(self) -> _Job | None:
+        """The queued job predicted longest, ``None`` if none (under ``self._lock``)."""
+        while self._heap:
+            cost, entry, item = heapq.heappop(self._heap)
+            if isinstance(item, _Job):
+                self._queued -= 1
+                return item
+            if entry != item.entry:
+                continue  # a stale place of a suite moved since
+            job = item.jobs.popleft()
+            if item.jobs:
+                heapq.heappush(self._heap, (cost, entry, item))  # the rest keep the suite's place
+            else:
+                del self._suites[item.digest]
+            self._queued -= 1
+            return job
+        return None
 
     def _pump(self) -> None:
         while True:
             with self._lock:  # a slot is taken with the job, so never more than `workers` start
-                if self._counts["running"] >= self.workers or not self._heap:
+                if self._counts["running"] >= self.workers:
                     return
-                _, _, job = heapq.heappop(self._heap)
+                job = self._pop()
+                if job is None:
+                    return
                 self._counts["running"] += 1
                 self._counts["max_running"] = max(self._counts["max_running"], self._counts["running"])
             if not job.out.set_running_or_notify_cancel():
@@ -267,6 +327,7 @@ class StepJudge:
         verdict = restore(verdict, job.order) if job.order else verdict
         if job.digest is not None:
             self.costs.observe(job.digest, verdict.seconds, verdict.outcome is Outcome.TLE)
+            self._rerank(job.digest)
             if effective_order(job.task, job.settings.case_order) == "failures_first":
                 self.order.learn(job.digest, job.task.suite, verdict)
         return verdict
@@ -308,7 +369,7 @@ class StepJudge:
         """``submitted``, ``hits`` (reused), ``joined`` (waited for an identical one), ``runs``
         (judged), ``running``/``max_running`` (slots in use now / at most), ``done``, ``queued``."""
         with self._lock:
-            return dict(self._counts, queued=len(self._heap))
+            return dict(self._counts, queued=self._queued)
 
     def reset_counts(self) -> None:
         """Start the counts again (``max_running`` from the slots in use now)."""
