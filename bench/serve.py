@@ -4,7 +4,10 @@ machine's load average with every figure:
 1. ``/run_code`` as verl sends it: verl 0.9.1's own sandbox_fusion ``check_correctness`` (loaded by
    path from the verl venv), one POST per test case, all cases of a response at once, one semaphore
    of ``--max-concurrent`` (verl's 64) and again of 2; against arbiter and, with ``--sandboxfusion
-   URL``, a real SandboxFusion server on the same requests (cases/s, ratio);
+   URL``, a real SandboxFusion server on the same requests (cases/s, ratio). The data's stdin rows
+   hold 326 cases: each server gets one pass as a warm-up, then passes until ``--cases`` (each
+   pass's programs new submissions: a trailing comment names the pass), a steady state rather
+   than a second of ramp;
 2. per problem: arbiter's ``/v1/score`` (one request per problem) against verl's sandbox_fusion
    reward scoring the same responses through SandboxFusion's ``/run_code`` (responses/s, ratio);
 3. the server's peak RSS (VmHWM) above idle under the attacks of issue items 1-3, sent 8 at once;
@@ -136,15 +139,28 @@ def run_verl(url: str, jobs, max_concurrent: int, at_once: int = 16) -> tuple[fl
     return wall, cases, errors, results
 
 
+def passes(jobs, limit: int, first: int = 0) -> list[tuple[str, dict]]:
+    """``jobs`` again and again until ``limit`` cases, each pass's programs new submissions (a
+    trailing comment naming the pass): as verl's steady state sends them, a new response each step."""
+    out, n, k = [], 0, first
+    while n < limit:
+        out += [(f"{code}\n# pass {k}\n", cases) for code, cases in jobs]
+        n += sum(len(c["inputs"]) for _, c in jobs)
+        k += 1
+    return out
+
+
 def bench_run_code(arbiter_url: str, sf_url: str | None, items, limit: int) -> list[list[str]]:
+    """Each server first gets one pass of the requests (warm-up: its pools filled, as a server
+    that has been serving), then the measured passes: the same requests to both servers."""
     jobs = verl_jobs(items, limit)
     rows = []
     for conc in (64, 2):
         for name, url in (("arbiter", arbiter_url), ("SandboxFusion", sf_url)):
             if url is None:
                 continue
-            run_verl(url, jobs[:2], conc)  # warm-up
-            wall, cases, errors, _ = run_verl(url, jobs, conc)
+            run_verl(url, passes(jobs, 1, first=-1), conc)  # warm-up
+            wall, cases, errors, _ = run_verl(url, passes(jobs, limit), conc)
             rows.append([f"/run_code verl, max_concurrent {conc}", name, str(cases), f"{wall:.1f}",
                          f"{cases / wall:.1f}", str(errors), load()])
     return rows

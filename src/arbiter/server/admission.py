@@ -79,7 +79,8 @@ class _TenantState:
 
 class FairQueue:
     """Runs units on ``slots`` threads. ``on_start(tenant, waited)`` and ``on_done(tenant,
-    seconds)`` report to the metrics; ``queue`` caps waiting units over all tenants."""
+    seconds)`` report to the metrics; ``queue`` caps waiting units over all tenants (not counting
+    those that idle slots are about to take)."""
 
     def __init__(self, slots: int, *, queue: int = 4096, affinity: float = 2.0,
                  on_start: Callable[[str, float], None] | None = None,
@@ -91,6 +92,7 @@ class FairQueue:
         self._tenants: dict[str, _TenantState] = {}
         self._estimates: OrderedDict[str, float] = OrderedDict()
         self._waiting = 0
+        self._running = 0
         self._closed = False
         self._threads = [threading.Thread(target=self._work, args=(Slot(i),), daemon=True,
                                           name=f"arbiter-judge-{i}") for i in range(slots)]
@@ -133,7 +135,9 @@ class FairQueue:
         if st.waiting and st.waiting + n > cap:
             raise Refused(f"tenant {st.tenant.name!r} has {st.waiting} units waiting (at most {cap}); "
                           f"retry after {wait} s", 429, "tenant_queue", wait)
-        if self._waiting and self._waiting + n > self.capacity:
+        # units an idle slot is about to take are not queued (a slot wakes a moment after a submit)
+        queued = self._waiting + n - max(0, self.slots - self._running)
+        if self._waiting and queued > self.capacity:
             raise Refused(f"the server has {self._waiting} units waiting (at most {self.capacity}); "
                           f"retry after {wait} s", 503, "server_queue", wait)
 
@@ -192,6 +196,7 @@ class FairQueue:
             return self._pick(slot)
         est = self._estimates.get(key, FIRST_ESTIMATE)
         st.waiting, st.running, self._waiting = st.waiting - 1, st.running + 1, self._waiting - 1
+        self._running += 1
         f.running += 1
         st.vtime += est / st.tenant.weight
         f.vtime += est
@@ -235,6 +240,7 @@ class FairQueue:
             st = self._tenants[unit.tenant]
             f = st.flows[unit.flow]
             st.running -= 1
+            self._running -= 1
             f.running -= 1
             st.vtime += (seconds - unit.charged) / st.tenant.weight
             f.vtime += seconds - unit.charged

@@ -21,6 +21,8 @@ SLACK = 64
 SMALL = 4096
 #: Answers larger than this are spooled to a temporary file rather than memory.
 SPOOL_BYTES = 1 << 20
+#: Bytes of a spooled answer sent at a time; an answer this short is sent in one piece.
+CHUNK = 256 * 1024
 
 
 class Raw:
@@ -87,7 +89,7 @@ def spool(answer: dict[str, Any]) -> BinaryIO:
     return out
 
 
-async def stream(f: BinaryIO, chunk: int = 256 * 1024) -> AsyncIterator[bytes]:
+async def stream(f: BinaryIO, chunk: int = CHUNK) -> AsyncIterator[bytes]:
     """The spooled answer, a chunk at a time; the file is closed at the end."""
     try:
         while data := f.read(chunk):

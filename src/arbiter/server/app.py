@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from pydantic import ValidationError
+from starlette.routing import Route
 
 from arbiter.judge.step import StepJudge
 from arbiter.server import answer, native
@@ -69,13 +70,12 @@ class Service:
 
     def _started(self, tenant: str, waited: float) -> None:
         self.metrics.observe("arbiter_tenant_wait_seconds", waited, tenant=tenant)
-        self.gauges()
 
     def _done(self, tenant: str, seconds: float) -> None:
         self.metrics.add("arbiter_tenant_judge_seconds_total", seconds, tenant=tenant)
-        self.gauges()
 
     def gauges(self) -> None:
+        """The gauges set from the queue's state now (before every read of the metrics)."""
         busy = 0
         for name, (waiting, running) in self.queue.snapshot().items():
             self.metrics.set("arbiter_tenant_queue_depth", waiting, tenant=name)
@@ -219,39 +219,67 @@ def answer_within(req: RunCodeRequest, cfg: ServerConfig) -> float:
 
 
 def _run_code_route(app: FastAPI, svc: Service) -> None:
-    @app.post("/run_code")
-    async def run_code_route(request: Request):
-        """SandboxFusion's endpoint; overload and our own failures are 504 (verl retries 504 only)."""
-        tenant, arrived = tenant_of(request), time.monotonic()
-        try:
-            raw = await svc.read(request)
-            key = request_key(tenant.name, raw)
-            req = RunCodeRequest.model_validate(svc.parse(raw))
-            raw = b""  # the body's copies go as soon as the request is checked
-            within = answer_within(req, svc.cfg)
-            fut = svc.orphans.adopt(key)
-            if fut is None:
-                p = prepare(req, svc.cfg)
-                fut = svc.queue.submit(tenant, p.key, [lambda slot: run_code(p, svc.cfg, svc.warm, tenant.name)])[0]
-            else:
-                svc.metrics.add("arbiter_run_code_adopted_total", tenant=tenant.name)
-            del req
-            spooled = await hold(svc, fut, request, key, arrived + within)
-        except ValidationError as exc:
-            return error(422, f"bad /run_code request: {exc.errors(include_url=False)}"[:4000])
-        except BadRequest as exc:
-            return bad_request(exc)
-        except Refused as exc:
-            return svc.refuse(tenant.name, 504, exc.reason, str(exc), exc.retry_after)
-        except Expired as exc:
-            return svc.refuse(tenant.name, 504, "held_too_long", str(exc), 1)
-        except OurFailure as exc:
-            svc.metrics.add("arbiter_sandbox_errors_total")
-            return error(504, f"arbiter's sandbox failed (retry): {exc}", **{"Retry-After": "1"})
-        status = _peek_status(spooled)
-        svc.metrics.run_code(tenant.name, status)
-        return StreamingResponse(answer.stream(spooled), media_type="application/json",
-                                 headers={"Content-Length": str(answer.size(spooled))})
+    async def run_code_asgi(scope, receive, send) -> None:
+        """SandboxFusion's endpoint, a plain ASGI route: FastAPI's per-request work (dependencies,
+        its response wrapping) was a sizeable part of a warm ``/run_code`` (docs/serve.md)."""
+        response = await run_code_answer(svc, Request(scope, receive))
+        await response(scope, receive, send)
+
+    app.router.routes.append(Route("/run_code", _Asgi(run_code_asgi), methods=["POST"]))
+
+
+class _Asgi:
+    """An ASGI callable that Starlette's ``Route`` calls as it is (a function would be wrapped
+    as ``endpoint(request) -> response``)."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.fn = fn
+
+    async def __call__(self, scope, receive, send) -> None:
+        await self.fn(scope, receive, send)
+
+
+async def run_code_answer(svc: Service, request: Request) -> Response:
+    """``POST /run_code``'s answer; overload and our own failures are 504 (verl retries 504 only)."""
+    tenant, arrived = tenant_of(request), time.monotonic()
+    try:
+        raw = await svc.read(request)
+        key = request_key(tenant.name, raw)
+        req = RunCodeRequest.model_validate(svc.parse(raw))
+        raw = b""  # the body's copies go as soon as the request is checked
+        within = answer_within(req, svc.cfg)
+        fut = svc.orphans.adopt(key)
+        if fut is None:
+            p = prepare(req, svc.cfg)
+            fut = svc.queue.submit(tenant, p.key, [lambda slot: run_code(p, svc.cfg, svc.warm, tenant.name)])[0]
+        else:
+            svc.metrics.add("arbiter_run_code_adopted_total", tenant=tenant.name)
+        del req
+        spooled = await hold(svc, fut, request, key, arrived + within)
+    except ValidationError as exc:
+        return error(422, f"bad /run_code request: {exc.errors(include_url=False)}"[:4000])
+    except BadRequest as exc:
+        return bad_request(exc)
+    except Refused as exc:
+        return svc.refuse(tenant.name, 504, exc.reason, str(exc), exc.retry_after)
+    except Expired as exc:
+        return svc.refuse(tenant.name, 504, "held_too_long", str(exc), 1)
+    except OurFailure as exc:
+        svc.metrics.add("arbiter_sandbox_errors_total")
+        return error(504, f"arbiter's sandbox failed (retry): {exc}", **{"Retry-After": "1"})
+    svc.metrics.run_code(tenant.name, _peek_status(spooled))
+    return spooled_response(spooled)
+
+
+def spooled_response(spooled) -> Response:
+    """A spooled answer: in one piece when it is at most one chunk (most answers), else streamed
+    from its file a chunk at a time."""
+    size = answer.size(spooled)
+    if size <= answer.CHUNK:
+        with spooled:
+            return Response(spooled.read(), media_type="application/json")
+    return StreamingResponse(answer.stream(spooled), media_type="application/json",
+                             headers={"Content-Length": str(size)})
 
 
 def _jupyter_route(app: FastAPI, svc: Service) -> None:
@@ -274,8 +302,7 @@ def _jupyter_route(app: FastAPI, svc: Service) -> None:
             svc.metrics.add("arbiter_sandbox_errors_total")
             return error(504, f"arbiter's sandbox failed (retry): {exc}", **{"Retry-After": "1"})
         svc.metrics.add("arbiter_run_jupyter_total", tenant=tenant.name, status=_peek_status(spooled))
-        return StreamingResponse(answer.stream(spooled), media_type="application/json",
-                                 headers={"Content-Length": str(answer.size(spooled))})
+        return spooled_response(spooled)
 
 
 def _peek_status(spooled) -> str:
