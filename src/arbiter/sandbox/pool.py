@@ -33,9 +33,10 @@ IDLE_SECONDS = 300.0
 #: Seconds an acquire waits for a sandbox of its key being recycled (a few ms of work) rather
 #: than starting a new one (a hundred ms or more).
 RECYCLE_WAIT = 0.5
-#: Seconds a released sandbox waits before its recycle starts: the releasing caller finishes its
-#: verdict first (a recycle's start takes the GIL and a core for the guest's teardown, which made
-#: a one-case ``compute_score`` about 0.4 ms slower when it overlapped the caller's last steps).
+#: Seconds a released sandbox waits before its recycle starts when another of its key is idle:
+#: the releasing caller finishes its verdict first (a recycle's start takes the GIL and a core for
+#: the guest's teardown, which made a one-case ``compute_score`` about 0.4 ms slower when it
+#: overlapped the caller's last steps). With none idle it starts at once (an acquire may wait).
 RECYCLE_DELAY = 0.003
 
 
@@ -164,7 +165,9 @@ class SandboxPool:
                     and len(self._idle.get(key, ())) + self._pending.get(key, 0) < self.max_idle_per_key)
             if keep:
                 self._seen.add(key)  # spares are started for keys whose sandboxes came back healthy
-                self._submit("recycle", key, (sb, time.monotonic() + RECYCLE_DELAY))
+                # (at once when no sandbox of its key is idle: the next acquire may wait for it)
+                delay = RECYCLE_DELAY if self._idle.get(key) else 0.0
+                self._submit("recycle", key, (sb, time.monotonic() + delay))
                 return
         sb.close()
 
@@ -280,8 +283,7 @@ class SandboxPool:
 
     def _recycle(self, job: tuple[Sandbox, float]) -> Sandbox | None:
         """End the session of a released sandbox (``job``: it and when its recycle may start,
-        :data:`RECYCLE_DELAY` after its release) and arm the next; None (closed) when it did not
-        end cleanly."""
+        see :data:`RECYCLE_DELAY`) and arm the next; None (closed) when it did not end cleanly."""
         sb, start = job
         wait = start - time.monotonic()
         if wait > 0:
