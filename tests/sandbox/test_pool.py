@@ -187,6 +187,26 @@ def _next_session(pool: SandboxPool, sb: Sandbox) -> Sandbox:
     return again
 
 
+def test_a_python_sessions_go_is_sent_with_its_first_request(pool):
+    """A Python session's ``go`` waits for the session's first frame (its load, in the same
+    write) or its first read: a session whose first request is not a load, and one given back
+    without any request, start and end cleanly, and the sandbox serves the next."""
+    sb = pool.acquire(limits=LIMITS, python=True)
+    assert sb.stray_processes() == []  # (a read first: the go goes, then the hello is read)
+    pool.release(sb)
+    _wait_idle(pool)
+    again = pool.acquire(limits=LIMITS, python=True)
+    assert again is sb
+    pool.release(again)  # no request at all: the go is written before the session's exit
+    _wait_idle(pool)
+    last = pool.acquire(limits=LIMITS, python=True)
+    assert last is sb
+    assert last.load_python("import sys\nprint(sys.stdin.read().upper())\n") is None
+    assert last.run_python(b"ok", LIMITS).stdout == b"OK\n"
+    pool.release(last)
+    assert pool.stats()["discarded"] == 0
+
+
 def test_the_kept_prelude_is_used_only_for_its_own_text(pool):
     """The zygote keeps the last load's prelude compiled for the next sessions: a session whose
     load brings another prelude runs that one, and the kept one is never run in its place."""

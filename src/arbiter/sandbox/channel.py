@@ -32,6 +32,7 @@ class Channel:
         self.broken = ""  # why the sandbox can serve no more requests ("": it can)
         self.before_read: Callable[[], None] | None = None  # run before each frame is read
         self._inbox = bytearray()  # read from the server, not taken yet (see read_exact)
+        self._held = b""  # a frame to write with the next one (see hold)
 
     def fail(self, reason: str) -> SandboxError:
         """Give the sandbox up (``broken``, killed); the error to raise."""
@@ -52,10 +53,25 @@ class Channel:
         self.request_id += 1
         return self.request_id
 
+    def hold(self, header: dict[str, Any], blobs: Sequence[bytes] = ()) -> None:
+        """Send this frame with the next one, in one write (or before the next read): a
+        session's ``go`` and its ``load``, which the server then finds together."""
+        if self.to_server < 0:
+            raise SandboxError(self.broken or "the sandbox is closed")
+        self._held += encode_frame(header, blobs)
+
+    def flush(self) -> None:
+        """Send a held frame now (before a read: the reply may depend on it)."""
+        if self._held:
+            self._write(b"")
+
     def send(self, header: dict[str, Any], blobs: Sequence[bytes] = ()) -> None:
         if self.to_server < 0:
             raise SandboxError(self.broken or "the sandbox is closed")
-        data = memoryview(encode_frame(header, blobs))
+        self._write(encode_frame(header, blobs))
+
+    def _write(self, frame: bytes) -> None:
+        data, self._held = memoryview(self._held + frame if self._held else frame), b""
         try:
             while data:
                 n = os.write(self.to_server, data)
@@ -101,6 +117,7 @@ class Channel:
 
     def read_raw_frame(self, deadline: float, watch: Callable[[], bool] | None = None
                        ) -> tuple[dict[str, Any], list[bytes]]:
+        self.flush()
         (n,) = LEN.unpack(self.read_exact(4, deadline, watch))
         if n > MAX_HEADER:
             raise SandboxError("oversized frame from the sandbox server")
@@ -136,6 +153,7 @@ class Channel:
                 except OSError:
                     pass
         self.to_server = self.from_server = -1
+        self._held = b""
 
 
 def read_info(fd: int, deadline: float) -> dict[str, Any]:

@@ -128,8 +128,12 @@ class Session:
                     self.cg.set_pids_max(limits.processes + EXTRA_TASKS + ZYGOTE_TASKS)
                     self.processes = limits.processes
             rid = ch.next_id()  # its hello is read with the next reply (see take_hello)
-            ch.send({"op": "go", "scratch_bytes": limits.scratch_bytes, "python": python,
-                     "files": names, "id": rid}, blobs)
+            # A Python session's go is written with its load, which follows at once: the server
+            # finds the load behind the go and hands it to the blank forker before its own
+            # start-up (docs/sandbox.md, "The blank forker"); a native one's now.
+            (ch.hold if python else ch.send)(
+                {"op": "go", "scratch_bytes": limits.scratch_bytes, "python": python,
+                 "files": names, "id": rid}, blobs)
             self.hello_pending = rid
         except cgroups.CgroupError as exc:
             raise ch.refuse(f"the session did not start: {exc}") from exc
