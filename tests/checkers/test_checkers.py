@@ -123,6 +123,7 @@ def test_trailing_whitespace_keeps_inner_blank_lines_and_leading_space():
     assert not check("trailing_whitespace", b"1 2\n", b"1  2\n").ok
 
 
+@pytest.mark.usefixtures("shared")  # skipped without the shared folder
 def test_trailing_whitespace_on_the_seed_rows():
     rows = [json.loads(line) for line in (SHARED / "seed/data/oracle_seed.jsonl").read_text().splitlines()]
     assert {json.dumps(r["public_checker"], sort_keys=True) for r in rows} == {
@@ -333,6 +334,7 @@ def _recorded(row_id: str):
     raise AssertionError(f"no recorded output for {row_id}")
 
 
+@pytest.mark.usefixtures("shared")  # skipped without the shared folder
 @pytest.mark.parametrize("row_id", ["c69268d8bdb4da0685d7b187c88296c1", "ff86821ed6f7260c7a17c4c9be03b663"])
 def test_nemo_gym_false_negatives_pass_under_tokens(row_id):
     output, expected, rollout = _recorded(row_id)
@@ -343,6 +345,7 @@ def test_nemo_gym_false_negatives_pass_under_tokens(row_id):
     assert not check("pie", output, expected).ok
 
 
+@pytest.mark.usefixtures("shared")  # skipped without the shared folder
 def test_nemo_gym_real_wrong_answers_fail_under_tokens():
     rows, rollouts = _nemo_rows()
     failures = []

@@ -147,6 +147,7 @@ def test_verl_parquet_shapes_numpy_and_pyarrow(tmp_path):
     assert case.args == (1,) and type(case.args[0]) is int and case.expected == (2.5,) and type(case.fn_name) is str
 
 
+@pytest.mark.usefixtures("shared")  # skipped without the shared folder
 def test_verl_real_rows_in_card_encodings():
     """Real tests rewritten into the card's encodings: APPS (dict), CodeScope (stdin_stdout
     list), APPS 2404 (function_call)."""
@@ -206,6 +207,7 @@ def test_verl_malformed_payloads_name_row_and_shape(payload, field, shape):
 # ================================ oracle seed ===================================================
 
 
+@pytest.mark.usefixtures("shared")  # skipped without the shared folder
 def test_oracle_seed_visible_tests():
     rows = jsonl(SHARED / "seed" / "data" / "oracle_seed.jsonl")
     total = 0
@@ -218,6 +220,7 @@ def test_oracle_seed_visible_tests():
     assert total == sum(len(r["visible_tests"]) for r in rows) and len(rows) == len({r["task_id"] for r in rows})
 
 
+@pytest.mark.usefixtures("shared")  # skipped without the shared folder
 def test_oracle_hidden_tests_json_and_jsonl(tmp_path):
     rows = jsonl(SHARED / "seed" / "data" / "oracle_seed.jsonl")
     hidden = {
@@ -284,6 +287,7 @@ def _tar_index() -> dict[str, dict[str, set[int]]]:
     return index
 
 
+@pytest.mark.usefixtures("shared")  # skipped without the shared folder
 def test_pie_public_tarball_every_problem():
     index = _tar_index()
     archive = open_pie_archive(PIE_TAR)
@@ -298,6 +302,7 @@ def test_pie_public_tarball_every_problem():
     assert total == sum(len(f["output"]) for f in index.values())
 
 
+@pytest.mark.usefixtures("shared")  # skipped without the shared folder
 def test_pie_val_problems_from_tarball_match_members():
     val = jsonl(REAL / "pie_purdue" / "val.jsonl")
     problems = sorted({r["problem_id"] for r in val})
@@ -310,6 +315,7 @@ def test_pie_val_problems_from_tarball_match_members():
                 assert case.expected == (archive.extractfile(f"./{problem}/output.{n}.txt").read(),)
 
 
+@pytest.mark.usefixtures("shared")  # skipped without the shared folder
 def test_pie_purdue_folders_numeric_order():
     root = REAL / "pie_purdue"
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
@@ -324,6 +330,7 @@ def test_pie_purdue_folders_numeric_order():
     assert names.index("input.10") == names.index("input.9") + 1
 
 
+@pytest.mark.usefixtures("shared")  # skipped without the shared folder
 def test_pie_usable_case_ids_and_tar_equals_dir(tmp_path):
     folder = REAL / "pie_purdue" / "p03415" / "test_cases"
     chosen = load_pie_tests(REAL / "pie_purdue", "p03415", usable_case_ids=[12, "3", "input.100"])
@@ -336,6 +343,7 @@ def test_pie_usable_case_ids_and_tar_equals_dir(tmp_path):
     assert PieTestArchive(packed, problems=["p00000"]).problems == []
 
 
+@pytest.mark.usefixtures("shared")  # skipped without the shared folder
 def test_pie_malformed(tmp_path):
     problem = tmp_path / "p99999"
     problem.mkdir()
@@ -374,6 +382,7 @@ def test_pie_malformed(tmp_path):
 # ================================ APPS / TACO ===================================================
 
 
+@pytest.mark.usefixtures("shared")  # skipped without the shared folder
 def test_apps_real_folders():
     for folder in sorted((REAL / "coderl_apps" / "train").iterdir()):
         raw = json.loads((folder / "input_output.json").read_text())
@@ -461,6 +470,7 @@ def _plain(value):
     return value
 
 
+@pytest.mark.usefixtures("shared")  # skipped without the shared folder
 def test_leetcode_every_row_matches_its_check_function():
     """Each kept pair equals the corresponding assert of the row's own ``check(candidate)``
     (the dataset's verified ground truth): same kwargs, same expected value and type."""
@@ -484,6 +494,7 @@ def test_leetcode_every_row_matches_its_check_function():
     assert kept == pairs - failures and dropped == failures and kept > 0
 
 
+@pytest.mark.usefixtures("shared")  # skipped without the shared folder
 def test_leetcode_string_returns_are_bare_strings():
     rows = [r for r in _leetcode_rows() if "-> str:" in r["starter_code"]]
     assert rows
@@ -495,6 +506,7 @@ def test_leetcode_string_returns_are_bare_strings():
     assert empties  # e.g. find-valid-pair-of-adjacent-digits-in-string returns ""
 
 
+@pytest.mark.usefixtures("shared")  # skipped without the shared folder
 def test_leetcode_linked_list_and_tree_rows_keep_plain_lists():
     starter = (
         "class Solution:\n"
@@ -555,6 +567,7 @@ def test_leetcode_malformed():
 # ================================ CodeScope =====================================================
 
 
+@pytest.mark.usefixtures("shared")  # skipped without the shared folder
 def test_codescope_every_row():
     rows = jsonl(REAL / "codescope_codeopt" / "code_optimization_data.jsonl")
     total = 0
@@ -582,6 +595,7 @@ def test_codescope_several_answers_and_errors():
 # ================================ NeMo-Gym ======================================================
 
 
+@pytest.mark.usefixtures("shared")  # skipped without the shared folder
 def test_nemo_gym_every_row_and_string_encodings():
     rows = jsonl(REAL / "nemo_gym_code_gen" / "example.jsonl")
     for row in rows:
