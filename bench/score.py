@@ -29,7 +29,7 @@ streaming memory of ``arbiter score`` at the card's size.
    docs/step.md).
 
 Usage: .venv/bin/python bench/score.py [--rows 14927] [--skip-memory] [--compare TREE [--rounds 3]
-       [--shape mix|weak|grpo-weak|grpo-strong|grpo]]
+       [--shape mix|weak|grpo-weak|grpo-strong|grpo] [--draw 0]]
 """
 
 from __future__ import annotations
@@ -289,11 +289,15 @@ SHAPE_ITEMS = {"mix": lambda: load_items()[0], "weak": weak_items}
 OFF = {"reuse": False, "case_order": "suite", "schedule": "fifo"}  # this tree's three switches, all off
 
 
+#: The GRPO shapes' draw (``--draw``: grpo_shapes' seed; another draw is another step of the same prompts).
+DRAW = 0
+
+
 def _items(shape: str) -> list[tuple]:
     if shape.startswith("grpo-"):
         import grpo_shapes
 
-        return grpo_shapes.items(shape.removeprefix("grpo-"))
+        return grpo_shapes.items(shape.removeprefix("grpo-"), DRAW)
     return SHAPE_ITEMS[shape]()
 
 
@@ -324,8 +328,8 @@ def _run_tree(tree: Path, shape: str, mode: str) -> dict:
     group = f"arbiter-bench-{os.getpid()}"
     try:
         out = subprocess.run([str(tree / ".venv/bin/python"), str(Path(__file__).resolve()), "--mix-once",
-                              "--shape", shape, "--mode", mode, "--cpu-group", group], cwd=tree, env=env,
-                             capture_output=True, text=True)
+                              "--shape", shape, "--mode", mode, "--cpu-group", group, "--draw", str(DRAW)],
+                             cwd=tree, env=env, capture_output=True, text=True)
     finally:
         remove_group(group)
     if out.returncode != 0:
@@ -394,7 +398,8 @@ def _distinct(shape: str) -> int:
 def _print_shape(shape: str, other: Path, runs: dict[str, list[dict]], off: dict, scores: dict) -> None:
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     n = len(next(iter(scores.values())))
-    print(f"\n== {shape}: {n} responses ({_distinct(shape)} distinct programs), compute_score_batch; this tree vs "
+    draw = f" (draw {DRAW})" if shape.startswith("grpo-") else ""
+    print(f"\n== {shape}{draw}: {n} responses ({_distinct(shape)} distinct programs), compute_score_batch; this tree vs "
           f"{other} (median of {len(runs['other'])} interleaved rounds); load average {load}")
     cols = ["responses/s", "judge CPU-s/resp", "makespan/ideal", "slots busy", "hit rate", "cases/failing resp",
             "wall s", "CPU s",
@@ -431,10 +436,14 @@ def main() -> None:
     ap.add_argument("--shape", choices=("mix", "weak", "grpo-weak", "grpo-strong", "grpo"), default="mix",
                     help="--compare's batch: the whole mix, shaped like weak-model rollouts, or a GRPO step "
                          "(grpo: both GRPO shapes)")
+    ap.add_argument("--draw", type=int, default=0,
+                    help="the GRPO shapes' draw (seed): another step of the same prompts")
     ap.add_argument("--mix-once", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--mode", choices=("on", "off"), default="on", help=argparse.SUPPRESS)
     ap.add_argument("--cpu-group", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    global DRAW
+    DRAW = args.draw
     if args.mix_once:
         mix_once(args.shape, args.mode, args.cpu_group)
         return
