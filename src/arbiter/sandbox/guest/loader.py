@@ -264,6 +264,7 @@ def _wait_for_program(fk):
     import fcntl
 
     close_all_but(fk.forker_fds())
+    os.chdir("/")  # (not the zygote's /work, shared by its sessions, while /work is mounted)
     _warm_up_compiler()
     sock = _socket.socket(fileno=fcntl.fcntl(fk.go_r, fcntl.F_DUPFD_CLOEXEC, 10))  # (0-3: files)
     try:
