@@ -11,8 +11,14 @@ both (they must agree). Then the GNU C++ rows the same way: compiled before the 
 (through the compile cache), ``judge_many`` with 2 workers against a floor that spawns the
 binary per case.
 
-Usage: ``python bench/workload.py [--rounds 3] [--skip-cpp]`` (``ARBITER_SHARED``: the shared
-folder, default ``../shared``).
+CPU per round is counted by cgroup (cpuacct groups of the bench's own, as ``bench/score.py``):
+the floor's workers and every child they forked; the judge's process; its sandboxes (every
+session, forker and case). ``--split K`` judges each Python program's cases as K submissions
+(the same cases, K times the sessions): the change in CPU per added submission is the cost of
+a session, what is left the cost of the cases.
+
+Usage: ``python bench/workload.py [--rounds 3] [--skip-cpp] [--split 1]`` (``ARBITER_SHARED``:
+the shared folder, default ``../shared``).
 """
 
 from __future__ import annotations
@@ -57,6 +63,67 @@ def load(lang: str) -> list[tuple[str, str, list[tuple[bytes, tuple[bytes, ...]]
         for field in FIELDS:
             out.append((f"{row['id']}:{field}", row[field], cases, suite))
     return out
+
+
+def split(programs: list, k: int) -> list:
+    """Each program's cases as ``k`` submissions of about equal size (the same cases in all)."""
+    out = []
+    for label, src, cases, suite in programs:
+        size = max(1, -(-len(cases) // k))
+        out += [(f"{label}#{i}", src, cases[i:i + size], suite) for i in range(0, len(cases), size)]
+    return out
+
+
+# ---- CPU by cgroup --------------------------------------------------------------------------
+class Cpu:
+    """CPU seconds by cgroup: ``floor`` (the floor's workers, moved into it), ``judge`` (this
+    process, moved into it, and the sandboxes made under it) and ``sandboxes`` (those alone).
+    Zeros where there is no cpuacct hierarchy of our own (then ``how`` says why)."""
+
+    def __init__(self, workers: list[int]):
+        from score import _own_cpuacct  # (bench/score.py: this process's cpuacct group)
+
+        self.name = f"workload-{os.getpid()}"
+        own = _own_cpuacct()
+        self.own = own
+        root = own / self.name if own is not None else None
+        try:
+            if root is None:
+                raise OSError("no cgroup v1 cpuacct hierarchy of its own")
+            self.judge, self.floor = root / "judge", root / "floor"
+            for group in (root, self.judge, self.floor):
+                group.mkdir(exist_ok=True)
+            (self.judge / "cgroup.procs").write_text("0")  # before any sandbox: theirs are made in it
+            for pid in workers:
+                (self.floor / "cgroup.procs").write_text(str(pid))
+            self.how = f"cpuacct groups {self.name}/{{floor,judge}}"
+        except OSError as exc:
+            self.judge = self.floor = None
+            self.how = f"no CPU by cgroup ({exc})"
+
+    def seconds(self) -> dict[str, float]:
+        if self.floor is None:
+            return {"floor": 0.0, "judge": 0.0, "sandboxes": 0.0}
+        return {"floor": _usage(self.floor), "judge": _usage(self.judge),
+                "sandboxes": _usage(self.judge / "arbiter")}
+
+    def close(self) -> None:
+        from score import remove_group
+
+        from arbiter.sandbox.pool import default_pool
+
+        default_pool().close()  # (its sandboxes' groups are in ours)
+        if self.judge is not None:
+            (self.own / "cgroup.procs").write_text("0")  # back out, so the groups can go
+            remove_group(self.name)
+
+
+def _usage(group: Path) -> float:
+    return int((group / "cpuacct.usage").read_text()) / 1e9 if group.is_dir() else 0.0
+
+
+def spent(cpu: Cpu, before: dict[str, float]) -> dict[str, float]:
+    return {k: v - before[k] for k, v in cpu.seconds().items()}
 
 
 # ---- the floor ------------------------------------------------------------------------------
@@ -169,7 +236,7 @@ def program_verdict(case_verdicts: list[str]) -> str:
 
 
 def compare(name: str, n_cases: int, floor_walls: list[float], ours_walls: list[float],
-            floor_counts: Counter, ours_counts: Counter) -> None:
+            floor_counts: Counter, ours_counts: Counter, cpus: list[dict[str, float]] | None = None) -> None:
     ratios = [f / o for f, o in zip(floor_walls, ours_walls)]
     print(f"== {name}: {n_cases} cases per round, {len(ratios)} interleaved rounds, load {os.getloadavg()[0]:.1f}")
     print(f"{'round':<6} {'floor cases/s':>14} {'arbiter cases/s':>16} {'arbiter/floor':>14}")
@@ -177,27 +244,36 @@ def compare(name: str, n_cases: int, floor_walls: list[float], ours_walls: list[
         print(f"{i + 1:<6} {n_cases / f:>14.0f} {n_cases / o:>16.0f} {f / o:>13.2f}x")
     print(f"median {n_cases / statistics.median(floor_walls):>14.0f} {n_cases / statistics.median(ours_walls):>16.0f} "
           f"{statistics.median(ratios):>13.2f}x")
+    if cpus:
+        med = {k: statistics.median(c[k] for c in cpus) for k in cpus[0]}
+        print(f"CPU s per round (median): floor {med['floor']:.2f}, arbiter {med['judge']:.2f} (sandboxes "
+              f"{med['sandboxes']:.2f}, judge process {med['judge'] - med['sandboxes']:.2f}), "
+              f"floor/arbiter {med['floor'] / max(med['judge'], 1e-9):.2f}x")
     agree = "agree" if floor_counts == ours_counts else "DIFFER"
     print(f"program verdicts: floor {dict(floor_counts)}, arbiter {dict(ours_counts)} ({agree})")
 
 
-def bench_python(pool, rounds: int) -> None:
-    programs = load("Python 3")
+def bench_python(pool, rounds: int, cpu: Cpu, k: int) -> None:
+    programs = split(load("Python 3"), k)
     jobs = [("python", src, cases) for _, src, cases, _ in programs]
     n_cases = sum(len(c) for _, _, c, _ in programs)
     run_arbiter_python(programs[:2])  # warm-up: imports, the first sandboxes
-    fw, ow, fc, oc = [], [], Counter(), Counter()
+    fw, ow, fc, oc, cpus = [], [], Counter(), Counter(), []
     for _ in range(rounds):
+        before = cpu.seconds()
         wall, verdicts = run_floor(pool, jobs)
         fw.append(wall)
         fc = Counter(program_verdict(v) for v in verdicts)
+        between = cpu.seconds()
         wall, results = run_arbiter_python(programs)
         ow.append(wall)
         oc = Counter(r["verdict"] for r in results)
-    compare(f"Python 3 ({len(programs)} programs, compute_score_batch)", n_cases, fw, ow, fc, oc)
+        cpus.append(dict(spent(cpu, between), floor=between["floor"] - before["floor"]))
+    subs = f"{len(programs)} programs" if k == 1 else f"{len(programs)} submissions: {k} per program"
+    compare(f"Python 3 ({subs}, compute_score_batch)", n_cases, fw, ow, fc, oc, cpus)
 
 
-def bench_cpp(pool, rounds: int, tmp: str) -> None:
+def bench_cpp(pool, rounds: int, tmp: str, cpu: Cpu) -> None:
     from arbiter.judge.task import CompileSpec, Task
     from arbiter.languages.cpp.compile import compile_cpp
     from arbiter.sandbox.limits import Limits
@@ -216,30 +292,41 @@ def bench_cpp(pool, rounds: int, tmp: str) -> None:
         judged.append(Task("cpp", src, suite, checker=TOKENS, compile=spec,
                            limits=Limits(cpu_seconds=CPU_SECONDS), task_id=label))
     n_cases = sum(len(c) for _, _, c, _ in programs)
-    fw, ow, fc, oc = [], [], Counter(), Counter()
+    fw, ow, fc, oc, cpus = [], [], Counter(), Counter(), []
     for _ in range(rounds):
+        before = cpu.seconds()
         wall, verdicts = run_floor(pool, jobs)
         fw.append(wall)
         fc = Counter(program_verdict(v) for v in verdicts)
+        between = cpu.seconds()
         wall, results = run_arbiter_tasks(judged)
         ow.append(wall)
         oc = Counter(v.outcome.value for v in results)
-    compare(f"GNU C++ ({len(programs)} programs, compiled, judge_many)", n_cases, fw, ow, fc, oc)
+        cpus.append(dict(spent(cpu, between), floor=between["floor"] - before["floor"]))
+    compare(f"GNU C++ ({len(programs)} programs, compiled, judge_many)", n_cases, fw, ow, fc, oc, cpus)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--skip-cpp", action="store_true")
+    ap.add_argument("--split", type=int, default=1, help="each Python program's cases as this many submissions")
     args = ap.parse_args()
     if not DATA.is_file():
         sys.exit(f"{DATA} not found (set ARBITER_SHARED)")
     # fresh interpreters (not forks of this one, whose heap grows with the judge's data)
     with multiprocessing.get_context("spawn").Pool(WORKERS, initializer=_warm) as pool:
-        bench_python(pool, args.rounds)
-        if not args.skip_cpp:
-            with tempfile.TemporaryDirectory() as tmp:
-                bench_cpp(pool, args.rounds, tmp)
+        cpu = Cpu([p.pid for p in pool._pool])  # before any sandbox starts: theirs are made in its group
+        print(f"CPU counted by {cpu.how}")
+        try:
+            bench_python(pool, args.rounds, cpu, max(1, args.split))
+            if not args.skip_cpp:
+                with tempfile.TemporaryDirectory() as tmp:
+                    bench_cpp(pool, args.rounds, tmp, cpu)
+        finally:
+            pool.terminate()
+            pool.join()
+            cpu.close()
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ session starts with").
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -147,3 +148,39 @@ def test_what_a_session_starts_with_is_the_same_after_a_noisy_one():
     with Sandbox(limits=LIMITS) as other:  # another sandbox: its own cgroup, host folder
         fresh = _probe(other)
     assert _differences(first, fresh) == ["cgroup", "mountinfo"]
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def test_an_armed_blank_forker_waits_outside_every_scratch_mount():
+    """The blank forker is forked before its session's mounts (docs/sandbox.md): while it waits
+    for its program its cwd is ``/``, never the zygote's ``/work`` (one tmpfs under every session
+    of the sandbox: a way from one session to the next if a program ever ran there)."""
+    limits = Limits(cpu_seconds=4)
+    with Sandbox(limits=limits) as sb:
+        assert sb.load_python("print(1)") is None
+        assert sb.run_python(b"", limits).stdout == b"1\n"
+        sb.end_session()
+        sb.arm(prefork=True)
+        server = sb.session.armed_pid
+        forkers = []
+        for _ in range(200):  # (it is forked as the session is armed: at most a moment more)
+            forkers = _children(server)
+            if forkers:
+                break
+            time.sleep(0.01)
+        assert len(forkers) == 1, forkers
+        zygote_work = os.stat(f"/proc/{sb.session.zygote_pid}/cwd")
+        for _ in range(200):
+            cwd = os.readlink(f"/proc/{forkers[0]}/cwd")
+            if cwd == "/":
+                break
+            time.sleep(0.01)
+        st = os.stat(f"/proc/{forkers[0]}/cwd")
+        assert cwd == "/" and (st.st_dev, st.st_ino) != (zygote_work.st_dev, zygote_work.st_ino)
