@@ -158,29 +158,23 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def test_an_armed_blank_forker_waits_outside_every_scratch_mount():
-    """The blank forker is forked before its session's mounts (docs/sandbox.md): while it waits
-    for its program its cwd is ``/``, never the zygote's ``/work`` (one tmpfs under every session
-    of the sandbox: a way from one session to the next if a program ever ran there)."""
+def test_an_armed_blank_forker_is_not_in_the_zygotes_work():
+    """While an armed session's blank forker waits for its program, its cwd is never the zygote's
+    ``/work`` (one tmpfs under every session of the sandbox: a way from one session to the next
+    if a program ever ran there; a blank forker forked before the session's mounts sat in it)."""
     limits = Limits(cpu_seconds=4)
     with Sandbox(limits=limits) as sb:
         assert sb.load_python("print(1)") is None
         assert sb.run_python(b"", limits).stdout == b"1\n"
         sb.end_session()
         sb.arm(prefork=True)
-        server = sb.session.armed_pid
-        forkers = []
-        for _ in range(200):  # (it is forked as the session is armed: at most a moment more)
-            forkers = _children(server)
+        forkers: list[int] = []
+        for _ in range(500):  # (forked once the session is armed: a moment more at most)
+            forkers = _children(sb.session.armed_pid)
             if forkers:
                 break
             time.sleep(0.01)
         assert len(forkers) == 1, forkers
-        zygote_work = os.stat(f"/proc/{sb.session.zygote_pid}/cwd")
-        for _ in range(200):
-            cwd = os.readlink(f"/proc/{forkers[0]}/cwd")
-            if cwd == "/":
-                break
-            time.sleep(0.01)
-        st = os.stat(f"/proc/{forkers[0]}/cwd")
-        assert cwd == "/" and (st.st_dev, st.st_ino) != (zygote_work.st_dev, zygote_work.st_ino)
+        zygote = os.stat(f"/proc/{sb.session.zygote_pid}/cwd")
+        forker = os.stat(f"/proc/{forkers[0]}/cwd")
+        assert (forker.st_dev, forker.st_ino) != (zygote.st_dev, zygote.st_ino)

@@ -84,9 +84,7 @@ class Session:
         if ch.broken or ch.to_server < 0:
             raise SandboxError(ch.broken or "the sandbox is closed")
         try:
-            # prefork: its Python forker, forked ahead of the submission (born in the cgroups)
-            want = self.prefork_next if prefork is None else prefork
-            reply, _ = ch.request({"op": "session", "scratch_bytes": scratch_bytes, "prefork": bool(want)},
+            reply, _ = ch.request({"op": "session", "scratch_bytes": scratch_bytes},
                                   [self.prelude.encode("utf-8", "surrogateescape")], timeout=SESSION_TIMEOUT)
             self.request = ch.request_id  # the zygote's "ended" will carry it
             if reply.get("op") != "armed":
@@ -96,6 +94,10 @@ class Session:
             if self.meter is not None:
                 self.meter.track(self.armed_pid)
                 self.meter.settle()  # what the last session left (off the next one's path)
+            # its Python forker, forked ahead of the submission (no reply; sent once the server
+            # is in the cgroups: what it forks is too)
+            if self.prefork_next if prefork is None else prefork:
+                ch.send({"op": "prefork", "id": -2})
         except (cgroups.CgroupError, OSError) as exc:
             raise ch.refuse(f"the session did not start: {exc}") from exc
         except SandboxError as exc:

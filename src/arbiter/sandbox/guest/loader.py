@@ -264,7 +264,7 @@ def _wait_for_program(fk):
     import fcntl
 
     close_all_but(fk.forker_fds())
-    os.chdir("/")  # (not the zygote's /work, shared by its sessions, while /work is mounted)
+    os.chdir("/work")  # (the session server's cwd from its start on)
     _warm_up_compiler()
     sock = _socket.socket(fileno=fcntl.fcntl(fk.go_r, fcntl.F_DUPFD_CLOEXEC, 10))  # (0-3: files)
     try:
@@ -275,7 +275,6 @@ def _wait_for_program(fk):
         sock.close()
     if header.get("op") != "load" or files != 1 or len(blobs) != 2:
         return 0
-    os.chdir("/work")  # (the session's, mounted by now: it was forked before the mounts)
     source, prelude = bytes(blobs[0]), blobs[1].decode("utf-8", "surrogateescape")
     del blobs
     return _load_then_serve(LoadedProgram(), fk, source, prelude, header.get("filename", "main.py"),

@@ -90,7 +90,6 @@ def main():
                     take_early_load(state)
             return on_go, lambda: serve(state)
 
-        tamper.sched_state(0)  # (what it reads with is made once, here: every session has it)
         zygote.serve(in_fd, out_fd, start_server, prefork=fork_blank_forker)
         return
     tamper.record_baseline(opts.get("--filtered"))

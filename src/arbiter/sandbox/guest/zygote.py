@@ -38,42 +38,8 @@ SCRATCH_MOUNTS = (("/tmp", "1777"), ("/dev/shm", "1777"), ("/work", "0755"))
 SETUP_FAILED = 121
 
 
-_LIBC = None
-#: The libc functions a session server calls: looked up once, in the zygote (each session
-#: inherits them instead of making its own ``CDLL`` and looking them up again).
-_LIBC_FUNCTIONS = ("sethostname", "mount", "prctl", "capset", "unshare")
-
-
 def _libc():
-    """libc through ctypes (errno kept), made once (in the zygote: see :func:`serve`)."""
-    global _LIBC
-    if _LIBC is None:
-        _LIBC = ctypes.CDLL(None, use_errno=True)
-        for name in _LIBC_FUNCTIONS:
-            getattr(_LIBC, name)  # (cached on the CDLL)
-    return _LIBC
-
-
-#: True once the zygote emptied its capability bounding set (:func:`drop_bounding_set`):
-#: every process it starts inherits it empty (nothing can add to it), so a session server
-#: and its forker do not drop the capabilities of the set one by one again.
-BOUNDING_SET_EMPTY = False
-
-
-def drop_bounding_set(libc):
-    """Empty this process's capability bounding set (``PR_CAPBSET_DROP`` of each; it keeps its
-    effective capabilities: the set bounds only what an ``execve`` may gain). Sets
-    :data:`BOUNDING_SET_EMPTY` when ``/proc/self/status`` then shows it empty."""
-    global BOUNDING_SET_EMPTY
-    for cap in range(64):
-        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:
-            break  # EINVAL: past the last capability this kernel knows
-    try:
-        with open("/proc/self/status") as f:
-            bounding = [line.split()[1] for line in f if line.startswith("CapBnd:")]
-        BOUNDING_SET_EMPTY = len(bounding) == 1 and int(bounding[0], 16) == 0
-    except (OSError, ValueError):
-        BOUNDING_SET_EMPTY = False
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _check(rc, what):
@@ -157,11 +123,10 @@ def start_session(libc, header, blobs, armed_size):
 
 
 def drop_capabilities(libc):
-    """No capability left in any set; no_new_privs (already set by bwrap for seccomp). The
-    bounding set is dropped here unless it is empty already (inherited from the zygote:
-    :data:`BOUNDING_SET_EMPTY`)."""
-    if not BOUNDING_SET_EMPTY:
-        drop_bounding_set(libc)
+    """No capability left in any set; no_new_privs (already set by bwrap for seccomp)."""
+    for cap in range(64):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:
+            break  # EINVAL: past the last capability this kernel knows
     _check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient caps")
     header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (ctypes.c_uint32 * 6)()
@@ -209,21 +174,20 @@ def _session_server(libc, header, in_fd, out_fd, start_server, prefork, levels):
     far below the zygote it is, for the judge to find its host pid) and waits for ``go``
     (the submission): ``on_go(go, blank)`` first (the server may hand an early load to the
     blank forker), then it starts the session (:func:`start_session`) and ``serve()`` serves
-    until ``exit``. With ``prefork`` in the ``session`` request it forks the blank forker
-    first (born in the sandbox's cgroups, as this server is): ``prefork(drop)``, where
-    ``drop()`` drops the child's capabilities first; what it returns is ``blank``. (First:
-    forked before this server writes to its pages, the two copy each page either writes once;
-    forked after the arming, this server copied again every page it had written.)"""
+    until ``exit``. A ``prefork`` before ``go`` (no reply; born in the sandbox's cgroups, so is
+    what it forks) forks the blank forker ahead of the submission: ``prefork(drop)``, where
+    ``drop()`` drops the child's capabilities first; what it returns is ``blank``."""
     blank = None
     try:
         armed_size = int(header["scratch_bytes"])
         os.setsid()  # a session of its own: its own autogroup and process group
-        if header.get("prefork"):  # (in this session: the forker waits for /work's mount)
-            blank = prefork(lambda: drop_capabilities(libc))
         arm_session(libc, armed_size)
         on_go, serve_session = start_server(in_fd, out_fd)  # (ahead of the submission too)
         write_all(out_fd, encode_frame({"op": "armed", "id": header.get("id"), "levels": levels}))
         go, blobs = read_frame_blocking(in_fd)
+        if go.get("op") == "prefork":
+            blank = prefork(lambda: drop_capabilities(libc))
+            go, blobs = read_frame_blocking(in_fd)
         if go.get("op") != "go":
             kernel.EXIT(0)  # the judge gave the sandbox up before using it
         on_go(go, blank)
@@ -251,7 +215,6 @@ def serve(in_fd, out_fd, start_server, prefork=lambda drop: None):
     (``start_server(in_fd, out_fd)`` when armed: see :func:`_session_server`), then ``ended``
     carries its exit status; ``exit`` ends the zygote. ``prefork``: see :func:`_session_server`."""
     kernel.find_tid_offset()  # (once: then each session server is cloned, no helper)
-    drop_bounding_set(_libc())  # (once, for every session: see drop_capabilities)
     write_all(out_fd, encode_frame({"op": "hello", "zygote": True, "pid": os.getpid()}))
     while True:
         try:
