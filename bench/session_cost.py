@@ -80,20 +80,13 @@ def faults(pid: int) -> int:
         return 0
 
 
-def children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
-
-
 def bench_sessions(n: int, rounds: int, settle: float) -> None:
     """Per session: the sandbox's cgroup CPU split into what each process used while alive
     (``schedstat``: the zygote, the session server, its forker) and what is left (process
     exits, namespace teardown, mounts freed: work done as processes die)."""
     from arbiter.sandbox.limits import Limits
     from arbiter.sandbox.sandbox import Sandbox
+    from arbiter.sandbox.session import child_pids
 
     limits = Limits()
     sb = Sandbox(limits=limits, session=False)
@@ -115,7 +108,7 @@ def bench_sessions(n: int, rounds: int, settle: float) -> None:
         time.sleep(settle)  # the blank forker is forked and warms up after arm returns
         c2 = cg()
         server = sb.session.armed_pid
-        kids = children(server)
+        kids = child_pids(server)
         s2, f2 = sched_ns(server), sum(sched_ns(k) for k in kids)
         j2 = time.thread_time_ns()
         sb.new_session({}, limits, python=True)
@@ -125,7 +118,7 @@ def bench_sessions(n: int, rounds: int, settle: float) -> None:
         j3 = time.thread_time_ns()
         time.sleep(settle)
         c3 = cg()
-        s3, f3 = sched_ns(server), sum(sched_ns(k) for k in children(server))
+        s3, f3 = sched_ns(server), sum(sched_ns(k) for k in child_pids(server))
         acc["end"] += c1 - c0
         acc["arm"] += c2 - c1
         acc["open"] += c3 - c2

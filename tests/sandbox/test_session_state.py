@@ -21,6 +21,7 @@ from arbiter.sandbox.execution import Status
 from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.pool import SandboxPool
 from arbiter.sandbox.sandbox import Sandbox
+from arbiter.sandbox.session import child_pids
 from session_pairs import PAIRS, pair_tasks
 from session_probe import NOISY, PROBE
 
@@ -150,14 +151,6 @@ def test_what_a_session_starts_with_is_the_same_after_a_noisy_one():
     assert _differences(first, fresh) == ["cgroup", "mountinfo"]
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
-
-
 def test_an_armed_blank_forker_is_not_in_the_zygotes_work():
     """While an armed session's blank forker waits for its program, its cwd is never the zygote's
     ``/work`` (one tmpfs under every session of the sandbox: a way from one session to the next
@@ -170,7 +163,7 @@ def test_an_armed_blank_forker_is_not_in_the_zygotes_work():
         sb.arm(prefork=True)
         forkers: list[int] = []
         for _ in range(500):  # (forked once the session is armed: a moment more at most)
-            forkers = _children(sb.session.armed_pid)
+            forkers = child_pids(sb.session.armed_pid)
             if forkers:
                 break
             time.sleep(0.01)

@@ -44,6 +44,12 @@ def memory_limit(limits: Limits, extra: int = 0) -> int:
     return limits.memory_bytes + SERVER_HEADROOM + limits.output_bytes + extra
 
 
+def child_pids(pid: int) -> list[int]:
+    """Host pids of ``pid``'s children (``/proc/<pid>/task/<pid>/children``); OSError if it is gone."""
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(kid) for kid in f.read().split()]
+
+
 class Session:
     """The sessions of one isolated sandbox: its ``channel`` to the zygote (and the session
     server it starts), its cgroups ``cg`` and run ``meter`` (None without cgroups), the zygote's
@@ -186,11 +192,10 @@ class Session:
         child's one child (2: a helper entered the new PID namespace)."""
         pid = self.zygote_pid
         for _ in range(levels):
-            with open(f"/proc/{pid}/task/{pid}/children") as f:
-                kids = f.read().split()
+            kids = child_pids(pid)
             if len(kids) != 1:
                 raise SandboxError(f"expected one session process under {pid}, found {kids}")
-            pid = int(kids[0])
+            pid = kids[0]
         return pid
 
     def end(self) -> bool:
