@@ -143,7 +143,7 @@ def test_file_size_limit_is_separate_from_the_stdout_cap():
 
 
 def test_a_fork_bomb_cannot_starve_another_sandbox_into_a_wall_time_limit():
-    """Each sandbox is its own CPU group (one core at most, equal shares): a neighbour spinning 60
+    """Each sandbox is its own CPU group (1.2 cores at most, equal shares): a neighbour spinning 60
     processes leaves an honest program its share, so it ends well within its wall limit."""
     import threading
 

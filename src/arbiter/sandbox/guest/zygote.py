@@ -72,7 +72,7 @@ def arm_session(libc, size):
     """In the session server (PID 1 of its new namespaces), before its submission is known:
     the hostname, ``lo`` up, private mounts, a fresh ``/proc`` and ``/dev/pts``, ``/dev``
     read-only, fresh scratch tmpfs (``size`` bytes each) and an empty tmpfs on ``/prog`` that
-    only this server writes (:func:`start_session`)."""
+    only this server writes (:func:`start_session`); its cwd the new ``/work``."""
     _check(libc.sethostname(HOSTNAME, len(HOSTNAME)), "sethostname")
     loopback_up()
     mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
@@ -84,6 +84,7 @@ def arm_session(libc, size):
         mount(libc, "devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
               "newinstance,ptmxmode=0666,mode=620")
     mount(libc, None, "/dev", None, _RO)  # bwrap's /dev tmpfs is writable: nothing may stay there
+    os.chdir("/work")  # (the new one: what it forks from now on never sits in the zygote's)
 
 
 _RO = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
