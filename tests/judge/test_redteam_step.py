@@ -1,5 +1,5 @@
 """Red team (issue 31): the step judge's reuse and failures-first order attacked by hostile
-programs and a hostile verdict folder. A strict xfail documents a bug not fixed yet."""
+programs and a hostile verdict folder."""
 
 from __future__ import annotations
 
@@ -16,13 +16,24 @@ from arbiter.sandbox.limits import Limits
 
 SUITE = TestSuite([StdioCase("a", "1\n", "1\n"), StdioCase("b", "2\n", "2\n")])
 
-# Counts the cases run before it in its session (UDP datagrams its network namespace sent: the
-# cases of one submission share it, docs/sandbox.md) and answers right unless it is the first case
-# run and its input is not the suite's first: correct in the suite's order, wrong in any other.
-ORDER_DEPENDENT = """import socket
-lines = [l for l in open('/proc/net/snmp').read().splitlines() if l.startswith('Udp:')]
-run_before = int(dict(zip(lines[0].split()[1:], lines[1].split()[1:]))['OutDatagrams'])
-socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9))
+# Counts the cases run before it in its session every way it can (UDP datagrams in the network
+# namespace's counters, marker files in every writable folder) and answers right unless it is the
+# first case run and its input is not the suite's first: were any of these kept from one case to
+# the next, it would be right in the suite's order only.
+ORDER_DEPENDENT = """import os, socket
+run_before = 0
+try:
+    lines = [l for l in open('/proc/net/snmp').read().splitlines() if l.startswith('Udp:')]
+    run_before += int(dict(zip(lines[0].split()[1:], lines[1].split()[1:]))['OutDatagrams'])
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9))
+except OSError:
+    pass
+for folder in ('/work', '/tmp', '/dev/shm'):
+    run_before += os.path.exists(folder + '/ran')
+    try:
+        open(folder + '/ran', 'w').close()
+    except OSError:
+        pass
 n = input().strip()
 print(n if run_before or n == '1' else 'no')
 """
@@ -32,16 +43,15 @@ def task(source: str) -> Task:
     return Task("python", source, SUITE, limits=Limits(cpu_seconds=2))
 
 
-@pytest.mark.xfail(strict=True, reason="redteam: failures-first order changes an all-or-nothing score: the cases "
-                   "of one submission share the session's network namespace, so a program can tell which case runs "
-                   "first and be right only in the suite's order (docs/step.md: 'None of them changes a score')")
 def test_failures_first_never_changes_an_all_or_nothing_score():
+    """A case learns nothing of the cases run before it (no socket but a Unix one; files wiped),
+    so the order-dependent program is wrong on case b in either order: the same score."""
     j = StepJudge(1)
     try:
         assert j.judge(task("print(1)")).outcome is Outcome.WA  # fails case b: b now runs first
         suite_order = j.judge(task(ORDER_DEPENDENT), settings=Settings(reuse=False, case_order="suite"))
         failures_first = j.judge(task(ORDER_DEPENDENT), settings=Settings(reuse=False))
-        assert suite_order.outcome is Outcome.AC, suite_order.reason
+        assert suite_order.outcome is Outcome.WA, suite_order.reason
         assert failures_first.score == suite_order.score, failures_first.reason
     finally:
         j.close()

@@ -24,7 +24,7 @@ NAMESPACE_FLAGS = ("--unshare-all", "--unshare-user", "--disable-userns", "--die
 #: only: a session's new namespaces, its fresh /proc, tmpfs and /prog mounts and hostname
 #: (SYS_ADMIN), its loopback brought up (NET_ADMIN), dropping the bounding set (SETPCAP). Every
 #: session server drops all of them before its first request (docs/sandbox.md, "Warm pool").
-ZYGOTE_CAPS = ("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_NET_ADMIN", "--cap-add", "CAP_SETPCAP")
+ZYGOTE_CAPS = ("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP")
 #: The writable tmpfs dirs (path, mode), each ``scratch_bytes`` big, wiped after every run.
 SCRATCH_MOUNTS = (("/tmp", "1777"), ("/dev/shm", "1777"), ("/work", "0755"))
 SCRATCH_DIRS = tuple(d for d, _ in SCRATCH_MOUNTS)

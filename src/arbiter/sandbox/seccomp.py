@@ -1,7 +1,8 @@
 """A seccomp filter for everything that runs in the sandbox (installed by ``bwrap --seccomp``).
 
 It closes the channels namespaces do not wipe between the cases of one sandbox (System V IPC, POSIX
-message queues, keyrings), reaching into other processes, large kernel interfaces, foreign ABIs,
+message queues, keyrings) or of one session (every socket but a Unix one: no network, so no
+counter, TIME_WAIT socket or route a case leaves for the next), reaching into other processes, large kernel interfaces, foreign ABIs,
 and changes to PID 1's rlimits and scheduling. Blocked calls fail with ``EPERM``; x86-64 only
 (:func:`filter_bytes` is ``None`` elsewhere). The list and the reasons: docs/sandbox.md ("Seccomp").
 """
@@ -45,6 +46,7 @@ DENIED_X86_64: dict[str, int] = {
 
 #: x86-64 system calls allowed or denied by their arguments (PID 1 is the sandbox's server).
 PRLIMIT64, SETPRIORITY, IOPRIO_SET = 302, 141, 251
+SOCKET, AF_UNIX = 41, 1  # socket(domain, ...): AF_UNIX only
 SCHED_ON_PID = {"sched_setparam": 142, "sched_setscheduler": 144, "sched_setaffinity": 203,
                 "sched_setattr": 314}
 PRIO_PROCESS = 0  # setpriority's "which"
@@ -94,6 +96,7 @@ def filter_bytes() -> bytes | None:
     a.emit(_JEQ_K, PRLIMIT64, jt="prlimit64")
     a.emit(_JEQ_K, SETPRIORITY, jt="process_not_1")
     a.emit(_JEQ_K, IOPRIO_SET, jt="ioprio_set")
+    a.emit(_JEQ_K, SOCKET, jt="socket")
     for nr in sorted(SCHED_ON_PID.values()):
         a.emit(_JEQ_K, nr, jt="arg0_not_1")
     a.label("allow")
@@ -105,6 +108,9 @@ def filter_bytes() -> bytes | None:
     a.emit(_JEQ_K, 0, jf="deny")
     a.emit(_LD_W_ABS, _arg_hi(2))
     a.emit(_JEQ_K, 0, jt="allow_args", jf="deny")
+    a.label("socket")                                           # a Unix socket only
+    a.emit(_LD_W_ABS, _arg_lo(0))
+    a.emit(_JEQ_K, AF_UNIX, jt="allow_args", jf="deny")
     a.label("ioprio_set")                                       # which must be one process
     a.emit(_LD_W_ABS, _arg_lo(0))
     a.emit(_JEQ_K, IOPRIO_WHO_PROCESS, jt="who_not_1", jf="deny")

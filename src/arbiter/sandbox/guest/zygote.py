@@ -1,19 +1,15 @@
 """The zygote: PID 1 of a pooled sandbox. It never runs untrusted code; per submission (op
 ``session``) it starts a session server in fresh PID, mount, network, IPC and UTS namespaces
-(:data:`SESSION_NAMESPACES`: fresh ``/proc``, loopback, hostname); the server answers ``armed``,
+(:data:`SESSION_NAMESPACES`: fresh ``/proc``, hostname, a network with ``lo`` down); the server answers ``armed``,
 then on ``go`` mounts fresh tmpfs scratch dirs and that submission's ``/prog``, drops every
 capability and serves. The zygote waits for it to end and reports ``ended``. Exports:
 :func:`serve` (the zygote's loop), :func:`arm_session`, :func:`start_session`, :func:`write_prog`,
-:func:`drop_capabilities`, :func:`loopback_up`, :func:`mount`, :data:`SESSION_NAMESPACES`. See
+:func:`drop_capabilities`, :func:`mount`, :data:`SESSION_NAMESPACES`. See
 docs/sandbox.md ("Warm pool", "What a session starts with").
 """
 
 import ctypes
-import fcntl
 import os
-import struct
-
-import _socket
 
 from . import kernel
 from .program import keep_prelude
@@ -27,7 +23,6 @@ CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET = 0x04000000, 0x08000000, 0x40000000
 SESSION_NAMESPACES = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
 #: The hostname of every session (bwrap's ``--hostname`` for the zygote's own).
 HOSTNAME = b"sandbox"
-SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
@@ -54,27 +49,13 @@ def mount(libc, source, target, fstype, flags, data=None):
            "mount %s" % target)
 
 
-def loopback_up():
-    """Bring ``lo`` of this (new) network namespace up, as bwrap does for its own: a program
-    may talk to itself over 127.0.0.0/8; nothing else is reachable (needs ``CAP_NET_ADMIN``)."""
-    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
-    try:
-        req = bytearray(struct.pack("16sH22x", b"lo", 0))
-        fcntl.ioctl(sock.fileno(), SIOCGIFFLAGS, req)
-        flags = struct.unpack_from("H", req, 16)[0]
-        struct.pack_into("H", req, 16, flags | IFF_UP)
-        fcntl.ioctl(sock.fileno(), SIOCSIFFLAGS, req)
-    finally:
-        sock.close()
-
-
 def arm_session(libc, size):
     """In the session server (PID 1 of its new namespaces), before its submission is known:
-    the hostname, ``lo`` up, private mounts, a fresh ``/proc`` and ``/dev/pts``, ``/dev``
+    the hostname (``lo`` stays down: no socket but a Unix one can be made, docs/sandbox.md),
+    private mounts, a fresh ``/proc`` and ``/dev/pts``, ``/dev``
     read-only, fresh scratch tmpfs (``size`` bytes each) and an empty tmpfs on ``/prog`` that
     only this server writes (:func:`start_session`); its cwd the new ``/work``."""
     _check(libc.sethostname(HOSTNAME, len(HOSTNAME)), "sethostname")
-    loopback_up()
     mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
     for path, mode in SCRATCH_MOUNTS:
         mount(libc, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=%s,size=%d" % (mode, size))
