@@ -57,6 +57,57 @@ def test_failures_first_never_changes_an_all_or_nothing_score():
         j.close()
 
 
+# Red team 3: each way a case still counts the cases run before it in its session (seccomp and
+# the wipe close the network and the files, not these). Each sets ``run_before``; the program is
+# then right unless it runs first on an input that is not the suite's first.
+COUNTERS = {
+    # the session's PID namespace: each case is forked at the next PID (Python: 3, 4, ...)
+    "pid": "import os\nrun_before = os.getpid() - os.getppid() > 1\n",
+    # the scratch tmpfs is emptied, not mounted again: its inode numbers go on (2, 3, ...)
+    "tmpfs_inode": ("import os\nopen('/dev/shm/probe', 'w').close()\n"
+                    "run_before = os.stat('/dev/shm/probe').st_ino > 2\n"),
+    # the forker's frame is on the case's stack: its loop's locals (seq, the last case's maxrss)
+    "forker_frame": ("import sys\nf = sys._getframe()\nwhile f.f_code.co_name != 'forker_main': f = f.f_back\n"
+                     "run_before = f.f_locals['seq'] > 1\n"),
+    # the forker's /proc stat: the minor faults of the children it reaped (cminflt)
+    "forker_stat": ("import os\nstat = open('/proc/%d/stat' % os.getppid()).read().rsplit(')', 1)[1].split()\n"
+                    "run_before = int(stat[8]) > 0\n"),
+}
+COUNTER_CPP = r"""#include <cstdio>
+#include <unistd.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+int main() {
+    int n; if (scanf("%d", &n) != 1) return 1;
+    struct stat st; fstat(open("/dev/shm/probe", O_CREAT | O_WRONLY, 0600), &st);
+    bool run_before = getpid() - getppid() > 1 || st.st_ino > 2;  // the PID, the tmpfs inode
+    if (run_before || n == 1) printf("%d\n", n); else puts("no");
+}
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="redteam3: a case still counts the cases run before it in its session "
+                   "(PID numbers, tmpfs inode numbers, the forker's frame and /proc stat), so failures-first "
+                   "changes an all-or-nothing score (docs/step.md: 'A program cannot tell which of its cases runs first')")
+@pytest.mark.parametrize("name", [*COUNTERS, "cpp"])
+def test_a_case_cannot_count_the_cases_before_it(name):
+    if name == "cpp":
+        t = Task("cpp", COUNTER_CPP, SUITE, limits=Limits(cpu_seconds=2))
+        prime = Task("cpp", '#include <cstdio>\nint main() { std::puts("1"); }\n', SUITE, limits=Limits(cpu_seconds=2))
+    else:
+        t = task(COUNTERS[name] + "n = input().strip()\nprint(n if run_before or n == '1' else 'no')\n")
+        prime = task("print(1)")
+    j = StepJudge(1)
+    try:
+        assert j.judge(prime).outcome is Outcome.WA  # fails case b: b now runs first
+        suite_order = j.judge(t, settings=Settings(reuse=False, case_order="suite"))
+        failures_first = j.judge(t, settings=Settings(reuse=False))
+        assert suite_order.outcome is Outcome.WA, suite_order.reason
+        assert failures_first.score == suite_order.score, failures_first.reason
+    finally:
+        j.close()
+
+
 def test_a_verdict_file_under_another_keys_name_is_a_miss(tmp_path):
     """An entry's checksum covers its key: a valid entry under another key's name (a copy, a
     merged folder) is judged again, never served as that key's verdict."""
