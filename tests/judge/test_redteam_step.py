@@ -69,6 +69,15 @@ COUNTERS = {
     # the forker's frame is on the case's stack: its loop's locals (seq, the last case's maxrss)
     "forker_frame": ("import sys\nf = sys._getframe()\nwhile f.f_code.co_name != 'forker_main': f = f.f_back\n"
                      "run_before = f.f_locals['seq'] > 1\n"),
+    # an abstract Unix socket kept alive by an SCM_RIGHTS cycle (sockets in flight, each in the
+    # other's queue: no process holds them, the kernel's unix GC does not collect them at exit)
+    # is listed in the network namespace's /proc/net/unix
+    "unix_in_flight": ("import array, socket\nrun_before = '@stash' in open('/proc/net/unix').read()\n"
+                       "if not run_before:\n"
+                       "    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+                       "    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(b'\\0stash')\n"
+                       "    rights = lambda *fds: [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', fds))]\n"
+                       "    b.sendmsg([b'x'], rights(a.fileno(), s.fileno())); a.sendmsg([b'x'], rights(b.fileno()))\n"),
     # the forker's /proc stat: the minor faults of the children it reaped (cminflt)
     "forker_stat": ("import os\nstat = open('/proc/%d/stat' % os.getppid()).read().rsplit(')', 1)[1].split()\n"
                     "run_before = int(stat[8]) > 0\n"),
@@ -87,7 +96,7 @@ int main() {
 
 
 @pytest.mark.xfail(strict=True, reason="redteam3: a case still counts the cases run before it in its session "
-                   "(PID numbers, tmpfs inode numbers, the forker's frame and /proc stat), so failures-first "
+                   "(PID numbers, tmpfs inode numbers, the forker's frame and /proc stat, a Unix socket in flight), so failures-first "
                    "changes an all-or-nothing score (docs/step.md: 'A program cannot tell which of its cases runs first')")
 @pytest.mark.parametrize("name", [*COUNTERS, "cpp"])
 def test_a_case_cannot_count_the_cases_before_it(name):
