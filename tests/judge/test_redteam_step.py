@@ -43,9 +43,10 @@ def task(source: str) -> Task:
     return Task("python", source, SUITE, limits=Limits(cpu_seconds=2))
 
 
-def test_failures_first_never_changes_an_all_or_nothing_score():
-    """A case learns nothing of the cases run before it (no socket but a Unix one; files wiped),
-    so the order-dependent program is wrong on case b in either order: the same score."""
+def test_network_counters_and_files_do_not_tell_a_case_its_order():
+    """Neither the network namespace (no socket but a Unix one) nor the scratch files (wiped) tell
+    a case how many ran before it: the program is wrong on case b in either order, the same
+    score (other ways still tell: below)."""
     j = StepJudge(1)
     try:
         assert j.judge(task("print(1)")).outcome is Outcome.WA  # fails case b: b now runs first
@@ -97,7 +98,7 @@ int main() {
 
 @pytest.mark.xfail(strict=True, reason="redteam3: a case still counts the cases run before it in its session "
                    "(PID numbers, tmpfs inode numbers, the forker's frame and /proc stat, a Unix socket in flight), so failures-first "
-                   "changes an all-or-nothing score (docs/step.md: 'A program cannot tell which of its cases runs first')")
+                   "changes an all-or-nothing score (docs/step.md: 'One exception is known and kept')")
 @pytest.mark.parametrize("name", [*COUNTERS, "cpp"])
 def test_a_case_cannot_count_the_cases_before_it(name):
     if name == "cpp":
