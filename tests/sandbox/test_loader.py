@@ -68,3 +68,50 @@ def test_prelude_and_program_after_a_native_run():
         assert sb.run(["/bin/true"]).status == Status.OK
         after = sb.run_python(b"")
     assert before.stdout == after.stdout == b"hi __main__\n"
+
+
+def test_a_loader_ended_from_outside_is_a_sandbox_error_never_a_compile_error():
+    """The forker loading the program is ended mid-compile by a signal the compiler cannot send
+    (SIGTERM: another process): that is arbiter's failure (SandboxError: the judge retries), not
+    the program's CE (it was, as "the program could not be compiled")."""
+    import os
+    import signal
+    import threading
+    import time
+
+    import pytest
+
+    from arbiter.sandbox.errors import SandboxError
+    from arbiter.sandbox.session import child_pids
+
+    limits = Limits(cpu_seconds=4)
+    with Sandbox(limits=limits) as sb:
+        assert sb.load_python("print(1)") is None
+        sb.end_session()
+        sb.new_session(limits=limits, python=True)
+        forkers: list[int] = []
+        for _ in range(500):  # (the blank forker, forked a moment after: it will load the program)
+            forkers = child_pids(sb.session.armed_pid)
+            if forkers:
+                break
+            time.sleep(0.01)
+        assert len(forkers) == 1, forkers
+        timer = threading.Timer(0.2, os.kill, (forkers[0], signal.SIGTERM))
+        timer.start()
+        try:
+            with pytest.raises(SandboxError, match="loader ended before it loaded"):
+                sb.load_python("x = 1\n" * 400_000)  # (seconds of compiling)
+        finally:
+            timer.cancel()
+
+
+def test_whose_failure_a_failed_load_is():
+    from arbiter.sandbox.guest.program import COMPILE_FAILED, PRELUDE_FAILED, SYNTAX, failed_load_stage
+
+    assert [failed_load_stage(code, None) for code in (SYNTAX, COMPILE_FAILED, PRELUDE_FAILED)] == \
+        ["program", "program", "prelude"]
+    assert [failed_load_stage(None, sig) for sig in (9, 11, 6, 24)] == ["program"] * 4
+    # an end the compiler cannot cause: no program received (0), an uncaught exception in
+    # arbiter's loader (1), a signal from another process
+    assert [failed_load_stage(0, None), failed_load_stage(1, None), failed_load_stage(None, 15),
+            failed_load_stage(None, None)] == ["sandbox"] * 4

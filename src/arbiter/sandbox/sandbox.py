@@ -338,13 +338,17 @@ class Sandbox:
                     limits: Limits | None = None) -> str | None:
         """Compile a Python program (and the task's ``prelude``, run once into the ``__main__``
         each case starts from) for the following runs. Returns ``None``, or the compiler's message
-        (:attr:`load_stage`: ``"program"`` or ``"prelude"``). Raises SandboxError."""
+        (:attr:`load_stage`: ``"program"`` or ``"prelude"``). Raises SandboxError, also when the
+        load ended for a reason not the compiler's (the guest's stage ``"sandbox"``)."""
         lim = limits or self.limits
         reply, _ = self.channel.request({"op": "load", "filename": filename,
                                          "limits": lim.with_(cpu_seconds=10, wall_seconds=20).payload()},
                                         [source.encode("utf-8", "surrogateescape"),
                                          prelude.encode("utf-8", "surrogateescape")], timeout=60)
         self.load_stage = reply.get("stage", "program")
+        if not reply.get("ok") and self.load_stage == "sandbox":
+            raise self.channel.fail("the program's loader ended before it loaded: "
+                                    + (reply.get("error") or "")[-300:])
         if self.session is not None:
             self.session.after_reply(reply)
         if self.meter is not None and (self.python_loaded or self.session is None):

@@ -14,7 +14,7 @@ from .cases import Capture, case_clock, drain
 from .child import rlimit_list
 from .forker import Forker, drop_blank_forker, forker_main, recv_case
 from .kernel import close_all_but, fork, set_own_oom_adj
-from .program import PRELUDE_FAILED, compile_program, load_checked, warm_heavy_imports, warm_up_prelude
+from .program import compile_program, failed_load_stage, load_checked, warm_heavy_imports, warm_up_prelude
 from .protocol import encode_frame, read_exact
 from .python_case import fresh_stdio
 from .reaper import kill_all, reap_all
@@ -130,13 +130,13 @@ def _await_loaded(state, fk, err_r, limits):
 
 def _load_failed(state, fk, err_r, err):
     """The forker exited (or ran out of time) before it loaded the program: kill and reap it,
-    and say why, as the compiler said it."""
+    and say why, as the compiler said it (stage ``"sandbox"`` when it was not the compiler)."""
     status = fk.stop()
     kill_all(state, 0)
     reap_all(state)
     drain(err_r, err)
     code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
-    stage = "prelude" if code == PRELUDE_FAILED else "program"
+    stage = failed_load_stage(code, os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None)
     return False, False, stage, err.value()[:8192].decode("utf-8", "replace")
 
 

@@ -13,7 +13,7 @@ from .cases import fork_here
 from .forker import drop_blank_forker, drop_forker, make_forker
 from .kernel import memfd, namespace_pids
 from .loader import hand_to_blank, load_in_forker
-from .program import PRELUDE_FAILED, compile_program, new_main, prelude_code
+from .program import compile_program, failed_load_stage, new_main, prelude_code
 from .protocol import read_frame_blocking, write_all
 from .forked_case import await_zombie
 from .reaper import kill_all, reap_all, wipe_scratch
@@ -169,7 +169,7 @@ def _probe_compile(state, source, prelude, filename, limits):
     probe = fork_here(state, {"mode": "compile_probe", "limits": limits, "filename": filename},
                       None, b"", None, (source, prelude))
     if probe.get("exit_code") != 0:
-        stage = "prelude" if probe.get("exit_code") == PRELUDE_FAILED else "program"
+        stage = failed_load_stage(probe.get("exit_code"), probe.get("signal"))
         return False, False, stage, probe.get("stderr_text", "")
     return True, None, None, None
 

@@ -2,7 +2,7 @@
 
 Exports: :func:`compile_program`, :func:`load_checked`, :func:`new_main`,
 :func:`warm_heavy_imports`, :func:`prelude_code`, :func:`keep_prelude`, :func:`warm_up_prelude`,
-:data:`PRELUDE_FAILED`.
+:data:`PRELUDE_FAILED`, :func:`failed_load_stage`.
 See docs/sandbox.md ("load", "The zygote").
 """
 
@@ -151,7 +151,22 @@ def _remember_source(source, filename):
 
 #: Exit statuses of a checked load that failed (:func:`load_checked`): the program does not
 #: compile, compiling it raised something else (a MemoryError, a RecursionError), the prelude raised.
-SYNTAX, COMPILE_FAILED, PRELUDE_FAILED = 1, 2, 3
+#: (Not 1: the status of an exception nothing caught, in arbiter's own code.)
+SYNTAX, COMPILE_FAILED, PRELUDE_FAILED = 101, 102, 103
+
+
+#: Signals a compile can end with by the source's doing: it crashed the compiler (a stack
+#: overflow, an abort), or ran out of memory (the cgroup's OOM kill) or time (killed then).
+COMPILER_SIGNALS = (4, 6, 7, 8, 9, 11, 24, 25)  # ILL ABRT BUS FPE KILL SEGV XCPU XFSZ
+
+
+def failed_load_stage(exit_code, signal):
+    """Whose failure a load that ended without loading is (``signal``: the one it died of, or
+    None): ``"program"`` (the compiler's statuses, :data:`COMPILER_SIGNALS`), ``"prelude"`` (the
+    task's), or ``"sandbox"`` (any other end: arbiter's own, never a CE)."""
+    if signal in COMPILER_SIGNALS or (signal is None and exit_code in (SYNTAX, COMPILE_FAILED)):
+        return "program"
+    return "prelude" if signal is None and exit_code == PRELUDE_FAILED else "sandbox"
 
 
 def load_checked(source, prelude, filename):
