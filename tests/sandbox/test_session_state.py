@@ -184,3 +184,36 @@ def test_an_armed_blank_forker_is_not_in_the_zygotes_work():
         zygote = os.stat(f"/proc/{sb.session.zygote_pid}/cwd")
         forker = os.stat(f"/proc/{forkers[0]}/cwd")
         assert (forker.st_dev, forker.st_ino) != (zygote.st_dev, zygote.st_ino)
+
+
+#: Every request id a case can see in the frames it was forked from (the zygote's, the session
+#: server's, the forker's locals: headers and ids).
+SEEN_IDS = r"""
+import sys
+f, seen = sys._getframe(), []
+while f is not None:
+    for name, value in sorted(f.f_locals.items()):
+        if isinstance(value, dict) and "id" in value:
+            seen.append("%s.%s=%r" % (f.f_code.co_name, name, value["id"]))
+        elif name in ("rid", "request_id") and isinstance(value, int):
+            seen.append("%s.%s=%r" % (f.f_code.co_name, name, value))
+    f = f.f_back
+print(" ".join(seen))
+"""
+
+
+def test_a_case_cannot_count_the_requests_of_the_sessions_before_it():
+    """Request ids reach a case (the frames it is forked from hold the headers): they start
+    again with each session, so a case sees the same ids whether the session before it on the
+    same sandbox ran one case or five (a stasher chose how many by where it failed)."""
+    seen = []
+    with Sandbox(limits=LIMITS) as sb:
+        for runs in (1, 5, 1):
+            assert sb.load_python(SEEN_IDS) is None
+            outs = [sb.run_python(b"", LIMITS) for _ in range(runs)]
+            assert all(out.status is Status.OK for out in outs), outs
+            seen.append(outs[0].stdout)  # (what the first case of each session sees)
+            assert sb.end_session()
+            sb.new_session(limits=LIMITS, python=True)
+    assert b"rid=" in seen[1], seen  # (the probe sees the zygote's frame)
+    assert seen[1] == seen[2], seen

@@ -89,6 +89,9 @@ class Session:
         ch = self.channel
         if ch.broken or ch.to_server < 0:
             raise SandboxError(ch.broken or "the sandbox is closed")
+        ch.request_id = 0  # every session's ids from 1: they reach its cases (the frames they are
+        # forked from hold them), and ids counted on would tell them how many requests the
+        # sessions before them made (no request is outstanding here: the last session ended)
         try:
             reply, _ = ch.request({"op": "session", "scratch_bytes": scratch_bytes},
                                   [self.prelude.encode("utf-8", "surrogateescape")], timeout=SESSION_TIMEOUT)
