@@ -164,9 +164,48 @@ PAIRS = {
 PAIR_LIMITS = Limits(cpu_seconds=4, output_bytes=1 << 20)
 
 
+# ---- red team 4: what still crosses from one session to the next -----------------------------
+
+#: The autogroup id (``/proc/self/autogroup``) is a host-wide counter that only ``setsid()`` moves
+#: (the kernel's ``autogroup_seq_nr``): each session server calls it once at its arm, and a case
+#: may call it as often as it likes. The stasher learns the counter (one setsid in a child), then
+#: calls setsid until the next id handed out (the next session server's) is its answer modulo 256.
+AUTOGROUP_STASHER = r"""
+import os, sys
+answer = 2 * int(sys.stdin.read())
+print(answer)
+sys.stdout.flush()
+def setsid_child():
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        os.write(w, open("/proc/self/autogroup").read().split()[0].rsplit("-", 1)[1].encode())
+        os._exit(0)
+    os.close(w)
+    got = os.read(r, 64)
+    os.close(r)
+    os.waitpid(pid, 0)
+    return int(got)
+last = setsid_child()
+for _ in range((answer - 1 - last) % 256):
+    setsid_child()
+"""
+
+#: Prints its own autogroup id (its session server's, inherited) modulo 256.
+AUTOGROUP_COPIER = r"""
+print(int(open("/proc/self/autogroup").read().split()[0].rsplit("-", 1)[1]) % 256)
+"""
+
+#: Name -> (stasher, copier, suite): pairs whose copier still gets AC (strict xfails).
+LEAKING_PAIRS = {
+    "autogroup_id": (AUTOGROUP_STASHER, AUTOGROUP_COPIER, DOUBLING_ONE),
+}
+
+
 def pair_tasks(name: str) -> tuple[Task, Task]:
     """``(stasher, copier)`` of pair ``name`` as Python tasks."""
-    stasher, copier, suite = PAIRS[name]
+    stasher, copier, suite = PAIRS[name] if name in PAIRS else LEAKING_PAIRS[name]
     return (Task("python", stasher, suite, limits=PAIR_LIMITS, run_all=True),
             Task("python", copier, suite, limits=PAIR_LIMITS, run_all=True))
 

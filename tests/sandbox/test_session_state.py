@@ -22,7 +22,7 @@ from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.pool import SandboxPool
 from arbiter.sandbox.sandbox import Sandbox
 from arbiter.sandbox.session import child_pids
-from session_pairs import PAIRS, pair_tasks
+from session_pairs import LEAKING_PAIRS, PAIRS, pair_tasks
 from session_probe import NOISY, PROBE
 
 LIMITS = Limits(cpu_seconds=4)
@@ -217,3 +217,19 @@ def test_a_case_cannot_count_the_requests_of_the_sessions_before_it():
             sb.new_session(limits=LIMITS, python=True)
     assert b"rid=" in seen[1], seen  # (the probe sees the zygote's frame)
     assert seen[1] == seen[2], seen
+
+
+@pytest.mark.xfail(strict=True, reason="redteam4: the autogroup id (/proc/self/autogroup) is a host-wide "
+                   "counter only setsid() moves; a case calls setsid as often as it likes, the next session "
+                   "server's setsid takes the next id, and its cases read it")
+@pytest.mark.parametrize("name", list(LEAKING_PAIRS))
+def test_stash_then_copy_redteam4(name, one_sandbox_pool):
+    """As :func:`test_stash_then_copy_through_one_reused_sandbox`, for the channels red team 4
+    found open (tests/session_pairs.py, ``LEAKING_PAIRS``): the copier must get WA."""
+    stasher, copier = pair_tasks(name)
+    first = judge(stasher)
+    assert first.outcome is Outcome.AC, first.reason
+    _settled(one_sandbox_pool)
+    second = judge(copier)
+    assert one_sandbox_pool.stats()["reused"] == 1
+    assert second.outcome is Outcome.WA, (second.reason, [(c.name, c.outcome) for c in second.cases])
