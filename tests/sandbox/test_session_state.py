@@ -225,11 +225,16 @@ def test_a_case_cannot_count_the_requests_of_the_sessions_before_it():
 @pytest.mark.parametrize("name", list(LEAKING_PAIRS))
 def test_stash_then_copy_redteam4(name, one_sandbox_pool):
     """As :func:`test_stash_then_copy_through_one_reused_sandbox`, for the channels red team 4
-    found open (tests/session_pairs.py, ``LEAKING_PAIRS``): the copier must get WA."""
+    found open (tests/session_pairs.py, ``LEAKING_PAIRS``): the copier must get WA. (Three
+    pairs: a host-wide counter moved by another process between the two sessions spoils one
+    attempt; 9 of 10 single attempts leaked with a full test run alongside.)"""
     stasher, copier = pair_tasks(name)
-    first = judge(stasher)
-    assert first.outcome is Outcome.AC, first.reason
-    _settled(one_sandbox_pool)
-    second = judge(copier)
-    assert one_sandbox_pool.stats()["reused"] == 1
-    assert second.outcome is Outcome.WA, (second.reason, [(c.name, c.outcome) for c in second.cases])
+    copied = []
+    for attempt in range(3):
+        first = judge(stasher)
+        assert first.outcome is Outcome.AC, first.reason
+        _settled(one_sandbox_pool)
+        copied.append(judge(copier).outcome)
+        _settled(one_sandbox_pool)
+    assert one_sandbox_pool.stats()["started"] == 1  # (one sandbox, all six sessions)
+    assert copied == [Outcome.WA] * 3, copied
