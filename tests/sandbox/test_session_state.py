@@ -238,3 +238,36 @@ def test_stash_then_copy_redteam4(name, one_sandbox_pool):
         _settled(one_sandbox_pool)
     assert one_sandbox_pool.stats()["started"] == 1  # (one sandbox, all six sessions)
     assert copied == [Outcome.WA] * 3, copied
+
+
+#: What the zygote keeps of the sessions before (read from its ``serve`` frame, on every Python
+#: case's stack): the ``session`` header it last got and the prelude it keeps compiled.
+KEPT_BY_ZYGOTE = r"""
+import sys
+f = sys._getframe()
+while f.f_code.co_name != "serve" or "zygote" not in f.f_code.co_filename:
+    f = f.f_back
+kept = f.f_globals["keep_prelude"].__globals__["_PRELUDE"]
+print(f.f_locals["header"], repr(kept and kept[0]))
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="redteam4: the host sends the zygote the prelude of the last load that "
+                   "succeeded: whether a submission compiled (its own choice) shows in the next session's "
+                   "zygote (the kept prelude, its length in the session header)")
+def test_a_failed_load_does_not_show_in_the_next_session():
+    """A stasher chooses whether its load fails (a syntax error: CE) and so which prelude the next
+    session's zygote keeps: the last task's or the one before. The next session must see the
+    same either way."""
+    seen = []
+    for source in ("print(1)", "print(1"):
+        with Sandbox(limits=LIMITS) as sb:
+            assert sb.load_python("print(1)", prelude="A = 1\n") is None
+            assert sb.end_session()
+            sb.new_session(limits=LIMITS, python=True)
+            sb.load_python(source, prelude="B = 22\n")
+            assert sb.end_session()
+            sb.new_session(limits=LIMITS, python=True)
+            seen.append(_run(sb, KEPT_BY_ZYGOTE, b""))
+    assert b"'op': 'session'" in seen[0], seen
+    assert seen[0] == seen[1], seen
