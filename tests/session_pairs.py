@@ -197,9 +197,60 @@ AUTOGROUP_COPIER = r"""
 print(int(open("/proc/self/autogroup").read().split()[0].rsplit("-", 1)[1]) % 256)
 """
 
+#: The inotify rename cookie is a host-wide counter (the kernel's ``fsnotify_sync_cookie``) that
+#: every rename moves, watched or not. The stasher learns it (a rename under its own watch) and
+#: renames until the next cookie is its answer modulo 256; the copier renames under a watch.
+INOTIFY_COOKIE = r"""
+import ctypes, os, struct
+def renamed_cookie():
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(0)
+    libc.inotify_add_watch(fd, b"/tmp", 0x40 | 0x80)  # IN_MOVED_FROM | IN_MOVED_TO
+    open("/tmp/probe", "w").close()
+    os.rename("/tmp/probe", "/tmp/probed")
+    return struct.unpack_from("iIII", os.read(fd, 4096))[2]
+"""
+INOTIFY_STASHER = INOTIFY_COOKIE + r"""
+import sys
+answer = 2 * int(sys.stdin.read())
+print(answer)
+sys.stdout.flush()
+names = ("/tmp/probed", "/tmp/probe")
+for i in range((answer - 1 - renamed_cookie()) % 256):  # one rename, one cookie
+    os.rename(names[i % 2], names[(i + 1) % 2])
+"""
+INOTIFY_COPIER = INOTIFY_COOKIE + r"""
+print(renamed_cookie() % 256)
+"""
+
+#: Socket cookies (``SO_COOKIE``) come from a host-wide counter handed out to each CPU in batches
+#: of 4096 (batches start at 4096k + 1, so each CPU's next cookie modulo 256 is its last + 1). The
+#: stasher sets each CPU's to its answer modulo 256; the copier asks for one on its CPU.
+SOCKET_COOKIE = r"""
+import os, socket, struct
+def cookie():
+    with socket.socket(socket.AF_UNIX) as s:
+        return struct.unpack("Q", s.getsockopt(socket.SOL_SOCKET, 57, 8))[0]  # SO_COOKIE
+"""
+SOCKET_STASHER = SOCKET_COOKIE + r"""
+import sys
+answer = 2 * int(sys.stdin.read())
+print(answer)
+sys.stdout.flush()
+for cpu in sorted(os.sched_getaffinity(0)):
+    os.sched_setaffinity(0, {cpu})
+    for _ in range((answer - 1 - cookie()) % 256):
+        cookie()
+"""
+SOCKET_COPIER = SOCKET_COOKIE + r"""
+print(cookie() % 256)
+"""
+
 #: Name -> (stasher, copier, suite): pairs whose copier still gets AC (strict xfails).
 LEAKING_PAIRS = {
     "autogroup_id": (AUTOGROUP_STASHER, AUTOGROUP_COPIER, DOUBLING_ONE),
+    "inotify_rename_cookie": (INOTIFY_STASHER, INOTIFY_COPIER, DOUBLING_ONE),
+    "socket_cookie": (SOCKET_STASHER, SOCKET_COPIER, DOUBLING_ONE),
 }
 
 

@@ -219,9 +219,9 @@ def test_a_case_cannot_count_the_requests_of_the_sessions_before_it():
     assert seen[1] == seen[2], seen
 
 
-@pytest.mark.xfail(strict=True, reason="redteam4: the autogroup id (/proc/self/autogroup) is a host-wide "
-                   "counter only setsid() moves; a case calls setsid as often as it likes, the next session "
-                   "server's setsid takes the next id, and its cases read it")
+@pytest.mark.xfail(strict=True, reason="redteam4: quiet host-wide counters a case both moves and reads: the "
+                   "autogroup id (/proc/self/autogroup, moved by setsid), the inotify rename cookie (every rename), "
+                   "socket cookies (SO_COOKIE, per-CPU batches); the next session reads where the stasher left them")
 @pytest.mark.parametrize("name", list(LEAKING_PAIRS))
 def test_stash_then_copy_redteam4(name, one_sandbox_pool):
     """As :func:`test_stash_then_copy_through_one_reused_sandbox`, for the channels red team 4
