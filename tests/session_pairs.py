@@ -246,11 +246,36 @@ SOCKET_COPIER = SOCKET_COOKIE + r"""
 print(cookie() % 256)
 """
 
+#: The device nodes of ``/dev`` (``null``, ``zero``, ...) are bind mounts of the host's devtmpfs
+#: nodes, mounted read-write, and mode 0666: ``utime(path)`` (set to now: write permission is
+#: enough) changes the *host's* inode times, under every session and sandbox. The stasher touches
+#: ``/dev/null`` until its mtime (in units of 2**22 ns, ~4 ms) is its answer modulo 256.
+DEV_MTIME_STASHER = r"""
+import os, sys, time
+answer = 2 * int(sys.stdin.read())
+print(answer)
+sys.stdout.flush()
+deadline = time.monotonic() + 3
+while time.monotonic() < deadline:
+    try:
+        os.utime("/dev/null")
+    except OSError:
+        break
+    if (os.stat("/dev/null").st_mtime_ns >> 22) % 256 == answer:
+        break
+    time.sleep(0.0005)
+"""
+DEV_MTIME_COPIER = r"""
+import os
+print((os.stat("/dev/null").st_mtime_ns >> 22) % 256)
+"""
+
 #: Name -> (stasher, copier, suite): pairs whose copier still gets AC (strict xfails).
 LEAKING_PAIRS = {
     "autogroup_id": (AUTOGROUP_STASHER, AUTOGROUP_COPIER, DOUBLING_ONE),
     "inotify_rename_cookie": (INOTIFY_STASHER, INOTIFY_COPIER, DOUBLING_ONE),
     "socket_cookie": (SOCKET_STASHER, SOCKET_COPIER, DOUBLING_ONE),
+    "dev_null_mtime": (DEV_MTIME_STASHER, DEV_MTIME_COPIER, DOUBLING_ONE),
 }
 
 

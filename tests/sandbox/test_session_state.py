@@ -221,7 +221,8 @@ def test_a_case_cannot_count_the_requests_of_the_sessions_before_it():
 
 @pytest.mark.xfail(strict=True, reason="redteam4: quiet host-wide counters a case both moves and reads: the "
                    "autogroup id (/proc/self/autogroup, moved by setsid), the inotify rename cookie (every rename), "
-                   "socket cookies (SO_COOKIE, per-CPU batches); the next session reads where the stasher left them")
+                   "socket cookies (SO_COOKIE, per-CPU batches); and the host's /dev/null mtime (a read-write bind "
+                   "mount: utime() sets it to now); the next session reads where the stasher left them")
 @pytest.mark.parametrize("name", list(LEAKING_PAIRS))
 def test_stash_then_copy_redteam4(name, one_sandbox_pool):
     """As :func:`test_stash_then_copy_through_one_reused_sandbox`, for the channels red team 4
