@@ -272,3 +272,26 @@ def test_a_failed_load_does_not_show_in_the_next_session():
             seen.append(_run(sb, KEPT_BY_ZYGOTE, b""))
     assert b"'op': 'session'" in seen[0], seen
     assert seen[0] == seen[1], seen
+
+
+@pytest.mark.xfail(strict=True, reason="redteam4: the pool arms the next session with the last one's scratch "
+                   "size and prelude, both the client's choice in arbiter serve (Task JSON limits and prelude: "
+                   "another tenant's); the next session's cases read both in the zygote's frame")
+def test_the_next_submission_does_not_see_the_last_ones_limits_or_prelude(one_sandbox_pool):
+    """Through the pool: a task with its own scratch size and prelude, then another task. What the
+    second one's case finds in the zygote's frame must not depend on the first."""
+    from arbiter.judge.task import Task
+    from arbiter.judge.testsuite import StdioCase, TestSuite
+    suite = TestSuite((StdioCase("a", b"", (b"-\n",)),))
+    first = Task("python", "print('-')", suite, limits=LIMITS.with_(scratch_bytes=(100 << 20) + 4096 * 42),
+                 prelude="TENANT_A_SECRET = 'hunter2'\n")
+    assert judge(first).outcome is Outcome.AC
+    _settled(one_sandbox_pool)
+    size = str((100 << 20) + 4096 * 42)
+    copier = KEPT_BY_ZYGOTE.replace("print(f.f_locals[\"header\"], repr(kept and kept[0]))",
+                                    "text = repr(f.f_locals['header']) + repr(kept)\n"
+                                    "print('leak' if 'hunter2' in text or %r in text else '-')" % size)
+    assert copier != KEPT_BY_ZYGOTE
+    second = judge(Task("python", copier, suite, limits=LIMITS))
+    assert one_sandbox_pool.stats()["reused"] == 1
+    assert second.outcome is Outcome.AC, (second.reason, second.cases[0].diff)
