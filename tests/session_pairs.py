@@ -270,7 +270,8 @@ import os
 print((os.stat("/dev/null").st_mtime_ns >> 22) % 256)
 """
 
-#: Name -> (stasher, copier, suite): pairs whose copier still gets AC (strict xfails).
+#: Name -> (stasher, copier, suite): red team 4's pairs through host-wide counters and the host's
+#: device times (the copier got AC; their calls are denied to a session now, the devices read-only).
 LEAKING_PAIRS = {
     "autogroup_id": (AUTOGROUP_STASHER, AUTOGROUP_COPIER, DOUBLING_ONE),
     "inotify_rename_cookie": (INOTIFY_STASHER, INOTIFY_COPIER, DOUBLING_ONE),

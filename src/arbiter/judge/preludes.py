@@ -6,6 +6,8 @@ fail correct code. Each preamble is run by the judge in the program's namespace
 (:attr:`arbiter.judge.task.Task.prelude`).
 """
 
+from arbiter.sandbox.session import keep_compiled
+
 #: The import block run before every program (``Task.prelude``) unless a row brings its own. It
 #: plays the role of the blocks the training harnesses prepend, so that a solution written against
 #: them (``List[int]`` annotations, bare ``defaultdict``/``heappush``/``gcd``) does not fail with a
@@ -60,3 +62,6 @@ def scrub_prelude(prelude: str, fn_names: set[str] | frozenset[str]) -> str:
     body = prelude if prelude.endswith("\n") else prelude + "\n"
     return body + f"for __arbiter_name in {tuple(names)!r}:\n    globals().pop(__arbiter_name, None)\n" \
                   "del __arbiter_name\n"
+
+
+keep_compiled(PYTHON_PRELUDE)  # (what every sandbox's zygote keeps compiled: docs/sandbox.md)

@@ -73,6 +73,10 @@ class Sandbox:
                  mounts: Sequence[tuple[str | None, str]] = (), limits: Limits | None = None,
                  config: SandboxConfig | None = None, session: bool = True):
         self.limits = limits or Limits()
+        #: The scratch size every session is armed with (the default, never a submission's: a
+        #: case reads it in the zygote's frame; a session of another size remounts its scratch
+        #: at ``go``).
+        self.armed_scratch_bytes = Limits().scratch_bytes
         self.config = config or SandboxConfig()
         self._files = dict(files or {})
         self._mounts = list(mounts)
@@ -251,7 +255,7 @@ class Sandbox:
         """Get the next session ready ahead of its submission (:meth:`Session.arm`)."""
         if self.session is None:
             raise SandboxError("sessions need an isolated sandbox")
-        self.session.arm(self.limits.scratch_bytes, prefork)
+        self.session.arm(self.armed_scratch_bytes, prefork)
 
     def new_session(self, files: Mapping[str, bytes] | None = None, limits: Limits | None = None,
                     python: bool = False) -> None:
@@ -356,8 +360,6 @@ class Sandbox:
             # takes the blank forker: pinned memory only grows, which the next run sees)
         if reply.get("ok"):
             self.python_loaded = True
-            if self.session is not None:
-                self.session.prelude = prelude  # (compiled ahead for the next sessions)
             return None
         return (reply.get("error") or "the program could not be compiled").strip()
 

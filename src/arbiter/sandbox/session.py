@@ -50,6 +50,18 @@ def child_pids(pid: int) -> list[int]:
         return [int(kid) for kid in f.read().split()]
 
 
+#: The prelude every session's zygote keeps compiled (``[text]``; docs/sandbox.md, "The zygote"):
+#: one constant, arbiter's own (:func:`keep_compiled`), never the last load's. A case reads it in
+#: the zygote's frame: the last task's prelude (a client's in ``arbiter serve``) would be another
+#: tenant's data there, and whether the last load compiled a bit its submission chose.
+KEPT_PRELUDE = [""]
+
+
+def keep_compiled(prelude: str) -> None:
+    """The prelude the zygotes keep compiled from now on (the judge's default one)."""
+    KEPT_PRELUDE[0] = prelude
+
+
 class Session:
     """The sessions of one isolated sandbox: its ``channel`` to the zygote (and the session
     server it starts), its cgroups ``cg`` and run ``meter`` (None without cgroups), the zygote's
@@ -73,9 +85,6 @@ class Session:
         self.settling = False  # its server works on after its last reply (see ready_for_run)
         self.count = 0  # sessions opened so far
         self.held = 0  # bytes the open session's /prog files hold in the memory cgroup
-        #: The prelude of the last program loaded (task data): the zygote keeps it compiled for
-        #: the sessions armed after it (docs/sandbox.md, "The zygote").
-        self.prelude = ""
         channel.on_read(self.take_hello)
 
     def arm(self, scratch_bytes: int, prefork: bool | None = None) -> None:
@@ -94,7 +103,7 @@ class Session:
         # sessions before them made (no request is outstanding here: the last session ended)
         try:
             reply, _ = ch.request({"op": "session", "scratch_bytes": scratch_bytes},
-                                  [self.prelude.encode("utf-8", "surrogateescape")], timeout=SESSION_TIMEOUT)
+                                  [KEPT_PRELUDE[0].encode("utf-8")], timeout=SESSION_TIMEOUT)
             self.request = ch.request_id  # the zygote's "ended" will carry it
             if reply.get("op") != "armed":
                 raise SandboxError(f"the session did not start: {reply}{self.stderr_tail()}")

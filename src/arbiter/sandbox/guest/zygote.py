@@ -12,6 +12,7 @@ import ctypes
 import os
 
 from . import kernel
+from .counters import deny_counters
 from .program import keep_prelude
 from .protocol import encode_frame, read_frame_blocking, write_all
 
@@ -65,10 +66,27 @@ def arm_session(libc, size):
         mount(libc, "devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
               "newinstance,ptmxmode=0666,mode=620")
     mount(libc, None, "/dev", None, _RO)  # bwrap's /dev tmpfs is writable: nothing may stay there
+    protect_devices(libc)
     os.chdir("/work")  # (the new one: what it forks from now on never sits in the zygote's)
 
 
 _RO = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
+_MS_NOATIME, _MS_NODIRATIME, _MS_RELATIME, _ST_RELATIME = 1024, 2048, 1 << 21, 4096
+#: The host's device nodes bwrap binds into ``/dev`` (mode 0666: anyone may ``utime`` them, and
+#: their times are the host's, seen by every sandbox): read-only mounts, still devices.
+DEVICE_NODES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+
+
+def protect_devices(libc):
+    """In each session's mount namespace (the zygote's is not its own user namespace's: it may
+    not remount). A remount must keep the flags the host's mount locked (``nosuid``,
+    ``noexec``, the atime ones)."""
+    for path in DEVICE_NODES:
+        if os.path.exists(path):
+            kept = os.statvfs(path).f_flag
+            flags = kept & (MS_NOSUID | MS_NODEV | MS_NOEXEC | _MS_NOATIME | _MS_NODIRATIME)
+            flags |= _MS_RELATIME if kept & _ST_RELATIME else 0
+            mount(libc, None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags)
 #: How a file of ``/prog`` is created: a new file, never through a link; not inherited (nothing
 #: is forked while it is open: this server is single-threaded, so no process can hold it open
 #: for writing when it is executed, which would fail with ETXTBSY).
@@ -105,7 +123,8 @@ def start_session(libc, header, blobs, armed_size):
 
 
 def drop_capabilities(libc):
-    """No capability left in any set; no_new_privs (already set by bwrap for seccomp)."""
+    """No capability left in any set; no_new_privs (already set by bwrap for seccomp); the
+    host-wide counters denied (:func:`.counters.deny_counters`)."""
     for cap in range(64):
         if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:
             break  # EINVAL: past the last capability this kernel knows
@@ -114,6 +133,7 @@ def drop_capabilities(libc):
     data = (ctypes.c_uint32 * 6)()
     _check(libc.capset(header, data), "capset")
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    deny_counters(libc)  # (the session server's setsid is behind it)
     libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0 (see kernel.load_libc)
 
 
