@@ -219,7 +219,7 @@ def forker_main(program, fk):
     request, fork its child, report the child's pid, report its exit status and rusage once it
     has exited, reap it. What every case's process needs is set up here, once or before each
     fork, and inherited (docs/sandbox.md, "The forker"); like a case the server forks, it stays
-    in the server's process group and session, so ``os.setsid()`` works."""
+    in the server's process group and session, so ``os.setpgrp()`` works (``setsid`` is denied)."""
     import fcntl
     moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fk.forker_fds()]
     close_all_but(moved)  # CASE_FDS too: each request brings its own
