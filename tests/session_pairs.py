@@ -280,9 +280,86 @@ LEAKING_PAIRS = {
 }
 
 
+# ---- red team 5: host-wide state still open to a session -------------------------------------
+
+#: pidfs (Linux 6.9+) gives every struct pid a 64-bit inode number from one host-wide counter
+#: that every process or thread creation on the host moves; any pidfd's ``st_ino`` reads it.
+#: Between the stasher's last fork and the copier's own birth the judge creates 3 processes on
+#: a quiet host (measured: 7 of 8 times 3; the end of a session, the next one's server, its
+#: forker, the case): the stasher forks until the next number is 8 times its answer modulo
+#: 2048, the copier prints its own modulo 2048 divided by 8 (a slack of 7 other creations).
+PIDFS_STASHER = r"""
+import os, sys
+answer = 2 * int(sys.stdin.read())
+print(answer)
+sys.stdout.flush()
+def fresh():  # a new process: the host-wide pidfs inode counter's next value
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    fd = os.pidfd_open(pid)
+    ino = os.fstat(fd).st_ino
+    os.close(fd)
+    os.waitpid(pid, 0)
+    return ino
+while (fresh() + 3) % 2048 != 8 * (answer % 256):  # (a copier born 3-10 processes on reads it)
+    pass
+"""
+PIDFS_COPIER = r"""
+import os
+print(os.fstat(os.pidfd_open(os.getpid())).st_ino % 2048 // 8)
+"""
+
+#: The host's page cache of its read-only /usr files (one cache for every sandbox and session):
+#: the stasher evicts 257 slots of a large /usr file (``POSIX_FADV_DONTNEED``, allowed on any
+#: file one can read) and reads the slot of its answer twice (the active list: a session's end
+#: reclaims the sandbox's page cache only down to a slack); the copier asks which slot is cached
+#: with ``preadv2(RWF_NOWAIT)`` (EAGAIN when not; timing a read tells the same: ~45 us against
+#: ~1.5 us).
+PAGE_CACHE_FILE = r"""
+import os
+STRIDE, BASE = 64 * 4096, 4096 * 3
+def big_file():
+    for d, dirs, files in os.walk("/usr/lib"):
+        dirs.sort()
+        for f in sorted(files):
+            p = os.path.join(d, f)
+            if not os.path.islink(p) and os.path.isfile(p) and os.path.getsize(p) >= BASE + 257 * STRIDE:
+                return p
+fd = os.open(big_file(), os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # (no readahead into the next slots)
+"""
+PAGE_CACHE_STASHER = PAGE_CACHE_FILE + r"""
+import sys
+answer = 2 * int(sys.stdin.read())
+print(answer)
+sys.stdout.flush()
+os.posix_fadvise(fd, BASE, 257 * STRIDE, os.POSIX_FADV_DONTNEED)  # every slot evicted
+for _ in range(2):
+    os.pread(fd, 4096, BASE + (1 + answer % 256) * STRIDE)
+"""
+PAGE_CACHE_COPIER = PAGE_CACHE_FILE + r"""
+hits = []
+for v in range(256):
+    try:
+        os.preadv(fd, [bytearray(4096)], BASE + (1 + v) * STRIDE, os.RWF_NOWAIT)
+        hits.append(v)
+    except BlockingIOError:
+        pass
+print(hits[0] if len(hits) == 1 else hits)
+"""
+
+#: Name -> (stasher, copier, suite): red team 5's pairs (the copier gets AC: strict xfails; pidfs 10/10 at load 2.4-3.6 and
+#: page cache 9/10 at load 1.5, with `make test` running alongside).
+OPEN_PAIRS = {
+    "pidfs_inode": (PIDFS_STASHER, PIDFS_COPIER, DOUBLING_ONE),
+    "page_cache": (PAGE_CACHE_STASHER, PAGE_CACHE_COPIER, DOUBLING_ONE),
+}
+
+
 def pair_tasks(name: str) -> tuple[Task, Task]:
     """``(stasher, copier)`` of pair ``name`` as Python tasks."""
-    stasher, copier, suite = PAIRS[name] if name in PAIRS else LEAKING_PAIRS[name]
+    stasher, copier, suite = {**LEAKING_PAIRS, **OPEN_PAIRS, **PAIRS}[name]
     return (Task("python", stasher, suite, limits=PAIR_LIMITS, run_all=True),
             Task("python", copier, suite, limits=PAIR_LIMITS, run_all=True))
 

@@ -22,7 +22,7 @@ from arbiter.sandbox.limits import Limits
 from arbiter.sandbox.pool import SandboxPool
 from arbiter.sandbox.sandbox import Sandbox
 from arbiter.sandbox.session import child_pids
-from session_pairs import LEAKING_PAIRS, PAIRS, pair_tasks
+from session_pairs import LEAKING_PAIRS, OPEN_PAIRS, PAIRS, pair_tasks
 from session_probe import NOISY, PROBE
 
 LIMITS = Limits(cpu_seconds=4)
@@ -324,3 +324,21 @@ def test_the_next_submission_does_not_see_the_last_ones_limits_or_prelude(one_sa
     second = judge(Task("python", copier, suite, limits=LIMITS))
     assert one_sandbox_pool.stats()["reused"] == 1
     assert second.outcome is Outcome.AC, (second.reason, second.cases[0].diff)
+
+
+@pytest.mark.xfail(strict=True, reason="red team 5: the pidfs inode counter and the host's page "
+                   "cache carry a stash to the next session (copier AC 10/10 and 9/10)")
+@pytest.mark.parametrize("name", list(OPEN_PAIRS))
+def test_host_wide_state_left_open_cannot_carry_a_stash(name, one_sandbox_pool):
+    """Red team 5: pidfs inode numbers (one host-wide counter every process creation moves, read
+    by ``fstat`` of any pidfd) and the page cache of the host's /usr files (evicted by
+    ``POSIX_FADV_DONTNEED``, filled by a read, asked by ``preadv2(RWF_NOWAIT)``). Three
+    attempts: a process started elsewhere on the host can spoil one."""
+    stasher, copier = pair_tasks(name)
+    for _ in range(3):
+        assert judge(stasher).outcome is Outcome.AC
+        _settled(one_sandbox_pool)
+        second = judge(copier)
+        _settled(one_sandbox_pool)
+        assert second.outcome is not Outcome.AC, second.reason
+    assert one_sandbox_pool.stats()["started"] == 1
