@@ -342,3 +342,21 @@ def test_host_wide_state_left_open_cannot_carry_a_stash(name, one_sandbox_pool):
         _settled(one_sandbox_pool)
         assert second.outcome is not Outcome.AC, second.reason
     assert one_sandbox_pool.stats()["started"] == 1
+
+
+@pytest.mark.xfail(strict=True, reason="red team 5: pty.fork()/os.forkpty() (and C++ forkpty) "
+                   "fail since setsid is denied: login_tty's TIOCSCTTY needs a session leader; "
+                   "they worked on c824585")
+def test_a_correct_program_may_use_a_pseudo_terminal():
+    """``pty.fork`` (glibc's forkpty: setsid, then TIOCSCTTY in the child) is ordinary Python."""
+    probe = r"""
+import os, pty
+pid, fd = pty.fork()
+if pid == 0:
+    os.write(1, b"in pty\n")
+    os._exit(0)
+status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+print("child", status)
+"""
+    with Sandbox(limits=LIMITS) as sb:
+        assert _run(sb, probe, b"") == b"child 0\n"
