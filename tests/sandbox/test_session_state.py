@@ -326,8 +326,10 @@ def test_the_next_submission_does_not_see_the_last_ones_limits_or_prelude(one_sa
     assert second.outcome is Outcome.AC, (second.reason, second.cases[0].diff)
 
 
-@pytest.mark.xfail(strict=True, reason="red team 5: the pidfs inode counter and the host's page "
-                   "cache carry a stash to the next session (copier AC 10/10 and 9/10)")
+@pytest.mark.xfail(strict=False, reason="red team 5: the pidfs inode counter and the host's page "
+                   "cache carry a stash to the next session (copier AC 10/10 and 9/10 on a quiet host; "
+                   "host-wide, docs/sandbox.md: a busy host's own processes and reads can blur a run, "
+                   "so not strict)")
 @pytest.mark.parametrize("name", list(OPEN_PAIRS))
 def test_host_wide_state_left_open_cannot_carry_a_stash(name, one_sandbox_pool):
     """Red team 5: pidfs inode numbers (one host-wide counter every process creation moves, read
@@ -344,9 +346,9 @@ def test_host_wide_state_left_open_cannot_carry_a_stash(name, one_sandbox_pool):
     assert one_sandbox_pool.stats()["started"] == 1
 
 
-@pytest.mark.xfail(strict=True, reason="red team 5: pty.fork()/os.forkpty() (and C++ forkpty) "
-                   "fail since setsid is denied: login_tty's TIOCSCTTY needs a session leader; "
-                   "they worked on c824585")
+@pytest.mark.xfail(strict=True, reason="known and kept (docs/sandbox.md, Seccomp): pty.fork()/"
+                   "os.forkpty() (and C++ forkpty) fail since setsid is denied (the autogroup id "
+                   "channel): login_tty's TIOCSCTTY needs a session leader")
 def test_a_correct_program_may_use_a_pseudo_terminal():
     """``pty.fork`` (glibc's forkpty: setsid, then TIOCSCTTY in the child) is ordinary Python."""
     probe = r"""
