@@ -349,7 +349,7 @@ for v in range(256):
 print(hits[0] if len(hits) == 1 else hits)
 """
 
-#: Name -> (stasher, copier, suite): red team 5's pairs (the copier gets AC: strict xfails; pidfs 10/10 at load 2.4-3.6 and
+#: Name -> (stasher, copier, suite): red team 5's pairs (the copier gets AC: xfails, not strict; pidfs 10/10 at load 2.4-3.6 and
 #: page cache 9/10 at load 1.5, with `make test` running alongside).
 OPEN_PAIRS = {
     "pidfs_inode": (PIDFS_STASHER, PIDFS_COPIER, DOUBLING_ONE),
