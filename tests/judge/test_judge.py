@@ -257,6 +257,24 @@ def test_exit_and_quit_work_as_in_python3_main_py():
     assert judge(Task("python", "print(input())\nexit(2)\n", suite)).outcome is Outcome.RE
 
 
+@pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
+def test_multiprocessing_pools_work_as_in_python3_main_py(method: str):
+    """A spawn or forkserver child runs the program's file (``__main__.__file__``): it exists and
+    holds the program, read-only (before, the children found no file and the pool waited: TLE)."""
+    src = ("import multiprocessing as mp\n"
+           "def sq(x):\n    return x * x\n"
+           "if __name__ == '__main__':\n"
+           "    n = int(input())\n"
+           f"    with mp.get_context('{method}').Pool(2) as p:\n"
+           "        print(sum(p.map(sq, range(n))))\n"
+           "    print(open(__file__).read().startswith('import multiprocessing'))\n"
+           "    try:\n        open(__file__, 'a')\n        print('writable')\n"
+           "    except OSError:\n        print('read-only')\n")
+    suite = TestSuite((stdio("a", "4\n", "14\nTrue\nread-only\n"), stdio("b", "3\n", "5\nTrue\nread-only\n")))
+    v = judge(Task("python", src, suite, limits=Limits(cpu_seconds=5, wall_seconds=20)))
+    assert v.outcome is Outcome.AC, (v.outcome, v.reason, [(c.name, c.detail) for c in v.cases])
+
+
 def test_source_with_a_coding_line_is_decoded_like_a_file():
     src = "# -*- coding: latin-1 -*-\ns = '\xe9'\nprint(len(s))\n".encode("latin-1").decode("utf-8", "surrogateescape")
     assert judge(Task("python", src, TestSuite((stdio("a", "", "1\n"),)))).outcome is Outcome.AC

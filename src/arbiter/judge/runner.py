@@ -36,7 +36,9 @@ class Runner:
         """Take a sandbox (``fresh``: a newly started one) and load the program. Raises
         SandboxError / OSError."""
         self.close()
-        files = None if self.language.fork_server else self.program.files
+        # (a Python program's source too: ``/prog/main.py`` is its ``__file__``, which
+        # multiprocessing's spawn and forkserver children run)
+        files = self.program.files
         self.sandbox = default_pool().acquire(files=files, limits=self.task.limits, config=self.config,
                                               mounts=self.language.mounts, fresh=fresh, factory=Sandbox,
                                               python=bool(self.language.fork_server))

@@ -182,7 +182,7 @@ def _load_here(state, source, prelude, filename):
     # The prelude (task data: an import preamble, never the submission) runs once, here,
     # into the __main__ module every case forks with, instead of once per case. Same
     # semantics as running it first in each case: each case gets its own copy of that dict.
-    program.main_module = new_main(filename)
+    program.main_module = new_main(filename, source)
     if prelude:
         exec(prelude_code(prelude), program.main_module.__dict__)
     import gc

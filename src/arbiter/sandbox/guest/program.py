@@ -180,7 +180,7 @@ def load_checked(source, prelude, filename):
         return _failed(traceback, SYNTAX, 0)
     except BaseException:
         return _failed(traceback, COMPILE_FAILED, 0)
-    main = new_main(filename)
+    main = new_main(filename, source)
     if prelude:
         try:
             exec(prelude_code(prelude), main.__dict__)
@@ -196,9 +196,30 @@ def _failed(traceback, status, limit):
     return status, None, False, None
 
 
-def new_main(filename):
+def new_main(filename, source=None):
+    """A fresh ``__main__`` for the program ``source`` (its :func:`script_path` as ``__file__``)."""
     import types
     main = types.ModuleType("__main__")
-    main.__file__ = os.path.join(os.getcwd(), filename)
+    main.__file__ = script_path(filename, source)
     main.__builtins__ = builtins  # (what a script's __main__ has: the module)
     return main
+
+
+#: Where a session's files are (read-only once it has started).
+PROG_DIR = "/prog"
+
+
+def script_path(filename, source):
+    """The program's ``__file__``: ``/prog/<filename>`` when the session's files hold it (exactly
+    ``source``, so ``multiprocessing``'s spawn and forkserver children, which run that file, and
+    ``open(__file__)`` get this program), else ``<cwd>/<filename>`` (a path with no file)."""
+    path = os.path.join(PROG_DIR, filename)
+    if source is not None and "/" not in filename:
+        want = source if isinstance(source, bytes) else str(source).encode("utf-8", "surrogateescape")
+        try:
+            with open(path, "rb") as f:
+                if f.read(len(want) + 1) == want:
+                    return path
+        except OSError:
+            pass
+    return os.path.join(os.getcwd(), filename)
