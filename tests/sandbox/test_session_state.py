@@ -237,7 +237,7 @@ def test_a_host_wide_counter_cannot_carry_a_stash(name, one_sandbox_pool):
 
 def test_host_wide_counters_and_device_times_are_closed_to_a_session():
     """The calls that move or read those counters get EPERM in a session (Python and what it
-    starts); the host's device nodes are read-only mounts, still devices: their times (the
+    starts; the counters' filter stacked once, when the session was armed); the host's device nodes are read-only mounts, still devices: their times (the
     host's, seen by every sandbox: red team 4 set /dev/null's to carry a byte) cannot change."""
     probe = r"""
 import ctypes, errno, os, socket, subprocess
@@ -263,6 +263,7 @@ open("/dev/null", "w").write("x")
 out.append("urandom=%d" % len(open("/dev/urandom", "rb").read(8)))
 out.append(subprocess.run(["/bin/sh", "-c", "setsid true 2>/dev/null || echo child-refused"],
                           capture_output=True, text=True).stdout.strip())
+out += ["filters=" + line.split()[1] for line in open("/proc/self/status") if line.startswith("Seccomp_filters")]
 print(" ".join(out))
 """
     before = os.stat("/dev/null").st_mtime_ns
@@ -270,7 +271,7 @@ print(" ".join(out))
         for _ in range(2):
             out = _run(sb, probe, b"")
             assert out == (b"setsid=EPERM inotify=EPERM cookie=EPERM utime=EROFS utime=EROFS utime=EROFS "
-                           b"urandom=8 child-refused\n"), out
+                           b"urandom=8 child-refused filters=2\n"), out  # (the sandbox's, the counters': once)
             assert sb.end_session()
             sb.new_session(limits=LIMITS, python=True)
     assert os.stat("/dev/null").st_mtime_ns == before

@@ -55,6 +55,12 @@ def _cgroups_available() -> tuple[bool, str]:
         return _cgroups_ok
 
 
+
+#: The scratch size every session is armed with (the default, never a submission's: a case
+#: reads it in the zygote's frame; a session of another size remounts its scratch at ``go``).
+ARMED_SCRATCH_BYTES = Limits().scratch_bytes
+
+
 class Sandbox:
     """An isolated environment for one submission at a time (docs/sandbox.md).
 
@@ -73,10 +79,6 @@ class Sandbox:
                  mounts: Sequence[tuple[str | None, str]] = (), limits: Limits | None = None,
                  config: SandboxConfig | None = None, session: bool = True):
         self.limits = limits or Limits()
-        #: The scratch size every session is armed with (the default, never a submission's: a
-        #: case reads it in the zygote's frame; a session of another size remounts its scratch
-        #: at ``go``).
-        self.armed_scratch_bytes = Limits().scratch_bytes
         self.config = config or SandboxConfig()
         self._files = dict(files or {})
         self._mounts = list(mounts)
@@ -255,7 +257,7 @@ class Sandbox:
         """Get the next session ready ahead of its submission (:meth:`Session.arm`)."""
         if self.session is None:
             raise SandboxError("sessions need an isolated sandbox")
-        self.session.arm(self.armed_scratch_bytes, prefork)
+        self.session.arm(ARMED_SCRATCH_BYTES, prefork)
 
     def new_session(self, files: Mapping[str, bytes] | None = None, limits: Limits | None = None,
                     python: bool = False) -> None:

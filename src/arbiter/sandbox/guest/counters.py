@@ -3,8 +3,8 @@ started: a second seccomp filter, stacked on the sandbox's, denies (``EPERM``) `
 call takes the next autogroup id, which the next session's server then gets), ``inotify_init``
 and ``inotify_init1`` (a watch reads the rename cookie every rename on the host moves) and
 ``getsockopt(SOL_SOCKET, SO_COOKIE | SO_NETNS_COOKIE)`` (socket cookies, handed out per CPU).
-Installed by :func:`deny_counters` when a session server drops its capabilities (after its own
-``setsid``) and in its blank forker: everything it forks after inherits it. x86-64 only, like
+Installed by :func:`deny_counters` when a session server is armed (after its own ``setsid``,
+before it forks anything: everything it forks inherits it). x86-64 only, like
 the sandbox's filter. Exports: :func:`deny_counters`. See docs/sandbox.md ("Seccomp")."""
 
 import ctypes
@@ -33,15 +33,24 @@ def _program():
     ]
 
 
-def deny_counters(libc):
-    """Stack the filter on this process (no_new_privs must be set); nothing elsewhere."""
-    if os.uname().machine != "x86_64":
-        return
+def _filter():
+    """The filter as ``prctl`` takes it: ``(sock_fprog, its instructions)`` (both kept alive)."""
     rows = _program()
     code = b"".join(struct.pack("<HBBI", c, jt, jf, k) for c, jt, jf, k in rows)
     buf = ctypes.create_string_buffer(code, len(code))
     prog = struct.pack("<H6xQ", len(rows), ctypes.addressof(buf))
-    fprog = ctypes.create_string_buffer(prog, len(prog))
+    return ctypes.create_string_buffer(prog, len(prog)), buf
+
+
+#: Built once (in the zygote, at import): every session server and blank forker inherits it.
+_FILTER = _filter() if os.uname().machine == "x86_64" else None
+
+
+def deny_counters(libc):
+    """Stack the filter on this process (no_new_privs must be set); nothing elsewhere."""
+    if _FILTER is None:
+        return
+    fprog = _FILTER[0]
     if libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.c_void_p(ctypes.addressof(fprog)),
                   ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
         raise OSError(ctypes.get_errno(), "seccomp filter of the host-wide counters")

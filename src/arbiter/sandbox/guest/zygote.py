@@ -55,7 +55,8 @@ def arm_session(libc, size):
     the hostname (``lo`` stays down: no socket but a Unix one can be made, docs/sandbox.md),
     private mounts, a fresh ``/proc`` and ``/dev/pts``, ``/dev``
     read-only, fresh scratch tmpfs (``size`` bytes each) and an empty tmpfs on ``/prog`` that
-    only this server writes (:func:`start_session`); its cwd the new ``/work``."""
+    only this server writes (:func:`start_session`); its cwd the new ``/work``; the capabilities
+    it keeps only for the mounts of ``go`` (:func:`drop_bounds`)."""
     _check(libc.sethostname(HOSTNAME, len(HOSTNAME)), "sethostname")
     mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
     for path, mode in SCRATCH_MOUNTS:
@@ -68,6 +69,7 @@ def arm_session(libc, size):
     mount(libc, None, "/dev", None, _RO)  # bwrap's /dev tmpfs is writable: nothing may stay there
     protect_devices(libc)
     os.chdir("/work")  # (the new one: what it forks from now on never sits in the zygote's)
+    drop_bounds(libc)  # (ahead of the submission: only the capset is left for go)
 
 
 _RO = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
@@ -77,16 +79,31 @@ _MS_NOATIME, _MS_NODIRATIME, _MS_RELATIME, _ST_RELATIME = 1024, 2048, 1 << 21, 4
 DEVICE_NODES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
 
 
-def protect_devices(libc):
-    """In each session's mount namespace (the zygote's is not its own user namespace's: it may
-    not remount). A remount must keep the flags the host's mount locked (``nosuid``,
-    ``noexec``, the atime ones)."""
+def device_remounts():
+    """``(path, mount flags)`` of each device node's read-only remount: the flags the host's
+    mount locked (``nosuid``, ``noexec``, the atime ones) kept. The same in every session (a
+    copy of the zygote's mounts): :func:`serve` reads them once."""
+    remounts = []
     for path in DEVICE_NODES:
         if os.path.exists(path):
             kept = os.statvfs(path).f_flag
             flags = kept & (MS_NOSUID | MS_NODEV | MS_NOEXEC | _MS_NOATIME | _MS_NODIRATIME)
             flags |= _MS_RELATIME if kept & _ST_RELATIME else 0
-            mount(libc, None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags)
+            remounts.append((path, MS_BIND | MS_REMOUNT | MS_RDONLY | flags))
+    return tuple(remounts)
+
+
+#: :func:`device_remounts` as the zygote read them (None until it has).
+DEVICE_REMOUNTS = None
+
+
+def protect_devices(libc):
+    """In each session's mount namespace (the zygote's is not its own user namespace's: it may
+    not remount): the device nodes read-only (:func:`device_remounts`)."""
+    for path, flags in DEVICE_REMOUNTS if DEVICE_REMOUNTS is not None else device_remounts():
+        mount(libc, None, path, None, flags)
+
+
 #: How a file of ``/prog`` is created: a new file, never through a link; not inherited (nothing
 #: is forked while it is open: this server is single-threaded, so no process can hold it open
 #: for writing when it is executed, which would fail with ETXTBSY).
@@ -122,18 +139,33 @@ def start_session(libc, header, blobs, armed_size):
     drop_capabilities(libc)
 
 
-def drop_capabilities(libc):
-    """No capability left in any set; no_new_privs (already set by bwrap for seccomp); the
-    host-wide counters denied (:func:`.counters.deny_counters`)."""
+def drop_bounds(libc):
+    """What can go while the server still mounts (it keeps its effective capabilities): the
+    bounding and ambient sets emptied, no_new_privs (already set by bwrap for seccomp), the
+    host-wide counters denied (:func:`.counters.deny_counters`). Once per process: what it
+    forks after inherits it all (:func:`drop_capabilities` does it only where it was not done)."""
+    global _BOUNDS_DROPPED
     for cap in range(64):
         if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:
             break  # EINVAL: past the last capability this kernel knows
     _check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient caps")
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    deny_counters(libc)  # (the session server's setsid is behind it)
+    _BOUNDS_DROPPED = True
+
+
+#: Whether this process (a session server, or what it forked) ran :func:`drop_bounds`.
+_BOUNDS_DROPPED = False
+
+
+def drop_capabilities(libc):
+    """No capability left in any set (:func:`drop_bounds`, then the effective, permitted and
+    inheritable sets); not dumpable."""
+    if not _BOUNDS_DROPPED:
+        drop_bounds(libc)
     header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (ctypes.c_uint32 * 6)()
     _check(libc.capset(header, data), "capset")
-    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    deny_counters(libc)  # (the session server's setsid is behind it)
     libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0 (see kernel.load_libc)
 
 
@@ -216,7 +248,9 @@ def serve(in_fd, out_fd, start_server, prefork=lambda drop: None):
     loads to come, :func:`.program.keep_prelude`) starts a session server in the new namespaces
     (``start_server(in_fd, out_fd)`` when armed: see :func:`_session_server`), then ``ended``
     carries its exit status; ``exit`` ends the zygote. ``prefork``: see :func:`_session_server`."""
+    global DEVICE_REMOUNTS
     kernel.find_tid_offset()  # (once: then each session server is cloned, no helper)
+    DEVICE_REMOUNTS = device_remounts()
     write_all(out_fd, encode_frame({"op": "hello", "zygote": True, "pid": os.getpid()}))
     while True:
         try:
