@@ -4,8 +4,8 @@ server's capabilities dropped at arm (e8b070d).
 What held: /prog/main.py cannot be changed by a case (every write, rename, mount path fails), and
 every process that runs submission code (the case, fork/spawn/forkserver children, exec'd
 children) has no capability, no_new_privs, two seccomp filters and the counters denied, in the
-first and in reused sessions. What did not: the early load races the session's own files (a
-spawn pool's TLE 1 in 150 on reused sandboxes), and spawn children never run the prelude.
+first and in reused sessions. What did not: the early load raced the session's own files (a
+spawn pool's TLE 1 in 150 on reused sandboxes; fixed), and spawn children never run the prelude.
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ def _settled(pool: SandboxPool) -> None:
         time.sleep(0.01)
 
 
-@pytest.mark.xfail(strict=False, reason="take_early_load hands the source to the blank forker before "
-                   "start_session writes /prog/main.py: script_path() can find no file (about 1 in 100 "
-                   "reused sessions, 3 in 100 with a non-default scratch size) and __file__ is /work/main.py")
 def test_file_is_prog_main_py_in_every_reused_session(single_pool):
+    """The session's files are written before an early load is handed to the blank forker, which
+    reads /prog/main.py (red team 6: __file__ was /work/main.py in about 1 of 100 reused
+    sessions, 3 of 100 with a non-default scratch size, when the two raced)."""
     wrong = []
     for i in range(300):
         v = judge(Task("python", f"print(__file__)  # {i}\n",

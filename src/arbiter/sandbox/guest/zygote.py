@@ -55,7 +55,7 @@ def arm_session(libc, size):
     the hostname (``lo`` stays down: no socket but a Unix one can be made, docs/sandbox.md),
     private mounts, a fresh ``/proc`` and ``/dev/pts``, ``/dev``
     read-only, fresh scratch tmpfs (``size`` bytes each) and an empty tmpfs on ``/prog`` that
-    only this server writes (:func:`start_session`); its cwd the new ``/work``; the capabilities
+    only this server writes (:func:`write_prog`); its cwd the new ``/work``; the capabilities
     it keeps only for the mounts of ``go`` (:func:`drop_bounds`)."""
     _check(libc.sethostname(HOSTNAME, len(HOSTNAME)), "sethostname")
     mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
@@ -125,15 +125,14 @@ def write_prog(files, blobs):
             os.close(fd)
 
 
-def start_session(libc, header, blobs, armed_size):
-    """Once the submission is known (op ``go``): the scratch tmpfs resized to its
-    ``scratch_bytes`` (when not the armed size), its files (``files``, the blobs) written into
-    ``/prog`` and ``/prog`` made read-only; then drop every capability."""
+def start_session(libc, header, armed_size):
+    """Once the submission is known (op ``go``) and its files are in ``/prog``
+    (:func:`write_prog`): the scratch tmpfs resized to its ``scratch_bytes`` (when not the
+    armed size), ``/prog`` made read-only; then drop every capability."""
     size = int(header["scratch_bytes"])
     if size != armed_size:
         for path, _ in SCRATCH_MOUNTS:
             mount(libc, None, path, None, MS_REMOUNT | MS_NOSUID | MS_NODEV, "size=%d" % size)
-    write_prog(header.get("files", []), blobs)
     mount(libc, None, "/prog", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.chdir("/work")
     drop_capabilities(libc)
@@ -206,8 +205,8 @@ def _session_server(libc, header, in_fd, out_fd, start_server, prefork, levels):
     """PID 1 of the session: armed (:func:`arm_session`; ``start_server(in_fd, out_fd)`` makes
     the server then, and returns ``(on_go, serve)``), it answers ``armed`` (with ``levels``: how
     far below the zygote it is, for the judge to find its host pid) and waits for ``go``
-    (the submission): ``on_go(go, blank)`` first (the server may hand an early load to the
-    blank forker), then it starts the session (:func:`start_session`) and ``serve()`` serves
+    (the submission): its files written (:func:`write_prog`), ``on_go(go, blank)`` (the server
+    may hand an early load to the blank forker, which reads ``/prog/main.py``), then it starts the session (:func:`start_session`) and ``serve()`` serves
     until ``exit``. A ``prefork`` before ``go`` (no reply; born in the sandbox's cgroups, so is
     what it forks) forks the blank forker ahead of the submission: ``prefork(drop)``, where
     ``drop()`` drops the child's capabilities first; what it returns is ``blank``."""
@@ -224,8 +223,10 @@ def _session_server(libc, header, in_fd, out_fd, start_server, prefork, levels):
             go, blobs = read_frame_blocking(in_fd)
         if go.get("op") != "go":
             kernel.EXIT(0)  # the judge gave the sandbox up before using it
+        # The files first: an early load handed over by on_go reads its /prog/main.py
+        write_prog(go.get("files", []), blobs)
         on_go(go, blank)
-        start_session(libc, go, blobs, armed_size)
+        start_session(libc, go, armed_size)
         del blobs
     except BaseException as exc:
         _say("session set-up failed: %s: %s" % (type(exc).__name__, exc))
