@@ -28,8 +28,12 @@ streaming memory of ``arbiter score`` at the card's size.
    ``grpo-strong`` / ``grpo`` (both): GRPO steps built from bench/data/grpo (bench/grpo_shapes.py,
    docs/step.md).
 
+4. ``--draws N``: the GRPO shapes' draws 0..N-1 in this tree only (each a fresh process): makespan /
+   ideal, slots busy and the TLE responses per draw, with their mean and max (a tail is the luck of
+   a draw: where its time-limited responses land).
+
 Usage: .venv/bin/python bench/score.py [--rows 14927] [--skip-memory] [--compare TREE [--rounds 3]
-       [--shape mix|weak|grpo-weak|grpo-strong|grpo] [--draw 0]]
+       [--shape mix|weak|grpo-weak|grpo-strong|grpo] [--draw 0]] [--draws N [--shape grpo-strong]]
 """
 
 from __future__ import annotations
@@ -380,6 +384,24 @@ def bench_compare(other: Path, rounds: int, shapes: list[str]) -> None:
         _print_shape(shape, other, runs, figures(off), scores)
 
 
+def bench_draws(shapes: list[str], draws: int) -> None:
+    """Each GRPO shape's draws 0..``draws``-1 in this tree (a fresh process each): the tail is
+    the luck of a draw (docs/step.md, "No tail"), so its makespan is quoted per draw and on average."""
+    global DRAW
+    cols = ["makespan/ideal", "slots busy", "wall s", "CPU s", "TLE run", "TLE CPU s"]
+    for shape in shapes:
+        rows, got = [], []
+        for draw in range(draws):
+            DRAW = draw
+            f = figures(_run_tree(HERE.parent, shape, "on"))
+            got.append(f)
+            rows.append([str(draw)] + [_cell(f[c]) for c in cols] + [f"{os.getloadavg()[0]:.1f}"])
+        rows.append(["mean"] + [_cell(statistics.mean(f[c] for f in got)) for c in cols] + [""])
+        rows.append(["max"] + [_cell(max(f[c] for f in got)) for c in cols] + [""])
+        print(f"\n== {shape}: draws 0-{draws - 1}, compute_score_batch in this tree, {got_cores()} cores")
+        print(table(["draw"] + cols + ["load"], rows))
+
+
 def _cell(value: float) -> str:
     return str(int(value)) if float(value).is_integer() and abs(value) >= 1 else f"{value:.3f}"
 
@@ -438,6 +460,8 @@ def main() -> None:
                          "(grpo: both GRPO shapes)")
     ap.add_argument("--draw", type=int, default=0,
                     help="the GRPO shapes' draw (seed): another step of the same prompts")
+    ap.add_argument("--draws", type=int,
+                    help="the GRPO shapes' draws 0..N-1 in this tree only: makespan per draw, mean, max")
     ap.add_argument("--mix-once", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--mode", choices=("on", "off"), default="on", help=argparse.SUPPRESS)
     ap.add_argument("--cpu-group", help=argparse.SUPPRESS)
@@ -446,6 +470,9 @@ def main() -> None:
     DRAW = args.draw
     if args.mix_once:
         mix_once(args.shape, args.mode, args.cpu_group)
+        return
+    if args.draws:
+        bench_draws(["grpo-weak", "grpo-strong"] if args.shape in ("grpo", "mix") else [args.shape], args.draws)
         return
     if args.compare is not None:
         shapes = ["grpo-weak", "grpo-strong"] if args.shape == "grpo" else [args.shape]

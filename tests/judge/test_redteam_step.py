@@ -96,10 +96,20 @@ int main() {
 """
 
 
-@pytest.mark.xfail(strict=True, reason="redteam3: a case still counts the cases run before it in its session "
-                   "(PID numbers, tmpfs inode numbers, the forker's frame and /proc stat, a Unix socket in flight), so failures-first "
-                   "changes an all-or-nothing score (docs/step.md: 'One exception is known and kept')")
-@pytest.mark.parametrize("name", [*COUNTERS, "cpp"])
+_COUNTS_BEFORE = ("redteam3: a case still counts the cases run before it in its session (PID numbers, tmpfs inode "
+                  "numbers, the forker's frame and /proc stat, a Unix socket in flight), so failures-first changes "
+                  "an all-or-nothing score (docs/step.md: 'One exception is known and kept')")
+
+
+def _counter_param(name: str):
+    """Each counter a strict xfail, but the Unix socket in flight: the kernel's unix garbage
+    collector, which the release of any Unix socket on the host may start, can collect the cycle
+    between two cases (a CI run on a busy host saw it gone once), so that one is not strict."""
+    strict = name != "unix_in_flight"
+    return pytest.param(name, marks=pytest.mark.xfail(strict=strict, reason=_COUNTS_BEFORE))
+
+
+@pytest.mark.parametrize("name", [_counter_param(n) for n in [*COUNTERS, "cpp"]])
 def test_a_case_cannot_count_the_cases_before_it(name):
     if name == "cpp":
         t = Task("cpp", COUNTER_CPP, SUITE, limits=Limits(cpu_seconds=2))
