@@ -452,33 +452,41 @@ def memory_task(*cases: StdioCase) -> Task:
 
 
 #: Python forms for ``arbiter score`` (Python responses only): both print 2n. The filler first
-#: drops ~380 MB of /usr files from the page cache and reads them back; the hog touches 590 MB
-#: (over a 512 MiB limit: MLE, score 0, whatever ran before it). (380 MB read: the filler stays
-#: under the limit itself.)
+#: drops ~300 MB of /usr files from the page cache and reads them back; the hog touches 590 MB
+#: (over a 512 MiB limit: MLE, score 0, whatever ran before it). The filler's own page cache is
+#: charged to its run (as isolate's cgroup counts it): it stops at 300 MB, mid-file, so that it
+#: stays well under the limit itself (it read ~380 MB, stopping only between files, and measured
+#: 436 MB here: a large last file took it over 512 MiB in a CI run, MLE).
 PY_CACHE_FILLER = r"""
 import os
+
+
+def fill(cap):
+    total = 0
+    for top in ("/usr/lib", "/usr/share"):
+        for dirpath, dirnames, filenames in os.walk(top):
+            for name in filenames:
+                try:
+                    fd = os.open(os.path.join(dirpath, name), os.O_RDONLY | os.O_NOFOLLOW)
+                except OSError:
+                    continue
+                try:
+                    if os.fstat(fd).st_size >= 64 << 10:
+                        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                        while True:
+                            chunk = os.read(fd, 1 << 20)
+                            if not chunk:
+                                break
+                            total += len(chunk)
+                            if total > cap:
+                                return
+                finally:
+                    os.close(fd)
+
+
 n = int(input())
 print(2 * n, flush=True)
-total = 0
-for top in ("/usr/lib", "/usr/share"):
-    for dirpath, dirnames, filenames in os.walk(top):
-        for name in filenames:
-            if total > 380 << 20:
-                break
-            try:
-                fd = os.open(os.path.join(dirpath, name), os.O_RDONLY | os.O_NOFOLLOW)
-            except OSError:
-                continue
-            try:
-                if os.fstat(fd).st_size >= 64 << 10:
-                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-                    while True:
-                        chunk = os.read(fd, 1 << 20)
-                        if not chunk:
-                            break
-                        total += len(chunk)
-            finally:
-                os.close(fd)
+fill(300 << 20)
 """
 
 PY_HOG = r"""

@@ -41,8 +41,8 @@ def inputs(tmp_path_factory) -> tuple[Path, Path, dict[str, float]]:
     return dataset, completions, expected
 
 
-def _scores(out: Path) -> dict[str, float]:
-    return {r["key"]: r["score"] for r in map(json.loads, (out / "verdicts.jsonl").read_text().splitlines())}
+def _verdicts(out: Path) -> dict[str, dict]:
+    return {r["key"]: r for r in map(json.loads, (out / "verdicts.jsonl").read_text().splitlines())}
 
 
 @pytest.mark.parametrize("where", [["--workers", "1"], ["--ray", "local"]], ids=["local", "ray"])
@@ -51,6 +51,8 @@ def test_copiers_and_hogs_score_zero(inputs, tmp_path, where):
     out = tmp_path / "out"
     arbiter("score", "--dataset", str(dataset), "--completions", str(completions), "--out", str(out),
             "--quiet", "--time-limit", "10", "--memory-limit", "512", *where)
-    got = _scores(out)
-    wrong = {k: (got.get(k), v) for k, v in expected.items() if got.get(k) != v}
+    got = _verdicts(out)
+    wrong = {k: (got.get(k, {}).get("score"), v, got.get(k, {}).get("verdict"), got.get(k, {}).get("reason"),
+                 got.get(k, {}).get("seconds"))
+             for k, v in expected.items() if got.get(k, {}).get("score") != v}
     assert not wrong, wrong
