@@ -41,6 +41,20 @@ def default_int_limit():
     sys.set_int_max_str_digits(old)
 
 
+@pytest.fixture
+def one_sandbox_pool():
+    """The default pool, replaced by a new one keeping a single idle sandbox (a submission can
+    only get the one before's), started fresh for each test (counters start at zero)."""
+    from arbiter.sandbox import pool as pool_module
+    from arbiter.sandbox.pool import SandboxPool
+
+    saved = pool_module._default
+    pool_module._default = SandboxPool(max_sandboxes=2, max_idle_per_key=1, spares=0)
+    yield pool_module._default
+    pool_module._default.close()
+    pool_module._default = saved
+
+
 def _slow_machine() -> None:
     """The knobs of tests/slow_machine/sitecustomize.py (``ARBITER_TEST_LIMIT_SCALE``, ``ARBITER_TEST_LIMIT_LOG``),
     here and in the ``arbiter`` commands the tests start."""

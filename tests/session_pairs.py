@@ -14,6 +14,8 @@ the program of the concurrent-exec stress (a correct C++ program with a 2 MB exe
 
 from __future__ import annotations
 
+import time
+
 from arbiter.judge.task import CompileSpec, Task
 from arbiter.judge.testsuite import StdioCase, TestSuite
 from arbiter.sandbox.limits import MiB, Limits
@@ -515,3 +517,11 @@ int main() {
 def big_binary_task(n: int = 21) -> Task:
     suite = TestSuite((StdioCase(f"n{n}", b"%d\n" % n, (b"%d\n" % (2 * n),)),))
     return Task("cpp", BIG_BINARY, suite, limits=Limits(cpu_seconds=2), compile=CPP_COMPILE)
+
+
+def wait_idle(pool) -> None:
+    """Wait until ``pool`` (a one-sandbox pool) has its sandbox back, recycled, idle."""
+    deadline = time.monotonic() + 120
+    while pool.stats()["idle"] < 1:
+        assert time.monotonic() < deadline, pool.stats()
+        time.sleep(0.01)

@@ -11,25 +11,14 @@ its limit is not made MLE by the cache either.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from arbiter.judge.judge import judge
 from arbiter.judge.verdict import Outcome
-from arbiter.sandbox import pool as pool_module
 from arbiter.sandbox.limits import MiB
-from arbiter.sandbox.pool import SandboxPool
-from session_pairs import DENTRIES, FILL, HOG, NEAR, memory_task
+from session_pairs import DENTRIES, FILL, HOG, NEAR, memory_task, wait_idle
 
 
-@pytest.fixture
-def one_sandbox_pool():
-    saved = pool_module._default
-    pool_module._default = SandboxPool(max_sandboxes=2, max_idle_per_key=1, spares=0)
-    yield pool_module._default
-    pool_module._default.close()
-    pool_module._default = saved
 
 
 def _outcomes(v):
@@ -50,10 +39,7 @@ def test_cache_of_an_earlier_case_hides_nothing(filler, one_sandbox_pool):
 def test_cache_of_the_previous_submission_hides_nothing(one_sandbox_pool):
     first = judge(memory_task(FILL))
     assert first.outcome is Outcome.AC, _outcomes(first)
-    deadline = time.monotonic() + 120
-    while one_sandbox_pool.stats()["idle"] < 1:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    wait_idle(one_sandbox_pool)
     second = judge(memory_task(HOG))
     assert one_sandbox_pool.stats()["reused"] == 1
     assert second.outcome is Outcome.MLE, _outcomes(second)

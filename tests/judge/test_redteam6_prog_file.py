@@ -11,7 +11,6 @@ spawn pool's TLE 1 in 150 on reused sandboxes; fixed), and spawn children never 
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -20,28 +19,15 @@ from arbiter.judge.preludes import PYTHON_PRELUDE
 from arbiter.judge.task import Task
 from arbiter.judge.testsuite import CallCase, StdioCase, TestSuite
 from arbiter.judge.verdict import Outcome
-from arbiter.sandbox import pool as pool_module
 from arbiter.sandbox.limits import Limits
-from arbiter.sandbox.pool import SandboxPool
+from session_pairs import wait_idle
 
 
-@pytest.fixture
-def single_pool():
-    saved = pool_module._default
-    pool_module._default = SandboxPool(max_sandboxes=2, max_idle_per_key=1, spares=0)
-    yield pool_module._default
-    pool_module._default.close()
-    pool_module._default = saved
 
 
-def _settled(pool: SandboxPool) -> None:
-    deadline = time.monotonic() + 120
-    while pool.stats()["idle"] < 1:
-        assert time.monotonic() < deadline, pool.stats()
-        time.sleep(0.01)
 
 
-def test_file_is_prog_main_py_in_every_reused_session(single_pool):
+def test_file_is_prog_main_py_in_every_reused_session(one_sandbox_pool):
     """The session's files are written before an early load is handed to the blank forker, which
     reads /prog/main.py (red team 6: __file__ was /work/main.py in about 1 of 100 reused
     sessions, 3 of 100 with a non-default scratch size, when the two raced)."""
@@ -52,8 +38,8 @@ def test_file_is_prog_main_py_in_every_reused_session(single_pool):
                        limits=Limits(scratch_bytes=64 << 20)))
         if v.outcome is not Outcome.AC:
             wrong.append((i, v.reason))
-        _settled(single_pool)
-    assert single_pool.stats()["reused"] >= 299
+        wait_idle(one_sandbox_pool)
+    assert one_sandbox_pool.stats()["reused"] >= 299
     assert not wrong, wrong
 
 
@@ -110,12 +96,12 @@ print(input(), [att(t) for t in tries].count("YES"), "MARK" in open(__file__).re
 '''
 
 
-def test_a_case_cannot_change_prog_main_py(single_pool):
+def test_a_case_cannot_change_prog_main_py(one_sandbox_pool):
     suite = TestSuite(tuple(StdioCase(str(k), f"{k}\n".encode(), (f"{k} 0 True\n".encode(),)) for k in range(3)))
     for i in range(3):
         v = judge(Task("python", _TAMPER + f"# {i}\n", suite))
         assert v.outcome is Outcome.AC, v.reason
-        _settled(single_pool)
+        wait_idle(one_sandbox_pool)
 
 
 _PROBE = r'''
@@ -177,7 +163,7 @@ int main() {
 '''
 
 
-def test_no_capability_in_any_process_of_first_and_reused_sessions(single_pool):
+def test_no_capability_in_any_process_of_first_and_reused_sessions(one_sandbox_pool):
     lim = Limits(cpu_seconds=5, wall_seconds=15)
     py = TestSuite(tuple(StdioCase(str(k), f"{k}\n".encode(), (f"{k} 5 5\n".encode(),)) for k in range(2)))
     cpp = TestSuite(tuple(StdioCase(str(k), f"{k}\n".encode(), (f"{k} 5 1\n".encode(),)) for k in range(2)))
@@ -187,5 +173,5 @@ def test_no_capability_in_any_process_of_first_and_reused_sessions(single_pool):
         else:
             v = judge(Task("python", _PROBE + f"# {i}\n", py, limits=lim))
         assert v.outcome is Outcome.AC, (i, v.reason)
-        _settled(single_pool)
-    assert single_pool.stats()["reused"] == 5
+        wait_idle(one_sandbox_pool)
+    assert one_sandbox_pool.stats()["reused"] == 5

@@ -16,34 +16,18 @@ import pytest
 
 from arbiter.judge.judge import judge
 from arbiter.judge.verdict import Outcome
-from arbiter.sandbox import pool as pool_module
 from arbiter.sandbox.execution import Status
 from arbiter.sandbox.limits import Limits
-from arbiter.sandbox.pool import SandboxPool
 from arbiter.sandbox.sandbox import Sandbox
 from arbiter.sandbox.session import child_pids
-from session_pairs import LEAKING_PAIRS, OPEN_PAIRS, PAIRS, pair_tasks
+from session_pairs import LEAKING_PAIRS, OPEN_PAIRS, PAIRS, pair_tasks, wait_idle
 from session_probe import NOISY, PROBE
 
 LIMITS = Limits(cpu_seconds=4)
 
 
-@pytest.fixture
-def one_sandbox_pool():
-    """The default pool, replaced by a new one keeping a single idle sandbox (the copier can only
-    get the stasher's), started fresh for each test (counters start at zero)."""
-    saved = pool_module._default
-    pool_module._default = SandboxPool(max_sandboxes=2, max_idle_per_key=1, spares=0)
-    yield pool_module._default
-    pool_module._default.close()
-    pool_module._default = saved
 
 
-def _settled(pool: SandboxPool) -> None:
-    deadline = time.monotonic() + 120
-    while pool.stats()["idle"] < 1:
-        assert time.monotonic() < deadline, pool.stats()
-        time.sleep(0.01)
 
 
 def _run(sb: Sandbox, source: str, stdin: bytes) -> bytes:
@@ -75,7 +59,7 @@ def test_stash_then_copy_through_one_reused_sandbox(name, one_sandbox_pool):
     stasher, copier = pair_tasks(name)
     first = judge(stasher)
     assert first.outcome is Outcome.AC, first.reason
-    _settled(one_sandbox_pool)
+    wait_idle(one_sandbox_pool)
     second = judge(copier)
     assert one_sandbox_pool.stats()["reused"] == 1  # the stasher's sandbox, a new session
     assert second.outcome is Outcome.WA, (second.reason, [(c.name, c.outcome) for c in second.cases])
@@ -228,9 +212,9 @@ def test_a_host_wide_counter_cannot_carry_a_stash(name, one_sandbox_pool):
     stasher, copier = pair_tasks(name)
     for _ in range(2):
         judge(stasher)
-        _settled(one_sandbox_pool)
+        wait_idle(one_sandbox_pool)
         second = judge(copier)
-        _settled(one_sandbox_pool)
+        wait_idle(one_sandbox_pool)
         assert second.outcome is not Outcome.AC, second.reason
     assert one_sandbox_pool.stats()["started"] == 1  # (one sandbox, every session)
 
@@ -316,7 +300,7 @@ def test_the_next_submission_does_not_see_the_last_ones_limits_or_prelude(one_sa
     first = Task("python", "print('-')", suite, limits=LIMITS.with_(scratch_bytes=(100 << 20) + 4096 * 42),
                  prelude="TENANT_A_SECRET = 'hunter2'\n")
     assert judge(first).outcome is Outcome.AC
-    _settled(one_sandbox_pool)
+    wait_idle(one_sandbox_pool)
     size = str((100 << 20) + 4096 * 42)
     copier = KEPT_BY_ZYGOTE.replace("print(f.f_locals[\"header\"], repr(kept and kept[0]))",
                                     "text = repr(f.f_locals['header']) + repr(kept)\n"
@@ -340,9 +324,9 @@ def test_host_wide_state_left_open_cannot_carry_a_stash(name, one_sandbox_pool):
     stasher, copier = pair_tasks(name)
     for _ in range(3):
         assert judge(stasher).outcome is Outcome.AC
-        _settled(one_sandbox_pool)
+        wait_idle(one_sandbox_pool)
         second = judge(copier)
-        _settled(one_sandbox_pool)
+        wait_idle(one_sandbox_pool)
         assert second.outcome is not Outcome.AC, second.reason
     assert one_sandbox_pool.stats()["started"] == 1
 
