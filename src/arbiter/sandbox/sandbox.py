@@ -55,7 +55,6 @@ def _cgroups_available() -> tuple[bool, str]:
         return _cgroups_ok
 
 
-
 #: The scratch size every session is armed with (the default, never a submission's: a case
 #: reads it in the zygote's frame; a session of another size remounts its scratch at ``go``).
 ARMED_SCRATCH_BYTES = Limits().scratch_bytes

@@ -206,8 +206,8 @@ def _session_server(libc, header, in_fd, out_fd, start_server, prefork, levels):
     the server then, and returns ``(on_go, serve)``), it answers ``armed`` (with ``levels``: how
     far below the zygote it is, for the judge to find its host pid) and waits for ``go``
     (the submission): its files written (:func:`write_prog`), ``on_go(go, blank)`` (the server
-    may hand an early load to the blank forker, which reads ``/prog/main.py``), then it starts the session (:func:`start_session`) and ``serve()`` serves
-    until ``exit``. A ``prefork`` before ``go`` (no reply; born in the sandbox's cgroups, so is
+    may hand an early load to the blank forker, which reads ``/prog/main.py``), then it starts
+    the session (:func:`start_session`) and ``serve()`` serves until ``exit``. A ``prefork`` before ``go`` (no reply; born in the sandbox's cgroups, so is
     what it forks) forks the blank forker ahead of the submission: ``prefork(drop)``, where
     ``drop()`` drops the child's capabilities first; what it returns is ``blank``."""
     blank = None
