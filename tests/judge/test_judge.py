@@ -509,11 +509,11 @@ def _flaky_sandbox_class(fail_run: int):
                 self.config = dataclasses.replace(self.config, python="/nonexistent/python3")
             super().start()
 
-        def _run(self, req, stdin, limits, call_payload=None):
+        def _run(self, req, stdin, limits, call_payload=None, last=False):
             FlakySandbox.runs += 1
             if FlakySandbox.runs == fail_run:
                 self._kill_now()
-            return super()._run(req, stdin, limits, call_payload)
+            return super()._run(req, stdin, limits, call_payload, last)
 
     return FlakySandbox
 

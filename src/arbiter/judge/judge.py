@@ -133,12 +133,12 @@ def _run_cases(job: _Judging, cases: list[TestCase], runner: Runner, external: E
     task = job.task
     stop = task.scoring == "all_or_nothing" and not task.run_all
     failed = False
-    for case in cases:
+    for index, case in enumerate(cases):
         if failed and stop:
             job.results.append(CaseResult(name=case.name, outcome=Outcome.SKIPPED,
                                           detail="not run: an earlier case failed"))
             continue
-        res = _run_case(job, case, runner, external, retries)
+        res = _run_case(job, case, runner, external, retries, last=index == len(cases) - 1)
         if isinstance(res, Verdict):
             return res
         if res.outcome in (Outcome.SANDBOX_ERROR, Outcome.INVALID_TASK):
@@ -159,9 +159,10 @@ STARVED_PAUSE = 1.0
 
 
 def _run_case(job: _Judging, case: TestCase, runner: Runner, external: ExternalChecker | None,
-              retries: int) -> CaseResult | Verdict:
+              retries: int, last: bool = False) -> CaseResult | Verdict:
     """One case, retried in a fresh sandbox after a sandbox failure, or in the same one after a
-    pause when it was starved of CPU (:data:`STARVED_RETRIES`); a verdict on a judge bug."""
+    pause when it was starved of CPU (:data:`STARVED_RETRIES`); a verdict on a judge bug.
+    ``last``: no case follows it (:meth:`Runner.run`)."""
     attempts_left = retries
     starved_left = STARVED_RETRIES
     restart_error = ""
@@ -171,7 +172,7 @@ def _run_case(job: _Judging, case: TestCase, runner: Runner, external: ExternalC
                            detail=f"the sandbox could not be restarted after a failure: {restart_error}")
         else:
             try:
-                ex = runner.run(case)
+                ex = runner.run(case, last=last)
             except SandboxError as exc:
                 ex = Execution(Status.SANDBOX_ERROR, detail=str(exc))
         try:

@@ -208,7 +208,7 @@ def _attempt(runner: Runner, case: StdioCase, files: dict[str, bytes], out: RunO
             assert runner.sandbox is not None
             for name, data in files.items():
                 runner.sandbox.put(name, data)
-        return runner.run(case, keep)
+        return runner.run(case, keep, last=True)
     except (SandboxError, OSError) as exc:
         return Execution(Status.SANDBOX_ERROR, detail=f"{type(exc).__name__}: {exc}")
 

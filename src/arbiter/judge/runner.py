@@ -63,16 +63,17 @@ class Runner:
             return f"the program no longer loads in the new sandbox: {self.load_error.message[-300:]}"
         return ""
 
-    def run(self, case: TestCase, keep: Sequence[str] = ()) -> Execution:
-        """Run one case (``keep``: working-directory files the wipe after it spares)."""
+    def run(self, case: TestCase, keep: Sequence[str] = (), last: bool = False) -> Execution:
+        """Run one case (``keep``: working-directory files the wipe after it spares; ``last``: no
+        other case follows in this sandbox, see :meth:`Sandbox.run`)."""
         if self.sandbox is None:
             raise SandboxError("no sandbox (a restart failed)")
         lim = self.task.limits
         if isinstance(case, CallCase):
             call = jsonvalues.dumps({"args": list(case.args), "kwargs": dict(case.kwargs)})
-            ex = self.sandbox.call_python(case.fn_name, limits=lim, call_json=call)
+            ex = self.sandbox.call_python(case.fn_name, limits=lim, call_json=call, last=last)
         else:
-            ex = self.language.run(self.sandbox, self.program, case.stdin, lim, keep)
+            ex = self.language.run(self.sandbox, self.program, case.stdin, lim, keep, last)
         if ex.status is Status.SANDBOX_ERROR:
             self._suspect = True
         return ex

@@ -179,8 +179,9 @@ class Language(Protocol):
     def load(self, sandbox: Sandbox, program: Program, prelude: str) -> LoadFailure | None: ...
 
     def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits,
-            keep: Sequence[str] = ()) -> Execution:
-        """Run one case; ``keep``: files of the working directory the wipe after it spares."""
+            keep: Sequence[str] = (), last: bool = False) -> Execution:
+        """Run one case; ``keep``: files of the working directory the wipe after it spares;
+        ``last``: the session's last run (see :meth:`Sandbox.run`)."""
 
 
 class ArgvLanguage:
@@ -200,5 +201,5 @@ class ArgvLanguage:
         return None
 
     def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits,
-            keep: Sequence[str] = ()) -> Execution:
-        return sandbox.run(self.argv(program, sandbox), stdin, limits, keep=keep)
+            keep: Sequence[str] = (), last: bool = False) -> Execution:
+        return sandbox.run(self.argv(program, sandbox), stdin, limits, keep=keep, last=last)

@@ -67,8 +67,9 @@ class CompiledLanguage(ArgvLanguage):
         return self.run_argv(program, sandbox)
 
     def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits,
-            keep: Sequence[str] = ()) -> Execution:
-        return sandbox.run(self.run_argv(program, sandbox), stdin, self.run_limits(limits), keep=keep)
+            keep: Sequence[str] = (), last: bool = False) -> Execution:
+        return sandbox.run(self.run_argv(program, sandbox), stdin, self.run_limits(limits), keep=keep,
+                           last=last)
 
     # ---- building -----------------------------------------------------------------------------
     def compiler_stamp(self) -> str:

@@ -61,8 +61,8 @@ class PythonLanguage:
         return LoadFailure(error, sandbox.load_stage == "prelude", "the program does not compile (SyntaxError)")
 
     def run(self, sandbox: Sandbox, program: Program, stdin: bytes, limits: Limits,
-            keep: Sequence[str] = ()) -> Execution:
-        return sandbox.run_python(stdin, limits, keep=keep)
+            keep: Sequence[str] = (), last: bool = False) -> Execution:
+        return sandbox.run_python(stdin, limits, keep=keep, last=last)
 
 
 def _stamp(path: str) -> tuple:

@@ -328,16 +328,19 @@ class Sandbox:
     # ---- runs ---------------------------------------------------------------------------------
     def run(self, argv: Sequence[str], stdin: bytes = b"", limits: Limits | None = None, *,
             cwd: str | None = None, env: Mapping[str, str] | None = None,
-            keep: Sequence[str] = (), log_fd: int = 0) -> Execution:
+            keep: Sequence[str] = (), log_fd: int = 0, last: bool = False) -> Execution:
         """Fork+exec ``argv`` (absolute path first) with ``stdin``; see :class:`Execution`.
 
         Scratch files are wiped after every run but those in ``keep`` (relative to
         :attr:`work_dir`). ``log_fd`` (e.g. 3): a pipe on that descriptor, its last
-        ``limits.stderr_bytes`` returned as :attr:`Execution.log` (e.g. valgrind's summary)."""
+        ``limits.stderr_bytes`` returned as :attr:`Execution.log` (e.g. valgrind's summary).
+        ``last``: the caller runs nothing more in this session (it may fetch files): a Python
+        case may then be reported once its program ended, before the kernel has torn its
+        process down (docs/sandbox.md, "The forker"); a later run waits for that teardown."""
         return self._run({"mode": "exec", "argv": list(argv), "cwd": cwd, "log_fd": int(log_fd),
                           "env": dict(env) if env else None,
                           "keep": [k if k.startswith("/") else os.path.join(self.work_dir, k)
-                                   for k in keep]}, stdin, limits)
+                                   for k in keep]}, stdin, limits, last=last)
 
     def load_python(self, source: str, prelude: str = "", filename: str = "main.py",
                     limits: Limits | None = None) -> str | None:
@@ -364,38 +367,43 @@ class Sandbox:
             return None
         return (reply.get("error") or "the program could not be compiled").strip()
 
-    def run_python(self, stdin: bytes = b"", limits: Limits | None = None, *, keep: Sequence[str] = ()) -> Execution:
-        """Run the loaded program as ``__main__`` in a forked child (``keep``: as :meth:`run`)."""
+    def run_python(self, stdin: bytes = b"", limits: Limits | None = None, *, keep: Sequence[str] = (),
+                   last: bool = False) -> Execution:
+        """Run the loaded program as ``__main__`` in a forked child (``keep``, ``last``: as :meth:`run`)."""
         if not self.python_loaded:
             raise SandboxError("load_python() first")
-        return self._run({"mode": "python", "keep": [os.path.join(self.work_dir, k) for k in keep]}, stdin, limits)
+        return self._run({"mode": "python", "keep": [os.path.join(self.work_dir, k) for k in keep]}, stdin, limits,
+                         last=last)
 
     def call_python(self, fn_name: str, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None,
-                    limits: Limits | None = None, *, call_json: str | bytes | None = None) -> Execution:
+                    limits: Limits | None = None, *, call_json: str | bytes | None = None,
+                    last: bool = False) -> Execution:
         """Run the loaded program's module code, then call ``fn_name`` (``Solution().fn_name``
         when ``class Solution`` defines it) with JSON ``args`` / ``kwargs``, or ``call_json`` (the
         JSON text of ``{"args": [...], "kwargs": {...}}``, for integers longer than this process's
         int/str digit limit). ``Execution.result`` is the harness's JSON (docs/sandbox.md, "mode:
-        call"). Raises TypeError / ValueError when the args are not JSON."""
+        call"). ``last``: as :meth:`run`. Raises TypeError / ValueError when the args are not JSON."""
         if not self.python_loaded:
             raise SandboxError("load_python() first")
         if call_json is not None:
             payload = call_json.encode() if isinstance(call_json, str) else bytes(call_json)
         else:
             payload = json.dumps({"args": list(args), "kwargs": dict(kwargs or {})}).encode()
-        return self._run({"mode": "call", "fn_name": fn_name}, b"", limits, payload)
+        return self._run({"mode": "call", "fn_name": fn_name}, b"", limits, payload, last=last)
 
     def _held(self) -> int:
         """Bytes the open session holds in the memory cgroup for itself (its ``/prog`` files)."""
         return self.session.held if self.session is not None else 0
 
     def _run(self, req: dict[str, Any], stdin: bytes, limits: Limits | None,
-             call_payload: bytes | None = None) -> Execution:
+             call_payload: bytes | None = None, last: bool = False) -> Execution:
         """One run, with the memory accounting of contest judges (docs/sandbox.md, "Limits"): not
         charged for its input (staged first) nor its stdout; with cgroups, stopped once its CPU
         passes the limit (:meth:`RunMeter.cpu_watch`); the server's own CPU never counted."""
         lim = limits or self.limits
         req = dict(req, op="run", limits=lim.payload())
+        if last:
+            req["final"] = True
         meter = self.meter
         if self.session is None or meter is None:
             req["limits"]["processes"] = lim.processes

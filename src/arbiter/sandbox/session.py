@@ -166,8 +166,9 @@ class Session:
 
     def after_reply(self, reply: dict[str, Any]) -> None:
         """Note what a reply says the server still does (``settling``: it makes its forker
-        again): the next run waits for it (:meth:`ready_for_run`)."""
-        self.settling = bool(reply.get("settling"))
+        again; ``reaping``: the case ended before its processes were gone): the next run waits
+        for it (:meth:`ready_for_run`)."""
+        self.settling = bool(reply.get("settling") or reply.get("reaping"))
 
     def ready_for_run(self) -> None:
         """Before a run's cgroup readings: the session started (its hello read: nothing of its

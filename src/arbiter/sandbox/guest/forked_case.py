@@ -1,7 +1,7 @@
 """The server's side of a case the forker runs: send it, watch it, collect it.
 
 Exports: :func:`run_in_forker` (over a :class:`~.state.ServerState` and its
-:class:`~.forker.Forker`), :func:`await_zombie`, :data:`QUICK_CASE`. See docs/sandbox.md ("The forker").
+:class:`~.forker.Forker`), :func:`await_zombie`, :func:`reap_ended`, :data:`QUICK_CASE`. See docs/sandbox.md ("The forker").
 """
 
 import os
@@ -71,6 +71,38 @@ def await_zombie(state):
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
+
+
+def reap_ended(state):
+    """Once the reply of a case the forker reported before its exit is sent
+    (``state.reaping``): wait until every process of it is gone (the forker reaps the case,
+    this server the rest); a forker that cannot be spared is dropped. True when there was one."""
+    if state.reaping is None:
+        return False
+    (case, fk), state.reaping = state.reaping, None
+    _wait_for_exit(case)  # (asleep while the kernel tears it down: no scan of /proc meanwhile)
+    if state.forker is fk and reap_all(state, fk.pid, case):
+        await_zombie(state)
+        return True
+    if state.forker is fk:
+        _drop_forker(state)
+    kill_all(state, 0)
+    reap_all(state)
+    state.zombie = None
+    return True
+
+
+def _wait_for_exit(pid):
+    """Sleep until ``pid`` (a child of the forker, killed) has exited, at most :data:`REPORT_GRACE`."""
+    import select
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return
+    try:
+        select.select([pidfd], [], [], REPORT_GRACE)
+    finally:
+        os.close(pidfd)
 
 
 def _watch_forked_case(state, fk, req, t0, err, err_r, out_fd, res_fd, out_cap):
@@ -210,7 +242,12 @@ def _end_forked_case(state, w, req, t0, out_fd, res_fd, out_cap):
     fk, forker_dead = w.fk, w.forker_dead
     end = w.end or time.monotonic()
     keep = None if forker_dead else fk.pid
-    if forker_dead or not only_forker_left(state, fk, w.pid):
+    if not forker_dead and w.done.get("early"):
+        # Reported before its exit: what it forked is still its own (not yet this server's
+        # children). All of it is killed now and reaped after the reply (:func:`reap_ended`).
+        kill_all(state, 0, keep)
+        state.reaping = (w.pid, fk)
+    elif forker_dead or not only_forker_left(state, fk, w.pid):
         kill_all(state, 0, keep)
         if not reap_all(state, keep, w.pid):  # a process only the forker could reap: it goes too
             forker_dead = True

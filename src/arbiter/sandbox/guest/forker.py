@@ -22,7 +22,7 @@ from .kernel import close_all_but, fork, reseed_random, set_own_oom_adj
 from .program import warm_heavy_imports
 from .protocol import LEN, MAX_HEADER, RESULT_FD, read_exact, write_all
 from .python_case import fresh_stdio, prepare_python_process, run_prepared_python
-from .reports import REPORT, exit_peeker, parse_report
+from .reports import REPORT, ended_early, ended_pipe, exit_peeker, own_ended_pipe, parse_report, tell_ended
 from .runq import own_delay_ns, task_stat
 
 
@@ -260,30 +260,45 @@ def forker_main(program, fk):
         waited = own_waited()  # (it sleeps between cases: this is the wait to fork this one)
         startup, waited_before = waited - waited_before, waited
         reseed_random()
+        # the session's last run: the case's own record that its program ended (its report
+        # does not wait for the kernel's teardown of it; what it leaves is reaped after the reply)
+        ended_r, ended_w = ended_pipe() if req.get("final") else (-1, -1)
         pid = fork(reseed=False)  # OSError: this forker ends; the server forks the case itself
         if pid == 0:  # -------------------------------------------------------- the case
             status = 70
             try:
                 for fd in (report, started, go, own_waited.fd):  # (forged reports...)
                     os.close(fd)
+                if ended_r >= 0:
+                    os.close(ended_r)
                 if kernel.LIBC is not None:  # its own /proc files (environ, io...), as python3 main.py
                     kernel.LIBC.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE; the forker itself stays closed
                 _signal.pthread_sigmask(signal.SIG_SETMASK, ())
                 apply_rlimits(rlimits)
+                own = own_ended_pipe(ended_w) if ended_w >= 0 else None
                 status = run_prepared_python(program, req, call_args, main)
+                if own is not None:
+                    tell_ended(ended_w, own, status)
             finally:
                 kernel.EXIT(status)
         # While the case runs, every page this forker writes is a copy (the case shares them):
         # only what must be done now, the rest once it has exited.
         os.closerange(0, len(CASE_FDS))  # the case's files are the case's (and the server's) only
+        if ended_w >= 0:
+            os.close(ended_w)
         os.write(started, pack(b"S", pid, 0, 0.0, 0.0, 0, seq, startup))
         # Report, then reap: stopped or killed in between, the child stays a zombie the server
-        # reaps itself (its status is never lost with the forker)
-        status, utime, stime, maxrss = peek(pid)
+        # reaps itself (its status is never lost with the forker). Its own record that its
+        # program ended comes before its exit (the kernel's teardown of its pages): "E".
+        ended = None
+        if ended_r >= 0:
+            ended = ended_early(pid, ended_r)
+            os.close(ended_r)
+        status, utime, stime, maxrss = ended or peek(pid)
         del req, call_args
-        ran, waited = task_stat(pid)  # a zombie still: its schedstat is readable
+        ran, waited = task_stat(pid)  # (a zombie, or exiting: its schedstat is readable)
         delay = own_delay_ns(ran, waited, int((utime + stime) * 1e9))
-        os.write(report, pack(b"D", pid, status, utime, stime, maxrss, seq, delay))
+        os.write(report, pack(b"E" if ended else b"D", pid, status, utime, stime, maxrss, seq, delay))
         os.waitpid(pid, 0)
 
 

@@ -15,7 +15,7 @@ from .kernel import memfd, namespace_pids
 from .loader import hand_to_blank, load_in_forker
 from .program import compile_program, failed_load_stage, new_main, prelude_code
 from .protocol import read_frame_blocking, write_all
-from .forked_case import await_zombie
+from .forked_case import await_zombie, reap_ended
 from .reaper import kill_all, reap_all, wipe_scratch
 from .reply import reply, reply_with_fds
 from .tamper import tampering
@@ -248,11 +248,17 @@ def op_run(state, header, blobs):
     if (state.forker is None and not state.tampered and state.is_init and python
             and (state.program.code is not None or state.pending_load is not None)):
         result["settling"] = True
+    # a case reported before its exit (its processes killed, not yet gone): they are reaped
+    # and the scratch wiped after the reply; a next run waits for that ("reaping": sync)
+    ended_early = state.reaping is not None
+    if ended_early:
+        result["reaping"] = True
     try:
         try:
             # before the reply: the next request finds the sandbox clean (a wipe still going
             # on would count in its CPU and memory), and the judge waits for what this run left
-            wipe_scratch(state)
+            if not ended_early:
+                wipe_scratch(state)
         except BaseException:
             for item in fds:
                 if not isinstance(item, bytes):
@@ -260,7 +266,9 @@ def op_run(state, header, blobs):
             raise
         reply_with_fds(state, dict(result, op="run"), fds)  # (the stdout memfd closed before its last byte)
     finally:
-        await_zombie(state)  # (while the judge reads the reply)
+        if reap_ended(state):  # (while the judge reads the reply)
+            wipe_scratch(state)
+        await_zombie(state)
         if state.forker is None and not state.tampered and python and loaded(state):
             make_forker(state)  # while the judge reads the reply
 
@@ -270,7 +278,7 @@ def recover(state):
     run. Kill and reap every process (``kill(-1)``: no descriptor needed), drop the forker,
     forget a staged input, wipe the scratch directories. When a step fails, later runs are
     refused (``state.broken``)."""
-    state.staged_stdin = None
+    state.staged_stdin = state.reaping = None
     steps = (lambda: kill_all(state, 0), lambda: reap_all(state), lambda: drop_forker(state),
              lambda: drop_blank_forker(state), lambda: wipe_scratch(state))
     for step in steps:

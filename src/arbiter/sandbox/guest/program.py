@@ -211,14 +211,14 @@ PROG_DIR = "/prog"
 
 def script_path(filename, source):
     """The program's ``__file__``: ``/prog/<filename>`` when the session's files hold it (exactly
-    ``source``, so ``multiprocessing``'s spawn and forkserver children, which run that file, and
-    ``open(__file__)`` get this program), else ``<cwd>/<filename>`` (a path with no file)."""
+    ``source``, the bytes compiled, so ``multiprocessing``'s spawn and forkserver children, which
+    run that file, and ``open(__file__)`` get this program), else ``<cwd>/<filename>`` (a path
+    with no file)."""
     path = os.path.join(PROG_DIR, filename)
     if source is not None and "/" not in filename:
-        want = source if isinstance(source, bytes) else str(source).encode("utf-8", "surrogateescape")
         try:
             with open(path, "rb") as f:
-                if f.read(len(want) + 1) == want:
+                if f.read(len(source) + 1) == source:
                     return path
         except OSError:
             pass

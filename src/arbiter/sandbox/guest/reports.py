@@ -1,12 +1,16 @@
 """The forker's report records, and how a process learns a child's exit without reaping it.
 
 Exports: :data:`REPORT` (the record), :func:`read_report`, :func:`parse_report`, :class:`Rusage`,
-:data:`REPORT_GRACE`, :func:`exit_peeker`. See docs/sandbox.md ("The forker").
+:data:`REPORT_GRACE`, :func:`exit_peeker`; a case's own record that its program ended:
+:func:`ended_pipe`, :func:`tell_ended`, :func:`ended_early`. See docs/sandbox.md ("The forker").
 """
 
 import errno
 import os
+import select
+import signal
 import struct
+import time
 
 from .protocol import read_exact
 
@@ -16,7 +20,8 @@ from .protocol import read_exact
 REPORT_GRACE = 2.0
 
 
-#: The forker's reports: kind (b"S" started, b"D" done), pid, wait status, user and system
+#: The forker's reports: kind (b"S" started, b"D" done, b"E" ended: done, reported from the case's
+#: own record before the kernel tore it down, see :func:`ended_early`), pid, wait status, user and system
 #: CPU seconds, max RSS (KiB), the run's sequence number (a record of an earlier run, left by a
 #: run that failed in the server, is never taken for this run's), a run-queue delay in ns (done:
 #: the child's; started: the forker's own since the last start). Fixed size, written whole.
@@ -85,9 +90,123 @@ def read_report(fd):
 def parse_report(data):
     """A :data:`REPORT` record as a dict: ``{"pid", "seq", "run_delay_ns"}`` (started; the
     forker's own run-queue delay since the last case started) or ``{"pid", "status", "utime",
-    "stime", "maxrss", "seq", "run_delay_ns"}`` (done). Raises struct.error."""
+    "stime", "maxrss", "seq", "run_delay_ns", "early"}`` (done; ``early``: ended, the case may
+    still be in its exit). Raises struct.error."""
     kind, pid, status, utime, stime, maxrss, seq, delay = REPORT.unpack(data)
     if kind == b"S":
         return {"pid": pid, "seq": seq, "run_delay_ns": delay}
     return {"pid": pid, "status": status, "utime": utime, "stime": stime, "maxrss": maxrss,
-            "seq": seq, "run_delay_ns": delay}
+            "seq": seq, "run_delay_ns": delay, "early": kind == b"E"}
+
+
+#: A case's own record, on a pipe of its own, that its program ended: its exit status. Written
+#: by the case's process (the one the forker forked, never a process it forked) after the
+#: program's shutdown (stdio flushed), just before ``_exit``.
+ENDED = struct.Struct("=i")
+
+
+def ended_pipe():
+    """The pipe of one case's :data:`ENDED` record: ``(read end, write end)``, both close-on-exec
+    and numbered 10 or more (0-3 are the case's files, which the forker closes after the fork)."""
+    import fcntl
+
+    ends = os.pipe2(os.O_CLOEXEC)
+    moved = tuple(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in ends)
+    for fd in ends:
+        os.close(fd)
+    return moved
+
+
+def tell_ended(ended_w, own, status):
+    """In the case, once its program ended with ``status``: the record, when this is still the
+    case's process and ``ended_w`` still its pipe (``own``: :func:`own_ended_pipe`, taken before
+    the program ran: a process the program forked, or a descriptor it closed and reused, gets
+    no record); then wait for the forker to take its figures and kill it (:func:`ended_early`),
+    or to be gone (the pipe has no reader: a program may kill it), at most :data:`ENDED_WAIT`
+    seconds. A signal handler of the program's may still run then, as one may during CPython's
+    shutdown. Returns when no record was sent or the wait is over. (Little Python work here: in
+    a forked process every page first written is a copy, a few µs each.)"""
+    try:
+        st = os.fstat(ended_w)
+        if (os.getpid(), (st.st_dev, st.st_ino)) != own:
+            return
+        os.write(ended_w, ENDED.pack(status))
+        gone = select.poll()
+        gone.register(ended_w, 0)  # (POLLERR: no reader left)
+        gone.poll(ENDED_WAIT * 1000)
+    except OSError:
+        return
+
+
+#: Seconds a case that sent its :data:`ENDED` record waits to be killed before it exits itself.
+ENDED_WAIT = 1.0
+
+
+def own_ended_pipe(ended_w):
+    """What :func:`tell_ended` checks, taken in the case before its program runs."""
+    st = os.fstat(ended_w)
+    return os.getpid(), (st.st_dev, st.st_ino)
+
+
+def ended_early(pid, ended_r):
+    """In the forker: the report of its case ``pid`` from the case's :data:`ENDED` record,
+    without waiting for the kernel to tear the process down (a large process takes most of a
+    millisecond): ``(wait status, CPU seconds, 0.0, peak RSS KiB)``, the kernel's figures for
+    the process at that moment (it waits: :func:`tell_ended`), then the case SIGKILLed. The
+    record is trusted for nothing the program could not do itself: end now, with that status.
+    None when the case exited first or without a record (:func:`exit_peeker` then gives its
+    figures)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return None
+    try:
+        poller = select.poll()
+        poller.register(ended_r, select.POLLIN)
+        poller.register(pidfd, select.POLLIN)
+        while True:
+            try:
+                ready = dict(poller.poll())
+                break
+            except InterruptedError:
+                continue
+        if pidfd in ready:
+            return None  # it has exited: its rusage is there
+        data = os.read(ended_r, ENDED.size)
+        if len(data) != ENDED.size:
+            return None
+        cpu_ns = time.clock_gettime_ns(((~pid) << 3) | 2)  # the process's CPUCLOCK_SCHED
+        maxrss = _peak_rss_kib(pid)
+        if maxrss is None:
+            return None  # its memory is gone already: it is exiting, its rusage comes next
+        _idle(pid)
+        os.kill(pid, signal.SIGKILL)  # (it waits for this; a forged record: it ends here)
+    except OSError:
+        return None
+    finally:
+        os.close(pidfd)
+    return (ENDED.unpack(data)[0] & 0xFF) << 8, cpu_ns / 1e9, 0.0, maxrss
+
+
+def _idle(pid):
+    """``pid`` scheduled ``SCHED_IDLE``: the kernel's teardown of it, in its own context, gives
+    way to the judge reading the report (it has its figures already)."""
+    try:
+        os.sched_setscheduler(pid, os.SCHED_IDLE, _IDLE_PARAM)
+    except OSError:
+        pass
+
+
+_IDLE_PARAM = os.sched_param(0)
+
+
+def _peak_rss_kib(pid):
+    """The ``VmHWM`` of ``/proc/<pid>/status`` (KiB, as ``ru_maxrss``); None when not there (an
+    exiting process whose memory is gone)."""
+    fd = os.open("/proc/%d/status" % pid, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        text = os.read(fd, 4096)
+    finally:
+        os.close(fd)
+    at = text.find(b"VmHWM:")
+    return int(text[at + 6:text.index(b"kB", at)]) if at >= 0 else None

@@ -141,27 +141,19 @@ def start_session(libc, header, armed_size):
 def drop_bounds(libc):
     """What can go while the server still mounts (it keeps its effective capabilities): the
     bounding and ambient sets emptied, no_new_privs (already set by bwrap for seccomp), the
-    host-wide counters denied (:func:`.counters.deny_counters`). Once per process: what it
-    forks after inherits it all (:func:`drop_capabilities` does it only where it was not done)."""
-    global _BOUNDS_DROPPED
+    host-wide counters denied (:func:`.counters.deny_counters`). Once, when the session is armed
+    (:func:`arm_session`): what it forks after inherits it all."""
     for cap in range(64):
         if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:
             break  # EINVAL: past the last capability this kernel knows
     _check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient caps")
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     deny_counters(libc)  # (the session server's setsid is behind it)
-    _BOUNDS_DROPPED = True
-
-
-#: Whether this process (a session server, or what it forked) ran :func:`drop_bounds`.
-_BOUNDS_DROPPED = False
 
 
 def drop_capabilities(libc):
-    """No capability left in any set (:func:`drop_bounds`, then the effective, permitted and
-    inheritable sets); not dumpable."""
-    if not _BOUNDS_DROPPED:
-        drop_bounds(libc)
+    """No capability left in any set: in a session server armed (:func:`drop_bounds` done) or
+    what it forked, the effective, permitted and inheritable sets emptied; not dumpable."""
     header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (ctypes.c_uint32 * 6)()
     _check(libc.capset(header, data), "capset")
@@ -207,9 +199,10 @@ def _session_server(libc, header, in_fd, out_fd, start_server, prefork, levels):
     far below the zygote it is, for the judge to find its host pid) and waits for ``go``
     (the submission): its files written (:func:`write_prog`), ``on_go(go, blank)`` (the server
     may hand an early load to the blank forker, which reads ``/prog/main.py``), then it starts
-    the session (:func:`start_session`) and ``serve()`` serves until ``exit``. A ``prefork`` before ``go`` (no reply; born in the sandbox's cgroups, so is
-    what it forks) forks the blank forker ahead of the submission: ``prefork(drop)``, where
-    ``drop()`` drops the child's capabilities first; what it returns is ``blank``."""
+    the session (:func:`start_session`) and ``serve()`` serves until ``exit``. A ``prefork``
+    before ``go`` (no reply; born in the sandbox's cgroups, so is what it forks) forks the blank
+    forker ahead of the submission: ``prefork(drop)``, where ``drop()`` drops the child's
+    capabilities first; what it returns is ``blank``."""
     blank = None
     try:
         armed_size = int(header["scratch_bytes"])

@@ -1,0 +1,165 @@
+"""The session's last case, reported once its program ended (before the kernel's teardown).
+
+A run marked ``last`` gets a pipe on which its process writes its exit status when the program
+has ended; the forker takes the kernel's figures then and kills it (docs/sandbox.md, "The
+forker"). The record is the program's to forge: whatever it does with it, the run gets no more
+than ``os._exit`` at that point would give, nothing of it outlives the run, and a run after it in
+the same session is measured from a clean baseline.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from arbiter.sandbox.execution import Status
+from arbiter.sandbox.limits import MiB, Limits
+from arbiter.sandbox.sandbox import Sandbox
+
+LIMITS = Limits(cpu_seconds=2, wall_seconds=5)
+
+#: The program's own search for its ENDED pipe: a pipe it did not open, other than stderr.
+FIND_PIPE = (
+    "import os, stat\n"
+    "def ended_fds():\n"
+    "    found = []\n"
+    "    for name in os.listdir('/proc/self/fd'):\n"
+    "        fd = int(name)\n"
+    "        try:\n"
+    "            st = os.fstat(fd)\n"
+    "        except OSError:\n"
+    "            continue\n"
+    "        if fd > 2 and stat.S_ISFIFO(st.st_mode):\n"
+    "            found.append(fd)\n"
+    "    return found\n")
+
+
+def run_last(source: str, stdin: bytes = b"", limits: Limits = LIMITS, then: bytes | None = None):
+    """``source`` run once as the session's last run; with ``then``, once more after it in the
+    same session (a starved case's retry does that). Returns the executions and what was left."""
+    with Sandbox(limits=limits) as sb:
+        assert sb.load_python(source) is None
+        first = sb.run_python(stdin, limits, last=True)
+        second = sb.run_python(then, limits) if then is not None else None
+        left = sb.stray_processes()
+    return first, second, left
+
+
+def test_a_last_case_is_reported_with_its_status_and_figures():
+    ex, _, left = run_last("import sys\nx = bytearray(64 << 20)\nprint(len(x))\nsys.exit(3)\n")
+    assert ex.status is Status.RUNTIME_ERROR and ex.exit_code == 3, ex
+    assert ex.stdout == b"%d\n" % (64 << 20)
+    assert ex.peak_memory_bytes >= 64 * MiB, ex.peak_memory_bytes
+    assert ex.cpu_seconds > 0
+    assert left == []
+
+
+@pytest.mark.parametrize("source, status, cpu", [
+    ("print(int(input()) + 1)\n", Status.OK, 2),
+    ("raise ValueError('no')\n", Status.RUNTIME_ERROR, 2),
+    ("import os\nprint(1, flush=True)\nos._exit(0)\n", Status.OK, 2),  # no record: at its exit
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n", Status.RUNTIME_ERROR, 2),
+    ("while True:\n    pass\n", Status.TIME_LIMIT, 1),
+    ("x = bytearray(700 << 20)\nprint(len(x))\n", Status.MEMORY_LIMIT, 10),  # (reclaim first: CPU)
+])
+def test_last_and_not_last_give_the_same_verdict(source, status, cpu):
+    limits = Limits(cpu_seconds=cpu, wall_seconds=2 * cpu, memory_bytes=512 * MiB)
+    with Sandbox(limits=limits) as sb:
+        assert sb.load_python(source) is None
+        before = sb.run_python(b"41\n", limits)
+        last = sb.run_python(b"41\n", limits, last=True)
+        again = sb.run_python(b"41\n", limits)  # (after a sync: measured from a clean baseline)
+    for ex in (before, last, again):
+        assert ex.status is status, (ex, before, last, again)
+        assert ex.stdout == before.stdout
+        assert ex.exit_code == before.exit_code and ex.signal == before.signal
+
+
+def test_a_run_after_the_last_one_waits_for_it_and_is_charged_its_own_memory_only():
+    """The last case's 400 MB may still be being freed when the next run starts: the reply says
+    so (``reaping``) and the host syncs first, or that run's baseline would hold them and its
+    own memory would not show in full (200 MB, and a 40 MB file in its tmpfs, which only the
+    cgroup's figure sees: its process's peak RSS does not)."""
+    source = ("n = int(input())\nx = bytearray(n << 20)\nx[::4096] = b'1' * len(x[::4096])\n"
+              "with open('/tmp/f', 'wb') as f:\n    f.write(memoryview(x)[:40 << 20])\nprint(n)\n")
+    limits = Limits(cpu_seconds=4, wall_seconds=8, memory_bytes=768 * MiB)
+    with Sandbox(limits=limits) as sb:
+        assert sb.load_python(source) is None
+        first = sb.run_python(b"400\n", limits, last=True)
+        assert sb.session is not None and sb.session.settling  # (the next run syncs first)
+        second = sb.run_python(b"200\n", limits)
+        left = sb.stray_processes()
+    assert first.status is Status.OK and first.peak_memory_bytes >= 440 * MiB, first
+    assert second.status is Status.OK and second.peak_memory_bytes >= 238 * MiB, second
+    assert left == []
+
+
+def test_a_record_written_early_ends_the_program_there():
+    """The program writes the record itself, then goes on printing: it is ended at once (as by
+    ``os._exit`` then), never left running, and nothing it printed after shows up later."""
+    source = FIND_PIPE + (
+        "import struct, sys, time\n"
+        "print('before', flush=True)\n"
+        "for fd in ended_fds():\n"
+        "    try:\n"
+        "        os.write(fd, struct.pack('=i', 0))\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "time.sleep(0.2)\n"
+        "while True:\n"
+        "    print('after', flush=True)\n")
+    first, second, left = run_last(source, then=b"")
+    assert first.status is Status.OK and first.exit_code == 0, first
+    assert first.stdout.startswith(b"before\n")
+    assert b"after" not in first.stdout  # (killed within its 0.2 s sleep)
+    assert first.wall_seconds < 1, first.wall_seconds
+    assert second.status is Status.TIME_LIMIT  # (the same program, not last: it prints forever)
+    assert left == []
+
+
+def test_a_record_from_a_process_the_program_forked_is_not_taken():
+    """A child made by ``os.fork`` returns through the harness too; only the case's own process
+    may end the case: the parent's later output is all there."""
+    source = (
+        "import os, sys, time\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    print('child', flush=True)\n"
+        "    sys.exit(0)\n"
+        "os.waitpid(pid, 0)\n"
+        "time.sleep(0.1)\n"
+        "print('parent')\n")
+    ex, _, left = run_last(source)
+    assert ex.status is Status.OK, ex
+    assert ex.stdout == b"child\nparent\n"
+    assert left == []
+
+
+def test_a_program_that_puts_a_file_on_the_pipes_number_gets_no_record_in_it():
+    """The program puts its own file on the pipe's number: the harness sees the descriptor is
+    no longer its pipe and writes nothing there (the case is reported at its exit)."""
+    source = FIND_PIPE + (
+        "fds = ended_fds()\n"
+        "out = os.open('mine', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)\n"
+        "for fd in fds:\n"
+        "    os.dup2(out, fd)\n"
+        "print(len(fds))\n")
+    with Sandbox(limits=LIMITS) as sb:
+        assert sb.load_python(source) is None
+        ex = sb.run_python(b"", LIMITS, last=True, keep=["mine"])
+        mine = sb.fetch(f"{sb.work_dir}/mine")
+    assert ex.status is Status.OK and ex.stdout == b"1\n", ex
+    assert mine == b""
+
+
+def test_what_a_last_case_left_running_is_gone_before_the_next_session():
+    source = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    while True:\n"
+        "        print('daemon', flush=True)\n"
+        "        time.sleep(0.001)\n"
+        "print('main', flush=True)\n")
+    first, second, left = run_last(source, then=b"")
+    assert first.status is Status.OK and b"main\n" in first.stdout, first
+    assert second.status is Status.OK
+    assert left == []
