@@ -163,3 +163,19 @@ def test_what_a_last_case_left_running_is_gone_before_the_next_session():
     assert first.status is Status.OK and b"main\n" in first.stdout, first
     assert second.status is Status.OK
     assert left == []
+
+
+@pytest.mark.parametrize("how", ["SIGSTOP", "SIGKILL"])
+def test_a_last_case_that_stops_or_kills_its_forker_is_not_kept_waiting(how):
+    """Nobody reads its record: it waits at most ENDED_WAIT (or not at all once the forker is
+    gone), then exits and is collected from its exit, with its own status and output."""
+    source = f"import os, signal\ni = int(input())\nos.kill(os.getppid(), signal.{how})\nprint(i * 2)\n"
+    limits = Limits(cpu_seconds=1, wall_seconds=2)
+    with Sandbox(limits=limits) as sb:
+        assert sb.load_python(source) is None
+        runs = [sb.run_python(b"4\n", limits, last=True) for _ in range(3)]
+        left = sb.stray_processes()
+    for ex in runs:
+        assert ex.status is Status.OK and ex.stdout == b"8\n", ex
+        assert ex.wall_seconds < 0.5, ex.wall_seconds
+    assert left == []

@@ -138,8 +138,10 @@ def tell_ended(ended_w, own, status):
         return
 
 
-#: Seconds a case that sent its :data:`ENDED` record waits to be killed before it exits itself.
-ENDED_WAIT = 1.0
+#: Seconds a case that sent its :data:`ENDED` record waits to be killed before it exits itself:
+#: the forker reads its figures within microseconds unless it is starved or stopped (a program
+#: may stop it), and a case that exits first is reported from its exit, as any other.
+ENDED_WAIT = 0.05
 
 
 def own_ended_pipe(ended_w):
