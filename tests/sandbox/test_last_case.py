@@ -134,20 +134,25 @@ def test_a_record_from_a_process_the_program_forked_is_not_taken():
     assert left == []
 
 
-def test_a_program_that_puts_a_file_on_the_pipes_number_gets_no_record_in_it():
-    """The program puts its own file on the pipe's number: the harness sees the descriptor is
-    no longer its pipe and writes nothing there (the case is reported at its exit)."""
+def test_a_program_cannot_put_a_file_on_the_pipes_number():
+    """The pipe sits at or above the case's ``RLIMIT_NOFILE``: the program cannot move a file of
+    its own there (``dup2`` fails), and a pipe it closes sends no record (reported at its exit)."""
     source = FIND_PIPE + (
         "fds = ended_fds()\n"
         "out = os.open('mine', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)\n"
+        "moved = 0\n"
         "for fd in fds:\n"
-        "    os.dup2(out, fd)\n"
-        "print(len(fds))\n")
+        "    try:\n"
+        "        os.dup2(out, fd)\n"
+        "        moved += 1\n"
+        "    except OSError:\n"
+        "        os.close(fd)\n"
+        "print(len(fds), moved)\n")
     with Sandbox(limits=LIMITS) as sb:
         assert sb.load_python(source) is None
         ex = sb.run_python(b"", LIMITS, last=True, keep=["mine"])
         mine = sb.fetch(f"{sb.work_dir}/mine")
-    assert ex.status is Status.OK and ex.stdout == b"1\n", ex
+    assert ex.status is Status.OK and ex.stdout == b"1 0\n", ex
     assert mine == b""
 
 

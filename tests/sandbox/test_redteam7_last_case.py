@@ -2,7 +2,9 @@
 
 A run marked ``last`` gets a pipe; the case's process writes its status there once its program
 ended, the forker takes the kernel's figures for that one process (its CPU clock, ``VmHWM``) and
-kills it. Bugs found are ``xfail(strict=True)``; attacks that were held are plain tests.
+kills it. The bugs it found were fixed: without cgroups the last case is not reported early (its
+children's CPU and memory are only in the case's rusage), and the pipe sits above the case's
+descriptors (at or above its ``RLIMIT_NOFILE``). The rest were held.
 """
 
 from __future__ import annotations
@@ -89,9 +91,6 @@ MEMORY_IN_A_WAITED_CHILD = (
     "print(42)\n")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "without cgroups the last case's CPU is its process's clock only: the CPU of the children it "
-    "waited for (which wait4's rusage of the case includes) is lost, 1.4 s TLE -> 0.002 s OK"))
 def test_no_cgroups_cpu_of_waited_children_is_counted_on_the_last_case(no_cgroups):
     lim = Limits(cpu_seconds=1, wall_seconds=4)
     (before, _), (last, left) = both(CPU_IN_WAITED_CHILDREN, lim)
@@ -100,9 +99,6 @@ def test_no_cgroups_cpu_of_waited_children_is_counted_on_the_last_case(no_cgroup
     assert left == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "without cgroups the last case's peak memory is its process's VmHWM only: the peak of a "
-    "child it waited for (in wait4's ru_maxrss of the case) is lost, 311 MiB MLE -> 11 MiB OK"))
 def test_no_cgroups_memory_of_a_waited_child_is_counted_on_the_last_case(no_cgroups):
     lim = Limits(cpu_seconds=2, wall_seconds=4, memory_bytes=256 * MiB)
     (before, _), (last, left) = both(MEMORY_IN_A_WAITED_CHILD, lim)
@@ -111,9 +107,6 @@ def test_no_cgroups_memory_of_a_waited_child_is_counted_on_the_last_case(no_cgro
     assert left == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "without cgroups judge() accepts a submission whose every case is TLE (its CPU in waited "
-    "children) when there is one case: the last is measured without its children"))
 def test_no_cgroups_judge_rejects_cpu_in_waited_children(no_cgroups, one_sandbox_pool):
     suite = TestSuite((StdioCase("only", b"", (b"42\n",)),))
     task = Task("python", CPU_IN_WAITED_CHILDREN, suite, limits=Limits(cpu_seconds=1, wall_seconds=4),
@@ -122,9 +115,6 @@ def test_no_cgroups_judge_rejects_cpu_in_waited_children(no_cgroups, one_sandbox
     assert v.outcome is Outcome.TLE, (v.outcome, v.reason, [(c.name, c.outcome, c.detail) for c in v.cases])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the ENDED pipe's write end is one of the case's descriptors: under the same RLIMIT_NOFILE a "
-    "last case can open one file fewer (61 -> 60), and the program can tell it is the last case"))
 def test_the_last_case_has_the_same_descriptors_as_any_other():
     source = (
         "import os\n"

@@ -334,8 +334,8 @@ class Sandbox:
         Scratch files are wiped after every run but those in ``keep`` (relative to
         :attr:`work_dir`). ``log_fd`` (e.g. 3): a pipe on that descriptor, its last
         ``limits.stderr_bytes`` returned as :attr:`Execution.log` (e.g. valgrind's summary).
-        ``last``: the caller runs nothing more in this session (it may fetch files): a Python
-        case may then be reported once its program ended, before the kernel has torn its
+        ``last``: the caller runs nothing more in this session (it may fetch files): with cgroups,
+        a Python case may then be reported once its program ended, before the kernel has torn its
         process down (docs/sandbox.md, "The forker"); a later run waits for that teardown."""
         return self._run({"mode": "exec", "argv": list(argv), "cwd": cwd, "log_fd": int(log_fd),
                           "env": dict(env) if env else None,
@@ -402,9 +402,9 @@ class Sandbox:
         passes the limit (:meth:`RunMeter.cpu_watch`); the server's own CPU never counted."""
         lim = limits or self.limits
         req = dict(req, op="run", limits=lim.payload())
-        if last:
-            req["final"] = True
         meter = self.meter
+        if last and meter is not None:  # (without cgroups only the case's rusage counts its children)
+            req["final"] = True
         if self.session is None or meter is None:
             req["limits"]["processes"] = lim.processes
         if meter is None:  # no memory cgroup: fall back to an address-space limit

@@ -10,7 +10,7 @@ import signal
 from .cases import Capture, case_clock, drain, finish_case, wait_for_exit
 from .kernel import stopped
 from .protocol import encode_frame
-from .reaper import kill_all, only_forker_left, reap_all, wipe_scratch
+from .reaper import kill_all, kill_until_none_new, only_forker_left, reap_all, wipe_scratch
 from .reports import REPORT_GRACE, Rusage, read_report
 
 
@@ -242,10 +242,11 @@ def _end_forked_case(state, w, req, t0, out_fd, res_fd, out_cap):
     fk, forker_dead = w.fk, w.forker_dead
     end = w.end or time.monotonic()
     keep = None if forker_dead else fk.pid
-    if not forker_dead and w.done.get("early"):
-        # Reported before its exit: what it forked is still its own (not yet this server's
-        # children). All of it is killed now and reaped after the reply (:func:`reap_ended`).
-        kill_all(state, 0, keep)
+    if not forker_dead and w.done.get("early") and state.is_init:
+        # Reported before its exit (the forker killed it): what it forked is still its own, not
+        # yet this server's children. All of it is killed now, reaped after the reply
+        # (:func:`reap_ended`).
+        kill_until_none_new(keep, (w.pid,))
         state.reaping = (w.pid, fk)
     elif forker_dead or not only_forker_left(state, fk, w.pid):
         kill_all(state, 0, keep)

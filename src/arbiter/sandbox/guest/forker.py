@@ -260,9 +260,10 @@ def forker_main(program, fk):
         waited = own_waited()  # (it sleeps between cases: this is the wait to fork this one)
         startup, waited_before = waited - waited_before, waited
         reseed_random()
-        # the session's last run: the case's own record that its program ended (its report
-        # does not wait for the kernel's teardown of it; what it leaves is reaped after the reply)
-        ended_r, ended_w = ended_pipe() if req.get("final") else (-1, -1)
+        # the session's last run: the case's own record that its program ended (its report does
+        # not wait for the kernel's teardown of it; what it leaves is reaped after the reply), on
+        # a pipe above its descriptors (as many left to the program as in any other case)
+        ended_r, ended_w = ended_pipe(rlimits) if req.get("final") else (-1, -1)
         pid = fork(reseed=False)  # OSError: this forker ends; the server forks the case itself
         if pid == 0:  # -------------------------------------------------------- the case
             status = 70
@@ -290,16 +291,15 @@ def forker_main(program, fk):
         # Report, then reap: stopped or killed in between, the child stays a zombie the server
         # reaps itself (its status is never lost with the forker). Its own record that its
         # program ended comes before its exit (the kernel's teardown of its pages): "E".
-        ended = None
-        if ended_r >= 0:
-            ended = ended_early(pid, ended_r)
-            os.close(ended_r)
+        ended = ended_early(pid, ended_r) if ended_r >= 0 else None
         status, utime, stime, maxrss = ended or peek(pid)
         del req, call_args
         ran, waited = task_stat(pid)  # (a zombie, or exiting: its schedstat is readable)
         delay = own_delay_ns(ran, waited, int((utime + stime) * 1e9))
         os.write(report, pack(b"E" if ended else b"D", pid, status, utime, stime, maxrss, seq, delay))
         os.waitpid(pid, 0)
+        if ended_r >= 0:
+            os.close(ended_r)
 
 
 def _own_run_delay():

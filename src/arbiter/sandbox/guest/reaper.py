@@ -49,6 +49,20 @@ def kill_all(state, pid, keep=None):
         pass
 
 
+def kill_until_none_new(keep, killed=()):
+    """As PID 1: SIGKILL every process but this server and ``keep`` until a scan of ``/proc``
+    shows none it has not killed (``killed``: pids known killed already). A process forking
+    while the kill walks the list leaves children only the next scan finds; the killed may
+    still be exiting (nothing of them runs any more)."""
+    killed = set(killed)
+    while True:
+        new = [pid for pid in namespace_pids(keep) if pid not in killed]
+        if not new:
+            return
+        sigkill_each(new)
+        killed.update(new)
+
+
 def reap_all(state, keep=None, keeps_child=None):
     """Wait for every process left in the namespace (but ``keep``). As PID 1, kill again
     before each wait, so a process forked while the kill was walking the list dies too.

@@ -105,16 +105,28 @@ def parse_report(data):
 ENDED = struct.Struct("=i")
 
 
-def ended_pipe():
+def ended_pipe(rlimits):
     """The pipe of one case's :data:`ENDED` record: ``(read end, write end)``, both close-on-exec
-    and numbered 10 or more (0-3 are the case's files, which the forker closes after the fork)."""
+    and numbered at or above the case's ``RLIMIT_NOFILE`` (in ``rlimits``, the case's
+    :func:`.child.rlimit_list`): the program has as many descriptors as without it. ``(-1, -1)``
+    when they cannot be had (this forker's own limit)."""
     import fcntl
+    import resource
 
+    low = max([10] + [soft for res, (soft, _) in rlimits if res == resource.RLIMIT_NOFILE])
     ends = os.pipe2(os.O_CLOEXEC)
-    moved = tuple(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in ends)
-    for fd in ends:
-        os.close(fd)
-    return moved
+    moved = []
+    try:
+        for fd in ends:
+            moved.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, low))
+    except OSError:
+        for fd in moved:
+            os.close(fd)
+        moved = [-1, -1]
+    finally:
+        for fd in ends:
+            os.close(fd)
+    return tuple(moved)
 
 
 def tell_ended(ended_w, own, status):
