@@ -21,20 +21,7 @@ from arbiter.sandbox.execution import Status
 from arbiter.sandbox.limits import MiB, Limits
 from arbiter.sandbox.sandbox import Sandbox
 
-#: The program's own search for its ENDED pipe: a pipe it did not open, other than stderr.
-FIND_PIPE = (
-    "import os, stat\n"
-    "def ended_fds():\n"
-    "    found = []\n"
-    "    for name in os.listdir('/proc/self/fd'):\n"
-    "        fd = int(name)\n"
-    "        try:\n"
-    "            st = os.fstat(fd)\n"
-    "        except OSError:\n"
-    "            continue\n"
-    "        if fd > 2 and stat.S_ISFIFO(st.st_mode):\n"
-    "            found.append(fd)\n"
-    "    return found\n")
+from test_last_case import FIND_PIPE  # (the program's own search for its ENDED pipe)
 
 
 def both(source: str, limits: Limits, stdin: bytes = b"", fresh: bool = True):

@@ -1,7 +1,8 @@
 """The server's side of a case the forker runs: send it, watch it, collect it.
 
 Exports: :func:`run_in_forker` (over a :class:`~.state.ServerState` and its
-:class:`~.forker.Forker`), :func:`await_zombie`, :func:`reap_ended`, :data:`QUICK_CASE`. See docs/sandbox.md ("The forker").
+:class:`~.forker.Forker`), :func:`await_zombie`, :func:`reap_ended`, :data:`QUICK_CASE`. See
+docs/sandbox.md ("The forker").
 """
 
 import os

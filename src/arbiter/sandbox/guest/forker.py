@@ -13,6 +13,7 @@ import signal
 import struct
 import sys
 
+import _signal  # (built in) the forker's and each case's signal masks
 import _socket  # (built in) the forker's request socket: each case's files travel with it
 
 from . import kernel, tamper
@@ -235,7 +236,6 @@ def forker_main(program, fk):
     # case, and the server replaces it) instead of killing it between reaping its child and
     # reporting; its children unblock them. SIGCHLD (each child's exit; ignored) is left
     # unblocked, or it would be pending after every case.
-    import _signal
     _signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - {signal.SIGCHLD})
     pending = _signal.sigpending
     pack = REPORT.pack
@@ -266,22 +266,8 @@ def forker_main(program, fk):
         ended_r, ended_w = ended_pipe(rlimits) if req.get("final") else (-1, -1)
         pid = fork(reseed=False)  # OSError: this forker ends; the server forks the case itself
         if pid == 0:  # -------------------------------------------------------- the case
-            status = 70
-            try:
-                for fd in (report, started, go, own_waited.fd):  # (forged reports...)
-                    os.close(fd)
-                if ended_r >= 0:
-                    os.close(ended_r)
-                if kernel.LIBC is not None:  # its own /proc files (environ, io...), as python3 main.py
-                    kernel.LIBC.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE; the forker itself stays closed
-                _signal.pthread_sigmask(signal.SIG_SETMASK, ())
-                apply_rlimits(rlimits)
-                own = own_ended_pipe(ended_w) if ended_w >= 0 else None
-                status = run_prepared_python(program, req, call_args, main)
-                if own is not None:
-                    tell_ended(ended_w, own, status)
-            finally:
-                kernel.EXIT(status)
+            _case(program, req, call_args, main, rlimits, (report, started, go, own_waited.fd, ended_r),
+                  ended_w)
         # While the case runs, every page this forker writes is a copy (the case shares them):
         # only what must be done now, the rest once it has exited.
         os.closerange(0, len(CASE_FDS))  # the case's files are the case's (and the server's) only
@@ -300,6 +286,28 @@ def forker_main(program, fk):
         os.waitpid(pid, 0)
         if ended_r >= 0:
             os.close(ended_r)
+
+
+def _case(program, req, call_args, main, rlimits, forker_fds, ended_w):
+    """The case's process, just forked by the forker; never returns. The forker's descriptors
+    closed (``forker_fds``, -1 for none: forged reports...), its own ``/proc`` files as under
+    ``python3 main.py``, signals unblocked, its rlimits, the program run; on the session's last
+    run (``ended_w``, else -1) its record that the program ended (:func:`.reports.tell_ended`)."""
+    status = 70
+    try:
+        for fd in forker_fds:
+            if fd >= 0:
+                os.close(fd)
+        if kernel.LIBC is not None:  # PR_SET_DUMPABLE; the forker itself stays closed
+            kernel.LIBC.prctl(4, 1, 0, 0, 0)
+        _signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        apply_rlimits(rlimits)
+        own = own_ended_pipe(ended_w) if ended_w >= 0 else None
+        status = run_prepared_python(program, req, call_args, main)
+        if own is not None:
+            tell_ended(ended_w, own, status)
+    finally:
+        kernel.EXIT(status)
 
 
 def _own_run_delay():

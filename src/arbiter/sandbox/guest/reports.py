@@ -20,11 +20,11 @@ from .protocol import read_exact
 REPORT_GRACE = 2.0
 
 
-#: The forker's reports: kind (b"S" started, b"D" done, b"E" ended: done, reported from the case's
-#: own record before the kernel tore it down, see :func:`ended_early`), pid, wait status, user and system
-#: CPU seconds, max RSS (KiB), the run's sequence number (a record of an earlier run, left by a
-#: run that failed in the server, is never taken for this run's), a run-queue delay in ns (done:
-#: the child's; started: the forker's own since the last start). Fixed size, written whole.
+#: The forker's reports: kind (b"S" started, b"D" done, b"E" ended: done, from the case's own
+#: record before the kernel tore it down, see :func:`ended_early`), pid, wait status, user and
+#: system CPU seconds, max RSS (KiB), the run's sequence number (a record of an earlier run, left
+#: by a run that failed in the server, is never taken for this run's), a run-queue delay in ns
+#: (done: the child's; started: the forker's own since the last start). Fixed size, written whole.
 REPORT = struct.Struct("=ciiddqQq")
 
 
@@ -104,6 +104,11 @@ def parse_report(data):
 #: program's shutdown (stdio flushed), just before ``_exit``.
 ENDED = struct.Struct("=i")
 
+#: Seconds a case that sent its :data:`ENDED` record waits to be killed before it exits itself:
+#: the forker reads its figures within microseconds unless it is starved or stopped (a program
+#: may stop it), and a case that exits first is reported from its exit, as any other.
+ENDED_WAIT = 0.05
+
 
 def ended_pipe(rlimits):
     """The pipe of one case's :data:`ENDED` record: ``(read end, write end)``, both close-on-exec
@@ -150,12 +155,6 @@ def tell_ended(ended_w, own, status):
         return
 
 
-#: Seconds a case that sent its :data:`ENDED` record waits to be killed before it exits itself:
-#: the forker reads its figures within microseconds unless it is starved or stopped (a program
-#: may stop it), and a case that exits first is reported from its exit, as any other.
-ENDED_WAIT = 0.05
-
-
 def own_ended_pipe(ended_w):
     """What :func:`tell_ended` checks, taken in the case before its program runs."""
     st = os.fstat(ended_w)
@@ -178,12 +177,7 @@ def ended_early(pid, ended_r):
         poller = select.poll()
         poller.register(ended_r, select.POLLIN)
         poller.register(pidfd, select.POLLIN)
-        while True:
-            try:
-                ready = dict(poller.poll())
-                break
-            except InterruptedError:
-                continue
+        ready = dict(poller.poll())
         if pidfd in ready:
             return None  # it has exited: its rusage is there
         data = os.read(ended_r, ENDED.size)
@@ -193,25 +187,12 @@ def ended_early(pid, ended_r):
         maxrss = _peak_rss_kib(pid)
         if maxrss is None:
             return None  # its memory is gone already: it is exiting, its rusage comes next
-        _idle(pid)
         os.kill(pid, signal.SIGKILL)  # (it waits for this; a forged record: it ends here)
     except OSError:
         return None
     finally:
         os.close(pidfd)
     return (ENDED.unpack(data)[0] & 0xFF) << 8, cpu_ns / 1e9, 0.0, maxrss
-
-
-def _idle(pid):
-    """``pid`` scheduled ``SCHED_IDLE``: the kernel's teardown of it, in its own context, gives
-    way to the judge reading the report (it has its figures already)."""
-    try:
-        os.sched_setscheduler(pid, os.SCHED_IDLE, _IDLE_PARAM)
-    except OSError:
-        pass
-
-
-_IDLE_PARAM = os.sched_param(0)
 
 
 def _peak_rss_kib(pid):
