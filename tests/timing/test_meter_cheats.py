@@ -159,7 +159,9 @@ def test_pie_reward_gives_no_cheat_a_speedup(large, method):
         if want == NATIVE_CONTRADICTS:
             check = r.comparison["extra"]["native_check"]
             assert check["status"] == "contradicts" and check["ratio"] > check["margin"]
-            assert r.comparison["speedup"] > 5 and check["native_speedup"] < 2  # counted fast, runs as slow as the seed
+            # counted fast, runs as slow as the seed: within 3x, since CPU time is noisy on a VM whose host is busy
+            # (one fixed loop measured 0.13-0.30 s of CPU here; these cheats' native speedups 0.50-2.01)
+            assert r.comparison["speedup"] > 5 and check["native_speedup"] < 3
 
 
 def test_pie_reward_refuses_a_wrong_output_when_measured(every):
