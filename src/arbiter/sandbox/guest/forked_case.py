@@ -82,15 +82,25 @@ def reap_ended(state):
         return False
     (case, fk), state.reaping = state.reaping, None
     _wait_for_exit(case)  # (asleep while the kernel tears it down: no scan of /proc meanwhile)
-    if state.forker is fk and reap_all(state, fk.pid, case):
+    keep = fk.pid if state.forker is fk else None
+    if _reap_sparing(state, keep, case) and keep is not None:
         await_zombie(state)
         return True
     if state.forker is fk:
-        _drop_forker(state)
-    kill_all(state, 0)
-    reap_all(state)
+        _drop_forker(state)  # (killed and reaped already)
     state.zombie = None
     return True
+
+
+def _reap_sparing(state, keep, case):
+    """Reap every process left but ``keep`` (the forker's pid, or None), killing them; when one
+    stays that only the forker could reap (not ``case``, which it reaps next), the forker is
+    killed too and everything reaped: False then."""
+    if reap_all(state, keep, case):
+        return True
+    kill_all(state, 0)
+    reap_all(state)
+    return False
 
 
 def _wait_for_exit(pid):
@@ -101,7 +111,9 @@ def _wait_for_exit(pid):
     except OSError:
         return
     try:
-        select.select([pidfd], [], [], REPORT_GRACE)
+        exited = select.poll()
+        exited.register(pidfd, select.POLLIN)
+        exited.poll(REPORT_GRACE * 1000)
     finally:
         os.close(pidfd)
 
@@ -251,10 +263,8 @@ def _end_forked_case(state, w, req, t0, out_fd, res_fd, out_cap):
         state.reaping = (w.pid, fk)
     elif forker_dead or not only_forker_left(state, fk, w.pid):
         kill_all(state, 0, keep)
-        if not reap_all(state, keep, w.pid):  # a process only the forker could reap: it goes too
+        if not _reap_sparing(state, keep, w.pid):  # a process only the forker could reap
             forker_dead = True
-            os.kill(fk.pid, signal.SIGKILL)
-            reap_all(state)
     drain(w.err_r, w.err)  # everything that could write is gone now
     done = w.done
     w.clock.note(int(done.get("run_delay_ns", 0)))

@@ -12,6 +12,7 @@ import os
 import signal
 import struct
 import sys
+from resource import RLIMIT_NOFILE
 
 import _signal  # (built in) the forker's and each case's signal masks
 import _socket  # (built in) the forker's request socket: each case's files travel with it
@@ -263,7 +264,8 @@ def forker_main(program, fk):
         # the session's last run: the case's own record that its program ended (its report does
         # not wait for the kernel's teardown of it; what it leaves is reaped after the reply), on
         # a pipe above its descriptors (as many left to the program as in any other case)
-        ended_r, ended_w = ended_pipe(rlimits) if req.get("final") else (-1, -1)
+        final = req.get("final")
+        ended_r, ended_w = ended_pipe(dict(rlimits)[RLIMIT_NOFILE][0]) if final else (-1, -1)
         pid = fork(reseed=False)  # OSError: this forker ends; the server forks the case itself
         if pid == 0:  # -------------------------------------------------------- the case
             _case(program, req, call_args, main, rlimits, (report, started, go, own_waited.fd, ended_r),

@@ -110,15 +110,14 @@ ENDED = struct.Struct("=i")
 ENDED_WAIT = 0.05
 
 
-def ended_pipe(rlimits):
+def ended_pipe(case_nofile):
     """The pipe of one case's :data:`ENDED` record: ``(read end, write end)``, both close-on-exec
-    and numbered at or above the case's ``RLIMIT_NOFILE`` (in ``rlimits``, the case's
-    :func:`.child.rlimit_list`): the program has as many descriptors as without it. ``(-1, -1)``
-    when they cannot be had (this forker's own limit)."""
+    and numbered at or above ``case_nofile``, the case's ``RLIMIT_NOFILE``: the program has as
+    many descriptors as without it. ``(-1, -1)`` when they cannot be had (this forker's own
+    limit)."""
     import fcntl
-    import resource
 
-    low = max([10] + [soft for res, (soft, _) in rlimits if res == resource.RLIMIT_NOFILE])
+    low = max(10, case_nofile)
     ends = os.pipe2(os.O_CLOEXEC)
     moved = []
     try:
@@ -144,8 +143,7 @@ def tell_ended(ended_w, own, status):
     shutdown. Returns when no record was sent or the wait is over. (Little Python work here: in
     a forked process every page first written is a copy, a few µs each.)"""
     try:
-        st = os.fstat(ended_w)
-        if (os.getpid(), (st.st_dev, st.st_ino)) != own:
+        if own_ended_pipe(ended_w) != own:
             return
         os.write(ended_w, ENDED.pack(status))
         gone = select.poll()
