@@ -17,8 +17,16 @@ LEN = struct.Struct(">I")
 MAX_HEADER = 16 * 1024 * 1024
 
 
-#: The environment of a native program run without its own ``env``.
-DEFAULT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/work", "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
+#: Math libraries start one thread, whatever the host's cores: OpenBLAS (numpy's wheels, Debian's
+#: libopenblas), OpenMP, MKL and numexpr would otherwise start one per core, which on a large node
+#: exceeds a case's ``processes`` limit (OpenBLAS then spins: a correct program is TLE) and charges
+#: the case CPU that depends on the host.
+ONE_THREAD = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                     "NUMEXPR_NUM_THREADS")}
+
+#: The environment of the sandbox's server, its Python cases, and a native program run without
+#: its own ``env``.
+DEFAULT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/work", "LANG": "C.UTF-8", "TMPDIR": "/tmp", **ONE_THREAD}
 
 
 #: The descriptor a function call's JSON result is written to.
