@@ -273,28 +273,3 @@ def test_honest_programs_are_never_refused_under_load(large, hogs, method):
     # the long runs are timed: the check applied to the seed against itself
     r = pie_reward(src(), seed_source(), large, method=method)
     assert r.comparison["extra"]["native_check"]["status"] == "consistent"
-
-
-def test_one_slow_judged_run_of_an_honest_candidate_is_not_a_contradiction(suite):
-    """The candidate's native time comes from the run that judged it; on a busy VM host one run can take 2-3 times
-    its CPU, and an honest counted figure may be 4.5 times the native one (docs/measurement.md): together past the
-    margin of 8. Before a contradiction is declared the candidate runs again and its fastest run counts. The same
-    logic at a scale clear of this host's noise: the seed against itself (counted 1), judged at 40 times its CPU
-    time, stays consistent; without those runs it would not."""
-    from arbiter.timing.crosscheck import native_check
-    from arbiter.timing.measure import MeasuredProgram, compare
-
-    long = [(t["name"], t["stdin"].encode(), t["stdout"].encode()) for t in suite if t["name"] == "long"]
-    seed = MeasuredProgram(exe(seed_source()), "g++ -O2", "source")
-    same = MeasuredProgram(seed.binary, "g++ -O2", "candidate")
-    counted = compare(seed, same, long, "instructions", pin=False)
-    assert 0.95 < counted.speedup < 1.05
-    with Sandbox(files={"main": same.binary}) as sb:
-        judged = sb.run(["/prog/main"], long[0][1], Limits(cpu_seconds=10))
-    assert judged.ok and judged.cpu_seconds > 0.02
-    slow = {"long": judged.cpu_seconds * 40}
-    unconfirmed = native_check(seed, counted, slow, long, Limits(cpu_seconds=10))
-    assert unconfirmed.contradicts and unconfirmed.candidate_rounds == 0, unconfirmed
-    check = native_check(seed, counted, slow, long, Limits(cpu_seconds=10), candidate=same)
-    assert check.status == "consistent" and check.candidate_rounds == 2, check
-    assert check.candidate_seconds < slow["long"] / 10 and 0.25 < check.native_speedup < 4, check

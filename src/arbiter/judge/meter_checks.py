@@ -77,10 +77,9 @@ def _native_check(res: SpeedupResult, cases: Sequence[StdioCase], spec: SpeedupS
     from arbiter.timing.measure import MeasuredProgram
 
     src = MeasuredProgram(res.source.binary, res.source.toolchain, spec.names[0])
-    cand = MeasuredProgram(res.candidate.binary, res.candidate.toolchain, spec.names[1])
     timing_cases = [(c.name, c.stdin, c.expected[0]) for c in cases]
     return native_check(src, res.comparison, native_seconds(verdicts), timing_cases, spec.limits,
-                        output_check_of(spec.checker, cases), candidate=cand)
+                        output_check_of(spec.checker, cases))
 
 
 def _spot_runs(res: SpeedupResult, sample: Sequence[StdioCase], spec: SpeedupSpec, method: str) -> list[Any]:

@@ -3,9 +3,8 @@
 A speedup counted under valgrind (instructions or cycles) is compared with the native CPU-time speedup of the same
 pair on the same cases: the candidate's native times are those of the runs that judged it correct, the source's
 are measured here on an exclusive core. A counted speedup more than :data:`NATIVE_MARGIN` times the native one is
-refused (:class:`NativeCheck`, ``contradicts``) once confirmed: the source's slowest and the candidate's fastest
-of more native rounds. The check applies only when the candidate's native CPU time on those cases is at least
-:data:`NATIVE_MIN_SECONDS`. Why these figures: ``docs/measurement.md``, "Native cross-check".
+refused (:class:`NativeCheck`, ``contradicts``); the check applies only when the candidate's native CPU time on
+those cases is at least :data:`NATIVE_MIN_SECONDS`. Why these figures: ``docs/measurement.md``, "Native cross-check".
 """
 
 from __future__ import annotations
@@ -31,8 +30,7 @@ NATIVE_MARGIN = 8.0
 #: The check applies only when the candidate's native CPU seconds, summed over the measured cases, are at least
 #: this: shorter runs are mostly process start-up, which instructions hardly see and CPU time mostly is.
 NATIVE_MIN_SECONDS = 0.02
-#: Extra native rounds of the source, and of the candidate when it is given, before a contradiction is declared
-#: (the source's slowest round of all is kept, the candidate's fastest, its judged run included).
+#: Extra native rounds of the source before a contradiction is declared (the slowest round of all is kept).
 CONFIRM_ROUNDS = 2
 
 
@@ -45,8 +43,7 @@ class NativeCheck:
     - ``counted_speedup``: the comparison's speedup; ``native_speedup``: source / candidate native CPU seconds
       over ``cases``; ``ratio``: counted / native.
     - ``source_seconds`` / ``candidate_seconds``: the native CPU seconds summed over ``cases``; ``rounds``: native
-      rounds of the source; ``candidate_rounds``: native rounds of the candidate run here (0: its judged runs
-      only); ``margin`` / ``min_seconds``: the thresholds applied.
+      rounds of the source; ``margin`` / ``min_seconds``: the thresholds applied.
     """
 
     status: str
@@ -58,7 +55,6 @@ class NativeCheck:
     candidate_seconds: float | None = None
     cases: list[str] = field(default_factory=list)
     rounds: int = 0
-    candidate_rounds: int = 0
     margin: float = NATIVE_MARGIN
     min_seconds: float = NATIVE_MIN_SECONDS
 
@@ -72,35 +68,30 @@ class NativeCheck:
 
 def source_native_seconds(source: MeasuredProgram, cases: Sequence[Case], limits: Limits,
                           same_output: Callable[[bytes, bytes], bool] | None = None,
-                          rounds: int = 1, keep: Callable[[float, float], float] = max) -> dict[str, float] | str:
-    """A program's native CPU seconds per case (the slowest of ``rounds`` runs; ``keep=min``: the fastest), run as
-    the judge runs it, in one fresh sandbox on an exclusive core; or a string saying why a run failed (then
-    nothing is compared)."""
-    kept: dict[str, float] = {}
+                          rounds: int = 1) -> dict[str, float] | str:
+    """The source's native CPU seconds per case (the slowest of ``rounds`` runs), run as the judge runs it, in one
+    fresh sandbox on an exclusive core; or a string saying why a run failed (then nothing is compared)."""
+    worst: dict[str, float] = {}
     with core_lease(), Sandbox(files={"main": source.binary}, limits=limits) as sb:
         for _ in range(rounds):
             for name, stdin, expected in cases:
                 ex = sb.run(["/prog/main"], stdin, limits)
                 status, detail = run_status(ex, expected, same_output)
                 if status is not MeasureStatus.OK:
-                    who = source.name or "program"
-                    return f"the {who}'s native run on {name} failed: {status.value} {detail}".strip()
-                kept[name] = keep(kept[name], ex.cpu_seconds) if name in kept else ex.cpu_seconds
-    return kept
+                    return f"the source's native run on {name} failed: {status.value} {detail}".strip()
+                worst[name] = max(worst.get(name, 0.0), ex.cpu_seconds)
+    return worst
 
 
 def native_check(source: MeasuredProgram, counted: Comparison, candidate_seconds: Mapping[str, float],
                  cases: Sequence[Case], limits: Limits,
                  same_output: Callable[[bytes, bytes], bool] | None = None, *,
-                 candidate: MeasuredProgram | None = None,
                  margin: float = NATIVE_MARGIN, min_seconds: float = NATIVE_MIN_SECONDS,
                  confirm_rounds: int = CONFIRM_ROUNDS) -> NativeCheck:
     """Cross-check a counted comparison (``counted``: source ``a`` against candidate ``b`` on ``cases``) with native
     CPU time. ``candidate_seconds``: the candidate's native CPU seconds per case name, from the runs that judged it.
     The source is run natively (:func:`source_native_seconds`) only when the candidate's time is long enough; a
-    contradiction is confirmed with ``confirm_rounds`` more rounds of the source (its slowest kept) and of
-    ``candidate`` when given (its fastest kept, the judged run included) before it is declared: one slow native
-    run of the candidate on a noisy host is not taken for a program that runs differently."""
+    contradiction is confirmed with ``confirm_rounds`` more rounds of the source before it is declared."""
     names = [name for name, _, _ in cases]
     base = dict(counted_speedup=counted.speedup, cases=names, margin=margin, min_seconds=min_seconds)
     if counted.speedup is None or any(n not in candidate_seconds for n in names):
@@ -113,14 +104,8 @@ def native_check(source: MeasuredProgram, counted: Comparison, candidate_seconds
                            **base)
     check = _compare_native(source, counted.speedup, cand, cases, limits, same_output, 1, base)
     if check.contradicts and confirm_rounds > 0:
-        cand_rounds = 0
-        if candidate is not None:
-            again = source_native_seconds(candidate, cases, limits, same_output, confirm_rounds, keep=min)
-            if not isinstance(again, str):  # (a failed run of the candidate: its judged times stand)
-                cand = math.fsum(min(candidate_seconds[n], again[n]) for n in names)
-                cand_rounds = confirm_rounds
         check = _compare_native(source, counted.speedup, cand, cases, limits, same_output, 1 + confirm_rounds,
-                                dict(base, candidate_rounds=cand_rounds))
+                                base)
     return check
 
 
