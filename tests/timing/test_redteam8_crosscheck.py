@@ -1,0 +1,182 @@
+"""Red team 8: the native cross-check's confirming candidate re-runs (crosscheck.native_check, ``candidate=``).
+
+Before a contradiction is declared the candidate is run natively twice more and its fastest run per case is kept.
+Those re-runs are not the judged run: they run in one fresh sandbox pinned to one core (``core_lease``), the
+measured cases only, each case twice in the same session. A cheat that tells them apart from the judged run runs
+its fast path there, where every input is one the fast path is right on (the measured cases), and its slow,
+always-correct path when judged: the counted speedup (about 40) is then "confirmed" by a fast native re-run.
+
+The cheats answer the oracle's sum-even task like ``tests/cheats/meter``: the seed's O(n^2) loop when judged, an
+O(n) path that is wrong for n < 64 otherwise. The honest outcome of every one of them is no speedup.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from arbiter.pipelines.oracle.verify import VerifyOptions
+from arbiter.rewards.pie.result import NATIVE_CONTRADICTS
+from arbiter.rewards.pie.reward import pie_reward
+from arbiter.sandbox.limits import Limits
+from arbiter.sandbox.sandbox import Sandbox
+from arbiter.timing.instructions import valgrind_available
+from arbiter.timing.wallclock import core_lease
+from test_meter_cheats import exe, large, src, suite, seed_source  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.skipif(not valgrind_available(), reason="valgrind (with its tool libraries) is not installed")
+
+COMMON = r"""
+#include <iostream>
+#include <vector>
+#include <cstdlib>
+#include <sched.h>
+#include <unistd.h>
+using namespace std;
+int n;
+vector<long long> a;
+static long long fast_impl() {  // O(n), wrong for n < 64
+    long long s = 0;
+    int full = n / 64 * 64;
+    for (int i = 0; i < full; i++) if (a[i] % 2 == 0) s += a[i];
+    if (full) for (int i = full; i < n; i++) if (a[i] % 2 == 0) s += a[i];
+    return s;
+}
+static long long slow_impl() {  // the seed's loop: correct
+    long long ans = 0;
+    for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) if (i == j && a[i] % 2 == 0) ans += a[i];
+    return ans;
+}
+static int cpus() { cpu_set_t s; CPU_ZERO(&s); sched_getaffinity(0, sizeof s, &s); return CPU_COUNT(&s); }
+"""
+
+#: Fast whenever it runs on one core: valgrind's runs and the confirming re-runs hold a core lease (pinned), the
+#: judge's runs do not (every core of the host). No environment variable, no timing: deterministic on >= 2 cores.
+PINNED = COMMON + r"""
+int main() {
+    ios::sync_with_stdio(false); cin.tie(nullptr);
+    cin >> n; a.resize(n);
+    for (int i = 0; i < n; i++) cin >> a[i];
+    cout << (cpus() == 1 ? fast_impl() : slow_impl()) << "\n";
+}
+"""
+
+multicore = pytest.mark.skipif(len(__import__("os").sched_getaffinity(0)) < 2, reason="needs two cores or more")
+
+
+@multicore
+def test_the_rerun_sandbox_is_pinned_and_the_judged_one_is_not(suite):
+    """The signal itself: one CPU in a core lease's sandbox (the re-runs, the meter), every CPU in a plain one."""
+    long = next(t for t in suite if t["name"] == "long")
+    probe = COMMON + r"int main(){ cout << cpus() << endl; }"
+    binary = exe(probe)
+    with Sandbox(files={"main": binary}) as sb:
+        assert int(sb.run(["/prog/main"], b"", Limits()).stdout) >= 2
+    with core_lease(), Sandbox(files={"main": binary}) as sb:
+        assert int(sb.run(["/prog/main"], b"", Limits()).stdout) == 1
+    # the cheat is correct natively, as judged and as re-run
+    with Sandbox(files={"main": exe(PINNED)}) as sb:
+        ex = sb.run(["/prog/main"], long["stdin"].encode(), Limits(cpu_seconds=10))
+        assert ex.ok and ex.stdout.decode() == long["stdout"]
+
+
+@multicore
+@pytest.mark.xfail(strict=True, reason="red team 8: the confirming re-runs run pinned to one core, the judged run "
+                   "on every core; a cheat fast only when pinned is counted fast and re-runs fast: AC with the "
+                   "counted speedup (~40) although it runs the seed's loop when judged")
+@pytest.mark.parametrize("method", ["instructions", "cycles"])
+def test_pie_reward_a_cheat_fast_only_when_pinned_gets_no_speedup(large, method):
+    r = pie_reward(src(), PINNED, large, method=method, transform="raw")
+    assert r.verdict["outcome"] == "AC", r.verdict
+    check = r.comparison["extra"].get("native_check") if r.comparison else None
+    assert r.outcome == NATIVE_CONTRADICTS, (r.outcome, r.speedup, check)
+
+
+#: Fast from the first repeat of an input within one session on: the confirming re-runs run the measured cases
+#: twice in one sandbox session, the judge runs each case once. Cases of a session share no file (wiped), but
+#: two counters tell a case its past (docs/sandbox.md, "what tells a case how many ran before it"): its PID and
+#: the scratch tmpfs's inode numbers. Each native case makes one file, so PID - inode moves only by the processes
+#: a case forks: a case leaves a 6-bit state for the next one (the first input's hash, and a flag "the first
+#: input came again") by forking 0-63 children. No pinning, timing or host-wide state: the meter is told by
+#: VALGRIND_LIB (like detect_env).
+REPEAT = COMMON + r"""
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+int main() {
+    ios::sync_with_stdio(false); cin.tie(nullptr);
+    cin >> n; a.resize(n);
+    for (int i = 0; i < n; i++) cin >> a[i];
+    if (getenv("VALGRIND_LIB")) { cout << fast_impl() << "\n"; return 0; }
+    int fd = open("/tmp/.c", O_CREAT | O_WRONLY, 0600);
+    struct stat st; fstat(fd, &st);
+    long ino = (long)st.st_ino, d = ((long)getpid() - ino) & 63;
+    int mine = (int)((unsigned long long)(n * 2654435761ULL + (unsigned long long)a[0] * 40503ULL) % 31) + 1;
+    bool first = ino == 2;
+    int h0 = first ? mine : (int)(d & 31), flag = first ? 0 : (int)(d >> 5);
+    if (!first && h0 == mine) flag = 1;  // the session's first input again: a re-run
+    cout << (flag ? fast_impl() : slow_impl()) << "\n";
+    cout.flush();
+    int target = (flag << 5) | h0, f = (target - (int)d) & 63;  // D of the next case = D + f
+    for (int i = 0; i < f; i++) { pid_t p = vfork(); if (p == 0) _exit(0); if (p > 0) waitpid(p, nullptr, 0); }
+    return 0;
+}
+"""
+
+
+def test_the_repeat_cheat_runs_slow_once_and_fast_on_a_repeat_in_one_session(suite):
+    """The signal: a session of distinct inputs (the judge's) is slow and right on every case; a session that runs
+    the long case twice (the re-runs') is slow, then fast, right both times."""
+    long = next(t for t in suite if t["name"] == "long")
+    with Sandbox(files={"main": exe(REPEAT)}) as sb:
+        for t in [t for t in suite if int(t["stdin"].split()[0]) >= 64]:
+            ex = sb.run(["/prog/main"], t["stdin"].encode(), Limits(cpu_seconds=10))
+            assert ex.ok and ex.stdout.decode() == t["stdout"], (t["name"], ex)
+        judged = ex.cpu_seconds  # the long case is the last of them
+    with Sandbox(files={"main": exe(REPEAT)}) as sb:
+        again = [sb.run(["/prog/main"], long["stdin"].encode(), Limits(cpu_seconds=10)) for _ in range(2)]
+    assert all(ex.ok and ex.stdout.decode() == long["stdout"] for ex in again)
+    assert again[0].cpu_seconds > 4 * again[1].cpu_seconds and judged > 4 * again[1].cpu_seconds, \
+        (judged, [ex.cpu_seconds for ex in again])
+
+
+@pytest.mark.xfail(strict=True, reason="red team 8: the confirming re-runs run each measured case twice in one "
+                   "session; a cheat that carries its first input's hash to the next case (PID - tmpfs inode, moved "
+                   "by forks) runs fast from the repeat on: AC with the counted speedup although judged slow")
+@pytest.mark.parametrize("method", ["instructions", "cycles"])
+def test_pie_reward_a_cheat_fast_on_a_repeated_input_gets_no_speedup(large, method):
+    r = pie_reward(src(), REPEAT, large, method=method, transform="raw")
+    assert r.verdict["outcome"] == "AC", r.verdict
+    check = r.comparison["extra"].get("native_check") if r.comparison else None
+    assert r.outcome == NATIVE_CONTRADICTS, (r.outcome, r.speedup, check)
+
+
+@multicore
+@pytest.mark.xfail(strict=True, reason="red team 8: oracle verify accepts both re-run cheats with the counted speedup "
+                   "(~77): the cross-check's confirming re-runs run fast ('consistent', ratio ~3)")
+def test_oracle_verify_accepts_no_rerun_cheat(suite, tmp_path):
+    """As test_oracle_verify_accepts_no_cheat: no spot check, the native cross-check stands alone. (With the
+    default three spot checks both cheats are still rejected, MEASURE_MISMATCH on sample_1, n = 5, where the fast
+    path is wrong; their native_check there is 'consistent' too: the spot checks alone stand.)"""
+    import json
+
+    from arbiter.datasets.io import read_jsonl
+    from arbiter.pipelines.oracle.verify import verify_returns
+    from test_meter_cheats import DATA, TASK, answer_row
+
+    tests = list(suite)
+    hidden = tmp_path / "hidden.json"
+    hidden.write_text(json.dumps({TASK: tests}))
+    rows = []
+    for name, code in (("pinned", PINNED), ("repeat", REPEAT)):
+        path = tmp_path / f"{name}.cpp"
+        path.write_text(code)
+        rows.append(answer_row(path))
+    returns = tmp_path / "returns.jsonl"
+    returns.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    run = verify_returns(DATA / "seeds.jsonl", returns, out, hidden=hidden,
+                         options=VerifyOptions(measure="instructions", measure_cases=1, spot_checks=0, workers=1))
+    assert run.report["counts"]["errors"] == 0
+    accepted = {r["demo_id"]: (r["verification"]["speedup"], r["timing"].get("native_check", {}).get("status"))
+                for r in read_jsonl(out / "verified.jsonl")} if (out / "verified.jsonl").exists() else {}
+    assert accepted == {}, accepted
