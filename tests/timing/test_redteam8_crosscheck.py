@@ -6,6 +6,12 @@ measured cases only, each case twice in the same session. A cheat that tells the
 its fast path there, where every input is one the fast path is right on (the measured cases), and its slow,
 always-correct path when judged: the counted speedup (about 40) is then "confirmed" by a fast native re-run.
 
+Found (strict xfails): both cheats below get PIE ``AC`` with the counted speedup (instructions ~60, cycles ~34) and
+are accepted by oracle verify (~77, no spot check) with ``native_check.status == "consistent"`` (ratio 2.6-5.5,
+``candidate_rounds`` 2), where from their judged runs alone the check refuses them (held, passing test). The
+margin of 8 is what a noisy host could cross the other way (the ratio would have to double): then a strict xfail
+here would XPASS.
+
 The cheats answer the oracle's sum-even task like ``tests/cheats/meter``: the seed's O(n^2) loop when judged, an
 O(n) path that is wrong for n < 64 otherwise. The honest outcome of every one of them is no speedup.
 """
@@ -180,3 +186,45 @@ def test_oracle_verify_accepts_no_rerun_cheat(suite, tmp_path):
     accepted = {r["demo_id"]: (r["verification"]["speedup"], r["timing"].get("native_check", {}).get("status"))
                 for r in read_jsonl(out / "verified.jsonl")} if (out / "verified.jsonl").exists() else {}
     assert accepted == {}, accepted
+
+
+@pytest.fixture(scope="module", params=["pinned", "repeat"])
+def judged_cheat(request, suite):
+    """(seed, cheat, counted comparison, judged CPU seconds per case, cases) on the n >= 64 tests: the cheat judged
+    as the judge runs it (one session, every case in turn, no core lease)."""
+    from arbiter.timing.measure import MeasuredProgram, compare
+
+    code = PINNED if request.param == "pinned" else REPEAT
+    cases = [(t["name"], t["stdin"].encode(), t["stdout"].encode()) for t in suite if int(t["stdin"].split()[0]) >= 64]
+    seed = MeasuredProgram(exe(seed_source()), "g++ -O2", "source")
+    cand = MeasuredProgram(exe(code), "g++ -O2", "candidate")
+    counted = compare(seed, cand, cases, "instructions")
+    assert counted.speedup > 20, counted.speedup
+    judged = {}
+    with Sandbox(files={"main": cand.binary}) as sb:
+        for name, stdin, expected in cases:
+            ex = sb.run(["/prog/main"], stdin, Limits(cpu_seconds=10))
+            assert ex.ok and ex.stdout == expected
+            judged[name] = ex.cpu_seconds
+    return seed, cand, counted, judged, cases
+
+
+@multicore
+def test_the_crosscheck_refuses_both_cheats_on_their_judged_runs(judged_cheat):
+    """The defence before c455889 (held): from the judged runs alone, both cheats contradict their count."""
+    from arbiter.timing.crosscheck import native_check
+
+    seed, _, counted, judged, cases = judged_cheat
+    check = native_check(seed, counted, judged, cases, Limits(cpu_seconds=10))
+    assert check.contradicts and check.candidate_rounds == 0, check
+
+
+@multicore
+@pytest.mark.xfail(strict=True, reason="red team 8: the candidate's re-runs (candidate=) turn the contradiction into "
+                   "'consistent' (native speedup ~16-18 against counted ~60)")
+def test_the_crosscheck_still_refuses_both_cheats_after_their_reruns(judged_cheat):
+    from arbiter.timing.crosscheck import native_check
+
+    seed, cand, counted, judged, cases = judged_cheat
+    check = native_check(seed, counted, judged, cases, Limits(cpu_seconds=10), candidate=cand)
+    assert check.contradicts, check
