@@ -132,3 +132,19 @@ def test_a_final_call_case_with_a_sibling_keeps_its_result_and_the_next_call_is_
     assert first.ok and first.result is not None, (first.status, first.stderr[-300:])
     assert second.ok and "left" not in str(second.result), second.result
     assert left == []
+
+
+@pytest.mark.parametrize("how", ["0", "zombie", "live", "both"])
+def test_the_path_taken_a_sibling_costs_the_forker_a_plain_final_case_does_not(how):
+    """Which reap the tests above went through: after a final case that left a sibling of itself
+    (a child of the forker) the next case has a new parent (the forker was killed: _reap_sparing's
+    second branch, in reap_ended); after a plain final case the forker is kept."""
+    src = LEAVER.replace("print(sorted(", "print(os.getppid(), sorted(")
+    lim = Limits(cpu_seconds=3, wall_seconds=6, memory_bytes=512 * MiB, processes=16)
+    with Sandbox(limits=lim) as sb:
+        assert sb.load_python(src) is None
+        runs = [sb.run_python(b"0", lim), sb.run_python(how.encode(), lim, last=True), sb.run_python(b"0", lim)]
+    assert all(ex.status is Status.OK for ex in runs), runs
+    before, during, after = (int(ex.stdout.split()[0]) for ex in runs)
+    assert before == during
+    assert (after == before) == (how == "0"), (how, before, after)
