@@ -148,3 +148,40 @@ def test_the_path_taken_a_sibling_costs_the_forker_a_plain_final_case_does_not(h
     before, during, after = (int(ex.stdout.split()[0]) for ex in runs)
     assert before == during
     assert (after == before) == (how == "0"), (how, before, after)
+
+
+#: CPU spent out of the main process: a waited child, or an orphaned grandchild while the main
+#: sleeps; each burns 1.6 s of wall time on a core under a 1 s CPU limit.
+HIDE_CPU = r"""
+import os, sys, time
+how = sys.stdin.read().strip()
+def spin():
+    t0 = time.time()
+    while time.time() - t0 < 1.6:
+        pass
+if how == "child":
+    pid = os.fork()
+    if pid == 0:
+        spin()
+        os._exit(0)
+    os.waitpid(pid, 0)
+elif how == "grandchild":
+    if os.fork() == 0:
+        if os.fork() == 0:
+            spin()
+            os._exit(0)
+        os._exit(0)
+    time.sleep(1.7)
+print("done")
+"""
+
+
+@pytest.mark.parametrize("how", ["child", "grandchild"])
+def test_cpu_burnt_outside_the_main_process_is_tle_when_final_too(how):
+    lim = Limits(cpu_seconds=1, wall_seconds=4, processes=8)
+    got = []
+    for last in (False, True):
+        with Sandbox(limits=lim) as sb:
+            assert sb.load_python(HIDE_CPU) is None
+            got.append(sb.run_python(how.encode(), lim, last=last))
+    assert [ex.status for ex in got] == [Status.TIME_LIMIT] * 2, [(ex.status, ex.cpu_seconds) for ex in got]
