@@ -1,16 +1,10 @@
-"""Red team 8: the native cross-check's confirming candidate re-runs (crosscheck.native_check, ``candidate=``).
+"""Red team 8: a cheat that can tell a native re-run from its judged run (the cross-check, docs/measurement.md).
 
-Before a contradiction is declared the candidate is run natively twice more and its fastest run per case is kept.
-Those re-runs are not the judged run: they run in one fresh sandbox pinned to one core (``core_lease``), the
-measured cases only, each case twice in the same session. A cheat that tells them apart from the judged run runs
-its fast path there, where every input is one the fast path is right on (the measured cases), and its slow,
-always-correct path when judged: the counted speedup (about 40) is then "confirmed" by a fast native re-run.
-
-Found (strict xfails): both cheats below get PIE ``AC`` with the counted speedup (instructions ~60, cycles ~34) and
-are accepted by oracle verify (~77, no spot check) with ``native_check.status == "consistent"`` (ratio 2.6-5.5,
-``candidate_rounds`` 2), where from their judged runs alone the check refuses them (held, passing test). The
-margin of 8 is what a noisy host could cross the other way (the ratio would have to double): then a strict xfail
-here would XPASS.
+c455889 confirmed a contradiction with two more native runs of the candidate, its fastest kept. Those re-runs were
+not the judged run: they ran pinned to one core (``core_lease``, as valgrind's runs), each measured case twice in
+one session. The two cheats below ran their fast path there and their slow, always-correct path when judged: PIE
+``AC`` with the counted speedup (instructions ~60, cycles ~34), oracle verify accepted both (~77, no spot check),
+every run. The change was reverted (the candidate's native time is its judged run's); these tests hold that.
 
 The cheats answer the oracle's sum-even task like ``tests/cheats/meter``: the seed's O(n^2) loop when judged, an
 O(n) path that is wrong for n < 64 otherwise. The honest outcome of every one of them is no speedup.
@@ -86,9 +80,6 @@ def test_the_rerun_sandbox_is_pinned_and_the_judged_one_is_not(suite):
 
 
 @multicore
-@pytest.mark.xfail(strict=True, reason="red team 8: the confirming re-runs run pinned to one core, the judged run "
-                   "on every core; a cheat fast only when pinned is counted fast and re-runs fast: AC with the "
-                   "counted speedup (~40) although it runs the seed's loop when judged")
 @pytest.mark.parametrize("method", ["instructions", "cycles"])
 def test_pie_reward_a_cheat_fast_only_when_pinned_gets_no_speedup(large, method):
     r = pie_reward(src(), PINNED, large, method=method, transform="raw")
@@ -145,9 +136,6 @@ def test_the_repeat_cheat_runs_slow_once_and_fast_on_a_repeat_in_one_session(sui
         (judged, [ex.cpu_seconds for ex in again])
 
 
-@pytest.mark.xfail(strict=True, reason="red team 8: the confirming re-runs run each measured case twice in one "
-                   "session; a cheat that carries its first input's hash to the next case (PID - tmpfs inode, moved "
-                   "by forks) runs fast from the repeat on: AC with the counted speedup although judged slow")
 @pytest.mark.parametrize("method", ["instructions", "cycles"])
 def test_pie_reward_a_cheat_fast_on_a_repeated_input_gets_no_speedup(large, method):
     r = pie_reward(src(), REPEAT, large, method=method, transform="raw")
@@ -157,8 +145,6 @@ def test_pie_reward_a_cheat_fast_on_a_repeated_input_gets_no_speedup(large, meth
 
 
 @multicore
-@pytest.mark.xfail(strict=True, reason="red team 8: oracle verify accepts both re-run cheats with the counted speedup "
-                   "(~77): the cross-check's confirming re-runs run fast ('consistent', ratio ~3)")
 def test_oracle_verify_accepts_no_rerun_cheat(suite, tmp_path):
     """As test_oracle_verify_accepts_no_cheat: no spot check, the native cross-check stands alone. (With the
     default three spot checks both cheats are still rejected, MEASURE_MISMATCH on sample_1, n = 5, where the fast
@@ -211,20 +197,9 @@ def judged_cheat(request, suite):
 
 @multicore
 def test_the_crosscheck_refuses_both_cheats_on_their_judged_runs(judged_cheat):
-    """The defence before c455889 (held): from the judged runs alone, both cheats contradict their count."""
+    """From the judged runs alone, both cheats contradict their count."""
     from arbiter.timing.crosscheck import native_check
 
     seed, _, counted, judged, cases = judged_cheat
     check = native_check(seed, counted, judged, cases, Limits(cpu_seconds=10))
-    assert check.contradicts and check.candidate_rounds == 0, check
-
-
-@multicore
-@pytest.mark.xfail(strict=True, reason="red team 8: the candidate's re-runs (candidate=) turn the contradiction into "
-                   "'consistent' (native speedup ~16-18 against counted ~60)")
-def test_the_crosscheck_still_refuses_both_cheats_after_their_reruns(judged_cheat):
-    from arbiter.timing.crosscheck import native_check
-
-    seed, cand, counted, judged, cases = judged_cheat
-    check = native_check(seed, counted, judged, cases, Limits(cpu_seconds=10), candidate=cand)
     assert check.contradicts, check
