@@ -203,3 +203,19 @@ def test_the_crosscheck_refuses_both_cheats_on_their_judged_runs(judged_cheat):
     seed, _, counted, judged, cases = judged_cheat
     check = native_check(seed, counted, judged, cases, Limits(cpu_seconds=10))
     assert check.contradicts, check
+
+
+@pytest.mark.parametrize("cheat", ["pinned", "repeat"])
+def test_wall_time_gives_neither_cheat_a_speedup(large, cheat):
+    """Wall time's timed runs are not the judged runs either: they hold a leased core, pinned. The pinned cheat ran
+    its fast path there (AC at 11x before the wall comparison was cross-checked too); the judged runs' CPU times
+    now refuse it. Neither cheat gets more than its judged, honest figure (about 1)."""
+    if cheat == "pinned" and len(__import__("os").sched_getaffinity(0)) < 2:
+        pytest.skip("needs two cores or more")
+    r = pie_reward(src(), PINNED if cheat == "pinned" else REPEAT, large, method="wall", transform="raw")
+    assert r.verdict["outcome"] == "AC", r.verdict
+    check = r.comparison["extra"].get("native_check") if r.comparison else None
+    assert check is not None and check["status"] in ("consistent", "contradicts"), check
+    assert r.outcome == NATIVE_CONTRADICTS or (r.outcome == "AC" and r.speedup < 3), (r.outcome, r.speedup, check)
+    if cheat == "pinned":
+        assert r.outcome == NATIVE_CONTRADICTS and check["native_speedup"] < 3, (r.outcome, r.speedup, check)

@@ -46,9 +46,11 @@ def spot_sample(pool: Sequence[StdioCase], measured: Sequence[StdioCase], k: int
 
 def check_meter(res: SpeedupResult, cases: Sequence[StdioCase], spec: SpeedupSpec, verdicts: Sequence[Verdict],
                 spot_pool: Sequence[StdioCase], hold: Callable[[str], ContextManager[Any]]) -> None:
-    """Run the native cross-check, then the spot checks, on a ``MEASURED`` result; the first that fails sets its
-    outcome (``NATIVE_CONTRADICTS``, or the spot check's failure), and both are recorded in the comparison's
-    ``extra`` (``native_check``, ``spot_checks``)."""
+    """Run the native cross-check, then the spot checks (counted measures only), on a ``MEASURED`` result; the
+    first that fails sets its outcome (``NATIVE_CONTRADICTS``, or the spot check's failure), and both are recorded
+    in the comparison's ``extra`` (``native_check``, ``spot_checks``). A wall-time comparison is cross-checked too:
+    its timed runs are not the judged runs (they hold a pinned core and repeat each case in one session, which a
+    program can see), so they are held to the judged runs' CPU times."""
     from arbiter.judge.speedup import SpeedupOutcome
 
     cmp = res.comparison
@@ -60,6 +62,8 @@ def check_meter(res: SpeedupResult, cases: Sequence[StdioCase], spec: SpeedupSpe
         if check.contradicts:
             res.outcome, res.reason = SpeedupOutcome.NATIVE_CONTRADICTS, check.reason
             return
+    if cmp.method == "wall":
+        return
     sample = spot_sample(spot_pool, cases, spec.spot_checks) if spec.spot_checks > 0 else []
     if not sample:
         return
