@@ -110,6 +110,9 @@ int main() {
 }
 """
 
+#: The two cheats by name.
+CHEATS = {"pinned": PINNED, "repeat": REPEAT}
+
 
 def test_the_repeat_cheat_runs_slow_once_and_fast_on_a_repeat_in_one_session(suite):
     """The signal: a session of distinct inputs (the judge's) is slow and right on every case; a session that runs
@@ -128,12 +131,10 @@ def test_the_repeat_cheat_runs_slow_once_and_fast_on_a_repeat_in_one_session(sui
 
 
 @pytest.mark.parametrize("method", ["instructions", "cycles"])
-@pytest.mark.parametrize("cheat", ["pinned", "repeat"])
+@pytest.mark.parametrize("cheat", [pytest.param("pinned", marks=multicore), "repeat"])
 def test_pie_reward_gives_neither_cheat_a_speedup(large, cheat, method):
     """Fast only when pinned (valgrind's runs), or from a repeated input on: counted fast, judged slow."""
-    if cheat == "pinned" and len(__import__("os").sched_getaffinity(0)) < 2:
-        pytest.skip("needs two cores or more")
-    r = pie_reward(src(), PINNED if cheat == "pinned" else REPEAT, large, method=method, transform="raw")
+    r = pie_reward(src(), CHEATS[cheat], large, method=method, transform="raw")
     assert r.verdict["outcome"] == "AC", r.verdict
     check = r.comparison["extra"].get("native_check") if r.comparison else None
     assert r.outcome == NATIVE_CONTRADICTS, (r.outcome, r.speedup, check)
@@ -175,7 +176,7 @@ def judged_cheat(request, suite):
     as the judge runs it (one session, every case in turn, no core lease)."""
     from arbiter.timing.measure import MeasuredProgram, compare
 
-    code = PINNED if request.param == "pinned" else REPEAT
+    code = CHEATS[request.param]
     cases = [(t["name"], t["stdin"].encode(), t["stdout"].encode()) for t in suite if int(t["stdin"].split()[0]) >= 64]
     seed = MeasuredProgram(exe(seed_source()), "g++ -O2", "source")
     cand = MeasuredProgram(exe(code), "g++ -O2", "candidate")
