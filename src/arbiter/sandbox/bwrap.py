@@ -31,6 +31,12 @@ SCRATCH_DIRS = tuple(d for d, _ in SCRATCH_MOUNTS)
 #: Files of ``/etc`` the dynamic loader and the C library read (when present).
 ETC_FILES = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
              "/etc/localtime")
+#: The CPUs a program is told are online (``os.cpu_count()``, ``std::thread::hardware_concurrency()``,
+#: ``multiprocessing.Pool()``'s size: the C library reads this file first), the same on every host, so a
+#: pool sized by it fits a case's process and memory limits on a 128-core node as on this one.
+VISIBLE_CPUS = 2
+#: The file shown at ``/sys/devices/system/cpu/online`` (it reads ``0-1``: :data:`VISIBLE_CPUS`).
+CPU_ONLINE_FILE = str(Path(__file__).resolve().parent.parent / "data" / "sandbox" / "cpu_online")
 
 
 def root_layout_args() -> list[str]:
@@ -88,7 +94,7 @@ def bwrap_argv(plan: BwrapPlan) -> list[str]:
     argv = [plan.bwrap, *NAMESPACE_FLAGS, *(ZYGOTE_CAPS if plan.zygote else ()), *plan.root_layout]
     for d in plan.ro_binds:
         argv += ["--ro-bind", d, d]
-    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--ro-bind", CPU_ONLINE_FILE, "/sys/devices/system/cpu/online"]
     for d, mode in SCRATCH_MOUNTS:
         argv += ["--perms", mode, "--size", str(plan.scratch_bytes), "--tmpfs", d]
     argv += ["--ro-bind", plan.prog_dir, "/prog", "--ro-bind", plan.guest_dir, GUEST_MOUNT]
