@@ -54,7 +54,7 @@ def test_seccomp_info_fd_and_the_server_command_line():
     assert _pairs(argv, "--info-fd", 1) == [("8",)]
     assert _pairs(argv, "--chdir", 1) == [("/work",)]
     tail = argv[argv.index("/usr/bin/python3"):]
-    assert tail == ["/usr/bin/python3", "-I", "-S", "-B", "-X", "utf8", "/arbiter/guest/__main__.py",
+    assert tail == ["/usr/bin/python3", "-I", "-S", "-B", "-X", "utf8", "-X", "cpu_count=2", "/arbiter/guest/__main__.py",
                     "3", "6", "--zygote", "1", "--filtered", "1", "--site", "/usr/lib/python3/dist-packages"]
     # the mounts come before the options that close the layout
     assert argv.index("/pch") < argv.index("--seccomp") < argv.index("--remount-ro")
@@ -67,7 +67,7 @@ def test_no_seccomp_flag_without_a_filter():
 
 def test_unisolated_command_line():
     argv = bwrap.unisolated_argv("/usr/bin/python3", "/src/guest/__main__.py", 3, 6, ("/h/work", "/h/tmp"), ())
-    assert argv == ["/usr/bin/python3", "-I", "-S", "-B", "-X", "utf8", "/src/guest/__main__.py", "3", "6",
+    assert argv == ["/usr/bin/python3", "-I", "-S", "-B", "-X", "utf8", "-X", "cpu_count=2", "/src/guest/__main__.py", "3", "6",
                     "--scratch", "/h/work:/h/tmp", "--site", ""]
 
 

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-#: How the untrusted interpreter starts: isolated mode, no site, no .pyc writes, UTF-8 stdio.
-PYTHON_FLAGS = ("-I", "-S", "-B", "-X", "utf8")
 #: Where the guest package is mounted inside the sandbox, and its start-up script.
 GUEST_MOUNT = "/arbiter/guest"
 GUEST_MAIN = GUEST_MOUNT + "/__main__.py"
@@ -37,6 +35,10 @@ ETC_FILES = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/l
 VISIBLE_CPUS = 2
 #: The file shown at ``/sys/devices/system/cpu/online`` (it reads ``0-1``: :data:`VISIBLE_CPUS`).
 CPU_ONLINE_FILE = str(Path(__file__).resolve().parent.parent / "data" / "sandbox" / "cpu_online")
+#: How the untrusted interpreter starts: isolated mode, no site, no .pyc writes, UTF-8 stdio, and
+#: :data:`VISIBLE_CPUS` (``-X cpu_count``: Python 3.13's pools size by the CPU affinity, the host's;
+#: an older Python ignores it).
+PYTHON_FLAGS = ("-I", "-S", "-B", "-X", "utf8", "-X", f"cpu_count={VISIBLE_CPUS}")
 
 
 def root_layout_args() -> list[str]:

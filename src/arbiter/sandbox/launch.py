@@ -53,6 +53,8 @@ def launch(config: SandboxConfig, limits: Limits, mounts: Sequence[tuple[str | N
         os.write(seccomp_fd, bpf)
         os.lseek(seccomp_fd, 0, os.SEEK_SET)
     mounts = [(host or empty, inside) for host, inside in mounts]
+    if config.isolated:
+        check_cpu_view(bwrap.CPU_ONLINE_FILE)
     argv, env, cwd = _command(config, limits, mounts, tmp, prog, to_r, from_w, info_w, seccomp_fd)
     kwargs: dict[str, Any] = {}
     if os.geteuid() == 0 and config.isolated:
@@ -69,6 +71,18 @@ def launch(config: SandboxConfig, limits: Limits, mounts: Sequence[tuple[str | N
     for fd in pass_fds:
         os.close(fd)
     return Launched(proc, to_w, from_r, info_r)
+
+
+def check_cpu_view(path: str) -> None:
+    """Raise SandboxError unless ``path`` (the sandbox's ``/sys/devices/system/cpu/online``) is a
+    file anyone may read: the C library would ignore an unreadable one and count the host's CPUs."""
+    try:
+        readable = os.stat(path).st_mode & 0o004
+    except OSError as exc:
+        raise SandboxError(f"cannot start the sandbox: its CPU view {path} is missing ({exc})") from exc
+    if not readable:
+        raise SandboxError(f"cannot start the sandbox: its CPU view {path} is not readable by everyone "
+                           "(programs would see the host's CPUs); chmod 644 it")
 
 
 def _command(config: SandboxConfig, limits: Limits, mounts: Sequence[tuple[str, str]], tmp: str,
