@@ -39,6 +39,8 @@ def launch(config: SandboxConfig, limits: Limits, mounts: Sequence[tuple[str | N
            files: Mapping[str, bytes]) -> Launched:
     """Start the sandbox whose host folder is ``tmp`` (``files`` in its ``prog`` folder when
     unisolated; a mount whose host path is None shows ``tmp/empty``). Raises SandboxError."""
+    if config.isolated:
+        check_cpu_view(bwrap.CPU_ONLINE_FILE)  # (before any descriptor is made: nothing to close)
     prog = hostdirs.write_prog(tmp, {} if config.isolated else files)
     empty = os.path.join(tmp, "empty")
     os.mkdir(empty, 0o755)
@@ -53,8 +55,6 @@ def launch(config: SandboxConfig, limits: Limits, mounts: Sequence[tuple[str | N
         os.write(seccomp_fd, bpf)
         os.lseek(seccomp_fd, 0, os.SEEK_SET)
     mounts = [(host or empty, inside) for host, inside in mounts]
-    if config.isolated:
-        check_cpu_view(bwrap.CPU_ONLINE_FILE)
     argv, env, cwd = _command(config, limits, mounts, tmp, prog, to_r, from_w, info_w, seccomp_fd)
     kwargs: dict[str, Any] = {}
     if os.geteuid() == 0 and config.isolated:
