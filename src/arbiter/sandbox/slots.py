@@ -3,9 +3,11 @@
 :func:`judge_slots` is the process's :class:`JudgeSlots` (a forked child gets its own); the
 step judges that judge in this process's threads hold one slot per running judge: the process's
 (:func:`arbiter.judge.step.default_step_judge`, which verl's ``compute_score``, batch and
-reward-loop manager use) and the node's Ray judge pool (sized to its node's cores). Oversubscribed
-cores turn CPU-bound programs into wall-limit TLEs. The sandboxes themselves are the warm pool's (:func:`arbiter.sandbox.pool.default_pool`).
-See docs/sandbox.md ("Warm pool").
+reward-loop manager use) and the node's Ray judge pool (sized to its node's cores). More judges
+than cores end no step sooner (docs/step.md, "No tail"): they burn more CPU, and a case starved of
+its core past the run-queue allowance is run again after a pause (docs/sandbox.md,
+"Starved cases"). The sandboxes themselves are the warm pool's
+(:func:`arbiter.sandbox.pool.default_pool`). See docs/sandbox.md ("Warm pool").
 """
 
 from __future__ import annotations
