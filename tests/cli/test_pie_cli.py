@@ -569,3 +569,39 @@ def test_help_names_the_default_measure_and_why():
         text = " ".join(r.stdout.replace("│", " ").split())
         assert r.returncode == 0 and DEFAULT_METHOD == "cycles", r.stderr
         assert "cycles (default)" in text and "gem5" in text and "[default: cycles]" in text, text
+
+
+def test_an_id_names_one_record_a_repeat_is_its_own_invalid_record(data):
+    """An ``id`` is its record's key: a second line under the same id once got the first line's results (another
+    row's, measured on other tests) and was not written at all (the audit of December 2026: a wrong program AC at
+    16.6x, rows lost). Now the repeat is one INVALID_TASK record naming both lines; the first is scored as usual."""
+    root = data["root"]
+    for cmd, field, name in (("reward", "candidates", "rewards.jsonl"), ("eval", "generations", "generations.jsonl")):
+        lines = jl(root / f"same_id_{cmd}.jsonl", [{"src_id": "s1", "id": "x", field: [WRONG]},
+                                                   {"row": f"{P}/s1/t2", "id": "x", field: [WRONG]}])
+        out = root / f"out_same_id_{cmd}"
+        r = cli(cmd, "--rows", str(data["rows"]), "--tests", str(data["tests"]), f"--{field}", str(lines),
+                "--out", str(out), "--no-progress")
+        assert r.returncode == 0, r.stdout + r.stderr
+        recs = list(read_jsonl(out / name))
+        assert [(x["line"], x["outcome"]) for x in recs] == [(1, "WA"), (2, "INVALID_TASK")], recs
+        assert "field 'id'" in recs[1]["reason"] and "line 1" in recs[1]["reason"]
+        if cmd == "eval":
+            rep = json.loads((out / "metrics.json").read_text())
+            assert rep["n_programs"] == 1 and rep["n_excluded"] == 1, rep
+
+
+def test_eval_a_precomputed_line_without_runtimes_is_excluded_alone(data):
+    """``"runtimes": []`` once stopped the whole evaluation with no line named (the audit of December 2026); now it
+    is an excluded program naming its line and field, as any other bad precomputed line."""
+    gens = jl(data["root"] / "pre_empty.jsonl", [{"id": "a", "src_runtime": 6.0, "runtimes": [3.0]},
+                                                 {"id": "b", "src_runtime": 2.0, "runtimes": []},
+                                                 {"id": "c", "src_runtime": 2.0, "runtimes": "1.0"}])
+    out = data["root"] / "eval_pre_empty"
+    r = cli("eval", "--generations", str(gens), "--out", str(out), "--no-progress")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads((out / "metrics.json").read_text())
+    assert rep["n_programs"] == 1 and rep["metrics"][0]["mean_speedup"] == pytest.approx(2.0)
+    reasons = {e["id"]: e["reason"] for e in rep["excluded"]}
+    assert set(reasons) == {"b", "c"}
+    assert all("line" in why and "'runtimes'" in why for why in reasons.values()), reasons

@@ -46,8 +46,13 @@ def iter_candidates(path: str | os.PathLike, rows: RowIndex, *, field_names: Seq
     """The candidates of a JSONL file, one :class:`CandidateItem` per program; a bad record (or line) gives one
     item with ``error`` set and never stops the batch. Format, keys and type rules: ``docs/pie.md``
     ("Candidates file"). ``skip_precomputed``: pass over ``arbiter pie eval``'s precomputed lines."""
+    first_line_of_id: dict[str, int] = {}
     for line, rec in _read_jsonl_lines(path):
         if skip_precomputed and isinstance(rec, dict) and "runtimes" in rec and not any(f in rec for f in field_names):
+            continue
+        repeated = _repeated_id(rec, line, first_line_of_id)
+        if repeated:
+            yield CandidateItem(key=f"@{line}#error", line=line, index=0, source=None, code="", error=repeated)
             continue
         if isinstance(rec, Exception):
             yield CandidateItem(key=f"@{line}#error", line=line, index=0, source=None, code="", error=str(rec),
@@ -58,6 +63,17 @@ def iter_candidates(path: str | os.PathLike, rows: RowIndex, *, field_names: Seq
                                 not_object=True)
         else:
             yield from _record_items(rec, line, rows, field_names)
+
+
+def _repeated_id(rec: Any, line: int, first_line_of_id: dict[str, int]) -> str:
+    """Why the record's ``id`` cannot name it (an earlier line has it: the id is its items' key, so a second
+    record under it would get the first one's results), or ""; a new id is remembered."""
+    if not isinstance(rec, dict) or rec.get("id") is None:
+        return ""
+    rid = str(rec["id"])
+    first = first_line_of_id.setdefault(rid, line)
+    return "" if first == line else (f"line {line}: field 'id': {rid!r} already names line {first}'s record "
+                                     "(an id names one record)")
 
 
 def _record_row(rec: dict[str, Any], line: int, rows: RowIndex

@@ -4,6 +4,7 @@ program, re-timed here. Rules (runtimes, exclusions, units): ``docs/pie.md`` ("E
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import statistics
@@ -89,6 +90,9 @@ def programs_from_records(groups: Sequence[tuple[str, Sequence[Mapping[str, Any]
 
 def _precomputed(rec: Mapping[str, Any], line: int) -> tuple[str, ProgramGenerations]:
     pid = str(rec.get("id") or rec.get("src_id") or f"line {line}")
+    if not isinstance(rec.get("runtimes"), list) or not rec["runtimes"]:
+        raise ValueError(f"line {line}: field 'runtimes' must be a non-empty list (one runtime or null per "
+                         f"generation), got {json.dumps(rec.get('runtimes'))[:80]}")
     try:
         return pid, ProgramGenerations(rec["src_runtime"], list(rec["runtimes"]), pid)
     except (TypeError, ValueError, KeyError) as e:
