@@ -12,7 +12,7 @@ import json
 import os
 import tempfile
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +21,11 @@ from arbiter.datasets.io import decode_json_line
 from arbiter.datasets.verl_rows import iter_row_keys, row_key
 
 
-def _record_key(rec: Mapping[str, Any], by_index: Mapping[str, list[str]], by_position: list[str]) -> str:
-    """The row key a completions record names (docs/codegen.md); raises ``ValueError``."""
+def _record_key(rec: Mapping[str, Any], by_index: Mapping[str, list[str]], by_position: list[str],
+                repeated_positions: Collection[int] = ()) -> str:
+    """The row key a completions record names (docs/codegen.md); raises ``ValueError``, also for a
+    ``row`` position whose key repeats an earlier row's (that row is not scored: its responses
+    would be judged on the earlier row's tests)."""
     for name in ("key", "row_key"):
         if isinstance(rec.get(name), str):
             return rec[name]
@@ -37,6 +40,9 @@ def _record_key(rec: Mapping[str, Any], by_index: Mapping[str, list[str]], by_po
         raise ValueError(f"index {rec['index']!r} is shared by rows {keys[:5]}; give 'data_source' or 'key' "
                          f"(data_source-qualified keys, codegen card 2026-08)")
     if isinstance(rec.get("row"), int) and not isinstance(rec.get("row"), bool):
+        if rec["row"] in repeated_positions:
+            raise ValueError(f"row {rec['row']} repeats the key {by_position[rec['row']]!r} of an earlier row and "
+                             f"is not scored")
         if 0 <= rec["row"] < len(by_position):
             return by_position[rec["row"]]
         raise ValueError(f"row {rec['row']} is outside the dataset (0..{len(by_position) - 1})")
@@ -90,7 +96,8 @@ def _first_bytes(path: Path, n: int = 8) -> bytes:
 
 
 def _scan_completions(path: Path, by_index: Mapping[str, list[str]], by_position: list[str], known: set[str],
-                      errors: Any) -> tuple[dict[str, list[tuple[int, int]]], int, int, str]:
+                      errors: Any, repeated_positions: Collection[int] = ()
+                      ) -> tuple[dict[str, list[tuple[int, int]]], int, int, str]:
     """:func:`index_completions` plus the number of non-blank lines, of JSON object records, and
     the first problem's message (``""`` when none)."""
     index: dict[str, list[tuple[int, int]]] = defaultdict(list)
@@ -111,7 +118,7 @@ def _scan_completions(path: Path, by_index: Mapping[str, list[str]], by_position
                 responses = rec.get("responses")
                 if not isinstance(responses, list):
                     raise ValueError("'responses' must be a list of response strings")
-                key = _record_key(rec, by_index, by_position)
+                key = _record_key(rec, by_index, by_position, repeated_positions)
                 if key not in known:
                     raise ValueError(f"row key {key!r} is not in the dataset")
             except ValueError as exc:
@@ -124,11 +131,12 @@ def _scan_completions(path: Path, by_index: Mapping[str, list[str]], by_position
 
 
 def index_completions(path: Path, by_index: Mapping[str, list[str]], by_position: list[str], known: set[str],
-                      errors: Any) -> dict[str, list[tuple[int, int]]]:
+                      errors: Any, repeated_positions: Collection[int] = ()) -> dict[str, list[tuple[int, int]]]:
     """``row key -> [(byte offset, response count), ...]`` for a completions JSONL file (one
     pass, one line in memory at a time). Bad records go to ``errors`` (anything with
-    ``add(kind, message, **extra)``), each naming its line, and are left out."""
-    return _scan_completions(path, by_index, by_position, known, errors)[0]
+    ``add(kind, message, **extra)``), each naming its line, and are left out (a ``row`` in
+    ``repeated_positions`` among them)."""
+    return _scan_completions(path, by_index, by_position, known, errors, repeated_positions)[0]
 
 
 @dataclass
@@ -208,7 +216,8 @@ def load_inputs(dataset: str | os.PathLike, completions: str | os.PathLike, *, s
         raise ScoringInputError(f"--completions {cpath}: gzip-compressed; decompress it (completions must be "
                                 f"plain JSON Lines, read by byte offset)")
     try:
-        comp_index, lines, objects, first = _scan_completions(cpath, by_index, by_position, seen, problems)
+        comp_index, lines, objects, first = _scan_completions(cpath, by_index, by_position, seen, problems,
+                                                               duplicate_positions)
     except OSError as exc:
         raise ScoringInputError(f"--completions {cpath}: cannot read ({exc})") from None
     if not lines:
