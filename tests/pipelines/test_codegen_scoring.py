@@ -539,6 +539,26 @@ def test_records_naming_no_row_are_listed_with_their_line_before_scoring(tmp_pat
     assert [v["key"] for v in read_jsonl(out / "verdicts.jsonl")] == ["code_taco:t0#0"]
 
 
+def test_responses_to_a_row_whose_key_repeats_are_not_judged_on_the_first_rows_tests(tmp_path):
+    """Row 1 repeats row 0's key, so it is not scored; responses addressed to it by position were once
+    judged on row 0's tests as more responses of row 0 (the audit of December 2026: pass@2 1.0 for a
+    problem with one response). Now they are a completions problem naming the line."""
+    other = {"inputs": ["2 3\n"], "outputs": ["6\n"]}  # a product: row 0's program is wrong on it
+    dataset = write_jsonl(tmp_path / "d.jsonl", [row("code_taco", "t0", SUM), row("code_taco", "t0", other)])
+    completions = write_jsonl(tmp_path / "c.jsonl", [{"row": 0, "responses": [SUM_OK]},
+                                                     {"row": 1, "responses": [SUM_OK]}])
+    out = tmp_path / "out"
+    result = _score(dataset, completions, out)
+    assert result.exit_code == 0, result.output
+    assert [(v["key"], v["score"]) for v in read_jsonl(out / "verdicts.jsonl")] == [("code_taco:t0#0", 1.0)]
+    errors = read_jsonl(out / "errors.jsonl")
+    assert [(e["kind"], e.get("line"), e.get("position")) for e in errors] == [("dataset", None, 1),
+                                                                             ("completions", 2, None)]
+    assert "row 1 repeats the key 'code_taco:t0'" in errors[1]["message"]
+    summary = json.loads((out / "summary.json").read_text())["overall"]
+    assert (summary["responses"], summary["correct"]) == (1, 1)
+
+
 # ------------------------------------------------------------------ vacuous suites
 
 
@@ -572,3 +592,22 @@ def test_vacuous_rows_are_judged_flagged_and_counted(tmp_path):
     text = _flat(result.output)
     assert "1 problem(s) have a vacuous test suite" in text and "code_taco:v" in text
     assert "vacuous" in result.output.split("overall")[0]  # the table's column
+
+
+def test_score_takes_tolerances_on_the_command_line(tmp_path):
+    """``--abs-tol``/``--rel-tol`` as docs/codegen.md lists them among ``arbiter score``'s options (a new user
+    found them missing, December 2026): they decide the verdict and are recorded in config.json."""
+    dataset = write_jsonl(tmp_path / "d.jsonl", [row("code_taco", "f", {"inputs": ["\n"], "outputs": ["0.5\n"]})])
+    completions = write_jsonl(tmp_path / "c.jsonl", [{"index": "f", "responses": [md("print(0.55)")]}])
+    scores = {}
+    for name, extra in (("strict", ("--abs-tol", "0.01")), ("loose", ("--abs-tol", "0.1")),
+                        ("rel", ("--abs-tol", "0", "--rel-tol", "0.2"))):
+        result = _score(dataset, completions, tmp_path / name, "--checker", "tokens_float", *extra)
+        assert result.exit_code == 0, result.output
+        (verdict,) = read_jsonl(tmp_path / name / "verdicts.jsonl")
+        scores[name] = verdict["score"]
+        options = json.loads((tmp_path / name / "config.json").read_text())["options"]
+        assert options["abs_tol"] == float(extra[1]), options
+    assert scores == {"strict": 0.0, "loose": 1.0, "rel": 1.0}
+    refused = _score(dataset, completions, tmp_path / "bad", "--abs-tol", "-1")
+    assert refused.exit_code == 2 and "abs_tol must be a finite number >= 0" in _flat(refused.output)

@@ -140,6 +140,12 @@ def register(app: typer.Typer) -> None:
         checker: Optional[str] = typer.Option(None, "--checker", help="override every route's checker (tokens, tokens_float, ...)"),
         case_insensitive: Optional[bool] = typer.Option(None, "--case-insensitive/--case-sensitive",
                                                         help="override the route's case rule"),
+        abs_tol: Optional[float] = typer.Option(None, "--abs-tol", help="absolute tolerance of a number-comparing "
+                                                "checker (tokens_float, ...) for every row, over a row's "
+                                                "extra_info.abs_tol"),
+        rel_tol: Optional[float] = typer.Option(None, "--rel-tol", help="relative tolerance of a number-comparing "
+                                                "checker (tokens_float, ...) for every row, over a row's "
+                                                "extra_info.rel_tol"),
         time_limit: Optional[float] = typer.Option(None, "--time-limit", help="CPU seconds per case (default: per data_source)"),
         memory_limit: Optional[int] = typer.Option(None, "--memory-limit", help="MiB per case (default 1024)"),
         run_all: bool = typer.Option(False, "--run-all", help="run every case even after a failure (exact passed counts)"),
@@ -163,7 +169,7 @@ def register(app: typer.Typer) -> None:
         a table by data_source. Rerun the same command after an interruption: finished responses
         are kept and skipped. OUT/config.json records the inputs (content sha256 of DATASET and
         COMPLETIONS) and the verdict-changing options (--parity, --checker, --case-insensitive,
-        --time-limit, --memory-limit, --run-all, --split); a rerun into OUT with anything else is
+        --abs-tol, --rel-tol, --time-limit, --memory-limit, --run-all, --split); a rerun into OUT with anything else is
         refused (exit 2, naming what differs): use a new --out. Rows with an unusable test suite are
         recorded as INVALID_TASK and the run goes on; rows whose every expected output is empty
         (a program that prints nothing passes) are judged and counted as vacuous. Both inputs are
@@ -182,7 +188,7 @@ def register(app: typer.Typer) -> None:
         # INVALID_TASK / SANDBOX_ERROR are reported in the outputs and the table, not as log lines
         logging.getLogger("arbiter.verl").setLevel(logging.ERROR)
         opts = _reward_options(console, parity=parity, checker=checker, case_insensitive=case_insensitive,
-                               time_limit=time_limit, memory_limit_mb=memory_limit, run_all=run_all, workers=workers,
+                               abs_tol=abs_tol, rel_tol=rel_tol, time_limit=time_limit, memory_limit_mb=memory_limit, run_all=run_all, workers=workers,
                                reuse=reuse, case_order=case_order)
         try:  # every input check runs before the progress bar starts
             inputs = load_inputs(dataset, completions, split=split)
