@@ -255,6 +255,9 @@ def _bad_hidden_inputs(tmp: Path) -> list[tuple[str, Path, str]]:
     (tmp / "empty.json").write_text("")
     (tmp / "junk.jsonl").write_text("not json\nnot json either\n")
     (tmp / "other_tasks.json").write_text(json.dumps({"no_such_task": [{"name": "h1", "stdin": "", "stdout": ""}]}))
+    (tmp / "empty.jsonl").write_text("")
+    (tmp / "empty_object.json").write_text("{}")
+    (tmp / "no_cases.json").write_text(json.dumps({"dummy_pie_cpp_0001_sum_even": []}))
     (tmp / "a_folder").mkdir()
     os.mkfifo(tmp / "a_fifo")
     out = [("missing", tmp / "missing.json", "hidden tests file not found"),
@@ -265,7 +268,11 @@ def _bad_hidden_inputs(tmp: Path) -> list[tuple[str, Path, str]]:
            ("a list", tmp / "list.json", "expected an object task_id -> list of tests, got list"),
            ("empty", tmp / "empty.json", "MALFORMED_JSON"),
            ("JSONL of junk", tmp / "junk.jsonl", "MALFORMED_JSON"),
-           ("no seed task", tmp / "other_tasks.json", "UNKNOWN_TASK_ID")]
+           ("no seed task", tmp / "other_tasks.json", "UNKNOWN_TASK_ID"),
+           # no case at all: every answer would be accepted on its visible tests (a new user, December 2026)
+           ("empty JSONL", tmp / "empty.jsonl", "no hidden test case for any seed task"),
+           ("an empty object", tmp / "empty_object.json", "no hidden test case for any seed task"),
+           ("empty lists", tmp / "no_cases.json", "no hidden test case for any seed task")]
     if os.geteuid() != 0:  # root reads any file whatever its mode
         (tmp / "unreadable.json").write_text("{}")
         (tmp / "unreadable.json").chmod(0)
@@ -286,8 +293,13 @@ def test_verify_hidden_or_generators_that_cannot_be_used_exit_2_naming_the_file(
         assert p.returncode == 2, (what, p.stdout[-2000:] + p.stderr[-2000:])
         assert f"error: --hidden {path}" in text and reason in text, (what, text)
         assert "Traceback" not in p.stderr and not out.exists(), what
+    (tmp_path / "no_gens_in").mkdir()
+    (tmp_path / "other_gens").mkdir()
+    (tmp_path / "other_gens" / "not_a_seed_task.py").write_text("print(1)\n")
     for what, path, reason in (("missing", tmp_path / "no_gens", "generators folder not found"),
-                               ("a file", DATA / "hidden_tests.json", "is a file")):
+                               ("a file", DATA / "hidden_tests.json", "is a file"),
+                               ("empty", tmp_path / "no_gens_in", "no <task_id>.py generator"),
+                               ("other tasks", tmp_path / "other_gens", "no <task_id>.py generator for any seed task")):
         out = tmp_path / "out_gens"
         p = cli(*base, "--out", str(out), "--generators", str(path))
         text = " ".join(p.stdout.split())

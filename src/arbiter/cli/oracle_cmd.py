@@ -351,10 +351,14 @@ def generate(
             raise FileNotFoundError(f"seeds file not found: {seeds}")
         from arbiter.pipelines.oracle.verify import check_generators_dir, ensure_out_dir, load_hidden_or_raise
 
-        if hidden is not None:  # before asking the model anything
-            load_hidden_or_raise(hidden)
-        if generators is not None:
-            check_generators_dir(generators)
+        if hidden is not None or generators is not None:  # before asking the model anything
+            from arbiter.datasets.oracle import load_seeds
+
+            task_ids = load_seeds(seeds).by_id
+            if hidden is not None:
+                load_hidden_or_raise(hidden, known_task_ids=task_ids or None)
+            if generators is not None:
+                check_generators_dir(generators, known_task_ids=task_ids or None)
         ensure_out_dir(out)
         returns = out / "returns.jsonl"
         bar = Progress(TextColumn("[bold]asking the model[/]"), BarColumn(), MofNCompleteColumn(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from arbiter.datasets.oracle import HiddenTests, Rejection, load_hidden_tests
 from arbiter.pipelines.oracle.options import MAX_CASES_LISTED
@@ -58,7 +58,9 @@ def load_hidden_or_raise(path: str | os.PathLike, known_task_ids: Iterable[str] 
     used as a whole with :class:`InputFileError` (a ``ValueError``: the CLI exits 2) naming the file: it does not
     exist, is not a regular file, cannot be read, is not UTF-8, is not JSON (a JSON document that does not parse, or
     a JSONL file none of whose lines is an entry), is JSON of another shape (e.g. a list), or none of its entries
-    is usable or even names a task of ``known_task_ids`` (the seed tasks; a wrong file). A bad *entry* (one seed
+    is usable or even names a task of ``known_task_ids`` (the seed tasks; a wrong file), or it holds no test case
+    at all (an empty file, ``{}``, empty lists: every answer would be accepted on its visible tests). A bad *entry*
+    (one seed
     task's tests of the wrong shape) is not fatal: it is rejected alone (``rejected.jsonl`` kind ``hidden``; its
     task becomes ``INVALID_TASK``) and the run goes on; so are entries for unknown tasks next to usable ones."""
     p = Path(path)
@@ -72,6 +74,10 @@ def load_hidden_or_raise(path: str | os.PathLike, known_task_ids: Iterable[str] 
     whole = [r for r in loaded.rejections if r.task_id is None and r.line is None]
     concerned = loaded.invalid_tasks if known is None else loaded.invalid_tasks & known
     nothing = loaded.rejections and not loaded.tests and not concerned
+    if not whole and not nothing and not concerned and not _has_a_case(loaded.tests, known):
+        raise InputFileError(f"--hidden {p}: no hidden test case for any seed task (an empty file, {{}} or empty "
+                             f"lists); give the hidden tests, or leave --hidden out to verify on the visible tests "
+                             f"alone", loaded.rejections)
     if whole or nothing:
         first = (whole or loaded.rejections)[0]
         why = " (no usable entry for a seed task)" if not whole and first.task_id is not None else ""
@@ -81,9 +87,15 @@ def load_hidden_or_raise(path: str | os.PathLike, known_task_ids: Iterable[str] 
     return loaded
 
 
-def check_generators_dir(path: str | os.PathLike) -> Path:
-    """``--generators``: an existing, readable folder (of ``<task_id>.py`` generators). Raises
-    :class:`InputFileError` naming the path otherwise. Returns the path."""
+def _has_a_case(tests: Mapping[str, Sequence[Any]], known: set[str] | None) -> bool:
+    """Whether some task (a seed task, when they are ``known``) has at least one hidden case."""
+    return any(cases for task, cases in tests.items() if known is None or task in known)
+
+
+def check_generators_dir(path: str | os.PathLike, known_task_ids: Iterable[str] | None = None) -> Path:
+    """``--generators``: an existing, readable folder of ``<task_id>.py`` generators, one of them at least for a
+    task of ``known_task_ids`` when given (an empty folder, or one of other files, is a wrong path: no answer
+    would get generated tests). Raises :class:`InputFileError` naming the path otherwise. Returns the path."""
     p = Path(path)
     if not p.exists():
         raise InputFileError(f"--generators {p}: generators folder not found")
@@ -91,9 +103,13 @@ def check_generators_dir(path: str | os.PathLike) -> Path:
         raise InputFileError(f"--generators {p}: is a file; give the folder of <task_id>.py generators")
     try:
         with os.scandir(p) as entries:
-            next(entries, None)
+            names = {e.name[:-3] for e in entries if e.name.endswith(".py")}
     except OSError as e:
         raise InputFileError(f"--generators {p}: cannot be read: {e.strerror or e}") from None
+    wanted = set(known_task_ids) if known_task_ids is not None else None
+    if not names or (wanted is not None and not names & wanted):
+        raise InputFileError(f"--generators {p}: no <task_id>.py generator" + (" for any seed task" if names else "")
+                             + "; give the generators folder, or leave --generators out")
     return p
 
 

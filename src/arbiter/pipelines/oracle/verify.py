@@ -171,6 +171,8 @@ def verify_returns(seeds: str | os.PathLike, returns: str | os.PathLike, out_dir
     if not by_id:
         raise NoUsableSeeds(seeds_loaded.rejections, seeds)
     hidden_loaded = load_hidden_or_raise(hidden, known_task_ids=by_id) if hidden is not None else None
+    if generators is not None:
+        check_generators_dir(generators, known_task_ids=by_id)
     with RunFolder(out_dir) as folder:
         out = folder.path
         emit = on_progress or (lambda event, data: None)
