@@ -109,3 +109,28 @@ def test_goldilocks_reads_several_folders_per_model(runs):
     assert all(r["extra_info"]["lower_pass_rate"] == r["extra_info"]["upper_pass_rate"] for r in rows)
     r = arbiter(*common, *weak_args, "--weak", str(work / "other"), "--out", str(work / "bad.jsonl"), ok=(2,))
     assert "other" in r.stderr
+
+
+def test_a_shard_holding_a_row_it_cannot_score_is_finished(tmp_path):
+    """A dataset row that cannot be scored (no ``reward_model``) gets no verdict, only its ``errors.jsonl``
+    entry: the shard holding it finished all the same, and its merge is the single run's."""
+    sq = {"inputs": ["3\n", "4\n"], "outputs": ["9\n", "16\n"]}
+    rows = [{"data_source": "code_taco", "prompt": [], "ability": "code", "extra_info": {"index": f"r{i}"},
+             "reward_model": {"style": "rule", "ground_truth": json.dumps(sq)}} for i in range(6)]
+    for broken in (rows[1], rows[4]):
+        del broken["reward_model"]
+    dataset, completions = tmp_path / "d.jsonl", tmp_path / "c.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code = "```python\nn = int(input())\nprint(n * n)\n```"
+    completions.write_text("".join(json.dumps({"index": f"r{i}", "responses": [code, "no code"]}) + "\n"
+                                   for i in range(6)))
+    base = ["score", "--dataset", str(dataset), "--completions", str(completions), "--quiet"]
+    arbiter(*base, "--out", str(tmp_path / "local"))
+    for i in range(2):
+        arbiter(*base, "--out", str(tmp_path / f"s{i}"), "--shard", f"{i}/2")
+    arbiter("merge", str(tmp_path / "merged"), str(tmp_path / "s0"), str(tmp_path / "s1"))
+    for name in ("verdicts.jsonl", "problems.jsonl"):
+        assert without_timing(tmp_path / "merged" / name) == without_timing(tmp_path / "local" / name), name
+    merged, local = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("merged", "local"))
+    assert merged["overall"] == local["overall"] and local["errors_this_run"] == 2  # (a merge runs nothing)
+    assert len((tmp_path / "merged" / "verdicts.jsonl").read_text().splitlines()) == 8

@@ -24,7 +24,7 @@ from arbiter.pipelines.codegen.config import VERDICTS_FILE, config_fingerprint
 from arbiter.pipelines.codegen.inputs import ScoringInputs, load_inputs
 from arbiter.pipelines.codegen.summary import summarize
 from arbiter.pipelines.outputs import holds_out_dirs
-from arbiter.pipelines.runs import CONFIG_FILE, RunFolder, changed_fields
+from arbiter.pipelines.runs import CONFIG_FILE, ERRORS_FILE, RunFolder, changed_fields
 
 SHARD_OPTION = "shard"
 
@@ -116,10 +116,25 @@ def _read_verdicts(folder: Path) -> list[dict[str, Any]]:
                            f"(it resumes)") from None
 
 
-def _unjudged(ins: ScoringInputs, judged: Counter[str], part: tuple[int, int]) -> tuple[int, int]:
+def _unscorable_rows(folder: Path) -> set[str]:
+    """The row keys the shard reported as rows it cannot score (``errors.jsonl`` kind ``dataset``:
+    no verdict is ever written for their responses)."""
+    path = folder / ERRORS_FILE
+    if not path.exists():
+        return set()
+    try:
+        return {str(e["row"]) for e in read_jsonl(path) if e.get("kind") == "dataset" and "row" in e}
+    except ValueError as exc:
+        raise MergeRefused(f"{exc}: the shard did not finish writing it; rerun its `arbiter score` command "
+                           f"(it resumes)") from None
+
+
+def _unjudged(ins: ScoringInputs, judged: Counter[str], part: tuple[int, int], unscorable: set[str]
+              ) -> tuple[int, int]:
     """``(responses without a verdict, responses)`` of the rows of shard ``part`` of the inputs;
-    ``judged``: the shard's verdicts per row key."""
-    expected = {k: sum(c for _, c in v) for k, v in ins.comp_index.items() if shard_of(k, part[1]) == part[0]}
+    ``judged``: the shard's verdicts per row key; ``unscorable``: rows it reported it cannot score."""
+    expected = {k: sum(c for _, c in v) for k, v in ins.comp_index.items()
+                if shard_of(k, part[1]) == part[0] and k not in unscorable}
     missing = sum(max(0, n - judged[k]) for k, n in expected.items())
     return missing, sum(expected.values())
 
@@ -176,7 +191,8 @@ def merge_score_shards(out_dir: str | os.PathLike, shards: Sequence[str | os.Pat
         if merged_cfg[name]["sha256"] != cfg[name]["sha256"]:
             raise MergeRefused(f"{name} {merged_cfg[name]['path']} is not the file the shards were scored on "
                                f"(sha256 {merged_cfg[name]['sha256'][:12]}... != {cfg[name]['sha256'][:12]}...)")
-    unfinished = {f: counts for f in folders if (counts := _unjudged(ins, judged[f], parts[f]))[0]}
+    unfinished = {f: counts for f in folders
+                  if (counts := _unjudged(ins, judged[f], parts[f], _unscorable_rows(f)))[0]}
     if not allow_partial:
         _refuse_unfinished(unfinished, parts)
     with RunFolder(out_dir) as folder:
