@@ -48,6 +48,7 @@ def test_consolidate_extra_info_and_sidecar(tmp_path):
         {"data_source": "code_contests_o", "index": "5", "lower_scores": zero, "upper_scores": half,
          "upper_pass_rate": 0.25}])  # inconsistent: a problem naming the row and the field
     out = tmp_path / "final.parquet"
+    b.write_text(b.read_text() + "{oops\n")  # a line that is not JSON: a problem naming its line, the batch goes on
     r = _cli("--source", f"deepcoder={a}", "--source", f"cco={b}", "--sidecar", f"cco={side}", "--out", str(out))
     assert r.returncode == 1, r.stderr
     rows = list(iter_raw_rows(out))
@@ -62,6 +63,7 @@ def test_consolidate_extra_info_and_sidecar(tmp_path):
     assert "│ deepcoder │          5 │    2 │     2 │       2 │             1 │" in r.stdout
     assert report["counts"]["cco"]["ceiling"] == 1
     assert report["problems"] and "row 2" in report["problems"][0] and "upper_pass_rate" in report["problems"][0]
+    assert report["counts"]["cco"]["problems"] == 2 and "b.jsonl line 4: not valid JSON" in report["problems"][1]
     assert not (tmp_path / ".arbiter.lock").exists()  # the run's lock file goes with it (it stayed in the folder)
 
 

@@ -121,7 +121,7 @@ def _consolidate_source(src: ConsolidationSource, writer: CuratedWriter, run: Co
     counts = run.counts.setdefault(src.prefix, {"candidates": 0, KEPT: 0, "floor": 0, "ceiling": 0,
                                                 "floor+ceiling": 0, "problems": 0})
     seen: set[str] = set()
-    for position, raw in enumerate(iter_raw_rows(src.rows, split=split)):
+    for position, raw in enumerate(iter_raw_rows(src.rows, split=split, unreadable=True)):
         counts["candidates"] += 1
         try:
             row = parse_row(raw, position)
