@@ -37,7 +37,8 @@ def test_consolidate_extra_info_and_sidecar(tmp_path):
     one, zero = [1.0] * 8, [0.0] * 8
     half = [1.0, 0.0] * 4
     a = _write(tmp_path / "a.jsonl", [_row("taco", "7", half, half, rid="TACO_7"), _row("taco", "8", one, one),
-                                      _row("primeintellect", "7", zero, zero), _row("code_lcbv5", "1", zero, [1.0] + zero[1:])])
+                                      _row("primeintellect", "7", zero, zero), _row("code_lcbv5", "1", zero, [1.0] + zero[1:]),
+                                      _row("taco", "9", one, zero)])  # floor+ceiling: in floor and in ceiling too
     b = _write(tmp_path / "b.jsonl", [_row("code_contests_o", "3"), _row("code_contests_o", "4"),
                                       _row("code_contests_o", "5")])
     side = _write(tmp_path / "side.jsonl", [
@@ -47,6 +48,7 @@ def test_consolidate_extra_info_and_sidecar(tmp_path):
         {"data_source": "code_contests_o", "index": "5", "lower_scores": zero, "upper_scores": half,
          "upper_pass_rate": 0.25}])  # inconsistent: a problem naming the row and the field
     out = tmp_path / "final.parquet"
+    b.write_text(b.read_text() + "{oops\n")  # a line that is not JSON: a problem naming its line, the batch goes on
     r = _cli("--source", f"deepcoder={a}", "--source", f"cco={b}", "--sidecar", f"cco={side}", "--out", str(out))
     assert r.returncode == 1, r.stderr
     rows = list(iter_raw_rows(out))
@@ -56,10 +58,12 @@ def test_consolidate_extra_info_and_sidecar(tmp_path):
                    ("code_contests_o", "cco_0", "3", 0.0, 0.5)]
     assert rows[0]["extra_info"]["upper_scores"] == half
     report = json.loads((tmp_path / "final.report.json").read_text())
-    assert report["counts"]["deepcoder"] == {"candidates": 4, "kept": 2, "floor": 1, "ceiling": 1, "floor+ceiling": 0,
+    assert report["counts"]["deepcoder"] == {"candidates": 5, "kept": 2, "floor": 2, "ceiling": 2, "floor+ceiling": 1,
                                              "problems": 0}
+    assert "│ deepcoder │          5 │    2 │     2 │       2 │             1 │" in r.stdout
     assert report["counts"]["cco"]["ceiling"] == 1
     assert report["problems"] and "row 2" in report["problems"][0] and "upper_pass_rate" in report["problems"][0]
+    assert report["counts"]["cco"]["problems"] == 2 and "b.jsonl line 4: not valid JSON" in report["problems"][1]
     assert not (tmp_path / ".arbiter.lock").exists()  # the run's lock file goes with it (it stayed in the folder)
 
 

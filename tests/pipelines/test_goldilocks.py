@@ -319,8 +319,6 @@ def test_bad_inputs_exit_2_naming_the_file(scored, tmp_path):
     root, dataset, weak, strong = scored
     empty = tmp_path / "empty"
     empty.mkdir()
-    not_json = tmp_path / "rows.jsonl"
-    not_json.write_text(json.dumps(verl_row("sum")) + "\n{oops\n")
     torn = tmp_path / "torn"
     torn.mkdir()
     (torn / "verdicts.jsonl").write_text('{"row_key": "code_taco:1", "response_idx": 0, "score": 1.0}\n{"row_')
@@ -336,8 +334,6 @@ def test_bad_inputs_exit_2_naming_the_file(scored, tmp_path):
           "--out", str(tmp_path / "k.jsonl")], ["--weak", "verdicts.jsonl line 2"]),
         (["curate", "goldilocks", "--dataset", str(dataset), "--weak", str(weak), "--strong", str(weak),
           "--out", str(tmp_path / "k.jsonl")], ["same folder"]),
-        (["curate", "goldilocks", "--dataset", str(not_json), "--weak", str(weak), "--strong", str(strong),
-          "--out", str(tmp_path / "k.jsonl")], ["--dataset", "rows.jsonl line 2", "not valid JSON"]),
         (base + ["--out", str(tmp_path / "k.jsonl"), "--upper-min", "1.5"], ["--upper-min", "[0, 1]"]),
     ]
     for args, needles in cases:
@@ -348,6 +344,35 @@ def test_bad_inputs_exit_2_naming_the_file(scored, tmp_path):
         for needle in needles:
             assert needle in text, (needle, result.output)
     assert not (tmp_path / "k.jsonl").exists() and not list(tmp_path.glob("*.partial"))
+
+
+def test_a_line_that_is_not_json_is_a_bad_row_and_the_batch_goes_on(scored, tmp_path):
+    """A junk line among good rows: ``curate goldilocks`` and ``curate audit`` report it as a ``bad_row``
+    naming its line and go on with the rows after it."""
+    root, dataset, weak, strong = scored
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(f"{json.dumps(verl_row('sum'))}\n{{oops\n{json.dumps(verl_row('max'))}\n")
+    kept = tmp_path / "kept.jsonl"
+    result = runner.invoke(app, ["curate", "goldilocks", "--dataset", str(rows), "--weak", str(weak), "--strong",
+                                 str(strong), "--out", str(kept), "--quiet", "--no-english-filter"], env=WIDE)
+    assert result.exit_code == 1, result.output
+    assert [r["extra_info"]["index"] for r in read_jsonl(kept)] == ["cco_0", "1"]
+    bad_rows = json.loads((tmp_path / "kept.report.json").read_text())["bad_rows"]
+    assert [b["position"] for b in bad_rows] == [1] and "rows.jsonl line 2: not valid JSON" in bad_rows[0]["error"]
+    decisions = [r["decision"] for r in read_jsonl(tmp_path / "kept.rows.jsonl")]
+    assert decisions == ["kept", "bad_row", "kept"]
+
+    annotated = kept.read_text().splitlines()
+    audited = tmp_path / "annotated.jsonl"
+    audited.write_text(f"{annotated[0]}\n[1, 2]\n{annotated[1]}\n")
+    report = tmp_path / "audit.json"
+    result = runner.invoke(app, ["curate", "audit", "--dataset", str(audited), "--no-english-filter",
+                                 "--report", str(report)], env=WIDE)
+    assert result.exit_code == 1, result.output
+    findings = json.loads(report.read_text())["findings"]
+    assert [(f["position"], f["findings"]) for f in findings] == [(1, ["bad_row"])]
+    assert "annotated.jsonl line 2: expected a JSON object" in findings[0]["detail"]["bad_row"]
+    assert "3 rows audited; 2 consistent and kept; 1 with findings" in flat(result.output)
 
 
 def test_audit_on_curated_output_and_on_inconsistent_annotations(scored, tmp_path):

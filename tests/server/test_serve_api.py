@@ -187,6 +187,30 @@ def test_healthz_is_the_doctor_and_metrics_count(server):
     assert any(k.startswith("arbiter_request_seconds_bucket") for k in m)
 
 
+def _cases_total(server) -> float:
+    return server.metrics()["arbiter_cases_total"]
+
+
+def test_cases_total_counts_the_cases_run_through_every_door(server):
+    """A program wrong on case 0 of 5 (all-or-nothing stops there: 4 cases SKIPPED) adds 1 to
+    ``arbiter_cases_total`` through ``/v1/score`` and ``/v1/judge`` alike; ``/run_code`` adds 1
+    for a run, 0 for a compile error."""
+    gt = json.dumps({"inputs": [f"{i}\n" for i in range(5)], "outputs": [f"{i + 1}\n" for i in range(5)]})
+    before = _cases_total(server)
+    with Client(server.url) as client:
+        scored = client.score([("apps", "```python\nprint(0)  # score door\n```", gt, {"index": 0})])[0]
+        assert (scored["verdict"], scored["total"]) == ("WA", 5)
+        after_score = _cases_total(server)
+        judged = client.judge([_task("print(0)  # judge door", [(str(i), str(i + 1)) for i in range(5)])])[0]
+    assert [c.outcome.value for c in judged.cases].count("SKIPPED") == 4
+    after_judge = _cases_total(server)
+    assert sf(server, code="print('run_code door')", language="python").status == RunStatus.Success
+    after_run = _cases_total(server)
+    assert sf(server, code="int main(){ nope; }", language="cpp").status == RunStatus.Failed
+    assert (after_score - before, after_judge - after_score, after_run - after_judge,
+            _cases_total(server) - after_run) == (1, 1, 1, 0)
+
+
 def test_bad_request_is_422_and_not_retried(server):
     with Client(server.url, attempts=3) as c, pytest.raises(ServerError) as err:
         c.post("/v1/judge", {"tasks": [{"language": "python"}]})

@@ -29,6 +29,15 @@ class RowError(ValueError):
     """A dataset row that does not fit the verl schema; the message names the row and the field."""
 
 
+class UnreadableRow(dict):
+    """An empty row in the place of a JSONL line that is not a JSON object (``iter_raw_rows(...,
+    unreadable=True)``); ``error`` names the file and line, and :func:`parse_row` raises it."""
+
+    def __init__(self, error: RowError):
+        super().__init__()
+        self.error = error
+
+
 class ChatMessage(BaseModel):
     """One chat message of ``prompt``."""
 
@@ -84,7 +93,10 @@ def row_key(data_source: Any, index: Any, position: int) -> str:
 
 def parse_row(raw: Mapping[str, Any], position: int) -> VerlRow:
     """Validate one raw row (a dict from any loader). Raises :class:`RowError` naming the row
-    (position and, when readable, the key) and the offending field."""
+    (position and, when readable, the key) and the offending field, or the line of an
+    :class:`UnreadableRow`."""
+    if isinstance(raw, UnreadableRow):
+        raise raw.error
     try:
         row = VerlRow.model_validate({**raw, "position": position})
     except ValidationError as exc:
@@ -168,9 +180,10 @@ def _not_utf8(where: str, raw: bytes, exc: UnicodeDecodeError) -> RowError:
                     f"a binary file? (JSON Lines must be UTF-8 text)")
 
 
-def _iter_jsonl(p: Path, top: set[str] | None) -> Iterator[dict[str, Any]]:
+def _iter_jsonl(p: Path, top: set[str] | None, unreadable: bool = False) -> Iterator[dict[str, Any]]:
     """Rows of a JSON Lines file (or a ``.json`` array), read as bytes and decoded per line so an
-    error names the line."""
+    error names the line; with ``unreadable``, a line or item that is not a JSON object is an
+    :class:`UnreadableRow` (not raised)."""
     with _open_binary(p) as f:
         head = f.read(4096)
         f.seek(0)
@@ -186,7 +199,9 @@ def _iter_jsonl(p: Path, top: set[str] | None) -> Iterator[dict[str, Any]]:
                 raise RowError(f"{p}: not valid JSON ({exc})") from None
             for number, obj in enumerate(records):
                 if not isinstance(obj, dict):
-                    raise RowError(f"{p} item {number}: expected a JSON object, got {type(obj).__name__}")
+                    yield _unreadable(RowError(f"{p} item {number}: expected a JSON object, got {type(obj).__name__}"),
+                                      unreadable)
+                    continue
                 yield obj if top is None else {k: v for k, v in obj.items() if k in top}
             return
         for number, raw in enumerate(f, 1):
@@ -195,10 +210,20 @@ def _iter_jsonl(p: Path, top: set[str] | None) -> Iterator[dict[str, Any]]:
             try:
                 obj = decode_json_line(raw, number)
             except ValueError as exc:
-                raise RowError(f"{p} line {number}: {exc}") from None
+                yield _unreadable(RowError(f"{p} line {number}: {exc}"), unreadable)
+                continue
             if not isinstance(obj, dict):
-                raise RowError(f"{p} line {number}: expected a JSON object, got {type(obj).__name__}")
+                yield _unreadable(RowError(f"{p} line {number}: expected a JSON object, got {type(obj).__name__}"),
+                                  unreadable)
+                continue
             yield obj if top is None else {k: v for k, v in obj.items() if k in top}
+
+
+def _unreadable(error: RowError, unreadable: bool) -> UnreadableRow:
+    """The :class:`UnreadableRow` of ``error`` when ``unreadable``, else ``error`` raised."""
+    if not unreadable:
+        raise error from None
+    return UnreadableRow(error)
 
 
 def _hf_dataset(path: Path, split: str | None):
@@ -240,7 +265,7 @@ def _iter_parquet(p: Path, columns: list[str] | None, batch_size: int) -> Iterat
 
 
 def iter_raw_rows(path: str | os.PathLike, *, columns: list[str] | None = None, batch_size: int = 64,
-                  split: str | None = None) -> Iterator[dict[str, Any]]:
+                  split: str | None = None, unreadable: bool = False) -> Iterator[dict[str, Any]]:
     """Stream the rows of a verl dataset file as plain dicts (numpy/pyarrow values converted).
 
     - ``columns``: only these top-level columns (Parquet and HF read nothing else; JSONL parses
@@ -248,6 +273,9 @@ def iter_raw_rows(path: str | os.PathLike, *, columns: list[str] | None = None, 
       Parquet.
     - ``batch_size``: rows per Parquet record batch (memory is about one batch of rows).
     - ``split``: the split of an HF ``DatasetDict`` folder.
+
+    - ``unreadable``: a JSONL line that is not UTF-8 text or not a JSON object is yielded as an
+      :class:`UnreadableRow` (one bad line never stops a batch) instead of raised.
 
     Raises ``ValueError`` naming the file for an unknown format or an unreadable file (not
     Parquet, not gzip, not an HF folder), and :class:`RowError` naming the file and line for a
@@ -261,7 +289,7 @@ def iter_raw_rows(path: str | os.PathLike, *, columns: list[str] | None = None, 
     if fmt == "jsonl":
         top = None if columns is None else {c.split(".")[0] for c in columns}
         try:
-            yield from _iter_jsonl(p, top)
+            yield from _iter_jsonl(p, top, unreadable)
         except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile, a truncated .gz, an I/O error
             raise ValueError(f"{p}: cannot read ({type(exc).__name__}: {exc})") from None
         return

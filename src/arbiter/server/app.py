@@ -251,7 +251,8 @@ async def run_code_answer(svc: Service, request: Request) -> Response:
         fut = svc.orphans.adopt(key)
         if fut is None:
             p = prepare(req, svc.cfg)
-            fut = svc.queue.submit(tenant, p.key, [lambda slot: run_code(p, svc.cfg, svc.warm, tenant.name)])[0]
+            unit = lambda slot: run_code(p, svc.cfg, svc.warm, tenant.name, svc.metrics.cases_run)  # noqa: E731
+            fut = svc.queue.submit(tenant, p.key, [unit])[0]
         else:
             svc.metrics.add("arbiter_run_code_adopted_total", tenant=tenant.name)
         del req

@@ -82,13 +82,17 @@ class Metrics:
     # ---- what the routes report -----------------------------------------------------------
     def verdict(self, tenant: str, verdict: str, cases: int) -> None:
         self.add("arbiter_verdicts_total", tenant=tenant, verdict=verdict)
-        self.add("arbiter_cases_total", cases)
+        self.cases_run(cases)
         if verdict == "SANDBOX_ERROR":
             self.add("arbiter_sandbox_errors_total")
 
+    def cases_run(self, cases: int) -> None:
+        """Cases a judge slot ran the program on (skipped ones and reused verdicts are not run)."""
+        self.add("arbiter_cases_total", cases)
+
     def run_code(self, tenant: str, status: str) -> None:
+        """One ``/run_code`` answer (its case is counted where it ran: :meth:`cases_run`)."""
         self.add("arbiter_run_code_total", tenant=tenant, status=status)
-        self.add("arbiter_cases_total")
 
     def refused(self, tenant: str, reason: str, status: int) -> None:
         self.add("arbiter_refused_total", tenant=tenant, reason=reason, status=str(status))

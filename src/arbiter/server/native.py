@@ -15,6 +15,7 @@ from typing import Any, AsyncIterator, Callable
 from arbiter.judge.codec import task_from_json, verdict_to_json
 from arbiter.judge.step import Settings, StepJudge
 from arbiter.judge.task import Task
+from arbiter.judge.verdict import Outcome, Verdict
 from arbiter.rewards.codegen import (InvalidTask, Prepared, RewardOptions, SandboxFailure, finish, prepare,
                                      row_time_limit)
 from arbiter.rewards.wire import from_wire
@@ -121,7 +122,7 @@ def judge_one(task: Task, metrics: Metrics, tenant: str, judges: StepJudge) -> d
     is kept: a ``/v1/judge`` client gets the verdict ``arbiter judge`` gives)."""
     verdict = judges.judge(task, settings=JUDGE_SETTINGS)
     if not verdict.cached:
-        metrics.verdict(tenant, verdict.outcome.value, sum(1 for c in verdict.cases if c.outcome.value != "SKIPPED"))
+        metrics.verdict(tenant, verdict.outcome.value, cases_run(verdict))
     return verdict_to_json(verdict)
 
 
@@ -140,18 +141,26 @@ def finish_one(prep: Prepared | dict[str, Any], opts: RewardOptions, metrics: Me
     ``TypeError``: the client raises the same)."""
     if isinstance(prep, dict):
         return prep
+    verdict = None
     try:
         verdict = judges.judge(prep.task, hint=prep.hint, settings=opts.step) if prep.task is not None else None
         result = dict(finish(prep, verdict, opts))
     except SandboxFailure as exc:
-        metrics.verdict(tenant, "SANDBOX_ERROR", 0)
+        metrics.verdict(tenant, "SANDBOX_ERROR", cases_run(verdict))
         return {"error": str(exc), "type": "SandboxFailure", "row": exc.row, "reason": exc.reason}
     except InvalidTask as exc:
         return {"error": str(exc), "type": "InvalidTask", "row": exc.row, "reason": exc.reason}
     except (TypeError, ValueError) as exc:
         return {"error": str(exc), "type": type(exc).__name__}
-    metrics.verdict(tenant, str(result.get("verdict")), 0 if result.get("cached") else int(result.get("total") or 0))
+    metrics.verdict(tenant, str(result.get("verdict")), cases_run(verdict))
     return result
+
+
+def cases_run(verdict: Verdict | None) -> int:
+    """The cases a fresh verdict ran (not the ``SKIPPED`` ones); 0 for a reused verdict or none."""
+    if verdict is None or verdict.cached:
+        return 0
+    return sum(1 for c in verdict.cases if c.outcome is not Outcome.SKIPPED)
 
 
 def score_units(items: list[tuple], opts: RewardOptions, metrics: Metrics, tenant: str,

@@ -10,7 +10,7 @@ import hashlib
 import posixpath
 import sys
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Optional
+from typing import Any, BinaryIO, Callable, Optional
 
 from pydantic import BaseModel, Field
 
@@ -144,10 +144,12 @@ def warm_sandboxes(cfg: ServerConfig) -> WarmSandboxes:
     return WarmSandboxes(capacity=2 * cfg.workers, idle_seconds=60, per_program=1 << 30, wait_seconds=0)
 
 
-def run_code(p: PreparedRun, cfg: ServerConfig, warm: WarmSandboxes, tenant: str) -> BinaryIO:
+def run_code(p: PreparedRun, cfg: ServerConfig, warm: WarmSandboxes, tenant: str,
+             cases_run: Callable[[int], None] = lambda n: None) -> BinaryIO:
     """Run the request on a judge slot (with the warm sandbox of its program and ``tenant``, if one
     is idle: a session is never shared between tenants); the
-    SandboxFusion answer, spooled. Raises :class:`OurFailure` (504: our sandbox failed after retries)."""
+    SandboxFusion answer, spooled. Raises :class:`OurFailure` (504: our sandbox failed after retries).
+    ``cases_run(1)`` when the program was run (not for a compile error or an unknown language)."""
     if p.language not in supported_languages():
         return answer.spool(_answer("SandboxError", f"language {p.language!r} is not supported by arbiter; "
                                                     f"supported: {', '.join(supported_languages())}"))
@@ -156,6 +158,7 @@ def run_code(p: PreparedRun, cfg: ServerConfig, warm: WarmSandboxes, tenant: str
                         fetch=p.fetch, warm=warm, fetch_bytes=cfg.max_output_bytes, owner=tenant)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
+    cases_run(0 if once.execution is None else 1)
     if once.sandbox_error:
         raise OurFailure(once.sandbox_error)
     spelled = dict(p.spelled)

@@ -157,7 +157,7 @@ class _AuditRules:
 
     def first_pass(self, dataset: Path, split: str | None) -> Iterator[dict[str, Any]]:
         """One record per row with every finding but the English filter's and the count's."""
-        for position, raw in enumerate(iter_raw_rows(dataset, split=split, batch_size=64)):
+        for position, raw in enumerate(iter_raw_rows(dataset, split=split, batch_size=64, unreadable=True)):
             yield self._check_row(position, raw)
 
     def _check_row(self, position: int, raw: Any) -> dict[str, Any]:

@@ -38,7 +38,7 @@ class ConsolidationSource:
 @dataclass
 class ConsolidationRun:
     """What :func:`consolidate` did: ``counts`` per source prefix (candidates, kept, floor, ceiling,
-    floor+ceiling, problems), ``problems`` (one message per row not consolidated, naming row and field), the
+    floor+ceiling, problems; floor and ceiling include the floor+ceiling rows: :func:`drop_counts`), ``problems`` (one message per row not consolidated, naming row and field), the
     output and report paths."""
 
     out: Path
@@ -109,13 +109,19 @@ def consolidated_row(raw: Mapping[str, Any], ann: Mapping[str, Any], new_index: 
             "extra_info": extra}
 
 
+def drop_counts(reason: str) -> list[str]:
+    """The counts a dropped row adds to: ``floor`` and ``ceiling`` include the ``floor+ceiling`` rows, as the
+    goldilocks tally's ``dropped_floor`` / ``dropped_ceiling`` do (docs/goldilocks.md, "Counts")."""
+    return [reason] if "+" not in reason else [*reason.split("+"), reason]
+
+
 def _consolidate_source(src: ConsolidationSource, writer: CuratedWriter, run: ConsolidationRun, thresholds: tuple[float, float],
                         split: str | None) -> None:
     sidecar = load_sidecar(src.sidecar, split) if src.sidecar is not None else None
     counts = run.counts.setdefault(src.prefix, {"candidates": 0, KEPT: 0, "floor": 0, "ceiling": 0,
                                                 "floor+ceiling": 0, "problems": 0})
     seen: set[str] = set()
-    for position, raw in enumerate(iter_raw_rows(src.rows, split=split)):
+    for position, raw in enumerate(iter_raw_rows(src.rows, split=split, unreadable=True)):
         counts["candidates"] += 1
         try:
             row = parse_row(raw, position)
@@ -133,7 +139,8 @@ def _consolidate_source(src: ConsolidationSource, writer: CuratedWriter, run: Co
                 ann = read_annotation(row.extra_info, f"{where}: extra_info")
             reason = drop_reason(ann["lower_pass_rate"], ann["upper_pass_rate"], *thresholds)
             if reason:
-                counts[reason] += 1
+                for label in drop_counts(reason):
+                    counts[label] += 1
                 continue
             writer.write(consolidated_row(raw, ann, f"{src.prefix}_{counts[KEPT]}"))
             counts[KEPT] += 1

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from arbiter.datasets.convert import parquet_schema
-from arbiter.datasets.verl_rows import RowError, dataset_format, iter_raw_rows, parquet_key_columns, parse_row
+from arbiter.datasets.verl_rows import (RowError, UnreadableRow, dataset_format, iter_raw_rows, parquet_key_columns,
+                                        parse_row)
 from arbiter.pipelines.goldilocks.english import TEMPLATE_MIN_ROWS, TEMPLATE_MIN_SHARE, TemplateCounter, statement_text
 from arbiter.pipelines.goldilocks.errors import CurationInputError
 from arbiter.pipelines.goldilocks.flag import ANNOTATION_FIELDS
@@ -136,8 +137,11 @@ def prescan_dataset(dataset: Path, split: str | None, *, statements: bool, infer
         columns = None
         if fmt == "parquet" and builder is None:
             columns = parquet_key_columns(dataset, also=("prompt",) if statements else ())
-        for position, raw in enumerate(iter_raw_rows(dataset, columns=columns, split=split, batch_size=256)):
+        for position, raw in enumerate(iter_raw_rows(dataset, columns=columns, split=split, batch_size=256,
+                                                     unreadable=True)):
             result.rows += 1
+            if isinstance(raw, UnreadableRow):  # a bad_row of the second pass
+                continue
             ei = raw.get("extra_info")
             index = ei.get("index") if isinstance(ei, Mapping) else None
             if index is None or index == "":

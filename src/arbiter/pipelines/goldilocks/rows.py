@@ -57,7 +57,7 @@ class RowDecider:
 
     def first_decisions(self, dataset: Path, split: str | None) -> Iterator[RowItem]:
         """Every row of ``dataset`` in order, decided as far as it can be without the English filter."""
-        for position, raw in enumerate(iter_raw_rows(dataset, split=split, batch_size=64)):
+        for position, raw in enumerate(iter_raw_rows(dataset, split=split, batch_size=64, unreadable=True)):
             yield self._first_decision(position, raw)
 
     def _first_decision(self, position: int, raw: Any) -> RowItem:
