@@ -9,6 +9,7 @@ the model (nothing is asked); 3 done, but some samples are still missing (failed
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -67,13 +68,10 @@ def sample(
     console = Console(stderr=True)
     bar = _bar(console, quiet)
     task = bar.add_task("sample", total=None, rate="")
-    t0 = [0.0]
+    started = time.monotonic()  # (from the start: one request may bring all n samples of a prompt at once)
 
     def on_progress(done: int, total: int) -> None:
-        import time
-
-        t0[0] = t0[0] or time.monotonic()
-        rate = done / max(time.monotonic() - t0[0], 1e-9)
+        rate = done / max(time.monotonic() - started, 1e-3)
         bar.update(task, completed=done, total=total, rate=f"{rate:.1f} samples/s")
 
     retry = {"max_retries": max_retries, "timeout": timeout, "max_response_bytes": int(max_response_mb * MB)}
