@@ -81,6 +81,24 @@ def test_judge_command_zero_tests_is_an_error_never_a_pass(tmp_path):
     assert r.returncode == 2 and "zero cases" in r.stdout + r.stderr
 
 
+def test_judge_command_a_pie_tests_root_asks_for_the_problem_as_its_archive_does(tmp_path):
+    """A folder of problem folders named the missing ``--problem`` only as a ``.tar.gz`` (a new user, December
+    2026); as a folder it said "zero test cases"."""
+    prog = tmp_path / "p.py"
+    prog.write_text("print(2 * int(input()))\n")
+    for problem, n in (("p1", 3), ("p2", 4)):
+        for i in range(2):
+            (tmp_path / "tests" / problem).mkdir(parents=True, exist_ok=True)
+            (tmp_path / "tests" / problem / f"input.{i}.txt").write_text(f"{n + i}\n")
+            (tmp_path / "tests" / problem / f"output.{i}.txt").write_text(f"{2 * (n + i)}\n")
+    r = run("judge", "--lang", "python", "--tests", str(tmp_path / "tests"), str(prog))
+    assert r.returncode == 2 and "needs --problem <problem_id>" in " ".join((r.stdout + r.stderr).split()), r.stdout
+    r = run("judge", "--lang", "python", "--tests", str(tmp_path / "tests"), "--problem", "p2", "--json", str(prog))
+    assert r.returncode == 0 and json.loads(r.stdout)["outcome"] == "AC", r.stdout + r.stderr
+    r = run("judge", "--lang", "python", "--tests", str(tmp_path / "tests" / "p1"), "--json", str(prog))
+    assert r.returncode == 0 and json.loads(r.stdout)["outcome"] == "AC", r.stdout + r.stderr
+
+
 def test_judge_command_bad_options_exit_2_naming_the_option(tmp_path):
     prog = tmp_path / "p.py"
     prog.write_text("print(2 * int(input()))\n")

@@ -24,6 +24,13 @@ from arbiter.judge.jsonvalues import loads as loads_json
 from arbiter.judge.testsuite import InvalidTestSuite, TestSuite
 
 
+def _holds_problem_folders(folder: Path) -> bool:
+    """Whether ``folder`` is a PIE tests root (``<problem_id>/input.N.txt``) rather than one problem's."""
+    if any(folder.glob("input.*.txt")):
+        return False
+    return any(child.is_dir() and any(child.glob("input.*.txt")) for child in folder.iterdir())
+
+
 def load_suite(path: str | Path, *, problem: str | None = None) -> TestSuite:
     """Read the suite at ``path`` (see the module docstring).
 
@@ -37,6 +44,8 @@ def load_suite(path: str | Path, *, problem: str | None = None) -> TestSuite:
             return apps_input_output_to_suite((p / "input_output.json").read_bytes(), row=row)
         if problem and (p / problem).is_dir():
             return pie_suite_from_dir(p / problem, row=row)
+        if not problem and _holds_problem_folders(p):
+            raise InvalidTestSuite(f"row '{row}': a PIE tests folder of problem folders needs --problem <problem_id>")
         return pie_suite_from_dir(p, row=row)
     if not p.is_file():
         what = "not a regular file or directory" if p.exists() else "no such file or directory"
