@@ -611,3 +611,22 @@ def test_score_takes_tolerances_on_the_command_line(tmp_path):
     assert scores == {"strict": 0.0, "loose": 1.0, "rel": 1.0}
     refused = _score(dataset, completions, tmp_path / "bad", "--abs-tol", "-1")
     assert refused.exit_code == 2 and "abs_tol must be a finite number >= 0" in _flat(refused.output)
+
+
+def test_the_table_says_when_a_pass_at_k_leaves_out_problems_with_fewer_responses(tmp_path):
+    """pass@4 over one problem of two (the other has one response) was printed without a word (a new user,
+    December 2026); summary.json's ``problems_at_k`` had it. Now the table's caption says it."""
+    dataset = write_jsonl(tmp_path / "d.jsonl", [row("code_taco", "a", SUM), row("code_taco", "b", SUM)])
+    completions = write_jsonl(tmp_path / "c.jsonl", [{"index": "a", "responses": [SUM_OK, SUM_WRONG] * 2},
+                                                     {"index": "b", "responses": [SUM_WRONG]}])
+    result = runner.invoke(app, ["score", "--dataset", str(dataset), "--completions", str(completions),
+                                 "--out", str(tmp_path / "out"), "--quiet"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    overall = json.loads((tmp_path / "out" / "summary.json").read_text())["overall"]
+    assert overall["problems_at_k"] == {"1": 2, "2": 1, "3": 1, "4": 1}
+    assert "pass@k is over the problems with at least k responses: pass@2 over 1, pass@4 over 1 of 2" \
+        in _flat(result.output)
+    even = write_jsonl(tmp_path / "c2.jsonl", [{"index": key, "responses": [SUM_OK, SUM_WRONG] * 2} for key in "ab"])
+    full = runner.invoke(app, ["score", "--dataset", str(dataset), "--completions", str(even),
+                               "--out", str(tmp_path / "out2"), "--quiet"], env=WIDE)
+    assert full.exit_code == 0 and "pass@4" in full.output and "at least k responses" not in full.output

@@ -47,7 +47,19 @@ def summary_table(summary: dict, title: str = "scores by data_source") -> Table:
                       str(g["responses"]), _fmt(g["mean_pass_rate"]),
                       *[_fmt(g["pass_at_k"].get(str(k))) for k in show_k],
                       str(v.get("AC", 0)), str(v.get("FORMAT_ERROR", 0)), str(other))
+    table.caption = _fewer_than_k_caption(summary["overall"], show_k)
     return table
+
+
+def _fewer_than_k_caption(overall: dict, show_k: list[int]) -> str | None:
+    """A note when a shown pass@k leaves out problems with fewer than k responses (the unbiased
+    estimator needs n >= k), naming how many problems each such column is over."""
+    over = overall.get("problems_at_k", {})
+    partial = [f"pass@{k} over {over[str(k)]}" for k in show_k
+               if str(k) in over and over[str(k)] < overall["problems"]]
+    if not partial:
+        return None
+    return f"pass@k is over the problems with at least k responses: {', '.join(partial)} of {overall['problems']}"
 
 
 def _fail(console: Console, exc: BaseException) -> typer.Exit:
