@@ -1,7 +1,7 @@
 """Shards without Ray: ``arbiter score --shard i/N`` + ``arbiter merge`` give the single run's files; merging
 shards that overlap, were scored with other options or another N, or do not make a whole finished run is
 refused (``--allow-partial`` merges what there is and says what is missing); ``arbiter curate goldilocks``
-reads several folders per model (the shards) as the one folder of a single run."""
+reads several folders per model (the shards) as the one folder of a single run, after the same checks."""
 
 from __future__ import annotations
 
@@ -134,3 +134,43 @@ def test_a_shard_holding_a_row_it_cannot_score_is_finished(tmp_path):
     merged, local = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("merged", "local"))
     assert merged["overall"] == local["overall"] and local["errors_this_run"] == 2  # (a merge runs nothing)
     assert len((tmp_path / "merged" / "verdicts.jsonl").read_text().splitlines()) == 8
+
+
+def test_goldilocks_refuses_shards_that_are_not_one_whole_run(runs):
+    """As ``arbiter merge`` does: a missing, repeated or other-N shard, or a single run's folder among shards,
+    exits 2 naming it, before anything is written (a missing shard's rows were dropped as ``missing``)."""
+    work, dataset, _ = runs
+    common = ["curate", "goldilocks", "--dataset", str(dataset), "--no-english-filter", "--quiet",
+              "--strong", str(work / "strong"), "--out", str(work / "refused.jsonl")]
+    shutil.copytree(work / "shard0", work / "gold_copy0")
+    for weak, said_part in ((["shard0", "shard1"], "shard(s) 2/3 missing"), (["shard2"], "shard(s) 0/3, 1/3 missing"),
+                            (["half0", "shard1", "shard2"], "different N"),
+                            (["shard0", "shard1", "shard2", "gold_copy0"], "shard 0/3 is given twice"),
+                            (["local", "shard1"], "local is not a shard")):
+        r = arbiter(*common, *(a for w in weak for a in ("--weak", str(work / w))), ok=(2,))
+        assert "--weak" in said(r) and said_part in said(r), weak
+    assert not (work / "refused.jsonl").exists() and not (work / "refused.report.json").exists()
+
+
+def test_goldilocks_refuses_an_interrupted_shard_unless_allow_partial(runs):
+    work, dataset, _ = runs
+    shutil.copytree(work / "shard1", work / "gold_cut1")  # what a kill leaves: part of the verdicts, no summary
+    lines = (work / "shard1" / "verdicts.jsonl").read_text().splitlines(keepends=True)
+    (work / "gold_cut1" / "verdicts.jsonl").write_text("".join(lines[:len(lines) // 2]))
+    (work / "gold_cut1" / "summary.json").unlink()
+    common = ["curate", "goldilocks", "--dataset", str(dataset), "--no-english-filter", "--quiet",
+              "--lower-max", "1", "--upper-min", "0", "--strong", str(work / "strong"),
+              "--weak", str(work / "shard0"), "--weak", str(work / "gold_cut1")]
+    r = arbiter(*common, "--weak", str(work / "shard2"), "--out", str(work / "cut.jsonl"), ok=(2,))
+    assert "gold_cut1 (shard 1/3) did not finish" in said(r) and not (work / "cut.jsonl").exists()
+
+    arbiter(*common, "--allow-partial", "--out", str(work / "partial.jsonl"), ok=(1,))
+    report = json.loads((work / "partial.report.json").read_text())
+    assert any("2/3 not given" in w for w in report["warnings"])
+    assert any("gold_cut1 (shard 1/3) did not finish" in w for w in report["warnings"])
+    judged = [json.loads(x)["row_key"] for d in ("shard0", "gold_cut1")
+              for x in (work / d / "verdicts.jsonl").read_text().splitlines()]
+    whole = {k for k in judged if judged.count(k) == 3}
+    kept = [json.loads(x) for x in (work / "partial.jsonl").read_text().splitlines()]
+    assert {f"{r['data_source']}:{r['extra_info']['index']}" for r in kept} == whole
+    assert all(len(r["extra_info"]["lower_scores"]) == 3 for r in kept)

@@ -111,6 +111,9 @@ def goldilocks(
                                       help="keep rows whose every expected output is empty (flagged; default: drop)"),
     allow_parity: bool = typer.Option(False, "--allow-parity",
                                       help="accept folders scored with `arbiter score --parity` (SKIPPED = pass)"),
+    allow_partial: bool = typer.Option(False, "--allow-partial",
+                                       help="accept shard folders that are not one whole finished run (their "
+                                            "missing rows are reported, not kept)"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
 ) -> None:
     """Keep the goldilocks rows of DATASET (lower <= 0.875 AND upper >= 0.125), in English.
@@ -121,9 +124,11 @@ def goldilocks(
     folder, with another number of completions than the folder's other rows, INVALID_TASK, SANDBOX_ERROR, a score
     outside [0, 1] or a changed ground truth is reported, never counted as 0, and not kept. Rows with a vacuous
     suite (every expected output empty) are dropped unless --keep-vacuous; folders scored with --parity are
-    refused unless --allow-parity. Writes OUT, the report and <OUT stem>.rows.jsonl; none may be an input or
-    lie in a score folder. Exit status: 0 done; 1 done with rows lacking an annotation, bad or repeated rows
-    (listed in the report); 2 bad input.
+    refused unless --allow-parity. Several folders of one completions file must be the shards of one whole
+    finished run (`arbiter score --shard i/N`, checked as `arbiter merge` does) unless --allow-partial.
+    Writes OUT, the report and <OUT stem>.rows.jsonl; none may be an input or lie in a score folder. Exit
+    status: 0 done; 1 done with rows lacking an annotation, bad or repeated rows (listed in the report); 2 bad
+    input.
     """
     from arbiter.pipelines.goldilocks import CurationInputError, curate_goldilocks
 
@@ -144,7 +149,7 @@ def goldilocks(
         run = curate_goldilocks(dataset, weak, strong, out, lower_max=lower_max, upper_min=upper_min,
                                 english_min=_english_min(english_min, no_english_filter), k=k, split=split,
                                 report=report, keep_vacuous=keep_vacuous, allow_parity=allow_parity,
-                                progress=progress)
+                                allow_partial=allow_partial, progress=progress)
     except (CurationInputError, ValueError, OSError, RuntimeError) as exc:
         if started:
             bar.stop()

@@ -72,7 +72,7 @@ def _common_config(shards: Sequence[Path]) -> tuple[dict[str, Any], dict[Path, t
         part = parse_part((cfg.get("options") or {}).get(SHARD_OPTION))
         if part is None:
             raise MergeRefused(f"{folder} is not a shard: its {CONFIG_FILE} records no --shard i/N; "
-                               f"merge the folders of `arbiter score --shard i/N` runs only")
+                               f"only the folders of one `arbiter score --shard i/N` run make a whole run")
         parts[folder] = part
         cfg["options"] = {k: v for k, v in (cfg.get("options") or {}).items() if k != SHARD_OPTION}
         for name in ("dataset", "completions"):
@@ -85,7 +85,7 @@ def _common_config(shards: Sequence[Path]) -> tuple[dict[str, Any], dict[Path, t
         diffs = changed_fields(_no_paths(base), _no_paths(cfg))
         if diffs:
             raise MergeRefused(f"{folder} was made with other inputs or options than {first} (changed: "
-                               f"{', '.join(diffs)}); only shards of one run can be merged")
+                               f"{', '.join(diffs)}); only shards of one run make a whole run")
     assert base is not None
     return base, parts
 
@@ -97,7 +97,7 @@ def _missing_parts(parts: dict[Path, tuple[int, int]]) -> list[str]:
     for folder, (i, this_n) in parts.items():
         if this_n != n:
             raise MergeRefused(f"{folder} is shard {i}/{this_n} but {first} is shard {parts[first][0]}/{n}: "
-                               f"shards of different N; merge the shards of one --shard i/N run")
+                               f"shards of different N; give the shards of one --shard i/N run")
         if (i, n) in by_part:
             raise MergeRefused(f"shard {i}/{n} is given twice: {by_part[(i, n)]} and {folder}")
         by_part[(i, n)] = folder
@@ -147,11 +147,55 @@ def _refuse_unfinished(unfinished: dict[Path, tuple[int, int]], parts: dict[Path
     i, n = parts[folder]
     raise MergeRefused(f"{folder} (shard {i}/{n}) did not finish: {missing} of its {total} responses have no "
                        f"verdict (interrupted, still running, or SANDBOX_ERROR); rerun its `arbiter score ... "
-                       f"--shard {i}/{n}` command (it resumes), or merge with --allow-partial")
+                       f"--shard {i}/{n}` command (it resumes), or pass --allow-partial")
 
 
 def _no_paths(cfg: dict[str, Any]) -> dict[str, Any]:
     return {**cfg, **{n: {**cfg[n], "path": None} for n in ("dataset", "completions") if isinstance(cfg.get(n), dict)}}
+
+
+def check_shard_set(folders: Sequence[Path], *, allow_partial: bool = False
+                    ) -> tuple[dict[str, Any], dict[Path, tuple[int, int]], list[str]]:
+    """``(config, parts, missing)`` of folders that must be the shards of one run: their common
+    config (without ``--shard``), each folder's ``(i, N)`` and the shards ``"i/N"`` not given.
+    Refuses a folder given twice, a non-shard, other inputs or options, other N, a repeated index,
+    and missing shards unless ``allow_partial``."""
+    if not folders:
+        raise MergeRefused("no shard folders given")
+    if len({f.resolve() for f in folders}) != len(folders):
+        raise MergeRefused("a shard folder is given twice: its keys would overlap")
+    cfg, parts = _common_config(folders)
+    missing_parts = _missing_parts(parts)
+    if missing_parts and not allow_partial:
+        raise MergeRefused(f"shard(s) {', '.join(missing_parts)} missing ({len(folders)} of "
+                           f"{len(folders) + len(missing_parts)} given); pass every shard folder, or pass "
+                           f"--allow-partial")
+    return cfg, parts, missing_parts
+
+
+def load_shard_inputs(cfg: dict[str, Any], *, dataset: str | os.PathLike | None = None,
+                      completions: str | os.PathLike | None = None, split: str | None = None) -> ScoringInputs:
+    """The inputs the shards with common config ``cfg`` were scored on (default: its paths);
+    refuses files whose content is not the one scored."""
+    ins = load_inputs(dataset or cfg["dataset"]["path"], completions or cfg["completions"]["path"],
+                      split=split if split is not None else cfg.get("split"))
+    found = config_fingerprint(ins.dataset, ins.completions, ins.split, cfg["options"])
+    for name in ("dataset", "completions"):
+        if found[name]["sha256"] != cfg[name]["sha256"]:
+            raise MergeRefused(f"{name} {found[name]['path']} is not the file the shards were scored on "
+                               f"(sha256 {found[name]['sha256'][:12]}... != {cfg[name]['sha256'][:12]}...)")
+    return ins
+
+
+def unfinished_shards(ins: ScoringInputs, judged: dict[Path, Counter[str]], parts: dict[Path, tuple[int, int]],
+                      *, allow_partial: bool = False) -> dict[Path, tuple[int, int]]:
+    """``folder -> (responses without a verdict, responses)`` of the shards that did not finish;
+    ``judged``: each folder's verdicts per row key. Refuses the first unless ``allow_partial``."""
+    unfinished = {f: counts for f in parts
+                  if (counts := _unjudged(ins, judged[f], parts[f], _unscorable_rows(f)))[0]}
+    if not allow_partial:
+        _refuse_unfinished(unfinished, parts)
+    return unfinished
 
 
 @holds_out_dirs
@@ -164,16 +208,7 @@ def merge_score_shards(out_dir: str | os.PathLike, shards: Sequence[str | os.Pat
     unfinished; the summary's ``partial`` then says what is missing. Raises :class:`MergeRefused`,
     ``OutputDirError``."""
     folders = [Path(s) for s in shards]
-    if not folders:
-        raise MergeRefused("no shard folders given")
-    if len({f.resolve() for f in folders}) != len(folders):
-        raise MergeRefused("a shard folder is given twice: its keys would overlap")
-    cfg, parts = _common_config(folders)
-    missing_parts = _missing_parts(parts)
-    if missing_parts and not allow_partial:
-        raise MergeRefused(f"shard(s) {', '.join(missing_parts)} missing ({len(folders)} of "
-                           f"{len(folders) + len(missing_parts)} given); pass every shard folder, or merge with "
-                           f"--allow-partial")
+    cfg, parts, missing_parts = check_shard_set(folders, allow_partial=allow_partial)
     records: dict[str, dict[str, Any]] = {}
     judged: dict[Path, Counter[str]] = {}
     for folder in folders:
@@ -184,17 +219,9 @@ def merge_score_shards(out_dir: str | os.PathLike, shards: Sequence[str | os.Pat
                 raise MergeRefused(f"key {rec['key']!r} is in {folder} and in {records[rec['key']]['_from']}: "
                                    f"shards overlap; merge shards of one --shard i/N run only")
             records[rec["key"]] = {**rec, "_from": str(folder)}
-    ins = load_inputs(dataset or cfg["dataset"]["path"], completions or cfg["completions"]["path"],
-                      split=split if split is not None else cfg.get("split"))
+    ins = load_shard_inputs(cfg, dataset=dataset, completions=completions, split=split)
     merged_cfg = config_fingerprint(ins.dataset, ins.completions, ins.split, cfg["options"])
-    for name in ("dataset", "completions"):
-        if merged_cfg[name]["sha256"] != cfg[name]["sha256"]:
-            raise MergeRefused(f"{name} {merged_cfg[name]['path']} is not the file the shards were scored on "
-                               f"(sha256 {merged_cfg[name]['sha256'][:12]}... != {cfg[name]['sha256'][:12]}...)")
-    unfinished = {f: counts for f in folders
-                  if (counts := _unjudged(ins, judged[f], parts[f], _unscorable_rows(f)))[0]}
-    if not allow_partial:
-        _refuse_unfinished(unfinished, parts)
+    unfinished = unfinished_shards(ins, judged, parts, allow_partial=allow_partial)
     with RunFolder(out_dir) as folder:
         folder.check_config(merged_cfg)
         order = {k: n for n, k in enumerate(ins.comp_index)}
@@ -213,4 +240,5 @@ def merge_score_shards(out_dir: str | os.PathLike, shards: Sequence[str | os.Pat
     return summary
 
 
-__all__ = ["MergeRefused", "SHARD_OPTION", "merge_score_shards", "parse_part", "shard_inputs", "shard_of"]
+__all__ = ["MergeRefused", "SHARD_OPTION", "check_shard_set", "load_shard_inputs", "merge_score_shards", "parse_part",
+           "shard_inputs", "shard_of", "unfinished_shards"]

@@ -113,9 +113,9 @@ def _output_paths(out: str | os.PathLike, report: str | os.PathLike | None,
     return out_path, report_path, rows_path
 
 
-def _load_folders(weak: Any, strong: Any) -> tuple[ScoreFolder, ScoreFolder]:
-    weak_f = load_folders(weak, "--weak")
-    strong_f = load_folders(strong, "--strong")
+def _load_folders(weak: Any, strong: Any, allow_partial: bool) -> tuple[ScoreFolder, ScoreFolder]:
+    weak_f = load_folders(weak, "--weak", allow_partial)
+    strong_f = load_folders(strong, "--strong", allow_partial)
     if weak_f.path.resolve() == strong_f.path.resolve():
         raise CurationInputError(f"--weak and --strong are the same folder ({weak_f.path}); score the weak and the "
                                  f"strong model's completions into two folders")
@@ -125,11 +125,11 @@ def _load_folders(weak: Any, strong: Any) -> tuple[ScoreFolder, ScoreFolder]:
 def _prepare(dataset: str | os.PathLike, weak: Any, strong: Any,
              out: str | os.PathLike, report: str | os.PathLike | None, rows_log: str | os.PathLike | None, *,
              english_min: float | None, english: EnglishFilter | None, k: int | None, split: str | None,
-             allow_parity: bool) -> _Inputs:
+             allow_parity: bool, allow_partial: bool) -> _Inputs:
     """Check every input before anything is written; :class:`CurationInputError` names what is wrong."""
     out_path, report_path, rows_path = _output_paths(out, report, rows_log)
     dpath = Path(dataset)
-    weak_f, strong_f = _load_folders(weak, strong)
+    weak_f, strong_f = _load_folders(weak, strong, allow_partial)
     check_output_paths({"--out": out_path, "--report": report_path, "rows log": rows_path},
                        {"--dataset": dpath, "--weak": weak_f.path, "--strong": strong_f.path})
     for f in (weak_f, strong_f):
@@ -180,7 +180,8 @@ def _input_warnings(inp: _Inputs) -> list[str]:
 
 
 def _folder_warnings(f: ScoreFolder, positional: int) -> list[str]:
-    warnings: list[str] = []
+    warnings = [f"{gap} (--allow-partial: rows lacking verdicts get no annotation)"
+                for gap in f.shard_gaps]
     if f.config is None:
         warnings.append(f"{f.label} {f.path}: no {CONFIG_FILE}; its inputs cannot be checked (ground truths are "
                         f"still checked row by row; rows without an extra_info.index cannot be joined)")
@@ -306,7 +307,7 @@ def curate_goldilocks(dataset: str | os.PathLike, weak: Any, strong: Any,
                       english_min: float | None = ENGLISH_MIN, k: int | None = None, split: str | None = None,
                       report: str | os.PathLike | None = None, rows_log: str | os.PathLike | None = None,
                       english: EnglishFilter | None = None, keep_vacuous: bool = False, allow_parity: bool = False,
-                      progress: Callable[[int, int], None] | None = None) -> CurationRun:
+                      allow_partial: bool = False, progress: Callable[[int, int], None] | None = None) -> CurationRun:
     """Annotate ``dataset`` from two ``arbiter score`` folders, keep the goldilocks English rows,
     and write the outputs described in ``docs/goldilocks.md``.
 
@@ -325,6 +326,8 @@ def curate_goldilocks(dataset: str | os.PathLike, weak: Any, strong: Any,
       common count (:meth:`ScoreFolder.default_k`).
     - ``keep_vacuous``: keep rows whose suite is vacuous (flagged) instead of dropping them.
     - ``allow_parity``: accept folders scored with ``arbiter score --parity`` (refused otherwise).
+    - ``allow_partial``: accept shard folders that are not one whole finished run (refused
+      otherwise, as by ``arbiter merge``); the report's warnings say what they lack.
     - ``progress(done, total)``: rows finished so far.
 
     Reads the dataset twice, streamed (first pass: keys, template lines, the Parquet schema; memory:
@@ -336,7 +339,7 @@ def curate_goldilocks(dataset: str | os.PathLike, weak: Any, strong: Any,
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         raise CurationInputError(f"--k must be a positive integer, got {k!r}")
     inp = _prepare(dataset, weak, strong, out, report, rows_log, english_min=english_min, english=english, k=k,
-                   split=split, allow_parity=allow_parity)
+                   split=split, allow_parity=allow_parity, allow_partial=allow_partial)
     warnings = _input_warnings(inp)
     decider = RowDecider(inp.weak, inp.strong, inp.k_lower, inp.k_upper, lower_max, upper_min, keep_vacuous,
                          inp.english, inp.scan)
@@ -347,7 +350,8 @@ def curate_goldilocks(dataset: str | os.PathLike, weak: Any, strong: Any,
                "english_min": inp.english.min_confidence if inp.english is not None else None,
                "english_detector": english_detector_description(inp.english, inp.scan.template),
                "k_lower": inp.k_lower, "k_upper": inp.k_upper, "split": split, "keep_vacuous": keep_vacuous,
-               "allow_parity": allow_parity, "index_as_string": inp.scan.index_as_string}
+               "allow_parity": allow_parity, "allow_partial": allow_partial,
+               "index_as_string": inp.scan.index_as_string}
     content = _report_content(inp, counts, options, warnings)
     write_json_atomic(inp.report, content)
     return CurationRun(content, inp.out, inp.report, inp.rows, counts.overall, len(counts.bad_rows),

@@ -54,7 +54,8 @@ class ScoreFolder:
       (``errors.jsonl``);
     - ``config``: its ``config.json`` (inputs' sha256 and verdict options) or ``None``;
     - ``skipped`` / ``partial``: how many verdicts are ``SKIPPED`` / score strictly between 0
-      and 1 (both only occur with ``arbiter score --parity``).
+      and 1 (both only occur with ``arbiter score --parity``);
+    - ``shard_gaps``: what its shards lack when read with ``allow_partial`` (``combine.py``).
 
     Memory: one small entry per response (the card: 31,176 rows x 8), never response text.
     """
@@ -69,6 +70,8 @@ class ScoreFolder:
     #: whether this folder scored the very dataset being curated (set by :func:`curate_goldilocks`;
     #: rows keyed by position are annotated from it only then)
     dataset_matches: bool = False
+    #: what the shards read as this folder lack (``--allow-partial``; :func:`~.combine.load_folders`)
+    shard_gaps: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls, path: str | os.PathLike, label: str = "score folder") -> "ScoreFolder":
