@@ -275,6 +275,52 @@ def test_multiprocessing_pools_work_as_in_python3_main_py(method: str):
     assert v.outcome is Outcome.AC, (v.outcome, v.reason, [(c.name, c.detail) for c in v.cases])
 
 
+def test_a_call_case_imports_the_program_its_main_block_does_not_run():
+    """A call case runs the program as the reference harnesses import it (APPS/TACO, prime_code, LiveCodeBench:
+    module ``tmp_sol``): a model's own ``if __name__ == "__main__":`` test, reading stdin, once ran and made a correct
+    function RE (an audit, December 2026)."""
+    src = ("class Solution:\n    def total(self, nums):\n        return sum(nums)\n"
+           "if __name__ == '__main__':\n    nums = list(map(int, input().split()))\n"
+           "    print(Solution().total(nums))\n")
+    suite = TestSuite((CallCase("a", "total", ([1, 2, 3],), expected=(6,)),
+                       CallCase("b", "total", ([],), expected=(0,))))
+    v = judge(Task("python", src, suite))
+    assert v.outcome is Outcome.AC, (v.reason, [(c.name, c.detail) for c in v.cases])
+    named = judge(Task("python", "def name():\n    return __name__\n", TestSuite((CallCase("a", "name", (),
+                                                                                                 expected=("__main__",)),))))
+    assert named.outcome is Outcome.WA  # not "__main__", whatever the name
+    stdin_mode = judge(Task("python", src, TestSuite((stdio("a", "1 2 3\n", "6\n"),))))
+    assert stdin_mode.outcome is Outcome.AC  # a script still runs its __main__ block
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
+def test_a_call_case_may_use_a_pool_of_its_module_level_functions(method: str):
+    """Under the call case's module name a pool's children still find the program's functions: a forked child
+    in the module the case registers, a spawn or forkserver child in the file it runs."""
+    src = ("import multiprocessing as mp\n"
+           "def sq(x):\n    return x * x\n"
+           "def total(n):\n"
+           f"    with mp.get_context('{method}').Pool(2) as p:\n"
+           "        return sum(p.map(sq, range(n)))\n")
+    suite = TestSuite((CallCase("a", "total", (4,), expected=(14,)), CallCase("b", "total", (3,), expected=(5,))))
+    v = judge(Task("python", src, suite, limits=Limits(cpu_seconds=5, wall_seconds=20)))
+    assert v.outcome is Outcome.AC, (v.outcome, v.reason, [(c.name, c.detail) for c in v.cases])
+
+
+def test_a_tree_argument_is_built_with_the_programs_own_class_under_optional():
+    """``Optional[TreeNode]`` of a class the program defines reads ``<module>.TreeNode`` in the annotation's text;
+    the harness drops the call case's module name as it drops ``__main__``."""
+    src = ("from typing import Optional\n"
+           "class TreeNode:\n    def __init__(self, val=0, left=None, right=None):\n"
+           "        self.val, self.left, self.right = val, left, right\n"
+           "class Solution:\n    def depth(self, root: Optional[TreeNode]) -> int:\n"
+           "        return 0 if root is None else 1 + max(self.depth(root.left), self.depth(root.right))\n")
+    suite = TestSuite((CallCase("a", "depth", ([3, 9, 20, None, None, 15, 7],), expected=(3,)),
+                       CallCase("b", "depth", ([],), expected=(0,))))
+    v = judge(Task("python", src, suite))
+    assert v.outcome is Outcome.AC, (v.reason, [(c.name, c.detail) for c in v.cases])
+
+
 def test_source_with_a_coding_line_is_decoded_like_a_file():
     src = "# -*- coding: latin-1 -*-\ns = '\xe9'\nprint(len(s))\n".encode("latin-1").decode("utf-8", "surrogateescape")
     assert judge(Task("python", src, TestSuite((stdio("a", "", "1\n"),)))).outcome is Outcome.AC

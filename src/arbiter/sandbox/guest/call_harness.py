@@ -7,6 +7,15 @@ numpy values to JSON numbers and lists. Exports: :func:`find_function`, :func:`c
 
 import sys
 
+#: The ``__name__`` a call case runs the program under: imported, not run as a script, as the call
+#: harnesses of APPS/TACO, verl's prime_code and LiveCodeBench import it (their module
+#: ``tmp_sol``), so an ``if __name__ == "__main__":`` block (a model's own test, often reading
+#: stdin) does not run. This name, the one a ``multiprocessing`` spawn child gives the main
+#: script, keeps pools working: a function pickled as ``__mp_main__.f`` is found in a forked
+#: child (the case registers the module under it) and in a spawn child (which runs the file
+#: under it).
+CALL_MODULE_NAME = "__mp_main__"
+
 
 def find_function(g, fn_name):
     """``Solution().fn_name`` when ``class Solution`` defines it, else the top-level function
@@ -51,7 +60,7 @@ def _ann_text(ann):
     """An annotation as text without module prefixes: ``Optional[ListNode]``, ``List[int]``."""
     import re
     text = ann if isinstance(ann, str) else ann.__name__ if isinstance(ann, type) else repr(ann)
-    return re.sub(r"\b(?:typing|__main__|builtins)\.", "", text).replace(" ", "")
+    return re.sub(r"\b(?:typing|__main__|%s|builtins)\." % CALL_MODULE_NAME, "", text).replace(" ", "")
 
 
 def _unwrap_optional(text):

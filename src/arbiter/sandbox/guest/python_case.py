@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 
-from .call_harness import convert_args, find_function, plain_default, returns_node
+from .call_harness import CALL_MODULE_NAME, convert_args, find_function, plain_default, returns_node
 from .program import load_checked, new_main
 from .protocol import RESULT_FD
 
@@ -106,6 +106,8 @@ def run_prepared_python(program, req, call_args, main):
     dumps = _DUMPS
     if req.get("mode") == "call":
         payload = {"ok": False, "error": "the function did not return"}
+        g["__name__"] = CALL_MODULE_NAME  # imported, not run (its __main__ block does not run)
+        sys.modules[CALL_MODULE_NAME] = main
         try:
             exec(program.code, g)
             fn = find_function(g, req["fn_name"])
