@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arbiter.datasets.several_answers import SEVERAL_ANSWERS, several_answers_warning
 from arbiter.datasets.verl_rows import VACUOUS_SUITE, vacuous_suite_warning
 from arbiter.judge import jsonvalues
 from arbiter.judge.encodings.verl import verl_ground_truth_to_suite
@@ -139,7 +140,8 @@ def make_row(*, data_source: str, prompt: list[Mapping[str, str]], ground_truth:
     empty (:func:`arbiter.datasets.verl_rows.vacuous_suite_warning`: any program that prints
     nothing passes) is still written, with the warning as the first of ``extra_info.notes``
     (:func:`convert` reports it): one empty answer is legitimate, and the source's tests are
-    kept as they are.
+    kept as they are. A statement that accepts several answers (:func:`statement_warning`) is
+    noted and reported the same way.
     """
     text = ground_truth if isinstance(ground_truth, str) else jsonvalues.dumps(ground_truth, ensure_ascii=False)
     try:
@@ -151,10 +153,7 @@ def make_row(*, data_source: str, prompt: list[Mapping[str, str]], ground_truth:
     messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in prompt]
     if not messages or not any(m["content"].strip() for m in messages):
         raise ConvertError("empty prompt")
-    warning = vacuous_suite_warning(suite)
-    notes = list(notes or [])
-    if warning:
-        notes.insert(0, warning)
+    notes = [w for w in (vacuous_suite_warning(suite), statement_warning(messages)) if w] + list(notes or [])
     return {
         "data_source": data_source,
         "prompt": messages,
@@ -174,6 +173,15 @@ def make_row(*, data_source: str, prompt: list[Mapping[str, str]], ground_truth:
             "reference_cpu_seconds": None,
         },
     }
+
+
+#: The starts of the ``extra_info.notes`` that :func:`convert` reports as warnings.
+WARNING_NOTES = (VACUOUS_SUITE, SEVERAL_ANSWERS)
+
+
+def statement_warning(prompt: list[dict[str, str]]) -> str:
+    """The :func:`several_answers_warning` of the prompt's user turns (the statement), or ``""``."""
+    return several_answers_warning("\n".join(m["content"] for m in prompt if m["role"] == "user"))
 
 
 ANSWER_FORMAT = (
@@ -427,7 +435,7 @@ def convert(source: str, path: str | os.PathLike, out: str | os.PathLike, *, dat
                     report.tests += extra["tests"]
                     report.reference_solutions += len(extra["reference_solutions"])
                     report.warnings += [(item.label, note) for note in extra["notes"]
-                                        if note.startswith(VACUOUS_SUITE)]
+                                        if note.startswith(WARNING_NOTES)]
                     if extra.get("time_limit") is not None:
                         report.measured += 1
                         report.raised += item.limit_raised
@@ -466,6 +474,7 @@ __all__ = [
     "EXTRA_INFO_FIELDS",
     "RowWriter",
     "SOURCES",
+    "WARNING_NOTES",
     "call_prompt",
     "card_schema",
     "check_output_path",
@@ -473,6 +482,7 @@ __all__ = [
     "guarded",
     "iter_converted",
     "make_row",
+    "statement_warning",
     "parquet_schema",
     "stdin_prompt",
     "suite_to_ground_truth",
