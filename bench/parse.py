@@ -9,7 +9,8 @@
    - ground truths: ``arbiter.judge.jsonvalues.loads``,
      ``arbiter.judge.encodings.pyliteral.parse_literal`` and
      ``arbiter.judge.encodings.verl_ground_truth_to_suite``;
-   - problem statements: the goldilocks English filter's fence and wrapper removal.
+   - problem statements: the goldilocks English filter's fence and wrapper removal, and
+     ``convert``'s several-answers warning (``arbiter.datasets.several_answers``).
 2. The judge process's peak RSS above its start (VmHWM after ``clear_refs``) and wall time for
    - item 3: a function returning ``[[]] * 15_000_000`` (60 MB of JSON, under the 64 MiB cap);
    - item 4: ``compute_score`` on a 50 MB response of 2.6 M small fences;
@@ -97,6 +98,14 @@ def statement_shapes(n: int) -> dict[str, str]:
     }
 
 
+def several_answers_shapes(n: int) -> dict[str, str]:
+    """Statements for ``convert``'s several-answers warning: one long sentence each."""
+    return {
+        "answer verbs, no 'any order'": "return " * (n // 7),
+        "'multiple answers', no 'any'": "multiple answers " * (n // 17),
+    }
+
+
 # ---------------------------------------------------------------- measurement in a child
 
 def _child(conn, fn_name: str, args: tuple) -> None:
@@ -152,6 +161,9 @@ def parse_one(kind: str, shape: str, n: int) -> dict:
     elif kind == "statement":
         from arbiter.pipelines.goldilocks.english import _outside_code_and_wrappers as fn
         text = statement_shapes(n)[shape]
+    elif kind == "several":
+        from arbiter.datasets.several_answers import several_answers_sentence as fn
+        text = several_answers_shapes(n)[shape]
     else:
         how, text = ground_truth_shapes(n)[shape]
         if how == "json":
@@ -256,7 +268,8 @@ def _print_judge(name: str, r: dict) -> None:
 def parse_times(timeout: float) -> None:
     print(f"\n{'parser':9} {'shape':34} {'64 KB':>10} {'1 MB':>10} {'ratio':>6} {'1 MB peak':>10}")
     for kind, shapes in (("response", response_shapes(16)), ("oracle", oracle_shapes(16)),
-                         ("truth", ground_truth_shapes(16)), ("statement", statement_shapes(16))):
+                         ("truth", ground_truth_shapes(16)), ("statement", statement_shapes(16)),
+                         ("several", several_answers_shapes(16))):
         for shape in shapes:
             small = in_child("parse_one", kind, shape, KB64, timeout=timeout)
             big = in_child("parse_one", kind, shape, MB1, timeout=timeout)
