@@ -305,6 +305,20 @@ def verify(
         raise typer.Exit(2)
     raise typer.Exit(code)
 
+def _check_tests_inputs(seeds: Path, hidden: Optional[Path], generators: Optional[Path]) -> None:
+    """``--hidden`` and ``--generators`` checked against the seed tasks (``InputFileError``)."""
+    if hidden is None and generators is None:
+        return
+    from arbiter.datasets.oracle import load_seeds
+    from arbiter.pipelines.oracle.verify import check_generators_dir, load_hidden_or_raise
+
+    task_ids = load_seeds(seeds).by_id or None
+    if hidden is not None:
+        load_hidden_or_raise(hidden, known_task_ids=task_ids)
+    if generators is not None:
+        check_generators_dir(generators, known_task_ids=task_ids)
+
+
 @oracle_app.command("generate")
 @holds_out_dirs  # --out stays locked from before the first request to the end of the verification
 def generate(
@@ -349,16 +363,9 @@ def generate(
                         cache_dir, spot_checks)
         if not seeds.is_file():
             raise FileNotFoundError(f"seeds file not found: {seeds}")
-        from arbiter.pipelines.oracle.verify import check_generators_dir, ensure_out_dir, load_hidden_or_raise
+        from arbiter.pipelines.oracle.verify import ensure_out_dir
 
-        if hidden is not None or generators is not None:  # before asking the model anything
-            from arbiter.datasets.oracle import load_seeds
-
-            task_ids = load_seeds(seeds).by_id
-            if hidden is not None:
-                load_hidden_or_raise(hidden, known_task_ids=task_ids or None)
-            if generators is not None:
-                check_generators_dir(generators, known_task_ids=task_ids or None)
+        _check_tests_inputs(seeds, hidden, generators)  # before asking the model anything
         ensure_out_dir(out)
         returns = out / "returns.jsonl"
         bar = Progress(TextColumn("[bold]asking the model[/]"), BarColumn(), MofNCompleteColumn(),

@@ -139,6 +139,19 @@ def _report(console: Console, run, out: Path) -> None:
         raise typer.Exit(1)
 
 
+#: Options of ``arbiter score`` (one line each in its signature).
+_CASE_INSENSITIVE = typer.Option(None, "--case-insensitive/--case-sensitive", help="override the route's case rule")
+_ABS_TOL = typer.Option(None, "--abs-tol", help="absolute tolerance of a number-comparing checker (tokens_float, "
+                        "...) for every row, over a row's extra_info.abs_tol")
+_REL_TOL = typer.Option(None, "--rel-tol", help="relative tolerance of a number-comparing checker (tokens_float, "
+                        "...) for every row, over a row's extra_info.rel_tol")
+_REUSE = typer.Option(True, "--reuse/--no-reuse", help="judge identical programs on the same row once (docs/step.md)")
+_CASE_ORDER = typer.Option("failures_first", "--case-order", help="failures_first (cases that failed earlier "
+                           "responses of the row first) or suite; never changes a score")
+_VERDICT_CACHE = typer.Option(None, "--verdict-cache", file_okay=False, help="a folder of verdicts kept between "
+                              "runs: a program judged before under the same row and options is not run again")
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def score(
@@ -150,25 +163,15 @@ def register(app: typer.Typer) -> None:
         workers: Optional[int] = typer.Option(None, "--workers", min=1, help="parallel sandboxes (default: one per core)"),
         parity: Optional[str] = typer.Option(None, "--parity", help="prime_code: verl prime_code's first-10-cases partial credit"),
         checker: Optional[str] = typer.Option(None, "--checker", help="override every route's checker (tokens, tokens_float, ...)"),
-        case_insensitive: Optional[bool] = typer.Option(None, "--case-insensitive/--case-sensitive",
-                                                        help="override the route's case rule"),
-        abs_tol: Optional[float] = typer.Option(None, "--abs-tol", help="absolute tolerance of a number-comparing "
-                                                "checker (tokens_float, ...) for every row, over a row's "
-                                                "extra_info.abs_tol"),
-        rel_tol: Optional[float] = typer.Option(None, "--rel-tol", help="relative tolerance of a number-comparing "
-                                                "checker (tokens_float, ...) for every row, over a row's "
-                                                "extra_info.rel_tol"),
+        case_insensitive: Optional[bool] = _CASE_INSENSITIVE,
+        abs_tol: Optional[float] = _ABS_TOL,
+        rel_tol: Optional[float] = _REL_TOL,
         time_limit: Optional[float] = typer.Option(None, "--time-limit", help="CPU seconds per case (default: per data_source)"),
         memory_limit: Optional[int] = typer.Option(None, "--memory-limit", help="MiB per case (default 1024)"),
         run_all: bool = typer.Option(False, "--run-all", help="run every case even after a failure (exact passed counts)"),
-        reuse: bool = typer.Option(True, "--reuse/--no-reuse",
-                                   help="judge identical programs on the same row once (docs/step.md)"),
-        case_order: str = typer.Option("failures_first", "--case-order",
-                                       help="failures_first (cases that failed earlier responses of the row first) "
-                                            "or suite; never changes a score"),
-        verdict_cache: Optional[Path] = typer.Option(None, "--verdict-cache", file_okay=False,
-                                                     help="a folder of verdicts kept between runs: a program judged "
-                                                          "before under the same row and options is not run again"),
+        reuse: bool = _REUSE,
+        case_order: str = _CASE_ORDER,
+        verdict_cache: Optional[Path] = _VERDICT_CACHE,
         split: Optional[str] = typer.Option(None, "--split", help="split of an HF DatasetDict folder"),
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
         ray: Optional[str] = ray_option(),
