@@ -305,6 +305,7 @@ def verify(
         raise typer.Exit(2)
     raise typer.Exit(code)
 
+
 def _check_tests_inputs(seeds: Path, hidden: Optional[Path], generators: Optional[Path]) -> None:
     """``--hidden`` and ``--generators`` checked against the seed tasks (``InputFileError``)."""
     if hidden is None and generators is None:
