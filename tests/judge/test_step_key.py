@@ -52,7 +52,9 @@ def _case_variants(case) -> list:
     return [dataclasses.replace(case, name=case.name + "x"), dataclasses.replace(case, fn_name=case.fn_name + "x"),
             dataclasses.replace(case, args=case.args + (1,)), dataclasses.replace(case, kwargs={"k": 1}),
             dataclasses.replace(case, expected=([case.expected[0]],)),
-            dataclasses.replace(case, expected=(case.expected[0], 0))]
+            dataclasses.replace(case, expected=(case.expected[0], 0)),
+            dataclasses.replace(case, node_args=("ListNode",) * len(case.args)),
+            dataclasses.replace(case, node_args=(None,) * len(case.args), node_return="TreeNode")]
 
 
 def variants(task: Task) -> list[tuple[str, Task]]:

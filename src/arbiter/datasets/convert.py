@@ -82,7 +82,8 @@ def _text(value: bytes) -> str:
     return value.decode("utf-8", "surrogateescape")
 
 
-def suite_to_ground_truth(suite: TestSuite, *, param_names: tuple[str, ...] | None = None) -> dict[str, Any] | list[dict[str, Any]]:
+def suite_to_ground_truth(suite: TestSuite, *, param_names: tuple[str, ...] | None = None,
+                          nodes: tuple[tuple[str | None, ...], str | None] | None = None) -> dict[str, Any] | list[dict[str, Any]]:
     """A normalised suite as one of the card's encodings, chosen so that verl's stock code rewards
     read what they can (docs/verl.md, "verl's stock code rewards"):
 
@@ -92,7 +93,9 @@ def suite_to_ground_truth(suite: TestSuite, *, param_names: tuple[str, ...] | No
     - call cases: ``function_call`` case dicts (the dict's call convention accepts ``x`` for an
       expected ``[x]``, so it cannot say "exactly ``[x]``"). Keyword arguments need
       ``param_names`` (the signature's parameter order) to become positional ``input`` lists;
-      ``output`` is ``[return_value]`` and must be the one accepted value.
+      ``output`` is ``[return_value]`` and must be the one accepted value. ``nodes``: the
+      LeetCode node types (per parameter in ``param_names`` order, and of the return value),
+      written into each case as ``node_args`` / ``node_return`` (docs/encodings.md).
 
     Raises :class:`ConvertError` for what the encodings cannot express.
     """
@@ -114,7 +117,12 @@ def suite_to_ground_truth(suite: TestSuite, *, param_names: tuple[str, ...] | No
             if missing or extra:
                 raise ConvertError(f"case {case.name}: arguments {sorted(case.kwargs)} do not match parameters {list(param_names)}")
             args += [case.kwargs[n] for n in rest]
-        out.append({"type": "function_call", "fn_name": case.fn_name, "input": args, "output": [case.expected[0]]})
+        item = {"type": "function_call", "fn_name": case.fn_name, "input": args, "output": [case.expected[0]]}
+        if nodes is not None:
+            if len(nodes[0]) != len(args):
+                raise ConvertError(f"case {case.name}: {len(args)} arguments, {len(nodes[0])} node types")
+            item.update(node_args=list(nodes[0]), node_return=nodes[1])
+        out.append(item)
     return out
 
 

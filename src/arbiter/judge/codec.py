@@ -72,8 +72,11 @@ def _case_to_json(case: StdioCase | CallCase) -> dict[str, Any]:
     if isinstance(case, StdioCase):
         return {"kind": "stdio", "name": case.name, "stdin": bytes_to_json(case.stdin),
                 "expected": [bytes_to_json(e) for e in case.expected]}
-    return {"kind": "call", "name": case.name, "fn_name": case.fn_name, "args": list(case.args),
-            "kwargs": dict(case.kwargs), "expected": list(case.expected)}
+    out = {"kind": "call", "name": case.name, "fn_name": case.fn_name, "args": list(case.args),
+           "kwargs": dict(case.kwargs), "expected": list(case.expected)}
+    if case.node_args is not None:
+        out.update(node_args=list(case.node_args), node_return=case.node_return)
+    return out
 
 
 def _case_from_json(d: dict[str, Any]) -> StdioCase | CallCase:
@@ -81,7 +84,7 @@ def _case_from_json(d: dict[str, Any]) -> StdioCase | CallCase:
         return StdioCase(d["name"], bytes_from_json(d["stdin"]), tuple(bytes_from_json(e) for e in d["expected"]))
     if d.get("kind") == "call":
         return CallCase(d["name"], d["fn_name"], tuple(d.get("args", ())), dict(d.get("kwargs", {})),
-                        tuple(d["expected"]))
+                        tuple(d["expected"]), d.get("node_args"), d.get("node_return"))
     raise ValueError(f"unknown case kind {d.get('kind')!r} (stdio or call)")
 
 

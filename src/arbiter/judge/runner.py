@@ -7,7 +7,7 @@ the warm fork server); function-call cases go to the sandbox's call harness.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from arbiter.judge import jsonvalues
 from arbiter.judge.task import Task
@@ -70,7 +70,7 @@ class Runner:
             raise SandboxError("no sandbox (a restart failed)")
         lim = self.task.limits
         if isinstance(case, CallCase):
-            call = jsonvalues.dumps({"args": list(case.args), "kwargs": dict(case.kwargs)})
+            call = jsonvalues.dumps({"args": _call_args(case), "kwargs": dict(case.kwargs)})
             ex = self.sandbox.call_python(case.fn_name, limits=lim, call_json=call, last=last)
         else:
             ex = self.language.run(self.sandbox, self.program, case.stdin, lim, keep, last)
@@ -87,3 +87,11 @@ class Runner:
             else:
                 default_pool().release(sb)
         self._suspect = False
+
+
+def _call_args(case: CallCase) -> list[Any] | dict[str, Any]:
+    """The call's ``args``: the list, or with the case's LeetCode node types (from the row, never
+    the program) ``{"values", "node_args", "node_return"}`` (docs/sandbox.md, "mode: call")."""
+    if case.node_args is None:
+        return list(case.args)
+    return {"values": list(case.args), "node_args": list(case.node_args), "node_return": case.node_return}

@@ -12,6 +12,7 @@ never scored (the judge returns ``INVALID_TASK``, DESIGN.md standing rule).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union
@@ -100,6 +101,16 @@ class StdioCase:
         object.__setattr__(self, "expected", answers)
 
 
+_NODE_TYPE = re.compile(r"(List\[)*(ListNode|TreeNode)\]*")
+
+
+def node_type(text: Any) -> bool:
+    """True for the LeetCode node types a harness builds from lists: ``ListNode``, ``TreeNode``,
+    and either inside ``List[...]`` (any depth), e.g. ``List[ListNode]``."""
+    return (isinstance(text, str) and _NODE_TYPE.fullmatch(text) is not None
+            and text.count("[") == text.count("]"))
+
+
 @dataclass(frozen=True)
 class CallCase:
     """One function-call test case.
@@ -112,6 +123,11 @@ class CallCase:
       lists), usually ``(value,)``. A ``list`` is refused: ``expected=[1, 2]`` could mean the
       return value ``[1, 2]`` or the accepted values ``1`` and ``2``, and guessing would
       misjudge; pass ``expected=([1, 2],)`` or ``expected=(1, 2)``.
+    - ``node_args``: LeetCode node arguments, as the dataset says: per positional argument a
+      :func:`node_type` (built from its level-order list) or ``None`` (a plain value); a list is
+      turned into a tuple. ``None`` (the default): the case does not say, and the harness reads
+      the program's annotations. When given: one item per argument, no ``kwargs``.
+    - ``node_return``: the :func:`node_type` of the return value (read with ``node_args`` only).
 
     Raises ``TypeError`` naming the case and the field for a wrong type, and
     :class:`InvalidTestSuite` for an empty ``expected``.
@@ -122,6 +138,8 @@ class CallCase:
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     expected: tuple[Any, ...] = ()
+    node_args: tuple[str | None, ...] | None = None
+    node_return: str | None = None
 
     def __post_init__(self) -> None:
         name = _name_field(self.name, "CallCase")
@@ -143,6 +161,23 @@ class CallCase:
                             f"got {_what(self.expected)}{hint}")
         if not self.expected:
             raise InvalidTestSuite(f"case {name!r}: no expected return value")
+        self._check_nodes(name)
+
+    def _check_nodes(self, name: str) -> None:
+        if isinstance(self.node_args, list):
+            object.__setattr__(self, "node_args", tuple(self.node_args))
+        if self.node_args is None:
+            if self.node_return is not None:
+                raise TypeError(f"CallCase {name!r}: node_return without node_args")
+            return
+        if not isinstance(self.node_args, tuple) or len(self.node_args) != len(self.args) or self.kwargs:
+            raise TypeError(f"CallCase {name!r}: node_args must give one item per positional argument "
+                            f"(and no kwargs), got {self.node_args!r:.80}")
+        for i, kind in enumerate(self.node_args + (self.node_return,)):
+            if kind is not None and not node_type(kind):
+                where = f"node_args[{i}]" if i < len(self.node_args) else "node_return"
+                raise TypeError(f"CallCase {name!r}: {where} must be None or a node type "
+                                f"(ListNode, TreeNode, List[...] of one), got {kind!r:.60}")
 
     def __hash__(self) -> int:  # kwargs is a dict; cases are hashed by name only
         return hash((self.name, self.fn_name))

@@ -1,6 +1,7 @@
 """LeetCodeDataset (newfacade/LeetCodeDataset) -> verl rows.
 
-``input_output`` becomes ``function_call`` cases (positional, in ``starter_code``'s order), the
+``input_output`` becomes ``function_call`` cases (positional, in ``starter_code``'s order; on
+list and tree problems with the signature's ``node_args`` / ``node_return``), the
 import preamble becomes ``extra_info.prelude``, ``query`` the user turn; index
 ``<prefix>_<task_id>``, data_source ``leetcode``. Details: ``docs/codegen.md``, "Dataset sources".
 """
@@ -26,7 +27,8 @@ def _row(rec: dict[str, Any], label: str, prefix: str, ds: str) -> dict[str, Any
     result = leetcode_row_to_suite(rec)
     if result.signature is None:
         raise ConvertError("starter_code: no signature for the entry point; arguments cannot be ordered")
-    gt = suite_to_ground_truth(result.suite, param_names=result.signature.param_names)
+    nodes = result.signature.node_types if result.needs_node_conversion else None
+    gt = suite_to_ground_truth(result.suite, param_names=result.signature.param_names, nodes=nodes)
     query = rec.get("query")
     if isinstance(query, str) and query.strip():
         prompt = [{"role": "user", "content": query}]

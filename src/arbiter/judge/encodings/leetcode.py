@@ -59,6 +59,13 @@ class LeetCodeSignature:
         return match.group(1) if match else None
 
     @property
+    def node_types(self) -> tuple[tuple[str | None, ...], str | None]:
+        """What the harness builds: per parameter and for the return value, the
+        :func:`~arbiter.judge.testsuite.node_type` its annotation asks for (``None``: a plain
+        value); ``ValueError`` for a node in a shape no harness builds (``Dict[int, ListNode]``)."""
+        return tuple(node_kind(ann) for _, ann in self.params), node_kind(self.returns)
+
+    @property
     def returns_str(self) -> bool:
         """True when the method is annotated ``-> str``: its outputs are bare, unquoted strings."""
         return self.returns == "str"
@@ -83,6 +90,38 @@ class LeetCodeSuite:
     def needs_node_conversion(self) -> bool:
         """True when arguments or the return value are ``ListNode``/``TreeNode``."""
         return self.signature is not None and bool(self.signature.node_params or self.signature.node_return)
+
+
+def node_kind(annotation: str | None) -> str | None:
+    """``Optional[ListNode]`` -> ``ListNode``, ``List[Optional[TreeNode]]`` -> ``List[TreeNode]``,
+    ``int`` or ``None`` -> ``None``; ``ValueError`` for any other annotation naming a node."""
+    if not annotation or not _NODE.search(annotation):
+        return None
+    try:
+        kind = _kind(ast.parse(annotation, mode="eval").body)
+    except SyntaxError:
+        kind = None
+    if kind is None:
+        raise ValueError(f"annotation {annotation!r} names a node in a shape the harness does not build")
+    return kind
+
+
+def _kind(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return _kind(ast.parse(node.value, mode="eval").body)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        sides = [s for s in (node.left, node.right) if not (isinstance(s, ast.Constant) and s.value is None)]
+        return _kind(sides[0]) if len(sides) == 1 else None
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+    if name in ("ListNode", "TreeNode"):
+        return name
+    if isinstance(node, ast.Subscript):
+        outer = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", None)
+        inner = _kind(node.slice)
+        if outer == "Optional" or inner is None:
+            return inner
+        return f"List[{inner}]" if outer in ("List", "list") else None
+    return None
 
 
 def _parse_module(code: str) -> ast.Module | None:
@@ -142,6 +181,10 @@ def leetcode_to_suite(input_output: Any, entry_point: str, *, row: str, starter_
     """
     method = leetcode_method(entry_point, row)
     signature = leetcode_signature(starter_code, method) if starter_code else None
+    try:
+        node_return = signature.node_types[1] if signature is not None else None
+    except ValueError as exc:
+        fail(row, "starter_code", str(exc))
     pairs = to_plain(input_output)
     if not isinstance(pairs, list):
         fail(row, "input_output", f"expected a list of {{input, output}} objects, got {type_name(pairs)}")
@@ -180,6 +223,8 @@ def leetcode_to_suite(input_output: Any, entry_point: str, *, row: str, starter_
                 value = parse_literal(output)
             except UnsafeLiteral as exc:
                 fail(row, f"{where}.output", f"not a safe literal ({exc}): {output[:80]!r}")
+        if value is None and node_return in ("ListNode", "TreeNode"):
+            value = []  # the empty list / tree: the harness returns it as [] (docs/encodings.md)
         cases.append(CallCase(name=str(i), fn_name=method, args=tuple(args), kwargs=kwargs, expected=(value,)))
     return LeetCodeSuite(finish(cases, row, "leetcodedataset", "input_output"), signature, tuple(dropped))
 

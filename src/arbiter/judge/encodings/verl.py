@@ -11,7 +11,7 @@ from typing import Any
 
 from arbiter.judge.encodings._common import call_args, decode_json_text, fail, finish, text_to_bytes, to_plain, type_name
 from arbiter.judge.encodings.apps import inputs_outputs_to_suite
-from arbiter.judge.testsuite import CallCase, StdioCase, TestCase, TestSuite
+from arbiter.judge.testsuite import CallCase, StdioCase, TestCase, TestSuite, node_type
 
 CASE_TYPES = ("stdin_stdout", "function_call")
 
@@ -28,12 +28,34 @@ def _function_call_case(item: dict, i: int, row: str) -> CallCase:
     if not isinstance(output, list) or len(output) != 1:
         shape = f"a list of {len(output)} items" if isinstance(output, list) else type_name(output)
         fail(row, f"{field}.output", f"expected [return_value] (a one-element list, codegen card), got {shape}")
+    args = call_args(item["input"], row, f"{field}.input")
+    node_args, node_return = _nodes(item, len(args), row, field)
     return CallCase(
         name=str(i),
         fn_name=fn_name,
-        args=call_args(item["input"], row, f"{field}.input"),
+        args=args,
         expected=(output[0],),
+        node_args=node_args,
+        node_return=node_return,
     )
+
+
+def _nodes(item: dict, n_args: int, row: str, field: str) -> tuple[tuple | None, str | None]:
+    """A case's optional ``node_args`` / ``node_return`` (LeetCode rows): absent, the harness
+    falls back to the program's annotations; present, they decide (docs/encodings.md)."""
+    if "node_args" not in item:
+        if "node_return" in item:
+            fail(row, f"{field}.node_return", "given without node_args")
+        return None, None
+    kinds = item["node_args"]
+    if not isinstance(kinds, list) or len(kinds) != n_args:
+        fail(row, f"{field}.node_args", f"expected a list of {n_args} items (one per input argument), "
+                                        f"got {type_name(kinds)}")
+    for j, kind in enumerate(kinds + [item.get("node_return")]):
+        if kind is not None and not node_type(kind):
+            where = f"node_args[{j}]" if j < n_args else "node_return"
+            fail(row, f"{field}.{where}", f"expected null or ListNode, TreeNode, List[...] of one, got {kind!r:.60}")
+    return tuple(kinds), item.get("node_return")
 
 
 def _stdin_stdout_case(item: dict, i: int, row: str) -> StdioCase:

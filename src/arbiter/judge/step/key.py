@@ -80,6 +80,10 @@ def _case(d: _Digest, case: StdioCase | CallCase) -> None:
         d.value(case.args)
         d.value(case.kwargs)
         d.value(case.expected)
+        if case.node_args is not None:  # the row's LeetCode node types (how arguments are built)
+            d.add(b"nodes", b"")
+            d.value(case.node_args)
+            d.value(case.node_return)
 
 
 _digests: dict[int, tuple[weakref.ref, str]] = {}

@@ -1,6 +1,7 @@
 """The call harness: find the function a call case names, convert LeetCode arguments and results.
 
-``Solution().fn`` or the top-level ``fn``; ``ListNode`` / ``TreeNode`` from and to lists;
+``Solution().fn`` or the top-level ``fn``; ``ListNode`` / ``TreeNode`` from and to lists (where
+the case's node types say, else where the program's annotations do);
 numpy values to JSON numbers and lists. Exports: :func:`find_function`, :func:`convert_args`,
 :func:`returns_node`, :func:`plain_default`. See docs/sandbox.md ("mode: call").
 """
@@ -44,10 +45,17 @@ def _annotation_texts(fn):
     return order, by_name
 
 
+#: The call's node types when the case gave them (``convert_args``): ``(given, return type)``.
+_ROW_NODES = [False, None]
+
+
 def returns_node(g, fn):
-    """True when ``fn`` is annotated to return a ``ListNode`` or ``TreeNode``."""
+    """True when the case says the return value is a ``ListNode`` / ``TreeNode``; a case that
+    does not say: when ``fn`` is annotated to return one."""
     if "ListNode" not in g and "TreeNode" not in g:
         return False
+    if _ROW_NODES[0]:
+        return _ROW_NODES[1] in ("ListNode", "TreeNode")
     import inspect
     try:
         ann = inspect.signature(fn).return_annotation
@@ -77,7 +85,15 @@ def _unwrap_optional(text):
 
 def convert_args(g, fn, args, kwargs):
     """LeetCode linked lists and trees travel as lists; build ``ListNode`` / ``TreeNode`` objects
-    (from the program's or prelude's classes) where the parameter is annotated with them."""
+    (from the program's or prelude's classes) where the case says so (``args`` an object
+    ``{"values", "node_args", "node_return"}``), else where the parameter is annotated so."""
+    _ROW_NODES[:] = [isinstance(args, dict), None]
+    if _ROW_NODES[0]:
+        _ROW_NODES[1] = args["node_return"]
+        values, kinds = args["values"], args["node_args"]
+        if len(values) != len(kinds):
+            raise ValueError("node_args does not match the arguments")
+        return [_from_plain(g, k or "", v) for k, v in zip(kinds, values)], kwargs
     if "ListNode" not in g and "TreeNode" not in g:
         return args, kwargs
     order, by_name = _annotation_texts(fn)
