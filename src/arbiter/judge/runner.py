@@ -70,7 +70,7 @@ class Runner:
             raise SandboxError("no sandbox (a restart failed)")
         lim = self.task.limits
         if isinstance(case, CallCase):
-            call = jsonvalues.dumps({"args": _call_args(case), "kwargs": dict(case.kwargs)})
+            call = jsonvalues.dumps(_call_spec(case))
             ex = self.sandbox.call_python(case.fn_name, limits=lim, call_json=call, last=last)
         else:
             ex = self.language.run(self.sandbox, self.program, case.stdin, lim, keep, last)
@@ -89,9 +89,11 @@ class Runner:
         self._suspect = False
 
 
-def _call_args(case: CallCase) -> list[Any] | dict[str, Any]:
-    """The call's ``args``: the list, or with the case's LeetCode node types (from the row, never
-    the program) ``{"values", "node_args", "node_return"}`` (docs/sandbox.md, "mode: call")."""
-    if case.node_args is None:
-        return list(case.args)
-    return {"values": list(case.args), "node_args": list(case.node_args), "node_return": case.node_return}
+def _call_spec(case: CallCase) -> dict[str, Any]:
+    """What the call harness gets: ``args``, ``kwargs``, and the case's LeetCode node types when
+    it has them (``node_args``, ``node_return``: the row's, never the program's; docs/sandbox.md,
+    "mode: call")."""
+    spec = {"args": list(case.args), "kwargs": dict(case.kwargs)}
+    if case.node_args is not None:
+        spec.update(node_args=list(case.node_args), node_return=case.node_return)
+    return spec

@@ -45,17 +45,14 @@ def _annotation_texts(fn):
     return order, by_name
 
 
-#: The call's node types when the case gave them (``convert_args``): ``(given, return type)``.
-_ROW_NODES = [False, None]
-
-
-def returns_node(g, fn):
-    """True when the case says the return value is a ``ListNode`` / ``TreeNode``; a case that
-    does not say: when ``fn`` is annotated to return one."""
+def returns_node(g, fn, spec):
+    """True when the call ``spec`` says the return value is a ``ListNode`` / ``TreeNode`` (its
+    ``node_args`` given: the row's); a spec that does not say: when ``fn`` is annotated to return
+    one."""
     if "ListNode" not in g and "TreeNode" not in g:
         return False
-    if _ROW_NODES[0]:
-        return _ROW_NODES[1] in ("ListNode", "TreeNode")
+    if "node_args" in spec:
+        return spec.get("node_return") in ("ListNode", "TreeNode")
     import inspect
     try:
         ann = inspect.signature(fn).return_annotation
@@ -83,17 +80,17 @@ def _unwrap_optional(text):
             return text
 
 
-def convert_args(g, fn, args, kwargs):
-    """LeetCode linked lists and trees travel as lists; build ``ListNode`` / ``TreeNode`` objects
-    (from the program's or prelude's classes) where the case says so (``args`` an object
-    ``{"values", "node_args", "node_return"}``), else where the parameter is annotated so."""
-    _ROW_NODES[:] = [isinstance(args, dict), None]
-    if _ROW_NODES[0]:
-        _ROW_NODES[1] = args["node_return"]
-        values, kinds = args["values"], args["node_args"]
-        if len(values) != len(kinds):
+def convert_args(g, fn, spec):
+    """The call ``spec``'s ``(args, kwargs)``. LeetCode linked lists and trees travel as lists;
+    build ``ListNode`` / ``TreeNode`` objects (from the program's or prelude's classes) where
+    the spec's ``node_args`` (the row's, one per argument) say so, else where the parameter is
+    annotated so."""
+    args, kwargs = spec.get("args", []), spec.get("kwargs", {})
+    if "node_args" in spec:
+        kinds = spec["node_args"]
+        if len(args) != len(kinds):
             raise ValueError("node_args does not match the arguments")
-        return [_from_plain(g, k or "", v) for k, v in zip(kinds, values)], kwargs
+        return [_from_plain(g, k or "", v) for k, v in zip(kinds, args)], kwargs
     if "ListNode" not in g and "TreeNode" not in g:
         return args, kwargs
     order, by_name = _annotation_texts(fn)

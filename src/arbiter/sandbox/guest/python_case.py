@@ -112,10 +112,10 @@ def run_prepared_python(program, req, call_args, main):
             exec(program.code, g)
             fn = find_function(g, req["fn_name"])
             spec = _LOADS(call_args.decode()) if call_args else {"args": [], "kwargs": {}}
-            args, kwargs = convert_args(g, fn, spec.get("args", []), spec.get("kwargs", {}))
+            args, kwargs = convert_args(g, fn, spec)
             value = fn(*args, **kwargs)
             try:
-                if value is None and returns_node(g, fn):
+                if value is None and returns_node(g, fn, spec):
                     value = []  # LeetCode writes an empty list / tree as []
                 payload = {"ok": True, "value": value}
                 text = dumps(payload, allow_nan=True, default=plain_default(g))
