@@ -117,7 +117,8 @@ def _accepts_nothing(case: Any) -> bool:
     if isinstance(case, StdioCase):
         return any(not out.strip() for out in case.expected)
     if isinstance(case, CallCase):
-        return any(value is None for value in case.expected)
+        empty_node = case.node_return in ("ListNode", "TreeNode")  # (a `pass` body returns it: None is [])
+        return any(value is None or (empty_node and value == []) for value in case.expected)
     return False
 
 
@@ -127,7 +128,8 @@ def vacuous_suite_warning(suite: TestSuite) -> str:
 
     - stdin/stdout case: an accepted output that is empty or whitespace only (the token checkers
       accept empty output for it, so a program that prints nothing passes);
-    - function-call case: an accepted return value ``None`` (a function whose body is ``pass``).
+    - function-call case: an accepted return value ``None`` (a function whose body is ``pass``), or
+      ``[]`` where the row's ``node_return`` is a node (the harness returns a ``None`` node as ``[]``).
 
     One such case is a legitimate problem (the answer for that input is empty); only when all
     cases are is the suite vacuous: it cannot tell a solution from an empty program (olmo-eval PR

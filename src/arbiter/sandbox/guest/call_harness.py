@@ -3,7 +3,7 @@
 ``Solution().fn`` or the top-level ``fn``; ``ListNode`` / ``TreeNode`` from and to lists (where
 the case's node types say, else where the program's annotations do);
 numpy values to JSON numbers and lists. Exports: :func:`find_function`, :func:`convert_args`,
-:func:`returns_node`, :func:`plain_default`. See docs/sandbox.md ("mode: call").
+:func:`returns_node`, :func:`check_node_return`, :func:`plain_default`. See docs/sandbox.md ("mode: call").
 """
 
 import sys
@@ -136,38 +136,79 @@ def _from_plain(g, ann, value):
     return value
 
 
-def plain_default(g):
+def check_node_return(g, value, spec):
+    """Raises ``TypeError`` when the row's ``node_return`` (a call ``spec`` with ``node_args``) is a
+    node type and ``value`` is not one: a plain list where a ``ListNode`` is due serialises to the
+    same JSON, but the dataset's check (``is_same_list``) and LeetCode refuse it."""
+    kind = spec.get("node_return") if "node_args" in spec else None
+    if kind and not _is_node_value(g, kind, value):
+        raise TypeError("a %s where the row returns a %s" % (type(value).__name__, kind))
+
+
+def _is_node_value(g, kind, value):
+    if kind.startswith("List[") and kind.endswith("]"):
+        return isinstance(value, (list, tuple)) and all(_is_node_value(g, kind[5:-1], v) for v in value)
+    cls = g.get(kind)
+    return value is None or (isinstance(cls, type) and isinstance(value, cls))
+
+
+def plain_default(g, spec):
     """``json.dumps(default=...)`` for values JSON cannot hold natively: ``ListNode`` / ``TreeNode``
     become their list forms (LeetCode: level order, trailing nulls dropped); numpy scalars and
     arrays become Python numbers and lists (APPS/TACO harnesses compare them with ``==``, so
-    ``np.int64(6)`` is 6). Anything else (a generator, a custom object) stays unserialisable."""
+    ``np.int64(6)`` is 6). Anything else (a generator, a custom object) stays unserialisable.
+    Where the call ``spec`` has the row's node types (``node_args``), a node is refused when the
+    row returns none, and so is a node valued ``None`` (it would read as a missing node)."""
     lcls, tcls = g.get("ListNode"), g.get("TreeNode")
+    nodes = tuple(c for c in (lcls, tcls) if isinstance(c, type))
+    row_says = "node_args" in spec
+    nodes_due = not row_says or bool(spec.get("node_return"))
     np = sys.modules.get("numpy")
 
     def default(value):
-        if lcls is not None and isinstance(value, lcls):
-            out, seen = [], 0
-            while value is not None and seen < 10 ** 6:
-                out.append(value.val)
-                value = value.next
-                seen += 1
-            return out
-        if tcls is not None and isinstance(value, tcls):
-            out, queue, qi = [], [value], 0
-            while qi < len(queue) and qi < 10 ** 6:
-                node = queue[qi]
-                qi += 1
-                if node is None:
-                    out.append(None)
-                    continue
-                out.append(node.val)
-                queue.append(node.left)
-                queue.append(node.right)
-            while out and out[-1] is None:
-                out.pop()
-            return out
+        if nodes and isinstance(value, nodes):
+            if not nodes_due:
+                raise TypeError("a %s where the row returns no node" % type(value).__name__)
+            if isinstance(lcls, type) and isinstance(value, lcls):
+                return _list_form(value, row_says)
+            return _tree_form(value, row_says)
         if np is not None and isinstance(value, (np.generic, np.ndarray)):
             return value.tolist()  # np.generic.tolist() is .item()
         raise TypeError("%s is not a JSON value" % type(value).__name__)
 
     return default
+
+
+def _null_value(node):
+    raise TypeError("a %s valued None (LeetCode values are never null)" % type(node).__name__)
+
+
+def _list_form(node, strict):
+    """A linked list's values, in order (at most 10**6)."""
+    out, seen = [], 0
+    while node is not None and seen < 10 ** 6:
+        if strict and node.val is None:
+            _null_value(node)
+        out.append(node.val)
+        node = node.next
+        seen += 1
+    return out
+
+
+def _tree_form(root, strict):
+    """A tree in LeetCode's level order, trailing nulls dropped (at most 10**6 slots)."""
+    out, queue, qi = [], [root], 0
+    while qi < len(queue) and qi < 10 ** 6:
+        node = queue[qi]
+        qi += 1
+        if node is None:
+            out.append(None)
+            continue
+        if strict and node.val is None:
+            _null_value(node)
+        out.append(node.val)
+        queue.append(node.left)
+        queue.append(node.right)
+    while out and out[-1] is None:
+        out.pop()
+    return out

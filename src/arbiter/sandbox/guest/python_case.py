@@ -10,7 +10,8 @@ import os
 import signal
 import sys
 
-from .call_harness import CALL_MODULE_NAME, convert_args, find_function, plain_default, returns_node
+from .call_harness import (CALL_MODULE_NAME, check_node_return, convert_args, find_function, plain_default,
+                           returns_node)
 from .program import load_checked, new_main
 from .protocol import RESULT_FD
 
@@ -115,10 +116,11 @@ def run_prepared_python(program, req, call_args, main):
             args, kwargs = convert_args(g, fn, spec)
             value = fn(*args, **kwargs)
             try:
+                check_node_return(g, value, spec)
                 if value is None and returns_node(g, fn, spec):
                     value = []  # LeetCode writes an empty list / tree as []
                 payload = {"ok": True, "value": value}
-                text = dumps(payload, allow_nan=True, default=plain_default(g))
+                text = dumps(payload, allow_nan=True, default=plain_default(g, spec))
             except (TypeError, ValueError, RecursionError) as exc:
                 payload = {"ok": True, "unserializable": "%s: %s" % (type(exc).__name__, exc),
                            "type": type(value).__name__}
