@@ -7,19 +7,15 @@ the dataset's real preamble, and judged through the verl reward, in the real san
 
 from __future__ import annotations
 
-import gzip
 import json
-from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from arbiter.cli.main import app
-from arbiter.datasets.verl_rows import iter_rows
 from arbiter.judge.codec import suite_from_json, suite_to_json
 from arbiter.judge.encodings import verl_ground_truth_to_suite
 from arbiter.judge.testsuite import InvalidTestSuite
 from arbiter.verl.reward import compute_score
+from leetcode_rows import converted_rows, dataset_prompt, lc_row
 
 TREE_BODY = """
         if root is None:
@@ -53,21 +49,10 @@ LIST = {
 EXPECTED = {"unannotated": "AC", "qualified": "AC", "annotated": "AC", "misannotated": "AC", "wrong": "WA"}
 
 
-def lc_row(task_id: str, signature: str, entry: str, pairs: list[tuple[str, str]], prompt: str) -> dict:
-    """A LeetCodeDataset-format row (its ``starter_code`` annotated as the dataset's are)."""
-    return {"task_id": task_id, "question_id": 1, "difficulty": "Easy", "tags": [], "estimated_date": "2015-05-04",
-            "problem_description": f"Solve {task_id}.",
-            "starter_code": f"class Solution:\n    def {signature}:\n        ", "prompt": prompt, "completion": "",
-            "entry_point": f"Solution().{entry}", "test": "", "query": f"Solve {task_id}.", "response": "",
-            "input_output": [{"input": i, "output": o} for i, o in pairs]}
-
-
 @pytest.fixture(scope="module")
 def rows(shared, tmp_path_factory) -> dict[str, object]:
     """The tree and list rows as ``arbiter convert --from leetcode`` writes them."""
-    with gzip.open(shared / "realdata" / "leetcodedataset" / "LeetCodeDataset-v0.3.1-test.jsonl.gz", "rt") as f:
-        prompt = json.loads(f.readline())["prompt"]
-    assert "def tree_node(" in prompt and "class ListNode" in prompt  # the dataset's real preamble
+    prompt = dataset_prompt(shared)
     raw = [
         lc_row("maximum-depth-of-binary-tree", "maxDepth(self, root: Optional[TreeNode]) -> int", "maxDepth",
                [("root = [3,9,20,None,None,15,7]", "3"), ("root = [1,None,2]", "2"), ("root = []", "0")], prompt),
@@ -75,12 +60,7 @@ def rows(shared, tmp_path_factory) -> dict[str, object]:
                "reverseList", [("head = [1,2,3,4,5]", "[5, 4, 3, 2, 1]"), ("head = [1,2]", "[2, 1]"),
                                ("head = []", "None")], prompt),
     ]
-    folder: Path = tmp_path_factory.mktemp("lc_nodes")
-    src, out = folder / "lc.jsonl", folder / "rows.parquet"
-    src.write_text("".join(json.dumps(r) + "\n" for r in raw))
-    result = CliRunner().invoke(app, ["convert", "--from", "leetcode", str(src), "--out", str(out), "--quiet"])
-    assert result.exit_code == 0, result.output
-    return {r.extra_info["index"]: r for r in iter_rows(out)}
+    return converted_rows(raw, tmp_path_factory.mktemp("lc_nodes"), "rows.parquet")
 
 
 def verdicts(row, programs: dict[str, str]) -> dict[str, str]:

@@ -9,37 +9,20 @@ spawn pool under a row's prelude: known and kept (docs/sandbox.md, "mode: python
 
 from __future__ import annotations
 
-import gzip
-import json
-from pathlib import Path
-
 import pytest
-from typer.testing import CliRunner
 
-from arbiter.cli.main import app
-from arbiter.datasets.verl_rows import iter_rows
 from arbiter.judge.judge import judge
 from arbiter.judge.task import Task
 from arbiter.judge.testsuite import CallCase, TestSuite
 from arbiter.judge.verdict import Outcome
 from arbiter.sandbox.limits import Limits
 from arbiter.verl.reward import compute_score
-
-
-def lc_row(task_id: str, signature: str, entry: str, pairs: list[tuple[str, str]], prompt: str) -> dict:
-    return {"task_id": task_id, "question_id": 1, "difficulty": "Easy", "tags": [], "estimated_date": "2015-05-04",
-            "problem_description": f"Solve {task_id}.",
-            "starter_code": f"class Solution:\n    def {signature}:\n        ", "prompt": prompt, "completion": "",
-            "entry_point": f"Solution().{entry}", "test": "", "query": f"Solve {task_id}.", "response": "",
-            "input_output": [{"input": i, "output": o} for i, o in pairs]}
+from leetcode_rows import converted_rows, dataset_prompt, lc_row
 
 
 @pytest.fixture(scope="module")
 def prompt(shared) -> str:
-    with gzip.open(shared / "realdata" / "leetcodedataset" / "LeetCodeDataset-v0.3.1-test.jsonl.gz", "rt") as f:
-        text = json.loads(f.readline())["prompt"]
-    assert "def tree_node(" in text and "class ListNode" in text
-    return text
+    return dataset_prompt(shared)
 
 
 @pytest.fixture(scope="module")
@@ -62,12 +45,7 @@ def rows(prompt, tmp_path_factory) -> dict[str, object]:
                                         ("root = [3,5,1,6,2,0,8,None,None,7,4], p = 5, q = 4", "None"),
                                         ("root = [1,2], p = 1, q = 2", "None")], prompt),
     ]
-    folder: Path = tmp_path_factory.mktemp("rt10")
-    src, out = folder / "lc.jsonl", folder / "rows.jsonl"
-    src.write_text("".join(json.dumps(r) + "\n" for r in raw))
-    result = CliRunner().invoke(app, ["convert", "--from", "leetcode", str(src), "--out", str(out), "--quiet"])
-    assert result.exit_code == 0, result.output
-    return {r.extra_info["index"]: r for r in iter_rows(out)}
+    return converted_rows(raw, tmp_path_factory.mktemp("rt10"), "rows.jsonl")
 
 
 def score(row, code: str) -> dict:
