@@ -34,13 +34,12 @@ def parse_shard(text: Optional[str]) -> tuple[int, int] | None:
     """``"i/N"`` -> ``(i, N)`` with ``0 <= i < N``; ``None`` stays ``None``. Raises ``typer.BadParameter``."""
     if text is None:
         return None
+    from arbiter.pipelines.shards import parse_part
+
     try:
-        i, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise typer.BadParameter(f"--shard must be i/N (e.g. 0/4), got {text!r}") from None
-    if not (n >= 1 and 0 <= i < n):
-        raise typer.BadParameter(f"--shard i/N needs 0 <= i < N, got {text!r}")
-    return i, n
+        return parse_part(text)
+    except ValueError as exc:
+        raise typer.BadParameter(f"--shard {exc}") from None
 
 
 @contextlib.contextmanager

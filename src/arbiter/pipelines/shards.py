@@ -46,13 +46,15 @@ def shard_inputs(ins: ScoringInputs, i: int, n: int) -> ScoringInputs:
                                responses=sum(c for v in kept.values() for _, c in v))
 
 
-def parse_part(text: Any) -> tuple[int, int] | None:
-    """``"i/N"`` -> ``(i, N)`` with ``0 <= i < N``; anything else -> ``None``."""
+def parse_part(text: str) -> tuple[int, int]:
+    """``"i/N"`` -> ``(i, N)``; ``ValueError`` unless it is that with ``0 <= i < N``."""
     try:
         i, n = (int(x) for x in str(text).split("/"))
     except ValueError:
-        return None
-    return (i, n) if 0 <= i < n else None
+        raise ValueError(f"must be i/N (e.g. 0/4), got {text!r}") from None
+    if not 0 <= i < n:
+        raise ValueError(f"i/N needs 0 <= i < N, got {text!r}")
+    return i, n
 
 
 def _config(folder: Path) -> dict[str, Any]:
@@ -69,11 +71,11 @@ def _common_config(shards: Sequence[Path]) -> tuple[dict[str, Any], dict[Path, t
     parts: dict[Path, tuple[int, int]] = {}
     for folder in shards:
         cfg = _config(folder)
-        part = parse_part((cfg.get("options") or {}).get(SHARD_OPTION))
-        if part is None:
+        try:
+            parts[folder] = parse_part((cfg.get("options") or {}).get(SHARD_OPTION))
+        except ValueError:
             raise MergeRefused(f"{folder} is not a shard: its {CONFIG_FILE} records no --shard i/N; "
-                               f"only the folders of one `arbiter score --shard i/N` run make a whole run")
-        parts[folder] = part
+                               f"only the folders of one `arbiter score --shard i/N` run make a whole run") from None
         cfg["options"] = {k: v for k, v in (cfg.get("options") or {}).items() if k != SHARD_OPTION}
         for name in ("dataset", "completions"):
             if isinstance(cfg.get(name), dict):
@@ -104,9 +106,8 @@ def _missing_parts(parts: dict[Path, tuple[int, int]]) -> list[str]:
     return [f"{i}/{n}" for i in range(n) if (i, n) not in by_part]
 
 
-def _read_verdicts(folder: Path) -> list[dict[str, Any]]:
-    """The shard's verdict records (none when it has no ``verdicts.jsonl`` yet)."""
-    path = folder / VERDICTS_FILE
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    """The records of a shard's JSONL output (none when it has not written the file yet)."""
     if not path.exists():
         return []
     try:
@@ -119,14 +120,7 @@ def _read_verdicts(folder: Path) -> list[dict[str, Any]]:
 def _unscorable_rows(folder: Path) -> set[str]:
     """The row keys the shard reported as rows it cannot score (``errors.jsonl`` kind ``dataset``:
     no verdict is ever written for their responses)."""
-    path = folder / ERRORS_FILE
-    if not path.exists():
-        return set()
-    try:
-        return {str(e["row"]) for e in read_jsonl(path) if e.get("kind") == "dataset" and "row" in e}
-    except ValueError as exc:
-        raise MergeRefused(f"{exc}: the shard did not finish writing it; rerun its `arbiter score` command "
-                           f"(it resumes)") from None
+    return {str(e["row"]) for e in _read_records(folder / ERRORS_FILE) if e.get("kind") == "dataset" and "row" in e}
 
 
 def _unjudged(ins: ScoringInputs, judged: Counter[str], part: tuple[int, int], unscorable: set[str]
@@ -174,9 +168,10 @@ def check_shard_set(folders: Sequence[Path], *, allow_partial: bool = False
 
 
 def load_shard_inputs(cfg: dict[str, Any], *, dataset: str | os.PathLike | None = None,
-                      completions: str | os.PathLike | None = None, split: str | None = None) -> ScoringInputs:
-    """The inputs the shards with common config ``cfg`` were scored on (default: its paths);
-    refuses files whose content is not the one scored."""
+                      completions: str | os.PathLike | None = None, split: str | None = None
+                      ) -> tuple[ScoringInputs, dict[str, Any]]:
+    """The inputs the shards with common config ``cfg`` were scored on (default: its paths), and
+    their config as a single run records it; refuses files whose content is not the one scored."""
     ins = load_inputs(dataset or cfg["dataset"]["path"], completions or cfg["completions"]["path"],
                       split=split if split is not None else cfg.get("split"))
     found = config_fingerprint(ins.dataset, ins.completions, ins.split, cfg["options"])
@@ -184,7 +179,7 @@ def load_shard_inputs(cfg: dict[str, Any], *, dataset: str | os.PathLike | None 
         if found[name]["sha256"] != cfg[name]["sha256"]:
             raise MergeRefused(f"{name} {found[name]['path']} is not the file the shards were scored on "
                                f"(sha256 {found[name]['sha256'][:12]}... != {cfg[name]['sha256'][:12]}...)")
-    return ins
+    return ins, found
 
 
 def unfinished_shards(ins: ScoringInputs, judged: dict[Path, Counter[str]], parts: dict[Path, tuple[int, int]],
@@ -213,14 +208,13 @@ def merge_score_shards(out_dir: str | os.PathLike, shards: Sequence[str | os.Pat
     judged: dict[Path, Counter[str]] = {}
     for folder in folders:
         judged[folder] = Counter()
-        for rec in _read_verdicts(folder):
+        for rec in _read_records(folder / VERDICTS_FILE):
             judged[folder][rec["row_key"]] += 1
             if rec["key"] in records:
                 raise MergeRefused(f"key {rec['key']!r} is in {folder} and in {records[rec['key']]['_from']}: "
                                    f"shards overlap; merge shards of one --shard i/N run only")
             records[rec["key"]] = {**rec, "_from": str(folder)}
-    ins = load_shard_inputs(cfg, dataset=dataset, completions=completions, split=split)
-    merged_cfg = config_fingerprint(ins.dataset, ins.completions, ins.split, cfg["options"])
+    ins, merged_cfg = load_shard_inputs(cfg, dataset=dataset, completions=completions, split=split)
     unfinished = unfinished_shards(ins, judged, parts, allow_partial=allow_partial)
     with RunFolder(out_dir) as folder:
         folder.check_config(merged_cfg)

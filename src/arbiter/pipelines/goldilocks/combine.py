@@ -54,15 +54,16 @@ def _runs(folders: list[ScoreFolder]) -> list[list[ScoreFolder]]:
     there are several or one is a shard."""
     by_file: dict[str, list[ScoreFolder]] = {}
     for f in folders:
-        if _completions_sha(f) is not None:
-            by_file.setdefault(_completions_sha(f), []).append(f)
+        sha = _completions_sha(f)
+        if sha is not None:
+            by_file.setdefault(sha, []).append(f)
     return [group for group in by_file.values() if len(group) > 1 or _is_shard(group[0])]
 
 
 def _scored_inputs(cfg: dict[str, Any]) -> ScoringInputs:
     """The dataset and completions the shards scored (the paths of their config)."""
     try:
-        return load_shard_inputs(cfg)
+        return load_shard_inputs(cfg)[0]
     except (ValueError, OSError) as exc:
         raise MergeRefused(f"{exc}; the inputs the shards scored (the paths in their {CONFIG_FILE}) are read to "
                            f"check that every shard finished") from None

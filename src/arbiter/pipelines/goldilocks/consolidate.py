@@ -38,8 +38,9 @@ class ConsolidationSource:
 @dataclass
 class ConsolidationRun:
     """What :func:`consolidate` did: ``counts`` per source prefix (candidates, kept, floor, ceiling,
-    floor+ceiling, problems; floor and ceiling include the floor+ceiling rows: :func:`drop_counts`), ``problems`` (one message per row not consolidated, naming row and field), the
-    output and report paths."""
+    floor+ceiling, problems; floor and ceiling include the floor+ceiling rows: :func:`drop_counts`),
+    ``problems`` (one message per row not consolidated, naming row and field), the output and report
+    paths."""
 
     out: Path
     report_path: Path
