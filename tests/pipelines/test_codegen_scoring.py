@@ -539,6 +539,25 @@ def test_records_naming_no_row_are_listed_with_their_line_before_scoring(tmp_pat
     assert [v["key"] for v in read_jsonl(out / "verdicts.jsonl")] == ["code_taco:t0#0"]
 
 
+def test_a_refused_rerun_lists_no_skipped_records(tmp_path):
+    """A rerun with other options is refused and writes nothing: the records it would skip are not
+    listed as "listed in errors.jsonl" (the new user's trial of December 2026: listed, then refused)."""
+    dataset = write_parquet(tmp_path / "d.parquet", [row("code_taco", "t0", SUM)])
+    completions = write_jsonl(tmp_path / "c.jsonl", [{"index": "t0", "responses": [SUM_OK]},
+                                                     {"index": "t7", "responses": [SUM_OK]}])
+    out = tmp_path / "out"
+    args = ["score", "--dataset", str(dataset), "--completions", str(completions), "--out", str(out)]
+    first = runner.invoke(app, args, env=WIDE)
+    assert first.exit_code == 0, first.output
+    assert "1 input record(s) skipped" in _flat(first.output)
+    errors_before = (out / "errors.jsonl").read_bytes()
+    again = runner.invoke(app, args + ["--time-limit", "3"], env=WIDE)
+    assert again.exit_code == 2, again.output
+    text = _flat(again.output)
+    assert "time_limit" in text and "skipped" not in text and "t7" not in text
+    assert (out / "errors.jsonl").read_bytes() == errors_before
+
+
 def test_responses_to_a_row_whose_key_repeats_are_not_judged_on_the_first_rows_tests(tmp_path):
     """Row 1 repeats row 0's key, so it is not scored; responses addressed to it by position were once
     judged on row 0's tests as more responses of row 0 (the audit of December 2026: pass@2 1.0 for a

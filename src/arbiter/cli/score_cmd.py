@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import typer
 from rich.console import Console
@@ -95,16 +95,19 @@ def _show_input_problems(console: Console, problems, out: Path) -> None:
 
 class _Bar:
     """The progress bar, started by the first progress call (after the config check too), so no
-    message is drawn over it."""
+    message is drawn over it; ``before_start`` runs just before (the input problems are listed
+    only once the run is sure to write them: not before a refused rerun)."""
 
-    def __init__(self, console: Console, quiet: bool):
+    def __init__(self, console: Console, quiet: bool, before_start: Callable[[], None] = lambda: None):
         self.bar = Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TextColumn("responses"),
                             TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=quiet)
         self.task = self.bar.add_task("score", total=None)
         self.started = False
+        self.before_start = before_start
 
     def __call__(self, done: int, total: int) -> None:
         if not self.started:
+            self.before_start()
             self.bar.start()
             self.started = True
         self.bar.update(self.task, completed=done, total=total)
@@ -209,14 +212,14 @@ def register(app: typer.Typer) -> None:
             inputs = load_inputs(dataset, completions, split=split)
         except (ScoringInputError, OSError) as exc:
             raise _fail(console, exc) from None
-        _show_input_problems(console, inputs.problems, out)
         options = verdict_options(opts)
         part = parse_shard(shard)
         if part is not None:
             from arbiter.pipelines.shards import SHARD_OPTION, shard_inputs
 
             inputs, options = shard_inputs(inputs, *part), options | {SHARD_OPTION: shard}
-        bar = _Bar(console, quiet)
+        problems = inputs.problems  # (listed once the config check passed: nothing is written before)
+        bar = _Bar(console, quiet, lambda: _show_input_problems(console, problems, out))
         with on_ray(ray, console) as backend:
             try:
                 run = score_completions(dataset, completions, out, reward=opts, split=split, progress=bar,
