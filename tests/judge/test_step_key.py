@@ -49,12 +49,13 @@ def _case_variants(case) -> list:
         return [dataclasses.replace(case, name=case.name + "x"), dataclasses.replace(case, stdin=case.stdin + b" "),
                 dataclasses.replace(case, expected=case.expected + (b"z",)),
                 dataclasses.replace(case, expected=(case.expected[0] + b"\n",) + case.expected[1:])]
+    keyed = [dataclasses.replace(case, int_keys=not case.int_keys)] if case.args and isinstance(case.args[0], dict) else []
     return [dataclasses.replace(case, name=case.name + "x"), dataclasses.replace(case, fn_name=case.fn_name + "x"),
             dataclasses.replace(case, args=case.args + (1,)), dataclasses.replace(case, kwargs={"k": 1}),
             dataclasses.replace(case, expected=([case.expected[0]],)),
             dataclasses.replace(case, expected=(case.expected[0], 0)),
             dataclasses.replace(case, node_args=("ListNode",) * len(case.args)),
-            dataclasses.replace(case, node_args=(None,) * len(case.args), node_return="TreeNode")]
+            dataclasses.replace(case, node_args=(None,) * len(case.args), node_return="TreeNode")] + keyed
 
 
 def variants(task: Task) -> list[tuple[str, Task]]:

@@ -76,6 +76,8 @@ def _case_to_json(case: StdioCase | CallCase) -> dict[str, Any]:
            "kwargs": dict(case.kwargs), "expected": list(case.expected)}
     if case.node_args is not None:
         out.update(node_args=list(case.node_args), node_return=case.node_return)
+    if case.int_keys:
+        out["int_keys"] = True
     return out
 
 
@@ -84,7 +86,7 @@ def _case_from_json(d: dict[str, Any]) -> StdioCase | CallCase:
         return StdioCase(d["name"], bytes_from_json(d["stdin"]), tuple(bytes_from_json(e) for e in d["expected"]))
     if d.get("kind") == "call":
         return CallCase(d["name"], d["fn_name"], tuple(d.get("args", ())), dict(d.get("kwargs", {})),
-                        tuple(d["expected"]), d.get("node_args"), d.get("node_return"))
+                        tuple(d["expected"]), d.get("node_args"), d.get("node_return"), d.get("int_keys", False))
     raise ValueError(f"unknown case kind {d.get('kind')!r} (stdio or call)")
 
 

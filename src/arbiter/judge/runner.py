@@ -96,4 +96,6 @@ def _call_spec(case: CallCase) -> dict[str, Any]:
     spec = {"args": list(case.args), "kwargs": dict(case.kwargs)}
     if case.node_args is not None:
         spec.update(node_args=list(case.node_args), node_return=case.node_return)
+    if case.int_keys:  # the route's APPS/TACO rule: the first argument's keys become ints
+        spec["int_keys"] = True
     return spec

@@ -128,6 +128,9 @@ class CallCase:
       turned into a tuple. ``None`` (the default): the case does not say, and the harness reads
       the program's annotations. When given: one item per argument, no ``kwargs``.
     - ``node_return``: the :func:`node_type` of the return value (read with ``node_args`` only).
+    - ``int_keys``: the harness calls the function with the first argument's keys made ``int(k)``
+      (JSON object keys are strings; APPS/TACO ``testing_util`` undoes that). The row's route
+      decides, never the program; the first argument must be a dict (docs/encodings.md).
 
     Raises ``TypeError`` naming the case and the field for a wrong type, and
     :class:`InvalidTestSuite` for an empty ``expected``.
@@ -140,6 +143,7 @@ class CallCase:
     expected: tuple[Any, ...] = ()
     node_args: tuple[str | None, ...] | None = None
     node_return: str | None = None
+    int_keys: bool = False
 
     def __post_init__(self) -> None:
         name = _name_field(self.name, "CallCase")
@@ -162,6 +166,10 @@ class CallCase:
         if not self.expected:
             raise InvalidTestSuite(f"case {name!r}: no expected return value")
         self._check_nodes(name)
+        if not isinstance(self.int_keys, bool):
+            raise TypeError(f"CallCase {name!r}: int_keys must be a bool, got {_what(self.int_keys)}")
+        if self.int_keys and not (self.args and isinstance(self.args[0], dict)):
+            raise TypeError(f"CallCase {name!r}: int_keys needs a dict first argument")
 
     def _check_nodes(self, name: str) -> None:
         if isinstance(self.node_args, list):

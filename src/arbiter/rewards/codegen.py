@@ -225,16 +225,17 @@ def row_time_limit(extra_info: Any) -> float | None:
 
 
 @functools.lru_cache(maxsize=16)
-def _suite_from_text(text: str, label: str) -> TestSuite:
-    return verl_ground_truth_to_suite(text, row=label)
+def _suite_from_text(text: str, label: str, int_keys: bool) -> TestSuite:
+    return verl_ground_truth_to_suite(text, row=label, int_keys=int_keys)
 
 
-def load_suite(ground_truth: Any, label: str) -> TestSuite:
+def load_suite(ground_truth: Any, label: str, int_keys: bool = False) -> TestSuite:
     """The test suite of a verl ``ground_truth`` (JSON text cached: verl scores the n responses
-    of a prompt one after another). Raises :class:`InvalidTestSuite`."""
+    of a prompt one after another); ``int_keys``: the route's (:attr:`Route.int_keys`). Raises
+    :class:`InvalidTestSuite`."""
     if isinstance(ground_truth, str):
-        return _suite_from_text(ground_truth, label)
-    return verl_ground_truth_to_suite(ground_truth, row=label)
+        return _suite_from_text(ground_truth, label, int_keys)
+    return verl_ground_truth_to_suite(ground_truth, row=label, int_keys=int_keys)
 
 
 @dataclass
@@ -281,8 +282,8 @@ def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: 
     """Steps 1-3 of the reward (docs/codegen.md) for one response: a :class:`Task`, or an immediate result.
 
     ``suite``/``route_`` may be passed in when the caller already built them (the batch variant
-    and the scoring pipeline build a row's suite once for its n responses); an ``Exception``
-    passed as ``suite`` is the row's conversion error. ``code``: a program to judge as is instead
+    and the scoring pipeline build a row's suite once for its n responses, decoded with the
+    route's ``int_keys``); an ``Exception`` passed as ``suite`` is the row's conversion error. ``code``: a program to judge as is instead
     of the one extracted from ``solution_str`` (a row's reference solution,
     :mod:`arbiter.pipelines.codegen.references`). Raises ``ValueError`` for a non-code ``data_source`` or a
     bad override.
@@ -302,7 +303,7 @@ def prepare(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: 
                          rel_tol=opts.rel_tol, time_limit=time_limit, memory_limit_mb=opts.memory_limit_mb)
     if suite is None:
         try:
-            suite = load_suite(ground_truth, label)
+            suite = load_suite(ground_truth, label, r.int_keys)
         except InvalidTestSuite as exc:
             suite = exc
     if not isinstance(suite, Exception):

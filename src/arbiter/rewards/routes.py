@@ -33,6 +33,8 @@ class Route:
       values).
     - ``limits``: per-case limits (CPU seconds, memory bytes; wall ``2 * cpu + 1`` s).
     - ``prelude``: Python run before the program in the same namespace.
+    - ``int_keys``: call cases get APPS/TACO ``testing_util``'s int dict keys (a dict first
+      argument and a dict output; docs/codegen.md (c)), decided here, by the row's source.
     - ``why``: the reference behaviour this default follows (docs/codegen.md, letter).
     """
 
@@ -41,6 +43,7 @@ class Route:
     limits: Limits
     prelude: str = PYTHON_PRELUDE
     why: str = ""
+    int_keys: bool = False
 
     def with_overrides(self, *, checker: str | None = None, case_insensitive: bool | None = None,
                        abs_tol: float | None = None, rel_tol: float | None = None,
@@ -86,9 +89,9 @@ _CODE_CONTESTS = Route("code_contests", CheckerSpec("tokens_float", abs_tol=CODE
 _CODEFORCES = Route("codeforces", CheckerSpec("tokens_float", abs_tol=CODEFORCES_TOL, rel_tol=CODEFORCES_TOL),
                     _limits(5), why="(b) Codeforces checkers: wcmp tokens, rcmp6 / doubleCompare 1e-6")
 _TACO = Route("taco", CheckerSpec("tokens_float", abs_tol=1e-6, rel_tol=1e-6, strict_bool=False), _limits(5),
-              why="(c) TACO/APPS testing_util, rllm, prime_code (all looser)")
+              why="(c) TACO/APPS testing_util, rllm, prime_code (all looser)", int_keys=True)
 _PRIME = Route("primeintellect", CheckerSpec("tokens_float", abs_tol=1e-6, rel_tol=1e-6, strict_bool=False),
-               _limits(5), why="(c) rllm primeintellect -> TACO path, prime_code")
+               _limits(5), why="(c) rllm primeintellect -> TACO path, prime_code", int_keys=True)
 #: The real-number tolerance AtCoder and LeetCode statements grant (1e-6 absolute or relative, some 1e-5), docs/codegen.md (d).
 LCB_TOL = 1e-6
 

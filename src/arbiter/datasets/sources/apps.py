@@ -49,7 +49,7 @@ def _row(*, label: str, index: str, data_source: str, source: str, question: str
     ground_truth = {"inputs": io["inputs"], "outputs": io["outputs"]}
     if fn_name:
         ground_truth = json_lines_calls(io["inputs"], io["outputs"], fn_name)
-        if inputs_outputs_to_suite(ground_truth, row=label, origin="apps").cases != suite.cases:
+        if inputs_outputs_to_suite(ground_truth, row=label, origin="apps", int_keys=True).cases != suite.cases:
             raise ConvertError("input_output: the call cases do not survive JSON-line encoding")
         prompt = call_prompt(question, fn_name, starter_code)
     else:

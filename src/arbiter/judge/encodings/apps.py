@@ -2,7 +2,8 @@
 
 Also verl's first ground-truth encoding (:mod:`.verl` reuses :func:`inputs_outputs_to_suite`).
 A one-element output ``[x]`` of a call case accepts ``x`` or ``[x]`` (the datasets' own harness
-rule); the conventions and their sources: ``docs/encodings.md``, "APPS / TACO".
+rule); dict keys are made ints where the harness makes them so (``int_keys``); the conventions
+and their sources: ``docs/encodings.md``, "APPS / TACO".
 """
 
 from __future__ import annotations
@@ -21,15 +22,47 @@ def wrapped_answers(output: Any) -> tuple[Any, ...]:
     return (output,)
 
 
-def inputs_outputs_to_suite(data: Any, *, row: str, origin: str, field: str = "input_output") -> TestSuite:
+def int_keyed(value: Any) -> dict | None:
+    """``{int(k): v}`` of a dict whose every key ``int()`` accepts, else ``None`` (not a dict, or
+    a key ``int()`` refuses: APPS/TACO ``testing_util`` then leaves the value as it is)."""
+    if type(value) is not dict:
+        return None
+    try:
+        return {int(k): v for k, v in value.items()}
+    except Exception:  # (testing_util's bare except: ValueError, TypeError, OverflowError)
+        return None
+
+
+def int_key_output(output: Any) -> Any:
+    """APPS/TACO ``testing_util``'s expected output with int keys: a dict ``d``, or ``[d]``, whose
+    keys ``int()`` all accept becomes ``[{int(k): v}]`` (so ``d`` and ``[d]`` are accepted, as
+    there); anything else is kept. (A longer list starting with such a dict is kept too: the
+    harness cuts it to ``[d]``, refusing the full list; docs/encodings.md.)"""
+    keyed = int_keyed(output)
+    if keyed is None and type(output) is list and len(output) == 1:
+        keyed = int_keyed(output[0])
+    return output if keyed is None else [keyed]
+
+
+def int_key_first_arg(args: tuple[Any, ...]) -> bool:
+    """Whether the harness re-keys the first argument (:attr:`CallCase.int_keys`): a non-empty
+    dict of string keys (as JSON gives) that ``int()`` all accept."""
+    first = args[0] if args else None
+    return type(first) is dict and bool(first) and all(type(k) is str for k in first) and int_keyed(first) is not None
+
+
+def inputs_outputs_to_suite(data: Any, *, row: str, origin: str, field: str = "input_output",
+                            int_keys: bool = False) -> TestSuite:
     """Normalise an ``{"inputs", "outputs"[, "fn_name"]}`` dict (already JSON-decoded).
 
     ``inputs`` and ``outputs`` must be lists of the same, non-zero length. A call case whose input
     is text (one JSON argument per line) has its output as JSON text too, decoded (verl
     ``prime_code``'s convention, and LiveCodeBench's). Returns a suite of
     :class:`StdioCase` (names ``"0"``, ``"1"``, ...) or of :class:`CallCase` (``fn_name`` from the
-    dict). Raises :class:`InvalidTestSuite` naming ``row`` and ``field`` for a missing key, a
-    non-list, mismatched lengths, a bad input/output shape or zero cases.
+    dict). ``int_keys`` (APPS/TACO ``testing_util``'s rule, the route's to choose): a dict
+    first argument and a dict output get int keys (:func:`int_key_output`,
+    :func:`int_key_first_arg`). Raises :class:`InvalidTestSuite` naming ``row`` and ``field`` for
+    a missing key, a non-list, mismatched lengths, a bad input/output shape or zero cases.
     """
     data = to_plain(data)
     if not isinstance(data, dict):
@@ -60,12 +93,14 @@ def inputs_outputs_to_suite(data: Any, *, row: str, origin: str, field: str = "i
     for i, (args, output) in enumerate(zip(inputs, outputs)):
         if isinstance(args, str) and isinstance(output, str):  # JSON lines in, JSON text out
             output = decode_json_text(output, row, f"{field}.outputs[{i}]")
+        decoded = call_args(args, row, f"{field}.inputs[{i}]")
         cases.append(
             CallCase(
                 name=str(i),
                 fn_name=fn_name,
-                args=call_args(args, row, f"{field}.inputs[{i}]"),
-                expected=wrapped_answers(output),
+                args=decoded,
+                expected=wrapped_answers(int_key_output(output) if int_keys else output),
+                int_keys=int_keys and int_key_first_arg(decoded),
             )
         )
     return finish(cases, row, origin, field)
@@ -73,10 +108,11 @@ def inputs_outputs_to_suite(data: Any, *, row: str, origin: str, field: str = "i
 
 def apps_input_output_to_suite(input_output: Any, *, row: str) -> TestSuite:
     """Normalise an APPS/TACO ``input_output`` value: the JSON text of ``input_output.json`` (or
-    the TACO column), or the decoded dict. Origin ``apps``. See the module conventions; errors
-    as :func:`inputs_outputs_to_suite`, plus invalid JSON."""
+    the TACO column), or the decoded dict. Origin ``apps``; dict keys as APPS/TACO's own harness
+    has them (``int_keys``). See the module conventions; errors as
+    :func:`inputs_outputs_to_suite`, plus invalid JSON."""
     data = decode_json_text(input_output, row, "input_output")
-    return inputs_outputs_to_suite(data, row=row, origin="apps")
+    return inputs_outputs_to_suite(data, row=row, origin="apps", int_keys=True)
 
 
 def load_apps_problem(directory: str | Path) -> TestSuite:
@@ -91,4 +127,5 @@ def load_apps_problem(directory: str | Path) -> TestSuite:
     return apps_input_output_to_suite(text, row=directory.name)
 
 
-__all__ = ["apps_input_output_to_suite", "inputs_outputs_to_suite", "load_apps_problem", "wrapped_answers"]
+__all__ = ["apps_input_output_to_suite", "inputs_outputs_to_suite", "int_key_first_arg", "int_key_output", "int_keyed",
+           "load_apps_problem", "wrapped_answers"]

@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from arbiter.judge.encodings._common import call_args, decode_json_text, fail, finish, text_to_bytes, to_plain, type_name
-from arbiter.judge.encodings.apps import inputs_outputs_to_suite
+from arbiter.judge.encodings.apps import int_key_first_arg, int_key_output, inputs_outputs_to_suite
 from arbiter.judge.testsuite import CallCase, StdioCase, TestCase, TestSuite, node_type
 
 CASE_TYPES = ("stdin_stdout", "function_call")
 
 
-def _function_call_case(item: dict, i: int, row: str) -> CallCase:
+def _function_call_case(item: dict, i: int, row: str, int_keys: bool) -> CallCase:
     field = f"ground_truth[{i}]"
     missing = [k for k in ("fn_name", "input", "output") if k not in item]
     if missing:
@@ -34,9 +34,10 @@ def _function_call_case(item: dict, i: int, row: str) -> CallCase:
         name=str(i),
         fn_name=fn_name,
         args=args,
-        expected=(output[0],),
+        expected=(int_key_output(output)[0] if int_keys else output[0],),
         node_args=node_args,
         node_return=node_return,
+        int_keys=int_keys and int_key_first_arg(args),
     )
 
 
@@ -70,7 +71,7 @@ def _stdin_stdout_case(item: dict, i: int, row: str) -> StdioCase:
     )
 
 
-def verl_ground_truth_to_suite(ground_truth: Any, *, row: str) -> TestSuite:
+def verl_ground_truth_to_suite(ground_truth: Any, *, row: str, int_keys: bool = False) -> TestSuite:
     """Normalise a verl ``reward_model.ground_truth`` into a :class:`TestSuite`.
 
     - ``ground_truth``: the JSON string the card specifies, or already-decoded data (dict/list),
@@ -83,7 +84,9 @@ def verl_ground_truth_to_suite(ground_truth: Any, *, row: str) -> TestSuite:
     card's encoding; rllm's primeintellect path, which goes through TACO's
     ``ret == output or ret == output[0]``, would also accept the wrapper itself; a wrapper that
     is not one element long is an error, never guessed at). Each case carries its own
-    ``fn_name``.
+    ``fn_name``. ``int_keys``: the row's route follows APPS/TACO ``testing_util``, which makes a
+    call case's dict first argument and dict output int-keyed
+    (:func:`arbiter.judge.encodings.apps.inputs_outputs_to_suite`; docs/encodings.md).
 
     Raises :class:`InvalidTestSuite` naming the row and the field for: invalid JSON, a top-level
     value that is neither an object nor a list, a list item that is not an object, a missing or
@@ -92,7 +95,7 @@ def verl_ground_truth_to_suite(ground_truth: Any, *, row: str) -> TestSuite:
     """
     data = to_plain(decode_json_text(to_plain(ground_truth), row, "ground_truth"))
     if isinstance(data, dict):
-        return inputs_outputs_to_suite(data, row=row, origin="verl:dict", field="ground_truth")
+        return inputs_outputs_to_suite(data, row=row, origin="verl:dict", field="ground_truth", int_keys=int_keys)
     if not isinstance(data, list):
         fail(
             row,
@@ -113,5 +116,6 @@ def verl_ground_truth_to_suite(ground_truth: Any, *, row: str) -> TestSuite:
         kinds.add(kind)
         if len(kinds) > 1:
             fail(row, "ground_truth", f"mixed case types {sorted(kinds)} in one suite (first change at item {i})")
-        cases.append(_function_call_case(item, i, row) if kind == "function_call" else _stdin_stdout_case(item, i, row))
+        cases.append(_function_call_case(item, i, row, int_keys) if kind == "function_call"
+                     else _stdin_stdout_case(item, i, row))
     return finish(cases, row, f"verl:{kinds.pop()}", "ground_truth")

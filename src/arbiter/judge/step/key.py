@@ -84,6 +84,8 @@ def _case(d: _Digest, case: StdioCase | CallCase) -> None:
             d.add(b"nodes", b"")
             d.value(case.node_args)
             d.value(case.node_return)
+        if case.int_keys:  # the route's APPS/TACO rule (the first argument's keys made ints)
+            d.add(b"int_keys", b"")
 
 
 _digests: dict[int, tuple[weakref.ref, str]] = {}

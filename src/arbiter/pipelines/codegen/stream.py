@@ -33,13 +33,13 @@ class _Suites:
     def __init__(self) -> None:
         self._cache: dict[tuple, tuple[Any, TestSuite | Exception]] = {}
 
-    def get(self, ground_truth: Any, label: str) -> TestSuite | Exception:
-        key = (label, ground_truth) if isinstance(ground_truth, str) else (label, id(ground_truth))
+    def get(self, ground_truth: Any, label: str, int_keys: bool) -> TestSuite | Exception:
+        key = (label, int_keys, ground_truth if isinstance(ground_truth, str) else id(ground_truth))
         hit = self._cache.get(key)
         if hit is not None:
             return hit[1]
         try:
-            suite: TestSuite | Exception = verl_ground_truth_to_suite(ground_truth, row=label)
+            suite: TestSuite | Exception = verl_ground_truth_to_suite(ground_truth, row=label, int_keys=int_keys)
         except InvalidTestSuite as exc:
             suite = exc
         if len(self._cache) >= 8:
@@ -62,7 +62,7 @@ def _prepared(items: Iterable[Item], opts: RewardOptions, raise_errors: bool) ->
                            invalid_error=exc)
             continue
         yield prepare(data_source, solution_str, ground_truth, extra_info, opts,
-                      suite=suites.get(ground_truth, label), route_=r)
+                      suite=suites.get(ground_truth, label, r.int_keys), route_=r)
 
 
 #: Responses a stream (``arbiter score``) takes ahead of the one it writes next, so the longest of

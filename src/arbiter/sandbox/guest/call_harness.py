@@ -1,8 +1,9 @@
 """The call harness: find the function a call case names, convert LeetCode arguments and results.
 
 ``Solution().fn`` or the top-level ``fn``; ``ListNode`` / ``TreeNode`` from and to lists (where
-the case's node types say, else where the program's annotations do);
-numpy values to JSON numbers and lists. Exports: :func:`find_function`, :func:`convert_args`,
+the case's node types say, else where the program's annotations do); an APPS/TACO row's dict
+first argument with int keys (where the case says); numpy values to JSON numbers and lists.
+Exports: :func:`find_function`, :func:`convert_args`, :func:`int_keyed_first`,
 :func:`returns_node`, :func:`check_node_return`, :func:`plain_default`. See docs/sandbox.md ("mode: call").
 """
 
@@ -84,8 +85,11 @@ def convert_args(g, fn, spec):
     """The call ``spec``'s ``(args, kwargs)``. LeetCode linked lists and trees travel as lists;
     build ``ListNode`` / ``TreeNode`` objects (from the program's or prelude's classes) where
     the spec's ``node_args`` (the row's, one per argument) say so, else where the parameter is
-    annotated so."""
+    annotated so. The spec's ``int_keys`` (the row's route: APPS/TACO): the first argument's
+    keys made ints (:func:`int_keyed_first`)."""
     args, kwargs = spec.get("args", []), spec.get("kwargs", {})
+    if spec.get("int_keys"):
+        args = int_keyed_first(args)
     if "node_args" in spec:
         kinds = spec["node_args"]
         if len(args) != len(kinds):
@@ -97,6 +101,20 @@ def convert_args(g, fn, spec):
     args = [_from_plain(g, order[i] if i < len(order) else "", a) for i, a in enumerate(args)]
     kwargs = {k: _from_plain(g, by_name.get(k, ""), v) for k, v in kwargs.items()}
     return args, kwargs
+
+
+def int_keyed_first(args):
+    """``args`` with the first one, a dict, re-keyed ``{int(k): v}``: APPS/TACO ``testing_util``
+    ("JSON forces dictionaries to have string keys; this undoes this"). A key ``int()`` refuses
+    leaves the arguments as they are, as there (its ``try`` swallows the error). Unlike there, the
+    other arguments are kept (it calls the function with the dict alone)."""
+    if not args or type(args[0]) is not dict:
+        return args
+    try:
+        first = {int(k): v for k, v in args[0].items()}
+    except Exception:
+        return args
+    return [first] + list(args[1:])
 
 
 def _from_plain(g, ann, value):
