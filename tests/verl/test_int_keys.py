@@ -10,6 +10,7 @@ docs/codegen.md (c), docs/encodings.md ("APPS / TACO").
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 
@@ -163,3 +164,51 @@ def test_a_row_with_and_without_the_flag_never_shares_a_verdict():
     assert suite_digest(TestSuite([case])) != suite_digest(TestSuite([flagged]))
     tasks = [Task("python", INT_KEYS, TestSuite([c])) for c in (case, flagged)]
     assert verdict_key(tasks[0]) != verdict_key(tasks[1])
+
+
+def test_every_door_gives_compute_scores_result(tmp_path):
+    """The route's flag is read where the suite is decoded: each door decodes through its own path
+    (the batch's up-front row check, the verl manager's batcher, the per-node pool, the scoring
+    stream's suite cache, the service), so each is held to ``compute_score``'s result."""
+    from arbiter.cluster.pool import JudgePool
+    from arbiter.pipelines.codegen import score_completions
+    from arbiter.rewards.codegen import RewardOptions
+    from arbiter.verl.batcher import RewardBatcher
+    from arbiter.verl.judges import LocalJudges
+    from arbiter.verl.reward import compute_score_batch
+
+    gt = json.dumps(FIRST_CALLS)
+    codes = [INT_KEYS, STR_KEYS, WRONG]
+    items = [("code_taco", md(c), gt, {"index": f"k{i}"}) for i, c in enumerate(codes)]
+    keys = ("score", "verdict", "passed", "total")
+    want = [{k: compute_score(*item, reuse=False)[k] for k in keys} for item in items]
+    assert [w["verdict"] for w in want] == ["AC", "RE", "WA"]
+
+    def same(results):
+        assert [{k: r[k] for k in keys} for r in results] == want
+
+    columns = [list(x) for x in zip(*items)]
+    same(compute_score_batch(*columns))
+    batcher = RewardBatcher(LocalJudges(), RewardOptions())
+
+    async def through_the_batcher():
+        return await asyncio.gather(*(batcher.score(i) for i in items))
+
+    same(asyncio.run(through_the_batcher()))
+    same(JudgePool("in-process", 2).score_batch(*columns))
+    row = {"data_source": "code_taco", "prompt": [{"role": "user", "content": "first"}], "ability": "code",
+           "reward_model": {"style": "rule", "ground_truth": gt}, "extra_info": {"index": "r0"}}
+    (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n")
+    (tmp_path / "c.jsonl").write_text(json.dumps({"index": "r0", "responses": [md(c) for c in codes]}) + "\n")
+    score_completions(tmp_path / "rows.jsonl", tmp_path / "c.jsonl", tmp_path / "out")
+    same([json.loads(x) for x in (tmp_path / "out" / "verdicts.jsonl").read_text().splitlines()])
+    pytest.importorskip("httpx")
+    from live_server import LiveServer
+
+    from arbiter.client import Client
+
+    server = LiveServer()
+    try:
+        same(Client(server.url).score(items, {}))
+    finally:
+        assert server.stop() == 0

@@ -71,12 +71,21 @@ def _as_list(values: Any, name: str) -> list:
     return list(values)
 
 
+def _int_keys(data_source: Any) -> bool:
+    """The route's :attr:`~arbiter.rewards.routes.Route.int_keys` (False for a non-code source:
+    reported where it is judged)."""
+    try:
+        return route(data_source).int_keys
+    except ValueError:
+        return False
+
+
 def _check_rows(sources: list, truths: list, extras: list, row_limits: bool) -> None:
     """Raise :class:`InvalidTask` for the first unusable row, before anything is judged."""
     for ds, gt, ei in zip(sources, truths, extras):
         label = row_label(ds, ei)
         try:
-            load_suite(gt, label)
+            load_suite(gt, label, _int_keys(ds))  # (as the judging decodes it: one decode, cached)
             if row_limits:
                 row_time_limit(ei)
         except InvalidTestSuite as exc:
