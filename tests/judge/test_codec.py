@@ -64,3 +64,48 @@ def test_task_json_refuses_other_versions_and_kinds():
     d["suite"]["cases"][0]["kind"] = "weird"
     with pytest.raises(ValueError, match="unknown case kind 'weird'"):
         task_from_json(d)
+
+
+def _asdict_json(v: Verdict) -> dict:
+    """What verdict_to_json gave when it was ``dataclasses.asdict`` (the shape it must keep)."""
+    from dataclasses import asdict
+
+    d = asdict(v)
+    d["outcome"] = v.outcome.value
+    for c in d["cases"]:
+        c["outcome"] = c["outcome"].value if isinstance(c["outcome"], Outcome) else c["outcome"]
+    return d
+
+
+def test_verdict_json_is_asdicts_dict_field_by_field():
+    import collections
+    import random
+    from dataclasses import dataclass, replace
+
+    from arbiter.judge.step.store import decode, encode
+
+    pair = collections.namedtuple("pair", "a b")
+
+    @dataclass
+    class Inner:
+        x: list
+
+    rng = random.Random(7)
+    toolchains = [None, {"compiler": "g++ 12"}, {"a": [1, (2, 3)], "n": pair(1, [2]), "d": Inner([1, {"k": (1,)}])}]
+    for _ in range(200):
+        cases = [CaseResult(rng.choice(["1", "é\u2028", ""]), rng.choice(list(Outcome)), rng.random(),
+                            rng.choice([0.0, float("inf")]), rng.randrange(1 << 40), rng.choice([None, 0, -9]),
+                            rng.choice([None, 9]), rng.choice(["", "line 1"]), rng.choice(["", "x" * 50]))
+                 for _ in range(rng.randrange(5))]
+        tc = rng.choice(toolchains)
+        v = Verdict(rng.choice(list(Outcome)), rng.random(), passed=rng.randrange(5), total=5, cases=cases,
+                    reason="r", compile_output="c", toolchain=tc, seconds=rng.random(), cached=rng.random() < 0.5)
+        old, new = _asdict_json(v), verdict_to_json(v)
+        assert repr(new) == repr(old)  # the same keys in the same order, the same values and types
+        if new["cases"]:
+            new["cases"][0]["name"] = "changed"  # a copy: the verdict is not touched
+            assert v.cases[0].name != "changed"
+        if tc is not None:
+            assert new["toolchain"] is not tc
+        if tc is None or "d" not in tc:
+            assert decode(encode(v)) == replace(v, cached=True)

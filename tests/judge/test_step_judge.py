@@ -237,3 +237,63 @@ def test_its_judges_run_within_the_process_judge_slots():
         assert j.judge_here(task(DOUBLE, TestSuite([StdioCase("b", "4\n", "8\n")]))).outcome is Outcome.AC
     finally:
         j.close()
+
+
+def test_judge_runs_a_task_that_would_start_at_once_in_the_callers_thread(monkeypatch):
+    """judge() with a worker free and nothing queued runs the task in the calling thread, in that
+    worker's place (its slot held, counted as running); with every worker busy it queues as
+    submit() does; a copy of a task being judged there waits for it; an error is the caller's,
+    an interrupt leaves nothing claimed (its copies judge themselves). No sandbox: a stub judge."""
+    from arbiter.judge.step import stepjudge
+    from arbiter.judge.verdict import Verdict
+    from arbiter.sandbox.slots import JudgeSlots
+
+    slots = JudgeSlots(2)
+    j = StepJudge(1, slots=slots)
+    seen = []
+    gate, entered = threading.Event(), threading.Event()
+
+    def stub(t, **_):
+        seen.append((threading.current_thread(), slots.busy, j.stats()["running"], t.source))
+        if "hold" in t.source:
+            entered.set()
+            gate.wait(30)
+        if "boom" in t.source:
+            raise ValueError("boom")
+        if "interrupt" in t.source:
+            raise KeyboardInterrupt
+        return Verdict(Outcome.AC, 1.0, passed=1, total=1)
+
+    monkeypatch.setattr(stepjudge, "judge", stub)
+    one = TestSuite([StdioCase("a", "1\n", "2\n")])
+    try:
+        assert j.judge(task("a", one)).outcome is Outcome.AC
+        assert seen[-1][:3] == (threading.current_thread(), 1, 1)
+        st = j.stats()
+        assert (st["runs"], st["done"], st["running"], st["max_running"], slots.busy) == (1, 1, 0, 1, 0)
+        assert j.judge(task("a", one)).cached  # reused as before
+
+        held = ThreadPoolExecutor(2)
+        first = held.submit(j.judge, task("hold", one))  # runs in that caller's thread
+        assert entered.wait(30)
+        copy = held.submit(j.judge, task("hold", one))  # an identical task: waits for it
+        other = j.submit(task("b", one))  # the one worker is busy: queued
+        assert j.stats()["queued"] == 1
+        gate.set()
+        assert first.result(30).outcome is Outcome.AC and copy.result(30).cached
+        assert other.result(30).outcome is Outcome.AC
+        threads = {s[3]: s[0] for s in seen}
+        assert threads["b"].name.startswith("arbiter-step") and threads["hold"].name.startswith("ThreadPool")
+        assert j.stats()["runs"] == 3 and j.stats()["running"] == 0
+        held.shutdown()
+
+        with pytest.raises(ValueError, match="boom"):
+            j.judge(task("boom", one))
+        with pytest.raises(ValueError, match="boom"):  # never stored, never left claimed
+            j.judge(task("boom", one))
+        with pytest.raises(KeyboardInterrupt):
+            j.judge(task("interrupt", one))
+        assert j.store.claim(j.key(task("interrupt", one))) is None  # nothing left claimed
+        assert j.stats()["running"] == 0 and slots.busy == 0
+    finally:
+        j.close()

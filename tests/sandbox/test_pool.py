@@ -352,9 +352,12 @@ def test_threads_share_a_bounded_pool():
         assert st["discarded"] == 0  # no sandbox died with the thread that took it first
         assert 1 <= st["max_busy"] <= 3
         assert st["idle"] <= 2
+        assert set(pool._threads) == {"recycle", "spare"}
     finally:
         pool.close()
     assert pool.stats()["idle"] == 0
+    # every worker thread, waiting on its own kind's condition, was woken by close and ended
+    assert not any(t.is_alive() for ts in pool._threads.values() for t in ts)
 
 
 def test_a_forked_child_never_uses_its_parents_sandboxes(pool):

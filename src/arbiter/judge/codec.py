@@ -9,8 +9,9 @@ See ``docs/codec.md``.
 from __future__ import annotations
 
 import base64
+import copy
 import json
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, is_dataclass
 from typing import Any
 
 from arbiter.checkers.spec import CheckerSpec
@@ -42,22 +43,58 @@ def bytes_from_json(value: Any) -> bytes:
 # ----------------------------------------------------------------------------------------------- verdicts
 
 
+_VERDICT_FIELDS = tuple(f.name for f in fields(Verdict))
+_CASE_FIELDS = tuple(f.name for f in fields(CaseResult))
+_CASE_FIELD_SET = frozenset(_CASE_FIELDS)
+_VERDICT_NAMES = frozenset(_VERDICT_FIELDS) - {"cases", "outcome"}
+#: Values ``dataclasses.asdict`` would hand back as they are (immutable leaves).
+_LEAVES = frozenset((str, int, float, bool, type(None)))
+
+
+def _plain(v: Any) -> Any:
+    """``v`` as :func:`dataclasses.asdict` copies a field's value (dataclasses as dicts, lists,
+    tuples and dicts rebuilt, anything else deep-copied)."""
+    if type(v) in _LEAVES:
+        return v
+    if is_dataclass(v) and not isinstance(v, type):
+        return asdict(v)
+    if isinstance(v, tuple) and hasattr(v, "_fields"):
+        return type(v)(*[_plain(x) for x in v])
+    if isinstance(v, (list, tuple)):
+        return type(v)(_plain(x) for x in v)
+    if isinstance(v, dict):
+        return type(v)((_plain(k), _plain(x)) for k, x in v.items())
+    return copy.deepcopy(v)
+
+
+def _case_to_dict(c: CaseResult) -> dict[str, Any]:
+    outcome = c.outcome.value if isinstance(c.outcome, Outcome) else _plain(c.outcome)
+    return {name: outcome if name == "outcome" else _plain(getattr(c, name)) for name in _CASE_FIELDS}
+
+
 def verdict_to_json(verdict: Verdict) -> dict[str, Any]:
-    """The verdict as a JSON-ready dict (``arbiter judge --json``): every field, outcomes as codes."""
-    d = asdict(verdict)
+    """The verdict as a JSON-ready dict (``arbiter judge --json``): every field, outcomes as codes.
+    (``asdict``'s dict, built field by field: ``asdict`` deep-copies every value, which cost
+    tens of microseconds per case.)"""
+    cases = verdict.cases
+    if type(cases) is not list or any(type(c) is not CaseResult for c in cases):
+        d = asdict(verdict)  # (not a verdict the judge makes: asdict's own way)
+        for c in d["cases"]:
+            c["outcome"] = c["outcome"].value if isinstance(c["outcome"], Outcome) else c["outcome"]
+    else:
+        outcome = verdict.outcome.value
+        return {name: outcome if name == "outcome" else [_case_to_dict(c) for c in cases] if name == "cases"
+                else _plain(getattr(verdict, name)) for name in _VERDICT_FIELDS}
     d["outcome"] = verdict.outcome.value
-    for c in d["cases"]:
-        c["outcome"] = c["outcome"].value if isinstance(c["outcome"], Outcome) else c["outcome"]
     return d
 
 
 def verdict_from_json(d: dict[str, Any]) -> Verdict:
     """The :class:`Verdict` of :func:`verdict_to_json`'s dict (unknown keys are ignored)."""
-    case_fields = {f.name for f in fields(CaseResult)}
-    cases = [CaseResult(**{k: v for k, v in c.items() if k in case_fields} | {"outcome": Outcome(c["outcome"])})
+    cases = [CaseResult(**{k: v for k, v in c.items() if k in _CASE_FIELD_SET} | {"outcome": Outcome(c["outcome"])})
              for c in d.get("cases", [])]
-    names = {f.name for f in fields(Verdict)} - {"cases", "outcome"}
-    return Verdict(outcome=Outcome(d["outcome"]), cases=cases, **{k: v for k, v in d.items() if k in names})
+    return Verdict(outcome=Outcome(d["outcome"]), cases=cases,
+                   **{k: v for k, v in d.items() if k in _VERDICT_NAMES})
 
 
 def dumps_verdict(verdict: Verdict, *, indent: int | None = 2) -> str:

@@ -70,7 +70,11 @@ class SandboxPool:
     def _reset(self) -> None:
         """Fresh state (at start, and in a forked child: the parent's sandboxes are not ours)."""
         self._pid = os.getpid()
-        self._cond = threading.Condition()
+        lock = threading.RLock()
+        self._cond = threading.Condition(lock)  # acquires waiting for a sandbox being recycled
+        # each kind's worker threads wait on their own condition (one lock): a job wakes one
+        # worker of its kind, never every thread of the pool
+        self._wake = {kind: threading.Condition(lock) for kind in ("recycle", "spare")}
         self._idle: dict[Any, list[tuple[Sandbox, float]]] = {}
         self._busy: dict[int, Any] = {}
         self._seen: set[Any] = set()
@@ -208,6 +212,8 @@ class SandboxPool:
             for jobs in self._jobs.values():
                 jobs.clear()
             self._cond.notify_all()
+            for wake in self._wake.values():
+                wake.notify_all()
             threads = [t for ts in self._threads.values() for t in ts]
             starters, self._starters = self._starters, None
         if starters is not None:
@@ -255,14 +261,14 @@ class SandboxPool:
             threads.append(threading.Thread(target=self._work, args=(kind,), daemon=True,
                                             name=f"sandbox-pool-{kind}-{len(threads)}"))
             threads[-1].start()
-        self._cond.notify_all()
+        self._wake[kind].notify()
 
     def _work(self, kind: str) -> None:
-        jobs = self._jobs[kind]
+        jobs, wake = self._jobs[kind], self._wake[kind]
         while True:
             with self._cond:
                 while not jobs and not self._closed:
-                    self._cond.wait(timeout=min(self.idle_seconds, 30.0))
+                    wake.wait(timeout=min(self.idle_seconds, 30.0))
                     if kind == "spare":
                         self._expire()
                 if self._closed:

@@ -158,9 +158,11 @@ class StepJudge:
 
     # ------------------------------------------------------------------ submitting
 
-    def submit(self, task: Task, *, hint: float | None = None, settings: Settings = ON) -> Future:
+    def submit(self, task: Task, *, hint: float | None = None, settings: Settings = ON,
+               _here: bool = False) -> Future:
         """A future of ``task``'s verdict: reused, joined to an identical one being judged, or
-        queued. ``hint``: the row's reference CPU seconds per case (a better first prediction)."""
+        queued. ``hint``: the row's reference CPU seconds per case (a better first prediction).
+        ``_here`` (:meth:`judge`): judged in the calling thread when it would start at once."""
         out: Future = Future()
         self._count("submitted")
         key = self.key(task, settings)
@@ -174,8 +176,40 @@ class StepJudge:
                 return out
         job = self._plan(task, settings, hint, out)
         job.key = key
-        self._push(job)
+        if _here and self._take_slot():
+            self._run_here(job)
+        else:
+            self._push(job)
         return out
+
+    def _take_slot(self) -> bool:
+        """A worker's place for a job about to run in the caller's thread, when one is free and
+        no job is queued (it would start at once on a worker)."""
+        with self._lock:
+            if self._queued or self._counts["running"] >= self.workers:
+                return False
+            self._counts["running"] += 1
+            self._counts["max_running"] = max(self._counts["max_running"], self._counts["running"])
+            return True
+
+    def _run_here(self, job: _Job) -> None:
+        """Run ``job`` (its worker's place taken: :meth:`_take_slot`) in this thread, as a worker
+        would (its exception in ``job.out``). An interrupt (``KeyboardInterrupt``) is re-raised
+        and its copies judge themselves, as a cancelled job's: a worker never sees one."""
+        job.out.set_running_or_notify_cancel()
+        try:
+            fn, arg = _judge_with(self.config), self._ordered(job)
+            verdict = _held(self.slots, fn, arg)
+        except Exception as exc:
+            self._finished(job, None, exc)
+        except BaseException as exc:
+            key, job.key = job.key, None
+            if key is not None:
+                self.store.settle(key)
+            self._finished(job, None, exc)
+            raise
+        else:
+            self._finished(job, verdict, None)
 
     def _lookup(self, key: str) -> Verdict | Future | None:
         """A stored verdict (marked cached), the future of an identical task being judged, or
@@ -205,10 +239,13 @@ class StepJudge:
             self._push(self._plan(task, settings, hint, out))
 
     def judge(self, task: Task, *, hint: float | None = None, settings: Settings = ON) -> Verdict:
-        """:meth:`submit` and wait (:meth:`judge_here` for an ``inline`` judge)."""
+        """:meth:`submit` and wait (:meth:`judge_here` for an ``inline`` judge). With this
+        judge's own threads, a task that would start at once (a worker free, nothing queued) is
+        judged in the calling thread instead, in that worker's place: the same slot, order and
+        settling, without two thread hand-offs."""
         if self.inline:
             return self.judge_here(task, hint=hint, settings=settings)
-        return self.submit(task, hint=hint, settings=settings).result()
+        return self.submit(task, hint=hint, settings=settings, _here=self._owned).result()
 
     def call(self, fn: Callable[[Any], Any], arg: Any, priority: float = 0.0) -> Future:
         """``fn(arg)`` on the executor in one of the ``workers`` slots (work that is not a task,
