@@ -158,11 +158,14 @@ class StepJudge:
 
     # ------------------------------------------------------------------ submitting
 
-    def submit(self, task: Task, *, hint: float | None = None, settings: Settings = ON,
-               _here: bool = False) -> Future:
+    def submit(self, task: Task, *, hint: float | None = None, settings: Settings = ON) -> Future:
         """A future of ``task``'s verdict: reused, joined to an identical one being judged, or
-        queued. ``hint``: the row's reference CPU seconds per case (a better first prediction).
-        ``_here`` (:meth:`judge`): judged in the calling thread when it would start at once."""
+        queued. ``hint``: the row's reference CPU seconds per case (a better first prediction)."""
+        return self._submit(task, hint, settings, here=False)
+
+    def _submit(self, task: Task, hint: float | None, settings: Settings, here: bool) -> Future:
+        """:meth:`submit`; ``here`` (:meth:`judge`): judged in the calling thread when it would
+        start at once."""
         out: Future = Future()
         self._count("submitted")
         key = self.key(task, settings)
@@ -176,7 +179,7 @@ class StepJudge:
                 return out
         job = self._plan(task, settings, hint, out)
         job.key = key
-        if _here and self._take_slot():
+        if here and self._take_slot():
             self._run_here(job)
         else:
             self._push(job)
@@ -245,7 +248,7 @@ class StepJudge:
         settling, without two thread hand-offs."""
         if self.inline:
             return self.judge_here(task, hint=hint, settings=settings)
-        return self.submit(task, hint=hint, settings=settings, _here=self._owned).result()
+        return self._submit(task, hint, settings, here=self._owned).result()
 
     def call(self, fn: Callable[[Any], Any], arg: Any, priority: float = 0.0) -> Future:
         """``fn(arg)`` on the executor in one of the ``workers`` slots (work that is not a task,
