@@ -279,6 +279,8 @@ def _end_forked_case(state, w, req, t0, out_fd, res_fd, out_cap):
         fk.drop_started()
         if not fk.healthy():
             _drop_forker(state)
+        elif state.reaping is None and not req.get("final"):
+            fk.ahead()  # nothing of this case is left but its exited process: fork the next one
     return result
 
 

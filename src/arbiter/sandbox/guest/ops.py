@@ -81,9 +81,15 @@ def op_stdin(state, header, blobs):
 
 def op_ps(state, header, blobs):
     """The processes in the sandbox other than this server and its forker (or the blank
-    forker waiting for a program)."""
+    forker waiting for a program), and the forker's child forked ahead of the next case: between
+    runs the forker has no other child (every case is reaped; a process a case made the
+    forker's child, by ``clone(CLONE_PARENT)``, has the forker dropped)."""
     fk = state.forker or state.blank_forker
-    reply(state, {"op": "ps", "pids": namespace_pids(fk.pid if fk else None) if state.is_init else []})
+    pids = namespace_pids(fk.pid if fk else None) if state.is_init else []
+    if pids and fk is not None:
+        ahead = set(fk.children() or ())
+        pids = [pid for pid in pids if pid not in ahead]
+    reply(state, {"op": "ps", "pids": pids})
 
 
 def op_sync(state, header, blobs):
