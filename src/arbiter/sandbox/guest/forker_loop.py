@@ -100,9 +100,10 @@ def forker_main(program, fk, ahead=True):
 #: exited process, which the forker reaps before it reads the frame.
 AHEAD = "ahead"
 
-#: What a child forked ahead tells its forker once its request is in, just before its program
-#: runs: the run's sequence number, 1 when it holds the session's last run's ENDED pipe (else 0),
-#: and its own CPU time so far in ns (its set-up, never the program's: taken off its report).
+#: What a child forked ahead writes its forker just before its program runs (read once the case
+#: has ended): the run's sequence number, 1 when it holds the session's last run's ENDED pipe
+#: (else 0), and its own CPU time so far in ns (its set-up, never the program's: taken off its
+#: report).
 TAKEN = struct.Struct("=qiq")
 
 
@@ -139,8 +140,8 @@ class _Loop:
 
     def fork_ahead(self):
         """Fork the next case's child now (:func:`_ahead_child`), before its request: ``(pid,
-        read end of its TAKEN pipe, read end of its ENDED pipe)``, or None when the fork (or
-        a pipe) failed. Only when nothing of an earlier case is left (see :data:`AHEAD`)."""
+        read end of its TAKEN pipe, both ends of its ENDED pipe)``, or None when the fork (or a
+        pipe) failed. Only when nothing of an earlier case is left (see :data:`AHEAD`)."""
         info_r, info_w = ended_pipe(0)  # (both ends at 10 or above: 0-3 are each case's files)
         if info_r < 0:
             return None
@@ -151,28 +152,32 @@ class _Loop:
             pid = None
         if pid == 0:  # ---------------------------------------------- the next case's child
             _ahead_child(self, info_w, ended_w, (info_r, ended_r))
-        for fd in (info_w, ended_w) if pid else (info_r, info_w, ended_r, ended_w):
+        for fd in (info_w,) if pid else (info_r, info_w, ended_r, ended_w):
             if fd >= 0:
                 os.close(fd)
-        return (pid, info_r, ended_r) if pid else None
+        return (pid, info_r, ended_r, ended_w) if pid else None
 
-    def serve_ahead(self, pid, info_r, ended_r):
-        """Wait for the child forked ahead to take its request, then report it as any case;
-        False when it died first (the server dropped this forker, or ended the session)."""
-        data = os.read(info_r, TAKEN.size)  # (written whole, or end of file: it is gone)
-        os.close(info_r)
+    def serve_ahead(self, pid, info_r, ended_r, ended_w):
+        """Sleep until the child forked ahead has ended (or, on the session's last run, said its
+        program ended: :func:`.reports.ended_early`), only then read its TAKEN record (written
+        before its program ran), and report it as any case: nothing wakes this forker while
+        the case runs. It keeps a write end of the ENDED pipe itself (``ended_w``), so a child
+        that closes its own (not the last run) leaves the pipe silent. False when the child
+        died before it took a request (the server dropped this forker, or ended the session)."""
+        ended = ended_early(pid, ended_r) if ended_r >= 0 else None
+        data = os.read(info_r, TAKEN.size)  # (written whole, or end of file: it never took one)
+        for fd in (info_r, ended_w):
+            if fd >= 0:
+                os.close(fd)
         if len(data) != TAKEN.size:
             os.waitpid(pid, 0)
             if ended_r >= 0:
                 os.close(ended_r)
             return False
-        seq, final, cpu0_ns = TAKEN.unpack(data)
+        seq, _, cpu0_ns = TAKEN.unpack(data)
         self.waited_before = self.own_waited()
-        if not final and ended_r >= 0:
-            os.close(ended_r)
-            ended_r = -1
         # (its "started" record is its own: written before its program ran)
-        self.finish(pid, seq, ended_r, cpu0_ns)
+        self.finish(pid, seq, ended_r, cpu0_ns, ended=ended)
         return True
 
     def serve_request(self, req, blobs):
@@ -198,16 +203,17 @@ class _Loop:
         if ended_w >= 0:
             os.close(ended_w)
         os.write(self.started, REPORT.pack(b"S", pid, 0, 0.0, 0.0, 0, seq, startup))
-        self.finish(pid, seq, ended_r, 0, held)
+        ended = ended_early(pid, ended_r) if ended_r >= 0 else None
+        self.finish(pid, seq, ended_r, 0, ended, held)
 
-    def finish(self, pid, seq, ended_r, cpu0_ns, held=None):
+    def finish(self, pid, seq, ended_r, cpu0_ns, ended, held=None):
         """Report case ``pid`` once it ended, then reap it: stopped or killed in between, the
         child stays a zombie the server reaps itself (its status is never lost with the
-        forker). Its own record that its program ended comes before its exit (the kernel's
-        teardown of its pages): "E". ``cpu0_ns``: its CPU before its program ran (not the
+        forker). ``ended``: its figures from its own record that its program ended
+        (:func:`.reports.ended_early`: before its exit, the kernel's teardown of its pages),
+        reported as "E"; None: it exited. ``cpu0_ns``: its CPU before its program ran (not the
         program's); ``held``: what to free once it has exited (the request), before the report
         (the judge measures the next run once it has the reply)."""
-        ended = ended_early(pid, ended_r) if ended_r >= 0 else None
         status, utime, stime, maxrss = ended or self.peek(pid)
         if held:
             held.clear()
