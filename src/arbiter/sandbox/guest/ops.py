@@ -271,7 +271,10 @@ def op_run(state, header, blobs):
                     os.close(item[0])
             raise
         reply_with_fds(state, dict(result, op="run"), fds)  # (the stdout memfd closed before its last byte)
+        if state.ahead_due is not None and state.ahead_due is state.forker:
+            state.forker.ahead()  # the next case's process, forked while the judge reads the reply
     finally:
+        state.ahead_due = None
         if reap_ended(state):  # (while the judge reads the reply)
             wipe_scratch(state)
         await_zombie(state)
