@@ -67,10 +67,9 @@ COUNTERS = {
     # the scratch tmpfs is emptied, not mounted again: its inode numbers go on (2, 3, ...)
     "tmpfs_inode": ("import os\nopen('/dev/shm/probe', 'w').close()\n"
                     "run_before = os.stat('/dev/shm/probe').st_ino > 2\n"),
-    # the forker's frames are on the case's stack: the request it came with (its run's sequence
-    # number), the forker's loop (its own counters)
-    "forker_frame": ("import sys\nf = sys._getframe()\nwhile 'req' not in f.f_locals: f = f.f_back\n"
-                     "run_before = f.f_locals['req'].get('seq', 0) > 1\n"),
+    # the forker's frame is on the case's stack: its loop's locals (seq, the last case's maxrss)
+    "forker_frame": ("import sys\nf = sys._getframe()\nwhile f.f_code.co_name != 'forker_main': f = f.f_back\n"
+                     "run_before = f.f_locals['seq'] > 1\n"),
     # an abstract Unix socket kept alive by an SCM_RIGHTS cycle (sockets in flight, each in the
     # other's queue: no process holds them, the kernel's unix GC does not collect them at exit)
     # is listed in the network namespace's /proc/net/unix

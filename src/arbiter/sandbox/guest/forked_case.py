@@ -279,8 +279,6 @@ def _end_forked_case(state, w, req, t0, out_fd, res_fd, out_cap):
         fk.drop_started()
         if not fk.healthy():
             _drop_forker(state)
-        elif state.reaping is None and not req.get("final"):
-            state.ahead_due = fk  # nothing of this case is left but its exited process (op_run)
     return result
 
 

@@ -1,25 +1,31 @@
 """The forker: a warm child of the server that only forks the Python cases and reports on them.
 
 Exports: :class:`Forker` (one forker as the server sees it: its channels, ``fork``, ``stop``,
-``healthy``, ``ahead``, ``run_case``), :func:`make_forker`, :func:`drop_forker`,
-:func:`drop_blank_forker` (the server's forker in its :class:`~.state.ServerState`). The
-forker process's own side: :mod:`.forker_loop`; the server's side of a case it runs:
+``healthy``, ``run_case``), :func:`make_forker`, :func:`drop_forker`, :func:`drop_blank_forker`
+(the server's forker in its :class:`~.state.ServerState`), :func:`forker_main` (the forker
+process's loop), :func:`recv_case`, :data:`CASE_FDS`. The server's side of a case it runs:
 :mod:`.forked_case`; its records: :mod:`.reports`. See docs/sandbox.md ("The forker").
 """
 
+import json
 import os
 import signal
 import struct
+import sys
+from resource import RLIMIT_NOFILE
 
+import _signal  # (built in) the forker's and each case's signal masks
 import _socket  # (built in) the forker's request socket: each case's files travel with it
 
 from . import kernel, tamper
+from .child import apply_rlimits, rlimit_list
 from .forked_case import run_in_forker
-from .forker_loop import AHEAD, forker_main
-from .kernel import fork
+from .kernel import close_all_but, fork, reseed_random, set_own_oom_adj
 from .program import warm_heavy_imports
-from .protocol import encode_frame, write_all
-from .reports import REPORT, parse_report
+from .protocol import LEN, MAX_HEADER, RESULT_FD, read_exact, write_all
+from .python_case import fresh_stdio, prepare_python_process, run_prepared_python
+from .reports import REPORT, ended_early, ended_pipe, exit_peeker, own_ended_pipe, parse_report, tell_ended
+from .runq import own_delay_ns, task_stat
 
 
 class Forker:
@@ -98,10 +104,7 @@ class Forker:
 
     def stop(self):
         """In the server: kill the forker, reap it and close its files; its wait status, or None
-        when it was reaped already. Its children (called between cases: at most the next case's
-        child forked ahead, or a case it has not reaped yet) are this server's once it is gone
-        (PID 1): killed and reaped too."""
-        left = self.children() or ()
+        when it was reaped already."""
         try:
             os.kill(self.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -110,23 +113,8 @@ class Forker:
             status = os.waitpid(self.pid, 0)[1]
         except ChildProcessError:
             status = None
-        for pid in left:  # (reparented to this server: no other process may reap them)
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
         self.close()
         return status
-
-    def ahead(self):
-        """Let the forker fork the next case's child now (:data:`AHEAD`). Sent only once
-        nothing of the last case is left but its exited process (which the forker reaps before
-        it reads this). A forker gone meanwhile is found at the next run."""
-        try:
-            write_all(self.go.fileno(), encode_frame({"op": AHEAD}))
-        except OSError:
-            pass
 
     def send(self, frame, fds):
         """Send one request ``frame`` with the case's files ``fds`` (they stay open here)."""
@@ -166,6 +154,11 @@ class Forker:
         self.pidfd = self.children_fd = -1
 
 
+#: The descriptors a case's files are on, in the order they are sent: stdin, stdout, stderr,
+#: the call result (only for calls).
+CASE_FDS = (0, 1, 2, 3)
+
+
 def make_forker(state):
     """Fork the server's forker (``state.forker``): a failed fork leaves none, and cases fork
     from the server. Only in PID 1 with a program loaded."""
@@ -187,3 +180,153 @@ def drop_blank_forker(state):
     fk, state.blank_forker = state.blank_forker, None
     if fk is not None:
         fk.stop()
+
+
+def recv_case(sock):
+    """In the forker: read one request frame from the go socket and put the files sent with it
+    on :data:`CASE_FDS` (free: the forker closes them after each fork). Returns ``(header,
+    blobs, number of files)``. Raises EOFError when the server is gone, ValueError for a
+    malformed frame."""
+    data, anc, flags, _ = sock.recvmsg(LEN.size, _socket.CMSG_SPACE(4 * len(CASE_FDS)))
+    fds = []
+    for level, kind, blob in anc:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds += struct.unpack("%di" % (len(blob) // 4), blob[:len(blob) // 4 * 4])
+    if not data:
+        raise EOFError("control socket closed")
+    if flags & _socket.MSG_CTRUNC or len(fds) > len(CASE_FDS):
+        raise ValueError("too many files with a request")
+    wanted = list(CASE_FDS[:len(fds)])
+    if fds != wanted:  # (the kernel gives the lowest free numbers: these, unless one was taken)
+        import fcntl
+        moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fds]
+        for fd in fds:
+            os.close(fd)
+        for src, dst in zip(moved, wanted):
+            os.dup2(src, dst)
+            os.close(src)
+    fd = sock.fileno()
+    if len(data) < LEN.size:
+        data = bytes(data) + bytes(read_exact(fd, LEN.size - len(data)))
+    (n,) = LEN.unpack(data)
+    if n > MAX_HEADER:
+        raise ValueError("frame header too large")
+    header = json.loads(read_exact(fd, n))
+    blobs = [read_exact(fd, int(size)) for size in header.get("blobs", [])]
+    return header, blobs, len(fds)
+
+
+def forker_main(program, fk):
+    """The forker's loop (``program``: the :class:`~.state.LoadedProgram` it runs): read a
+    request, fork its child, report the child's pid, report its exit status and rusage once it
+    has exited, reap it. What every case's process needs is set up here, once or before each
+    fork, and inherited (docs/sandbox.md, "The forker"); like a case the server forks, it stays
+    in the server's process group and session, so ``os.setpgrp()`` works (``setsid`` is denied)."""
+    import fcntl
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fk.forker_fds()]
+    close_all_but(moved)  # CASE_FDS too: each request brings its own
+    go, report, started = moved
+    sock = _socket.socket(fileno=go)
+    set_own_oom_adj(b"1000")
+    if hasattr(sys, "set_int_max_str_digits"):
+        sys.set_int_max_str_digits(0)
+    fresh_stdio()
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as python3 main.py has it
+    main = prepare_python_process(program)
+    # Every signal a program may send it stays pending (then it ends itself before the next
+    # case, and the server replaces it) instead of killing it between reaping its child and
+    # reporting; its children unblock them. SIGCHLD (each child's exit; ignored) is left
+    # unblocked, or it would be pending after every case.
+    _signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - {signal.SIGCHLD})
+    pending = _signal.sigpending
+    pack = REPORT.pack
+    peek = exit_peeker()
+    own_waited = _own_run_delay()
+    waited_before = own_waited()  # its own run-queue delay: a case's start-up waits count
+    while True:
+        try:
+            req, blobs, _ = recv_case(sock)
+        except (EOFError, OSError, ValueError):
+            return 0
+        if pending():  # a program signalled it: a case could inherit nothing, but the server
+            return 0  # replaces it rather than keep a queue a program filled
+        call_args = blobs[0] if blobs and blobs[0] else None
+        del blobs
+        call = req.get("mode") == "call"
+        limits = req.get("limits", {})
+        if "processes" in limits:  # RLIMIT_NPROC (no pids cgroup) counts this forker too
+            limits = dict(limits, processes=int(limits["processes"]) + 1)
+        rlimits = rlimit_list(limits, RESULT_FD if call else 2)
+        seq = int(req.get("seq", 0))
+        waited = own_waited()  # (it sleeps between cases: this is the wait to fork this one)
+        startup, waited_before = waited - waited_before, waited
+        reseed_random()
+        # the session's last run: the case's own record that its program ended (its report does
+        # not wait for the kernel's teardown of it; what it leaves is reaped after the reply), on
+        # a pipe above its descriptors (as many left to the program as in any other case)
+        final = req.get("final")
+        ended_r, ended_w = ended_pipe(dict(rlimits)[RLIMIT_NOFILE][0]) if final else (-1, -1)
+        pid = fork(reseed=False)  # OSError: this forker ends; the server forks the case itself
+        if pid == 0:  # -------------------------------------------------------- the case
+            _case(program, req, call_args, main, rlimits, (report, started, go, own_waited.fd, ended_r),
+                  ended_w)
+        # While the case runs, every page this forker writes is a copy (the case shares them):
+        # only what must be done now, the rest once it has exited.
+        os.closerange(0, len(CASE_FDS))  # the case's files are the case's (and the server's) only
+        if ended_w >= 0:
+            os.close(ended_w)
+        os.write(started, pack(b"S", pid, 0, 0.0, 0.0, 0, seq, startup))
+        # Report, then reap: stopped or killed in between, the child stays a zombie the server
+        # reaps itself (its status is never lost with the forker). Its own record that its
+        # program ended comes before its exit (the kernel's teardown of its pages): "E".
+        ended = ended_early(pid, ended_r) if ended_r >= 0 else None
+        status, utime, stime, maxrss = ended or peek(pid)
+        del req, call_args
+        ran, waited = task_stat(pid)  # (a zombie, or exiting: its schedstat is readable)
+        delay = own_delay_ns(ran, waited, int((utime + stime) * 1e9))
+        os.write(report, pack(b"E" if ended else b"D", pid, status, utime, stime, maxrss, seq, delay))
+        os.waitpid(pid, 0)
+        if ended_r >= 0:
+            os.close(ended_r)
+
+
+def _case(program, req, call_args, main, rlimits, forker_fds, ended_w):
+    """The case's process, just forked by the forker; never returns. The forker's descriptors
+    closed (``forker_fds``, -1 for none: forged reports...), its own ``/proc`` files as under
+    ``python3 main.py``, signals unblocked, its rlimits, the program run; on the session's last
+    run (``ended_w``, else -1) its record that the program ended (:func:`.reports.tell_ended`)."""
+    status = 70
+    try:
+        for fd in forker_fds:
+            if fd >= 0:
+                os.close(fd)
+        if kernel.LIBC is not None:  # PR_SET_DUMPABLE; the forker itself stays closed
+            kernel.LIBC.prctl(4, 1, 0, 0, 0)
+        _signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        apply_rlimits(rlimits)
+        own = own_ended_pipe(ended_w) if ended_w >= 0 else None
+        status = run_prepared_python(program, req, call_args, main)
+        if own is not None:
+            tell_ended(ended_w, own, status)
+    finally:
+        kernel.EXIT(status)
+
+
+def _own_run_delay():
+    """A function giving this process's run-queue delay so far (ns), from its ``schedstat``
+    kept open (``.fd``: the child closes it)."""
+    import fcntl
+    low = os.open("/proc/%d/schedstat" % os.getpid(), os.O_RDONLY | os.O_CLOEXEC)
+    fd = fcntl.fcntl(low, fcntl.F_DUPFD_CLOEXEC, 10)  # (0-3 are each case's files)
+    os.close(low)
+
+    def waited():
+        try:
+            return int(os.pread(fd, 128, 0).split()[1])
+        except (OSError, ValueError, IndexError):
+            return 0
+
+    waited.fd = fd
+    return waited
+
+

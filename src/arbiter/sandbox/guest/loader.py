@@ -12,8 +12,7 @@ import os
 from . import kernel
 from .cases import Capture, case_clock, drain
 from .child import rlimit_list
-from .forker import Forker, drop_blank_forker
-from .forker_loop import forker_main, recv_case
+from .forker import Forker, drop_blank_forker, forker_main, recv_case
 from .kernel import close_all_but, fork, set_own_oom_adj
 from .program import compile_program, failed_load_stage, load_checked, warm_heavy_imports, warm_up_prelude
 from .protocol import encode_frame, read_exact

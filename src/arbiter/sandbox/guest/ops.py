@@ -81,15 +81,9 @@ def op_stdin(state, header, blobs):
 
 def op_ps(state, header, blobs):
     """The processes in the sandbox other than this server and its forker (or the blank
-    forker waiting for a program), and the forker's child forked ahead of the next case: between
-    runs the forker has no other child (every case is reaped; a process a case made the
-    forker's child, by ``clone(CLONE_PARENT)``, has the forker dropped)."""
+    forker waiting for a program)."""
     fk = state.forker or state.blank_forker
-    pids = namespace_pids(fk.pid if fk else None) if state.is_init else []
-    if pids and fk is not None:
-        ahead = set(fk.children() or ())
-        pids = [pid for pid in pids if pid not in ahead]
-    reply(state, {"op": "ps", "pids": pids})
+    reply(state, {"op": "ps", "pids": namespace_pids(fk.pid if fk else None) if state.is_init else []})
 
 
 def op_sync(state, header, blobs):
@@ -271,10 +265,7 @@ def op_run(state, header, blobs):
                     os.close(item[0])
             raise
         reply_with_fds(state, dict(result, op="run"), fds)  # (the stdout memfd closed before its last byte)
-        if state.ahead_due is not None and state.ahead_due is state.forker:
-            state.forker.ahead()  # the next case's process, forked while the judge reads the reply
     finally:
-        state.ahead_due = None
         if reap_ended(state):  # (while the judge reads the reply)
             wipe_scratch(state)
         await_zombie(state)

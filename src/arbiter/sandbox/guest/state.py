@@ -32,7 +32,7 @@ class ServerState:
     __slots__ = ("in_fd", "out_fd", "is_init", "scratch_fds", "program", "pending_load",
                  "kept_files", "forker", "blank_forker", "staged_stdin", "tampered", "broken",
                  "seq", "request_id", "replied", "zombie", "reaping", "own_children_fd", "early_frame",
-                 "early_load", "ahead_due")
+                 "early_load")
 
     def __init__(self, in_fd, out_fd, is_init, request_id=None):
         self.in_fd = in_fd  # requests come in here
@@ -55,7 +55,6 @@ class ServerState:
         self.own_children_fd = None  # this server's /proc children file (reaper)
         self.early_frame = None  # (header, blobs): a request read before the hello, answered first
         self.early_load = None  # (its id, (forker, stderr)): that load, handed to the blank forker
-        self.ahead_due = None  # the Forker to send "ahead" once the run's reply is out (its case is gone)
 
 
 def new_state(in_fd, out_fd, scratch_dirs, hello_id=None):
