@@ -429,3 +429,49 @@ def test_the_two_counts_the_readme_says_reach_the_next_case():
     assert all(ex.ok for ex in runs), runs
     (pid0, ino0), (pid1, ino1), (pid2, ino2) = (map(int, ex.stdout.split()) for ex in runs)
     assert pid2 - pid1 == 50 + (pid1 - pid0) and ino2 - ino1 == 50 + (ino1 - ino0), runs
+
+
+#: A case that signals every process it sees but itself and PID 1 (its forker included, every
+#: other case), and leaves a daemon that for a second signals every process that appears after
+#: it started: what the next case's process would be, were it forked (ahead of its request, say)
+#: before this case's processes are all gone.
+SIGNAL_ALL = r"""
+import os, signal, time
+i = int(input())
+def pids():
+    return {int(p) for p in os.listdir("/proc") if p.isdigit()} - {1, os.getpid()}
+if os.fork() == 0:
+    os.setpgrp()
+    if os.fork() == 0:
+        seen = pids()
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            for pid in pids() - seen:
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGSTOP):
+                    try:
+                        os.kill(pid, sig)
+                    except OSError:
+                        pass
+        os._exit(0)
+    os._exit(0)
+time.sleep(0.05)
+if i % 2:
+    for pid in pids():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+print("ok", i)
+"""
+
+
+def test_a_case_that_signals_every_process_it_can_see_cannot_reach_the_next_case():
+    """Its signals, and its daemon's at every process that shows up after it, reach no later
+    case: each case, the one after it and the session's last run get their own verdict."""
+    with Sandbox(limits=Limits(cpu_seconds=2, wall_seconds=4)) as sb:
+        assert sb.load_python(SIGNAL_ALL) is None
+        runs = [sb.run_python(f"{i}\n".encode()) for i in range(6)]
+        assert sb.stray_processes() == []
+        last = sb.run_python(b"6\n", last=True)
+    for i, ex in enumerate([*runs, last]):
+        assert ex.status is Status.OK and ex.stdout == f"ok {i}\n".encode(), (i, ex, ex.stderr[-300:])
