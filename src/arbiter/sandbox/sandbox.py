@@ -381,7 +381,8 @@ class Sandbox:
         """Run the loaded program's module code, then call ``fn_name`` (``Solution().fn_name``
         when ``class Solution`` defines it) with JSON ``args`` / ``kwargs``, or ``call_json`` (the
         JSON text of ``{"args": [...], "kwargs": {...}}``, for integers longer than this process's
-        int/str digit limit; it may also carry a LeetCode row's ``node_args`` and ``node_return``).
+        int/str digit limit; it may also carry a LeetCode row's ``node_args`` and ``node_return``, and
+        an APPS/TACO row's ``int_keys``).
         ``Execution.result`` is the harness's JSON (docs/sandbox.md, "mode: call"). ``last``: as :meth:`run`. Raises TypeError / ValueError when the args are not JSON."""
         if not self.python_loaded:
             raise SandboxError("load_python() first")
