@@ -240,10 +240,11 @@ def test_its_judges_run_within_the_process_judge_slots():
 
 
 def test_judge_runs_a_task_that_would_start_at_once_in_the_callers_thread(monkeypatch):
-    """judge() with a worker free and nothing queued runs the task in the calling thread, in that
-    worker's place (its slot held, counted as running); with every worker busy it queues as
-    submit() does; a copy of a task being judged there waits for it; an error is the caller's,
-    an interrupt leaves nothing claimed (its copies judge themselves). No sandbox: a stub judge."""
+    """judge() with a worker free and nothing queued runs the task in the calling thread (not the
+    main one: see the next test), in that worker's place (its slot held, counted as running); with
+    every worker busy it queues as submit() does; a copy of a task being judged there waits for it;
+    an error is the caller's, an interrupt leaves nothing claimed (its copies judge themselves).
+    No sandbox: a stub judge."""
     from arbiter.judge.step import stepjudge
     from arbiter.judge.verdict import Verdict
     from arbiter.sandbox.slots import JudgeSlots
@@ -266,7 +267,8 @@ def test_judge_runs_a_task_that_would_start_at_once_in_the_callers_thread(monkey
 
     monkeypatch.setattr(stepjudge, "judge", stub)
     one = TestSuite([StdioCase("a", "1\n", "2\n")])
-    try:
+
+    def caller():  # (not the main thread: judge() from it hands the task to a worker, see below)
         assert j.judge(task("a", one)).outcome is Outcome.AC
         assert seen[-1][:3] == (threading.current_thread(), 1, 1)
         st = j.stats()
@@ -295,5 +297,81 @@ def test_judge_runs_a_task_that_would_start_at_once_in_the_callers_thread(monkey
             j.judge(task("interrupt", one))
         assert j.store.claim(j.key(task("interrupt", one))) is None  # nothing left claimed
         assert j.stats()["running"] == 0 and slots.busy == 0
+
+    try:
+        ThreadPoolExecutor(1, thread_name_prefix="caller").submit(caller).result(timeout=120)
     finally:
+        j.close()
+
+
+class _Signalled(BaseException):
+    """What the test's signal handler raises (a KeyboardInterrupt would stop pytest itself)."""
+
+
+def test_a_signal_in_the_main_thread_never_lands_in_the_judges_bookkeeping(monkeypatch):
+    """Python runs signal handlers in the main thread, between any two bytecodes: an interrupt
+    (Ctrl-C in a notebook, a SIGALRM timeout around compute_score) raised while the main thread
+    settles a verdict it judged itself would leave its key claimed (every later copy of that
+    program waits forever) or its worker's place counted. So judge() from the main thread hands
+    the task to a worker and the interrupt lands in its wait, as before; the verdict is still
+    stored and its copies get it. Here the signal is sent while the verdict is being stored
+    (real signal, stub judge: no sandbox)."""
+    import signal
+    import sys
+    import time
+
+    from arbiter.judge.step import stepjudge
+    from arbiter.judge.verdict import Verdict
+
+    j = StepJudge(1)
+    ran_in = []
+
+    def stub(t, **_):
+        ran_in.append(threading.current_thread())
+        if threading.current_thread() is not threading.main_thread():
+            waiting()  # (a worker's: ends once the main thread waits for it)
+        return Verdict(Outcome.AC, 1.0, passed=1, total=1)
+
+    handled = threading.Event()
+
+    def put(key, verdict, _put=j.store.put):
+        if not handled.is_set():  # the first verdict stored
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)  # handled there, at its next bytecode
+            handled.wait(10)  # (on a worker: until the main thread took it)
+        return _put(key, verdict)
+
+    def handler(*_):
+        handled.set()
+        raise _Signalled
+
+    def waiting():
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            frame = sys._current_frames().get(threading.main_thread().ident)
+            while frame is not None and frame.f_code.co_name != "result":
+                frame = frame.f_back
+            if frame is not None:
+                return
+            time.sleep(0.001)
+
+    monkeypatch.setattr(stepjudge, "judge", stub)
+    monkeypatch.setattr(j.store, "put", put)
+    previous = signal.signal(signal.SIGUSR1, handler)
+    one = TestSuite([StdioCase("a", "1\n", "2\n")])
+    try:
+        try:
+            j.judge(task("signalled", one))
+        except _Signalled:
+            pass
+        copy = ThreadPoolExecutor(1)
+        again = copy.submit(j.judge, task("signalled", one))  # the same program, from another thread
+        assert again.result(timeout=10).outcome is Outcome.AC  # (never left waiting for a claim)
+        copy.shutdown()
+        deadline = time.monotonic() + 30
+        while j.stats()["running"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert j.stats()["running"] == 0 and not j.store._running
+        assert ran_in[0] is not threading.main_thread()  # judged on a worker
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
         j.close()

@@ -245,10 +245,15 @@ class StepJudge:
         """:meth:`submit` and wait (:meth:`judge_here` for an ``inline`` judge). With this
         judge's own threads, a task that would start at once (a worker free, nothing queued) is
         judged in the calling thread instead, in that worker's place: the same slot, order and
-        settling, without two thread hand-offs."""
+        settling, without two thread hand-offs. Never in the main thread: Python runs signal
+        handlers there, between any two bytecodes, and an interrupt (Ctrl-C in a notebook, a
+        ``SIGALRM`` timeout around ``compute_score``) raised in this judge's bookkeeping, the
+        verdict store's or the pool's would leave a key claimed (its copies wait forever) or a
+        worker's place counted; handed to a worker, it lands in the wait."""
         if self.inline:
             return self.judge_here(task, hint=hint, settings=settings)
-        return self._submit(task, hint, settings, here=self._owned).result()
+        here = self._owned and threading.current_thread() is not threading.main_thread()
+        return self._submit(task, hint, settings, here=here).result()
 
     def call(self, fn: Callable[[Any], Any], arg: Any, priority: float = 0.0) -> Future:
         """``fn(arg)`` on the executor in one of the ``workers`` slots (work that is not a task,
