@@ -328,14 +328,17 @@ class StepJudge:
                     self.store.settle(job.key)  # its copies judge themselves
                 continue
             try:
-                self._start(job)
+                fut = self._start(job)
             except BaseException as exc:  # the executor refused it (shut down, cluster gone)
                 self._finished(job, None, exc)
+                continue
+            # (outside the try: a callback run at once, the job already done, that raises must
+            # not finish the job a second time)
+            fut.add_done_callback(lambda f, job=job: self._settle(job, f))
 
-    def _start(self, job: _Job) -> None:
+    def _start(self, job: _Job) -> Future:
         fn, arg = job.call if job.call is not None else (_judge_with(self.config), self._ordered(job))
-        fut = self.executor.submit(fn, arg) if self.slots is None else self.executor.submit(_held, self.slots, fn, arg)
-        fut.add_done_callback(lambda f: self._settle(job, f))
+        return self.executor.submit(fn, arg) if self.slots is None else self.executor.submit(_held, self.slots, fn, arg)
 
     def _ordered(self, job: _Job) -> Task:
         """The task to run: its cases in the order to run them (``job.order``: the positions)."""
