@@ -5,10 +5,13 @@ One trivial Python codegen row (one stdin case), scored by ``arbiter.verl.reward
 release; a new program each call, so no verdict is reused) in a fresh process of each tree,
 alternately, round by round: after a warm-up, N calls back to back (as verl's naive reward
 manager makes them: the sandbox just released is recycled while the next call runs) or
-``--gap`` seconds apart (the recycle done before the next call).
+``--gap`` seconds apart (the recycle done before the next call). ``--thread``: the calls are made
+from a thread that is not the main one (verl's reward-loop workers, ``compute_score_async``'s pool,
+a service's handlers): there the step judge runs a task in the calling thread (docs/step.md);
+from the main thread it hands it to a worker (an interrupt must not land in its bookkeeping).
 Printed: p25/p50/p75 ms of each tree, their ratio, the load average. Target: p50 <= 5 ms.
 
-Usage: ``python bench/score_one.py --compare TREE [--rounds 4] [-n 30] [--gap 0]``. TREE is a
+Usage: ``python bench/score_one.py --compare TREE [--rounds 4] [-n 30] [--gap 0] [--thread]``. TREE is a
 checkout; its ``.venv/bin/python`` runs it, or, without one, this interpreter with
 ``PYTHONPATH=TREE/src``.
 """
@@ -55,12 +58,22 @@ def calls(n: int, gap: float) -> None:
     print(json.dumps(out))
 
 
-def run_in(tree: Path, n: int, gap: float) -> list[float]:
+def calls_in_a_thread(n: int, gap: float) -> None:
+    """:func:`calls` from a thread of its own (not the main thread)."""
+    import threading
+
+    worker = threading.Thread(target=calls, args=(n, gap), name="caller")
+    worker.start()
+    worker.join()
+
+
+def run_in(tree: Path, n: int, gap: float, thread: bool = False) -> list[float]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     python = tree / ".venv" / "bin" / "python"
     if not python.exists():
         python, env["PYTHONPATH"] = Path(sys.executable), str(tree / "src")
-    out = subprocess.run([str(python), str(Path(__file__).resolve()), "--calls", str(n), "--gap", str(gap)],
+    out = subprocess.run([str(python), str(Path(__file__).resolve()), "--calls", str(n), "--gap", str(gap),
+                          *(["--thread"] if thread else [])],
                          cwd=tree, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"{tree}: failed:\n{out.stderr[-3000:]}")
@@ -73,19 +86,21 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("-n", type=int, default=30, help="timed calls per round and tree")
     ap.add_argument("--gap", type=float, default=0.0, help="seconds between calls (0: back to back)")
+    ap.add_argument("--thread", action="store_true", help="call from a thread that is not the main one")
     ap.add_argument("--calls", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.calls is not None:
-        calls(args.calls, args.gap)
+        (calls_in_a_thread if args.thread else calls)(args.calls, args.gap)
         return
     trees = [HERE.parent] + ([args.compare.resolve()] if args.compare else [])
     ms: dict[Path, list[float]] = {t: [] for t in trees}
     loads = []
     for i in range(args.rounds):
         for tree in trees if i % 2 == 0 else trees[::-1]:
-            ms[tree] += run_in(tree, args.n, args.gap)
+            ms[tree] += run_in(tree, args.n, args.gap, args.thread)
             loads.append(os.getloadavg()[0])
-    print(f"one-case compute_score, {args.rounds} interleaved rounds x {args.n} calls, gap {args.gap} s, "
+    print(f"one-case compute_score{' from a thread' if args.thread else ''}, {args.rounds} interleaved rounds x "
+          f"{args.n} calls, gap {args.gap} s, "
           f"{os.cpu_count()} cores, load {min(loads):.1f}-{max(loads):.1f}")
     print(f"{'tree':<40} {'p25 ms':>8} {'p50 ms':>8} {'p75 ms':>8}")
     for tree in trees:
