@@ -375,3 +375,79 @@ def test_a_signal_in_the_main_thread_never_lands_in_the_judges_bookkeeping(monke
     finally:
         signal.signal(signal.SIGUSR1, previous)
         j.close()
+
+
+def _interrupted_at(n: int, call) -> bool:
+    """``call()`` in this (the main) thread with an interrupt raised at the ``n``-th line it runs
+    in arbiter's code, as a signal handler would raise it there; whether it was raised."""
+    import sys
+
+    lines = [0]
+
+    def local(frame, event, arg):
+        if event == "line":
+            lines[0] += 1
+            if lines[0] == n:
+                raise _Signalled
+        return local
+
+    def tracer(frame, event, arg):
+        return local if frame.f_globals.get("__name__", "").startswith("arbiter.") else None
+
+    sys.settrace(tracer)
+    try:
+        call()
+    except _Signalled:
+        return True
+    finally:
+        sys.settrace(None)
+    return False
+
+
+@pytest.mark.parametrize("door", ["judge", "submit", "submit_many"])
+def test_an_interrupt_anywhere_in_the_main_threads_part_leaves_the_judge_whole(door):
+    """Python runs signal handlers in the main thread, between any two bytecodes: an interrupt
+    (Ctrl-C in a notebook, a SIGALRM timeout around compute_score) can land on any line the
+    main thread runs. Here one is raised at each line of arbiter's code it runs in turn, until a
+    call gets through: after each, the same program from another thread gets its verdict (its
+    key never left claimed: that call waited forever before), and once the judge is idle no
+    place is counted and nothing is claimed. Real sandbox."""
+    import time
+
+    j = StepJudge(2)
+    one = TestSuite([StdioCase("a", "1\n", "2\n")])
+    calls = {"judge": lambda t: j.judge(t),
+             "submit": lambda t: j.submit(t).result(),
+             "submit_many": lambda t: j.submit_many([t])[0].result()}
+    copies = ThreadPoolExecutor(1)
+    try:
+        interrupted = 0
+        for n in range(1, 400):
+            t = task(f"# {door} {n}\n" + DOUBLE, one)
+            if not _interrupted_at(n, lambda: calls[door](t)):
+                break
+            interrupted += 1
+            assert copies.submit(j.judge, t).result(timeout=120).outcome is Outcome.AC
+        assert interrupted >= 1
+        deadline = time.monotonic() + 60
+        while (j.stats()["running"] or j.store._running) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert j.stats()["running"] == 0 and not j.store._running and j.stats()["queued"] == 0
+    finally:
+        copies.shutdown(wait=False)
+        j.close()
+
+
+def test_a_closed_judge_refuses_tasks_from_every_thread():
+    """After close(), judge(), submit() and call() raise, from the main thread and from any other
+    (a call from another thread is not judged in that thread behind the closed judge's back)."""
+    j = StepJudge(1)
+    one = TestSuite([StdioCase("a", "1\n", "2\n")])
+    assert j.judge(task(DOUBLE, one)).outcome is Outcome.AC
+    j.close()
+    for call in (lambda: j.judge(task(DOUBLE + " #", one)), lambda: j.submit(task(DOUBLE + " #", one)),
+                 lambda: j.submit_many([task(DOUBLE + " #", one)]), lambda: j.call(len, "x")):
+        with pytest.raises(RuntimeError, match="closed"):
+            call()
+        with pytest.raises(RuntimeError, match="closed"):
+            ThreadPoolExecutor(1).submit(call).result(timeout=60)

@@ -111,8 +111,7 @@ class JudgePool:
     def judge_batch(self, tasks: Sequence[Any], hints: Sequence[Any] | None = None, settings: Any = None) -> list[Any]:
         from arbiter.judge.step import ON
 
-        hints = list(hints) if hints is not None else [None] * len(tasks)
-        futures = [self.step.submit(t, hint=h, settings=settings or ON) for t, h in zip(tasks, hints, strict=True)]
+        futures = self.step.submit_many(list(tasks), list(hints) if hints is not None else None, settings or ON)
         return [f.result() for f in futures]
 
     def score(self, data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any = None,
@@ -148,10 +147,12 @@ class JudgePool:
         opts = RewardOptions.from_kwargs(kwargs)
         extras = list(extra_infos) if extra_infos is not None else [None] * len(data_sources)
         preps = [self._prepare(item, opts, False) for item in zip(data_sources, solution_strs, ground_truths, extras)]
-        futures = [self.step.submit(p.task, hint=p.hint, settings=opts.step)
-                   if not isinstance(p, dict) and p.task is not None else None for p in preps]
-        return [p if isinstance(p, dict) else finish(p, f.result() if f is not None else None, opts, raise_errors=False)
-                for p, f in zip(preps, futures)]
+        judged = [i for i, p in enumerate(preps) if not isinstance(p, dict) and p.task is not None]
+        futures = dict(zip(judged, self.step.submit_many([preps[i].task for i in judged],
+                                                         [preps[i].hint for i in judged], opts.step)))
+        return [p if isinstance(p, dict) else finish(p, futures[i].result() if i in futures else None, opts,
+                                                     raise_errors=False)
+                for i, p in enumerate(preps)]
 
     def stats(self) -> dict[str, Any]:
         import arbiter

@@ -41,8 +41,7 @@ class LocalJudges:
     async def judge(self, tasks: list[Task], hints: list[float | None] | None = None,
                     settings: Settings = ON) -> list[Verdict]:
         judges = default_step_judge()
-        hints = hints or [None] * len(tasks)
-        futures = [judges.submit(t, hint=h, settings=settings) for t, h in zip(tasks, hints, strict=True)]
+        futures = judges.submit_many(tasks, hints or None, settings)
         return list(await asyncio.gather(*(asyncio.wrap_future(f) for f in futures)))
 
 

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from arbiter.judge.judge import default_workers, judge
 from arbiter.judge.step.costs import CostModel
+from arbiter.judge.step.intake import Intake
 from arbiter.judge.step.key import CASE_ORDERS, effective_order, suite_digest, verdict_key
 from arbiter.judge.step.order import CaseOrder, permute, restore
 from arbiter.judge.step.store import VerdictStore, decode, encode, reusable
@@ -109,6 +110,8 @@ class StepJudge:
         self._queued = 0
         self._seq = itertools.count()
         self._counts = dict.fromkeys(("submitted", "hits", "joined", "runs", "done", "running", "max_running"), 0)
+        self._intake = Intake()  # the main thread's calls (docs/step.md)
+        self._closed = False
 
     # ------------------------------------------------------------------ planning
 
@@ -160,12 +163,25 @@ class StepJudge:
 
     def submit(self, task: Task, *, hint: float | None = None, settings: Settings = ON) -> Future:
         """A future of ``task``'s verdict: reused, joined to an identical one being judged, or
-        queued. ``hint``: the row's reference CPU seconds per case (a better first prediction)."""
+        queued. ``hint``: the row's reference CPU seconds per case (a better first prediction).
+        From the main thread, taken in by the judge's intake thread (:mod:`.intake`)."""
+        if _on_main_thread():
+            return self._intake.run(lambda: self.submit(task, hint=hint, settings=settings))
         return self._submit(task, hint, settings, here=False)
 
+    def submit_many(self, tasks: list[Task], hints: list[float | None] | None = None,
+                    settings: Settings = ON) -> list[Future]:
+        """:meth:`submit` of each task (``hints``: each one's, or ``None``), in one hand-over to
+        the intake thread when called from the main thread."""
+        if _on_main_thread():
+            return self._intake.run(lambda: self.submit_many(tasks, hints, settings))
+        hints = hints if hints is not None else [None] * len(tasks)
+        return [self._submit(t, h, settings, here=False) for t, h in zip(tasks, hints, strict=True)]
+
     def _submit(self, task: Task, hint: float | None, settings: Settings, here: bool) -> Future:
-        """:meth:`submit`; ``here`` (:meth:`judge`): judged in the calling thread when it would
-        start at once."""
+        """:meth:`submit` in this thread; ``here``: judged in this thread when it would start at
+        once."""
+        self._check_open()
         out: Future = Future()
         self._count("submitted")
         key = self.key(task, settings)
@@ -245,22 +261,30 @@ class StepJudge:
         """:meth:`submit` and wait (:meth:`judge_here` for an ``inline`` judge). With this
         judge's own threads, a task that would start at once (a worker free, nothing queued) is
         judged in the calling thread instead, in that worker's place: the same slot, order and
-        settling, without two thread hand-offs. Never in the main thread: Python runs signal
-        handlers there, between any two bytecodes, and an interrupt (Ctrl-C in a notebook, a
-        ``SIGALRM`` timeout around ``compute_score``) raised in this judge's bookkeeping, the
-        verdict store's or the pool's would leave a key claimed (its copies wait forever) or a
-        worker's place counted; handed to a worker, it lands in the wait."""
+        settling, without two thread hand-offs. From the main thread, in the intake thread
+        (:mod:`.intake`): Python runs signal handlers in the main thread, between any two
+        bytecodes, and an interrupt (Ctrl-C in a notebook, a ``SIGALRM`` timeout around
+        ``compute_score``) raised in this judge's bookkeeping, the verdict store's or the pool's
+        would leave a key claimed (its copies wait forever) or a worker's place counted; there it
+        lands in the wait, and the task is judged and settled as if nobody had left."""
         if self.inline:
             return self.judge_here(task, hint=hint, settings=settings)
-        here = self._owned and threading.current_thread() is not threading.main_thread()
-        return self._submit(task, hint, settings, here=here).result()
+        if _on_main_thread():
+            return self._intake.run(lambda: self.judge(task, hint=hint, settings=settings))
+        return self._submit(task, hint, settings, here=self._owned).result()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this step judge is closed")
 
     def call(self, fn: Callable[[Any], Any], arg: Any, priority: float = 0.0) -> Future:
         """``fn(arg)`` on the executor in one of the ``workers`` slots (work that is not a task,
         e.g. a batch job's item function), started after queued tasks predicted longer."""
+        if _on_main_thread():
+            return self._intake.run(lambda: self.call(fn, arg, priority))
+        self._check_open()
         out: Future = Future()
-        job = _Job(None, out, OFF, cost=priority, call=(fn, arg))
-        self._push(job)
+        self._push(_Job(None, out, OFF, cost=priority, call=(fn, arg)))
         return out
 
     def _push(self, job: _Job) -> None:
@@ -427,9 +451,16 @@ class StepJudge:
             self._counts["running"] = self._counts["max_running"] = running
 
     def close(self) -> None:
-        """Stop this judge's own thread pool (a given executor is the caller's)."""
+        """Refuse new tasks; stop the intake thread and this judge's own thread pool (a given
+        executor is the caller's) once what they were given has run."""
+        self._closed = True
+        self._intake.close()
         if self._owned:
             self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
 
 
 def _judge_with(config: SandboxConfig | None) -> Callable[[Task], Verdict]:
