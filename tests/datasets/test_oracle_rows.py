@@ -374,3 +374,23 @@ def test_hidden_tests_bad_files(tmp_path):
     p.write_bytes(b"\xff\xfe\x00")
     assert load_hidden_tests(p).rejections[0].code is RejectCode.NOT_UTF8
     assert load_hidden_tests(tmp_path / "missing.json").rejections[0].code is RejectCode.UNREADABLE_FILE
+
+
+def test_a_rejected_return_row_keeps_its_demo_id(tmp_path, seed_dicts, seeds):
+    """A return row that fails to load is named by its ``demo_id`` when it has one (the row column of
+    `oracle verify`'s table, ``rejected.jsonl``, the message), whatever else is wrong with it."""
+    from arbiter.pipelines.oracle.records import load_rejection_record
+
+    s0 = seed_dicts[0]
+    rows = []
+    r = answer_row(s0, "x"); r["demo_id"] = "bad-schema"; r["verification"]["score"] = 2; rows.append(r)
+    r = answer_row(s0, "x"); r["demo_id"] = "no-messages"; del r["messages"]; rows.append(r)
+    r = answer_row(s0, "x"); r["demo_id"] = 7; r["task_id"] = 5; rows.append(r)  # (not a string: no id)
+    r = answer_row(s0, "x"); r["demo_id"] = "unknown-task"; r["task_id"] = "no_such_task"; rows.append(r)
+    res = load_returns(write_jsonl(tmp_path / "r.jsonl", rows), seeds)
+    assert res.rows == []
+    assert [rj.demo_id for rj in res.rejections] == ["bad-schema", "no-messages", None, "unknown-task"]
+    first = res.rejections[0]
+    assert "(demo_id 'bad-schema')" in first.message and first.to_dict()["demo_id"] == "bad-schema"
+    assert [load_rejection_record(rj)["demo_id"] for rj in res.rejections] == [
+        "bad-schema", "no-messages", None, "unknown-task"]

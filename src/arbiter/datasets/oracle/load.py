@@ -51,6 +51,12 @@ def task_id_of(value: Any) -> str | None:
     return None
 
 
+def demo_id_of(value: Any) -> str | None:
+    if isinstance(value, dict) and isinstance(value.get("demo_id"), str):
+        return value["demo_id"]
+    return None
+
+
 def unreadable_rejection(path: Path, kind: str, exc: Exception) -> Rejection:
     return Rejection(str(path), None, kind, None,
                      [RowIssue(RejectCode.UNREADABLE_FILE, "$", f"cannot read the file: {exc}")])
@@ -164,9 +170,9 @@ def iter_returns(
     seen: dict[str, int] = {}
     try:
         for rec in raw_records(p, max_line_bytes=max_line_bytes, schema_name=RETURN_SCHEMA_NAME):
-            tid = task_id_of(rec.value)
+            tid, demo = task_id_of(rec.value), demo_id_of(rec.value)
             if rec.issue is not None:
-                yield Rejection(str(p), rec.line, "return", None, [rec.issue])
+                yield Rejection(str(p), rec.line, "return", None, [rec.issue], demo)
                 continue
             issues = schema_issues(rec.value, RETURN_SCHEMA_NAME)
             if not issues:
@@ -184,11 +190,11 @@ def iter_returns(
                 issues = [RowIssue(RejectCode.UNKNOWN_TASK_ID, "$.task_id",
                                    f"task_id {tid!r} is not in the seed rows{more}")]
             if issues:
-                yield Rejection(str(p), rec.line, "return", tid, issues)
+                yield Rejection(str(p), rec.line, "return", tid, issues, demo)
                 continue
             row = _build(ReturnRow, rec.value)
             if isinstance(row, RowIssue):
-                yield Rejection(str(p), rec.line, "return", tid, [row])
+                yield Rejection(str(p), rec.line, "return", tid, [row], demo)
                 continue
             row._origin = RowOrigin(str(p), rec.line)
             row._raw = rec.value
@@ -196,7 +202,7 @@ def iter_returns(
             if key in seen:
                 yield Rejection(str(p), rec.line, "return", tid, [RowIssue(
                     RejectCode.DUPLICATE_ROW, "$.messages",
-                    f"same task_id and messages as line {seen[key]} (key {key}); this row is ignored")])
+                    f"same task_id and messages as line {seen[key]} (key {key}); this row is ignored")], demo)
                 continue
             seen[key] = rec.line
             yield row

@@ -70,6 +70,7 @@ class Rejection:
     - ``kind``: ``seed``, ``return`` or ``hidden``.
     - ``task_id``: the row's ``task_id`` when it could be read, else ``None``.
     - ``issues``: every reason found at the failing stage (all schema violations, for instance).
+    - ``demo_id``: a return row's ``demo_id`` when it could be read (a string), else ``None``.
     """
 
     source: str
@@ -77,6 +78,7 @@ class Rejection:
     kind: str
     task_id: str | None
     issues: list[RowIssue]
+    demo_id: str | None = None
 
     @property
     def code(self) -> RejectCode:
@@ -93,6 +95,7 @@ class Rejection:
         """One line naming the row, the field and the reason (first issue, plus a count of others)."""
         where = f"{self.source}:{self.line}" if self.line is not None else self.source
         tid = f" (task_id {self.task_id!r})" if self.task_id else ""
+        tid += f" (demo_id {self.demo_id!r})" if self.demo_id else ""
         first = self.issues[0]
         more = f" (+{len(self.issues) - 1} more)" if len(self.issues) > 1 else ""
         return f"{where}{tid}: {first.code.value} at {first.path}: {first.message}{more}"
@@ -109,6 +112,7 @@ class Rejection:
             "source": self.source,
             "line": self.line,
             "task_id": self.task_id,
+            "demo_id": self.demo_id,
             "stage": "load",
             "reasons": [i.to_dict() for i in self.issues],
             "message": self.message,

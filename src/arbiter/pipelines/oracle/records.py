@@ -44,6 +44,6 @@ def rejected_record(row: ReturnRow, res: RowResult) -> dict[str, Any]:
 def load_rejection_record(rej: Rejection) -> dict[str, Any]:
     """The ``rejected.jsonl`` record of a row that did not load (seed, return or hidden-test row)."""
     return {"key": rej.key, "kind": rej.kind, "source": rej.source, "line": rej.line, "task_id": rej.task_id,
-            "demo_id": None, "stage": "load", "stages": ["load"],
+            "demo_id": rej.demo_id, "stage": "load", "stages": ["load"],
             "reasons": [{"stage": "load", **i.to_dict()} for i in rej.issues], "message": rej.message,
             "verification": None, "claimed_verification": None, "row": None}
