@@ -348,7 +348,7 @@ def test_a_signal_in_the_main_thread_never_lands_in_the_judges_bookkeeping(monke
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             frame = sys._current_frames().get(threading.main_thread().ident)
-            while frame is not None and frame.f_code.co_name != "result":
+            while frame is not None and frame.f_code.co_name not in ("result", "wait"):
                 frame = frame.f_back
             if frame is not None:
                 return
@@ -377,65 +377,165 @@ def test_a_signal_in_the_main_thread_never_lands_in_the_judges_bookkeeping(monke
         j.close()
 
 
-def _interrupted_at(n: int, call) -> bool:
-    """``call()`` in this (the main) thread with an interrupt raised at the ``n``-th line it runs
-    in arbiter's code, as a signal handler would raise it there; whether it was raised."""
+_POINTS: dict = {}
+
+
+def _signal_points(code) -> set[int]:
+    """Where CPython 3.11 runs a pending signal's handler in ``code``: after a call returns (the
+    next instruction) and at a loop's jump back (its target); and at a function's start."""
+    import dis
+
+    points = _POINTS.get(code)
+    if points is None:
+        ins = list(dis.get_instructions(code))
+        points = {b.offset for a, b in zip(ins, ins[1:]) if a.opname in ("CALL", "CALL_FUNCTION_EX")}
+        points |= {a.argval for a in ins if a.opname.startswith("JUMP_BACKWARD")}
+        _POINTS[code] = points
+    return points
+
+
+def _interrupted_at(n: int, call) -> tuple[bool, BaseException | None]:
+    """``call()`` in this (the main) thread with an interrupt raised at the ``n``-th place a signal
+    handler could run (:func:`_signal_points`, in every frame it runs: arbiter's, the standard
+    library's): whether it was raised, and what the call raised instead of returning, if anything."""
     import sys
 
-    lines = [0]
+    seen = [0]
+
+    def count() -> None:
+        seen[0] += 1
+        if seen[0] == n:
+            raise _Signalled
 
     def local(frame, event, arg):
-        if event == "line":
-            lines[0] += 1
-            if lines[0] == n:
-                raise _Signalled
+        if event == "opcode" and frame.f_lasti in _signal_points(frame.f_code):
+            count()
         return local
 
     def tracer(frame, event, arg):
-        return local if frame.f_globals.get("__name__", "").startswith("arbiter.") else None
+        frame.f_trace_opcodes = True
+        count()  # (its start)
+        return local
 
     sys.settrace(tracer)
     try:
         call()
-    except _Signalled:
-        return True
+    except BaseException as exc:  # (the interrupt, or what the standard library made of it)
+        return seen[0] >= n, exc
     finally:
         sys.settrace(None)
-    return False
+    return seen[0] >= n, None
 
 
 @pytest.mark.parametrize("door", ["judge", "submit", "submit_many"])
 def test_an_interrupt_anywhere_in_the_main_threads_part_leaves_the_judge_whole(door):
-    """Python runs signal handlers in the main thread, between any two bytecodes: an interrupt
-    (Ctrl-C in a notebook, a SIGALRM timeout around compute_score) can land on any line the
-    main thread runs. Here one is raised at each line of arbiter's code it runs in turn, until a
-    call gets through: after each, the same program from another thread gets its verdict (its
-    key never left claimed: that call waited forever before), and once the judge is idle no
-    place is counted and nothing is claimed. Real sandbox."""
+    """Python runs signal handlers in the main thread, after any call returns, at any loop's jump
+    back and at any function's start: an interrupt (Ctrl-C in a notebook, a SIGALRM timeout around
+    compute_score) can land at any of these in the code the main thread runs, the standard
+    library's included (a future's ``Condition.__enter__`` interrupted with its lock taken left
+    the worker completing it waiting forever). Here one is raised at each in turn, until a call
+    gets through: after each, the same program from another thread gets its verdict (its key
+    never left claimed, no lock left held: those calls waited forever before), and so does the
+    next call from the main thread; once the judge is idle no place is counted, nothing is claimed
+    or queued, and one intake thread serves it. (What the caller then does with a future from
+    submit() is its own: not under test.) Real sandbox."""
     import time
 
     j = StepJudge(2)
     one = TestSuite([StdioCase("a", "1\n", "2\n")])
-    calls = {"judge": lambda t: j.judge(t),
-             "submit": lambda t: j.submit(t).result(),
-             "submit_many": lambda t: j.submit_many([t])[0].result()}
+    calls = {"judge": j.judge, "submit": j.submit, "submit_many": lambda t: j.submit_many([t])}
     copies = ThreadPoolExecutor(1)
     try:
         interrupted = 0
-        for n in range(1, 400):
+        for n in range(1, 3000):
             t = task(f"# {door} {n}\n" + DOUBLE, one)
-            if not _interrupted_at(n, lambda: calls[door](t)):
+            raised, error = _interrupted_at(n, lambda: calls[door](t))
+            if not raised:
+                assert error is None, error
                 break
             interrupted += 1
             assert copies.submit(j.judge, t).result(timeout=120).outcome is Outcome.AC
-        assert interrupted >= 1
+            assert j.judge(task(f"# {door} {n} again\n" + DOUBLE, one)).outcome is Outcome.AC
+        assert interrupted >= 10
         deadline = time.monotonic() + 60
         while (j.stats()["running"] or j.store._running) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert j.stats()["running"] == 0 and not j.store._running and j.stats()["queued"] == 0
+        assert [th.name for th in threading.enumerate()].count("arbiter-step-intake") <= 1
     finally:
         copies.shutdown(wait=False)
         j.close()
+
+
+def test_an_abandoned_slow_call_holds_up_no_later_one():
+    """A main-thread call interrupted while its program runs (a timeout around compute_score) is
+    still judged, on a worker: the next call from the main thread, and a batch, start at once on
+    the other worker, not after it."""
+    import signal
+
+    j = StepJudge(2)
+    one = TestSuite([StdioCase("a", "1\n", "2\n")])
+    slow = Task("python", "import time\nwhile True:\n    time.sleep(0.01)", one,
+                limits=Limits(cpu_seconds=1, wall_seconds=8))
+
+    def alarm(*_):
+        raise _Signalled
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(_Signalled):
+            j.judge(slow)
+        assert j.stats()["running"] == 1  # (still judged)
+        quick = j.judge(task(DOUBLE + " # quick", one))
+        batch = j.submit_many([task(DOUBLE + " # batch", one)])
+        assert quick.outcome is Outcome.AC and batch[0].result(timeout=120).outcome is Outcome.AC
+        assert j.stats()["running"] == 1  # (the slow one was still running all along)
+        assert j.submit(slow).result(timeout=120).outcome is Outcome.TLE  # its verdict, stored
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        j.close()
+
+
+def test_a_job_cancelled_by_its_executors_shutdown_ends():
+    """An executor shut down with cancel_futures cancels the work it has not begun: the job ends
+    (CancelledError), its key is not left claimed and its place is given back (it waited forever)."""
+    from concurrent.futures import CancelledError
+
+    ex = ThreadPoolExecutor(1)
+    gate = threading.Event()
+    ex.submit(gate.wait, 60)  # its only thread is busy: the judge's job waits in its queue
+    j = StepJudge(1, executor=ex)
+    one = TestSuite([StdioCase("a", "1\n", "2\n")])
+    t = task(DOUBLE + " # cancelled", one)
+    fut = j.submit(t)
+    ex.shutdown(wait=False, cancel_futures=True)
+    gate.set()
+    with pytest.raises(CancelledError):
+        fut.result(timeout=60)
+    assert j.stats()["running"] == 0 and not j.store._running
+
+
+def test_a_dropped_judge_leaves_no_intake_thread():
+    """A judge used from the main thread and dropped without close() takes its intake thread
+    with it."""
+    import gc
+    import time
+
+    def names():
+        return [th.name for th in threading.enumerate()].count("arbiter-step-intake")
+
+    before = names()
+    for i in range(5):
+        j = StepJudge(1)
+        assert j.judge(task(DOUBLE + f" # dropped {i}", TestSuite([StdioCase("a", "1\n", "2\n")]))).passed == 1
+        del j
+    gc.collect()
+    deadline = time.monotonic() + 30
+    while names() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert names() == before
 
 
 def test_a_closed_judge_refuses_tasks_from_every_thread():

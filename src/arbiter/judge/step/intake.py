@@ -1,44 +1,76 @@
-"""The main thread's door into a step judge: one thread of the judge's own takes its submissions in.
+"""The main thread's door into a step judge: one thread of the judge's own does its bookkeeping.
 
-Python runs signal handlers in the main thread, between any two bytecodes: an interrupt (Ctrl-C in
-a notebook, a ``SIGALRM`` timeout around ``compute_score``) raised in the judge's bookkeeping there
-(a key claimed, a job queued, a place counted) would leave it half done. From the main thread a
-call is one ``put`` on a queue (C code: no bytecode in it) and a wait for its result; the call
-runs here, to its end, whether anyone still waits for it or not. Exports :class:`Intake`. See docs/step.md.
+Python runs signal handlers in the main thread (after a call returns, at a loop's jump back, at a
+function's start): an interrupt (Ctrl-C in a notebook, a ``SIGALRM`` timeout around
+``compute_score``) raised in the judge's bookkeeping there (a key claimed, a job queued, a place
+counted, a lock held) would leave it half done, and so would one raised in a future's
+``with self._condition`` (``Condition.__enter__`` is Python code: the lock taken, the ``with`` not
+entered yet), which leaves the lock held and the worker that completes the future waiting forever.
+From the main thread a call is one ``put`` on a queue and a wait on a lock of its own; the call runs
+in the intake thread, to its end, whether anyone still waits or not, and the main thread touches no
+future. Exports :class:`Intake`. See docs/step.md.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import CancelledError, Future
 from typing import Any, Callable
+
+
+class _Handed:
+    """One result handed to its waiter in the main thread. The wait is the ``acquire`` of a lock
+    no other thread waits for (C code: a handler that raises ends it cleanly, and nothing is left
+    held that anyone needs); ``Future.result`` waits in ``Condition.wait``, which loses its lock
+    when a handler raises at the wrong bytecode (``RuntimeError: cannot release un-acquired
+    lock`` instead of the interrupt), and enters it by ``Condition.__enter__``."""
+
+    def __init__(self) -> None:
+        self._ready = threading.Lock()
+        self._ready.acquire()
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+    def hand(self, value: Any, error: BaseException | None) -> None:
+        self._value, self._error = value, error
+        self._ready.release()
+
+    def hand_outcome(self, fut: Future) -> None:
+        """``fut``'s result or exception (a done-callback of ``fut``)."""
+        error = CancelledError() if fut.cancelled() else fut.exception()
+        self.hand(None if error is not None else fut.result(), error)
+
+    def wait(self) -> Any:
+        self._ready.acquire()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 class Intake:
     """Runs each :meth:`run`'s function, in order, in a daemon thread of its own (started at the
-    first one), and hands back its result. ``name``: the thread's."""
+    first call), and hands back its result. ``name``: the thread's."""
 
     def __init__(self, name: str = "arbiter-step-intake"):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._name = name
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()  # (close and run: nothing is queued after the end)
+        self._lock = threading.Lock()  # (run and close: nothing is queued after the end)
         self._closed = False
+        self._server: threading.Thread | None = None  # the thread that serves the queue
 
-    def run(self, fn: Callable[[], Any]) -> Any:
-        """``fn()`` run in the intake thread: its result or its exception. An interrupt while it
-        runs lands in this wait; ``fn`` runs to its end all the same. RuntimeError once closed."""
-        done: Future = Future()
+    def run(self, fn: Callable[[], Any], until_done: bool = False) -> Any:
+        """``fn()`` run in the intake thread: its result or its exception; ``until_done``: ``fn``
+        returns a future, and this is that future's result or exception, once it is done. An
+        interrupt ends this wait; ``fn`` runs to its end all the same. RuntimeError once closed."""
+        handed = _Handed()
         with self._lock:
             if self._closed:
                 raise RuntimeError("this step judge is closed")
-            if self._thread is None:
-                thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
-                thread.start()
-                self._thread = thread
-            self._queue.put((fn, done))
-        return done.result()
+            if self._server is None:  # (an interrupt here may start two: the second one leaves)
+                threading.Thread(target=self._serve, name=self._name, daemon=True).start()
+            self._queue.put((fn, handed, until_done))
+        return handed.wait()
 
     def close(self) -> None:
         """Refuse new calls; the thread ends once what it was given has run."""
@@ -47,17 +79,22 @@ class Intake:
             self._queue.put(None)
 
     def _serve(self) -> None:
+        with self._lock:
+            if self._server is not None:
+                return  # another thread serves this queue
+            self._server = threading.current_thread()
         while True:
             item = self._queue.get()
             if item is None:
                 return
-            fn, done = item
+            fn, handed, until_done = item
             del item
             try:
-                done.set_result(fn())
+                value, error = fn(), None
             except BaseException as exc:  # fn's error is its caller's
-                try:
-                    done.set_exception(exc)
-                except InvalidStateError:
-                    pass
-            del fn, done
+                value, error = None, exc
+            if until_done and error is None:
+                value.add_done_callback(handed.hand_outcome)
+            else:
+                handed.hand(value, error)
+            del fn, handed, value, error

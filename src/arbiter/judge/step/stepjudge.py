@@ -15,8 +15,9 @@ import heapq
 import itertools
 import os
 import threading
+import weakref
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -111,6 +112,7 @@ class StepJudge:
         self._seq = itertools.count()
         self._counts = dict.fromkeys(("submitted", "hits", "joined", "runs", "done", "running", "max_running"), 0)
         self._intake = Intake()  # the main thread's calls (docs/step.md)
+        weakref.finalize(self, self._intake.close)  # (its thread ends with this judge, closed or not)
         self._closed = False
 
     # ------------------------------------------------------------------ planning
@@ -261,16 +263,16 @@ class StepJudge:
         """:meth:`submit` and wait (:meth:`judge_here` for an ``inline`` judge). With this
         judge's own threads, a task that would start at once (a worker free, nothing queued) is
         judged in the calling thread instead, in that worker's place: the same slot, order and
-        settling, without two thread hand-offs. From the main thread, in the intake thread
-        (:mod:`.intake`): Python runs signal handlers in the main thread, between any two
-        bytecodes, and an interrupt (Ctrl-C in a notebook, a ``SIGALRM`` timeout around
+        settling, without two thread hand-offs. Not from the main thread: Python runs signal
+        handlers there, and an interrupt (Ctrl-C in a notebook, a ``SIGALRM`` timeout around
         ``compute_score``) raised in this judge's bookkeeping, the verdict store's or the pool's
-        would leave a key claimed (its copies wait forever) or a worker's place counted; there it
-        lands in the wait, and the task is judged and settled as if nobody had left."""
+        would leave a key claimed (its copies wait forever), a lock held or a worker's place
+        counted. There the intake thread (:mod:`.intake`) submits it and a worker judges it; the
+        interrupt lands in the wait, and the task is judged and settled as if nobody had left."""
         if self.inline:
             return self.judge_here(task, hint=hint, settings=settings)
         if _on_main_thread():
-            return self._intake.run(lambda: self.judge(task, hint=hint, settings=settings))
+            return self._intake.run(lambda: self._submit(task, hint, settings, here=False), until_done=True)
         return self._submit(task, hint, settings, here=self._owned).result()
 
     def _check_open(self) -> None:
@@ -351,6 +353,10 @@ class StepJudge:
                 if job.key is not None:
                     self.store.settle(job.key)  # its copies judge themselves
                 continue
+            if self._closed:  # (never submit here: close() may be cancelling the executor's work,
+                # its lock held, and calling this job's neighbours' callbacks in this thread)
+                self._finished(job, None, RuntimeError("this step judge is closed"))
+                continue
             try:
                 fut = self._start(job)
             except BaseException as exc:  # the executor refused it (shut down, cluster gone)
@@ -373,7 +379,8 @@ class StepJudge:
         return permute(job.task, job.order) if job.order else job.task
 
     def _settle(self, job: _Job, fut: Future) -> None:
-        error = fut.exception()
+        # (cancelled: the executor was shut down with cancel_futures before the job began)
+        error = CancelledError() if fut.cancelled() else fut.exception()
         self._finished(job, None if error is not None else fut.result(), error)
 
     def _finished(self, job: _Job, result: Any, error: BaseException | None) -> None:
@@ -451,8 +458,9 @@ class StepJudge:
             self._counts["running"] = self._counts["max_running"] = running
 
     def close(self) -> None:
-        """Refuse new tasks; stop the intake thread and this judge's own thread pool (a given
-        executor is the caller's) once what they were given has run."""
+        """Refuse new tasks; the queued ones end with ``RuntimeError``, the ones an owned pool had not
+        begun with ``CancelledError``; stop the intake thread and this judge's own thread pool (a
+        given executor is the caller's) once the running ones have run."""
         self._closed = True
         self._intake.close()
         if self._owned:
