@@ -13,6 +13,7 @@ future. Exports :class:`Intake`. See docs/step.md.
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 from concurrent.futures import CancelledError, Future
@@ -48,13 +49,16 @@ class _Handed:
         return self._value
 
 
+_NUMBERS = itertools.count(1)
+
+
 class Intake:
     """Runs each :meth:`run`'s function, in order, in a daemon thread of its own (started at the
-    first call), and hands back its result. ``name``: the thread's."""
+    first call), and hands back its result. ``name``: the thread's (default numbered)."""
 
-    def __init__(self, name: str = "arbiter-step-intake"):
+    def __init__(self, name: str | None = None):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._name = name
+        self._name = name or f"arbiter-step-intake-{next(_NUMBERS)}"
         self._lock = threading.Lock()  # (run and close: nothing is queued after the end)
         self._closed = False
         self._server: threading.Thread | None = None  # the thread that serves the queue

@@ -262,13 +262,9 @@ class StepJudge:
     def judge(self, task: Task, *, hint: float | None = None, settings: Settings = ON) -> Verdict:
         """:meth:`submit` and wait (:meth:`judge_here` for an ``inline`` judge). With this
         judge's own threads, a task that would start at once (a worker free, nothing queued) is
-        judged in the calling thread instead, in that worker's place: the same slot, order and
-        settling, without two thread hand-offs. Not from the main thread: Python runs signal
-        handlers there, and an interrupt (Ctrl-C in a notebook, a ``SIGALRM`` timeout around
-        ``compute_score``) raised in this judge's bookkeeping, the verdict store's or the pool's
-        would leave a key claimed (its copies wait forever), a lock held or a worker's place
-        counted. There the intake thread (:mod:`.intake`) submits it and a worker judges it; the
-        interrupt lands in the wait, and the task is judged and settled as if nobody had left."""
+        judged in the calling thread, in that worker's place (the same slot, order and settling,
+        no thread hand-off); from the main thread, the intake thread (:mod:`.intake`) submits it
+        and a worker judges it: an interrupt lands in the wait (docs/step.md)."""
         if self.inline:
             return self.judge_here(task, hint=hint, settings=settings)
         if _on_main_thread():
@@ -458,9 +454,8 @@ class StepJudge:
             self._counts["running"] = self._counts["max_running"] = running
 
     def close(self) -> None:
-        """Refuse new tasks; the queued ones end with ``RuntimeError``, the ones an owned pool had not
-        begun with ``CancelledError``; stop the intake thread and this judge's own thread pool (a
-        given executor is the caller's) once the running ones have run."""
+        """Refuse new tasks (the queued ones end with ``RuntimeError``, those an owned pool had not
+        begun with ``CancelledError``); stop the intake and the own pool once the running ones ran."""
         self._closed = True
         self._intake.close()
         if self._owned:
