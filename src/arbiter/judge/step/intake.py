@@ -8,7 +8,7 @@ counted, a lock held) would leave it half done, and so would one raised in a fut
 entered yet), which leaves the lock held and the worker that completes the future waiting forever.
 From the main thread a call is one ``put`` on a queue and a wait on a lock of its own; the call runs
 in the intake thread, to its end, whether anyone still waits or not, and the main thread touches no
-future. Exports :class:`Intake`. See docs/step.md.
+future. Exports :class:`Intake`, :func:`outcome`, :data:`CLOSED`. See docs/step.md.
 """
 
 from __future__ import annotations
@@ -18,6 +18,16 @@ import queue
 import threading
 from concurrent.futures import CancelledError, Future
 from typing import Any, Callable
+
+#: What a call of a closed step judge (or of its intake) raises.
+CLOSED = "this step judge is closed"
+
+
+def outcome(fut: Future) -> tuple[Any, BaseException | None]:
+    """A done ``fut``'s ``(result, None)`` or ``(None, error)``; a future cancelled before it
+    began (an executor shut down with ``cancel_futures``) ends with CancelledError."""
+    error = CancelledError() if fut.cancelled() else fut.exception()
+    return (None if error is not None else fut.result()), error
 
 
 class _Handed:
@@ -39,8 +49,7 @@ class _Handed:
 
     def hand_outcome(self, fut: Future) -> None:
         """``fut``'s result or exception (a done-callback of ``fut``)."""
-        error = CancelledError() if fut.cancelled() else fut.exception()
-        self.hand(None if error is not None else fut.result(), error)
+        self.hand(*outcome(fut))
 
     def wait(self) -> Any:
         self._ready.acquire()
@@ -70,7 +79,7 @@ class Intake:
         handed = _Handed()
         with self._lock:
             if self._closed:
-                raise RuntimeError("this step judge is closed")
+                raise RuntimeError(CLOSED)
             if self._server is None:  # (an interrupt here may start two: the second one leaves)
                 threading.Thread(target=self._serve, name=self._name, daemon=True).start()
             self._queue.put((fn, handed, until_done))

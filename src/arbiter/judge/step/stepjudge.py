@@ -17,13 +17,13 @@ import os
 import threading
 import weakref
 from collections import deque
-from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from arbiter.judge.judge import default_workers, judge
 from arbiter.judge.step.costs import CostModel
-from arbiter.judge.step.intake import Intake
+from arbiter.judge.step.intake import CLOSED, Intake, outcome
 from arbiter.judge.step.key import CASE_ORDERS, effective_order, suite_digest, verdict_key
 from arbiter.judge.step.order import CaseOrder, permute, restore
 from arbiter.judge.step.store import VerdictStore, decode, encode, reusable
@@ -273,7 +273,7 @@ class StepJudge:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise RuntimeError("this step judge is closed")
+            raise RuntimeError(CLOSED)
 
     def call(self, fn: Callable[[Any], Any], arg: Any, priority: float = 0.0) -> Future:
         """``fn(arg)`` on the executor in one of the ``workers`` slots (work that is not a task,
@@ -351,7 +351,7 @@ class StepJudge:
                 continue
             if self._closed:  # (never submit here: close() may be cancelling the executor's work,
                 # its lock held, and calling this job's neighbours' callbacks in this thread)
-                self._finished(job, None, RuntimeError("this step judge is closed"))
+                self._finished(job, None, RuntimeError(CLOSED))
                 continue
             try:
                 fut = self._start(job)
@@ -375,9 +375,7 @@ class StepJudge:
         return permute(job.task, job.order) if job.order else job.task
 
     def _settle(self, job: _Job, fut: Future) -> None:
-        # (cancelled: the executor was shut down with cancel_futures before the job began)
-        error = CancelledError() if fut.cancelled() else fut.exception()
-        self._finished(job, None if error is not None else fut.result(), error)
+        self._finished(job, *outcome(fut))
 
     def _finished(self, job: _Job, result: Any, error: BaseException | None) -> None:
         try:
