@@ -395,6 +395,15 @@ def test_reward_candidates_file_unusable_as_a_whole_exits_2_before_scoring(data)
     r = cli("reward", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--candidates",
             str(root / "unknown.jsonl"), "--out", str(root / "out_x"), "--no-progress")
     assert "line 1: field 'src_id': no row with src_id 'nope'" in _text(r)
+    # a record naming a row of the rows file that is itself unusable says why that row is (a new user's
+    # trial: the message said "no row with src_id" and named no column)
+    broken = root / "broken.jsonl"
+    broken.write_text(json.dumps({"src_id": "broken", "code": FAST}) + "\n")
+    r = cli("reward", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--candidates", str(broken),
+            "--out", str(root / "out_b"), "--no-progress")
+    text = " ".join(_text(r).split())
+    assert r.returncode == 2 and "1 unusable (first: row 2" in text and "'src_code'" in text, text
+    assert "the row with src_id 'broken' is unusable" in text and "no row with" not in text, text
     # eval: a generations file of measured lines none of which names a row is refused the same way
     out = root / "eval_unknown"
     e = cli("eval", "--rows", str(data["rows"]), "--tests", str(data["tests"]), "--generations",

@@ -112,9 +112,10 @@ class RowIndex:
         self.sources: list[PieSource] = []
         self.errors: list[str] = []
         self._by_src: dict[str, list[int]] = {}
+        self._unusable: dict[str, str] = {}  # src_id -> why its (first) unusable row is unusable
         for i, raw in iter_raw_rows(source, split=split):
             if isinstance(raw, RowIssues):
-                self.errors.append(str(raw))
+                self._unusable_row(raw, str(raw))
                 continue
             try:
                 s = as_source(raw)
@@ -122,10 +123,15 @@ class RowIndex:
                 err = getattr(e, "error", None)
                 if err is not None:
                     err = RowIssues(i, err.problem_id, err.src_id, err.issues)
-                self.errors.append(str(err) if err is not None else f"row {i}: {e}")
+                self._unusable_row(err, str(err) if err is not None else f"row {i}: {e}")
                 continue
             self._by_src.setdefault(s.src_id, []).append(len(self.sources))
             self.sources.append(s)
+
+    def _unusable_row(self, issues: RowIssues | None, message: str) -> None:
+        self.errors.append(message)
+        if issues is not None and issues.src_id is not None:
+            self._unusable.setdefault(str(issues.src_id), message)
 
     def __len__(self) -> int:
         return len(self.sources)
@@ -140,6 +146,8 @@ class RowIndex:
         if not found:
             what = f"src_id {src_id!r}" + (f", problem_id {problem_id!r}" if problem_id else "") + (
                 f", tgt_id {tgt_id!r}" if tgt_id else "")
+            if src_id in self._unusable and not self._by_src.get(src_id):
+                raise KeyError(f"the row with src_id {src_id!r} is unusable: {self._unusable[src_id]}")
             raise KeyError(f"no row with {what}")
         first = found[0]
         for s in found[1:]:

@@ -59,10 +59,11 @@ def check_candidates_usable(items: Sequence[CandidateItem], path: str | os.PathL
             f"{option} {p}: {kind}: none of its {len(items)} non-blank line(s) is a JSON object (first: {first})"
             f"{hint}; expected one {shape} object per line")
     origin = rows.origin if not isinstance(rows.origin, (str, os.PathLike)) else Path(rows.origin)
-    read = f"{len(rows)} usable row(s) read" + (f", {len(rows.errors)} unreadable" if rows.errors else "")
+    read = f"{len(rows)} usable row(s) read" + (f", {len(rows.errors)} unusable (first: {rows.errors[0]})"
+                                                 if rows.errors else "")
     raise CandidatesInputError(
-        f"{option} {p}: none of its {len(records)} record(s) names a usable row of --rows {origin} ({read}; "
-        f"first: {first})")
+        f"{option} {p}: none of its {len(records)} record(s) names a usable row of --rows {origin} ({read}); "
+        f"first record: {first}")
 
 
 _PIE_FILE_RE = re.compile(r"input\.[0-9]+\.txt")
