@@ -266,7 +266,8 @@ def _bad_hidden_inputs(tmp: Path) -> list[tuple[str, Path, str]]:
            ("invalid JSON", tmp / "invalid.json", "MALFORMED_JSON"),
            ("not UTF-8", tmp / "latin1.json", "NOT_UTF8"),
            ("a list", tmp / "list.json", "expected an object task_id -> list of tests, got list"),
-           ("empty", tmp / "empty.json", "MALFORMED_JSON"),
+           # an empty .json is an empty file, as an empty .jsonl (was MALFORMED_JSON: a new user's trial)
+           ("empty", tmp / "empty.json", "no hidden test case for any seed task (an empty file"),
            ("JSONL of junk", tmp / "junk.jsonl", "MALFORMED_JSON"),
            ("no seed task", tmp / "other_tasks.json", "UNKNOWN_TASK_ID"),
            # no case at all: every answer would be accepted on its visible tests (a new user, December 2026)
