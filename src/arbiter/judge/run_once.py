@@ -198,16 +198,17 @@ class WarmSandboxes:
 def _attempt(runner: Runner, case: StdioCase, files: dict[str, bytes], out: RunOnce,
              fresh: bool, keep: tuple[str, ...]) -> Execution | None:
     """One try (in a fresh sandbox when ``fresh``): the execution, ``None`` when the program
-    does not load."""
+    does not load. The request's files are written before every run: a warm sandbox keeps them
+    across runs (the wipe spares them) as the last run left them."""
     try:
         if fresh:
             runner.open()
             if runner.load_error is not None:
                 out.load_error = runner.load_error.message[-4000:]
                 return None
-            assert runner.sandbox is not None
-            for name, data in files.items():
-                runner.sandbox.put(name, data)
+        assert runner.sandbox is not None
+        for name, data in files.items():
+            runner.sandbox.put(name, data)
         return runner.run(case, keep, last=True)
     except (SandboxError, OSError) as exc:
         return Execution(Status.SANDBOX_ERROR, detail=f"{type(exc).__name__}: {exc}")

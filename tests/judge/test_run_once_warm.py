@@ -1,0 +1,32 @@
+"""``run_once`` with warm sandboxes (SandboxFusion's ``/run_code``): a run of a program in the sandbox
+an earlier run of it left warm starts from the request's files, not from what that run did to them."""
+
+from __future__ import annotations
+
+from arbiter.judge.run_once import WarmSandboxes, run_once
+from arbiter.sandbox.limits import Limits
+
+_APPENDS = """
+import os, sys
+print(repr(open("data.txt").read()), sorted(os.listdir(".")))
+sys.stderr.write(str(os.getpid()))
+open("data.txt", "a").write("X")
+open("extra.txt", "w").write("left over")
+"""
+
+
+def test_a_warm_run_gets_the_request_files_as_given():
+    """Red team (serve): three identical requests printed 'orig', 'origX', 'origXX' (the files
+    were written only into a fresh sandbox; a warm one kept them as the last run left them)."""
+    warm = WarmSandboxes()
+    seen, pids = [], []
+    try:
+        for stdin in (b"1", b"2", b"3"):
+            r = run_once("python", _APPENDS, stdin, Limits(cpu_seconds=2), files={"data.txt": b"orig"}, warm=warm)
+            assert r.execution is not None and r.execution.ok, r
+            seen.append(r.execution.stdout.decode().strip())
+            pids.append(int(r.execution.stderr))
+    finally:
+        warm.close()
+    assert pids[0] < pids[1] < pids[2], pids  # one warm sandbox: each case forked after the last one
+    assert seen == ["'orig' ['data.txt']"] * 3, seen
