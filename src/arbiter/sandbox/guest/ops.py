@@ -36,13 +36,14 @@ def op_put(state, header, blobs):
 
 
 def op_fetch(state, header, blobs):
-    """Send back a regular file of at most ``max_bytes`` (else its size)."""
+    """Send back a regular file of at most ``max_bytes`` (else its size). Opened without blocking:
+    a FIFO the program left there would hold the open until a writer came."""
     import stat
 
     path = header["path"]
     max_bytes = int(header.get("max_bytes", 64 << 20))
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         reply(state, {"op": "fetch", "ok": False, "error": "%s: %s" % (type(exc).__name__, exc)})
         return

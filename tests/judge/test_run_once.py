@@ -1,5 +1,5 @@
-"""``run_once`` with warm sandboxes (SandboxFusion's ``/run_code``): a run of a program in the sandbox
-an earlier run of it left warm starts from the request's files, not from what that run did to them."""
+"""``run_once`` (SandboxFusion's ``/run_code``): a run in the sandbox an earlier run of the program left
+warm starts from the request's files; a file to fetch that the program made a FIFO is omitted."""
 
 from __future__ import annotations
 
@@ -30,3 +30,13 @@ def test_a_warm_run_gets_the_request_files_as_given():
         warm.close()
     assert pids[0] < pids[1] < pids[2], pids  # one warm sandbox: each case forked after the last one
     assert seen == ["'orig' ['data.txt']"] * 3, seen
+
+
+def test_a_fifo_in_fetch_files_is_omitted_not_a_sandbox_error():
+    """Red team (serve): a program that leaves a FIFO where a fetched file should be held the
+    server's open until the host's 60 s channel timeout: SANDBOX_ERROR (arbiter's fault, retried,
+    a judge slot held a minute). It is the program's doing: a file that is not regular, omitted."""
+    r = run_once("python", "import os\nos.mkfifo('out.txt')\nprint('made')\n", b"", Limits(cpu_seconds=2),
+                 fetch=("out.txt",))
+    assert r.sandbox_error == "" and r.execution is not None and r.execution.ok, r
+    assert r.files == {} and r.files_omitted == {"out.txt": "missing or not a regular file"}, r
