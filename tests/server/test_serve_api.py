@@ -252,3 +252,13 @@ def test_official_client_run_jupyter(server):
     r = sandbox_fusion.run_jupyter(sandbox_fusion.RunJupyterRequest(cells=["while True: pass"], total_timeout=1),
                                    endpoint=server.url, max_attempts=1)
     assert r.status == RunStatus.Failed and r.driver.status == "TimeLimitExceeded"
+    # a cell that writes over the driver's report (the marker is readable from the cell) fails the notebook: an
+    # answer, not a 500 (red team, serve)
+    forge = ("import sys, os\nmark = [c for c in sys._getframe(1).f_code.co_consts if isinstance(c, str) and "
+             "c.startswith('@@arbiter-cells-')][0]\nos.write(1, ('\\n%s\\n{not json\\n' % mark).encode())\n"
+             "os._exit(0)\n")
+    for tail in ("{not json", "[1, 2]"):
+        cell = forge.replace("{not json", tail)
+        r = sandbox_fusion.run_jupyter(sandbox_fusion.RunJupyterRequest(cells=[cell]), endpoint=server.url,
+                                       max_attempts=1)
+        assert r.status == RunStatus.Failed and "could not be read" in r.message, r

@@ -87,9 +87,21 @@ def to_answer(once, mark: str, spelled: dict[str, str]) -> dict[str, Any]:
         timed_out = ex is not None and ex.status.value == "time_limit"
         driver["status"] = "TimeLimitExceeded" if timed_out else "Finished"
         return _jupyter("Failed", ex.detail if ex else "the notebook driver did not start", driver, [], {})
-    cells = json.loads(tail.decode("utf-8", "replace"))
+    cells = _cells(tail)
+    if cells is None:  # a cell wrote over the driver's report (the marker is readable from a cell)
+        return _jupyter("Failed", "the notebook's report of its cells could not be read: a cell wrote over it",
+                        driver, [], {})
     files = {spelled.get(k, k): answer.Raw(v, False) for k, v in once.files.items()}
     return _jupyter("Success", "", driver, cells, files)
+
+
+def _cells(report: bytes) -> list[dict] | None:
+    """The driver's report of the cells (a JSON list of objects), or None when it is not one."""
+    try:
+        cells = json.loads(report.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    return cells if isinstance(cells, list) and all(isinstance(c, dict) for c in cells) else None
 
 
 def _jupyter(status: str, message: str, driver: dict, cells: list, files: dict) -> dict[str, Any]:
