@@ -92,6 +92,17 @@ def test_v1_judge_limits_past_the_caps_are_422_naming_the_field(server, field, v
     assert r.status_code == 422 and f"tasks[1].limits.{field}" in r.json()["message"], r.text[:300]
 
 
+def test_v1_score_suite_past_the_case_cap_is_422_as_on_v1_judge(server):
+    """Red team (serve): an item of 50,000 cases was judged (200), its suite past the cap
+    ``/v1/judge`` refuses: one unit as long as the client liked, holding a judge slot."""
+    n = 10_001
+    gt = json.dumps({"inputs": ["1\n"] * n, "outputs": ["1\n"] * n})
+    ok = {"data_source": "codecontests", "solution_str": "```python\nprint(1)\n```",
+          "ground_truth": json.dumps({"inputs": ["1\n"], "outputs": ["1\n"]})}
+    r = post(server, "/v1/score", {"items": [ok, dict(ok, ground_truth=gt)]})
+    assert r.status_code == 422 and "items[1].ground_truth: 10001 cases; at most 10000" in r.json()["message"], r.text
+
+
 def test_v1_judge_compile_timeout_past_the_cap_is_422(server):
     d = _task()
     d["compile"] = {"timeout_seconds": 3600}

@@ -339,7 +339,8 @@ def _batch_routes(app: FastAPI, svc: Service) -> None:
     async def score_route(request: Request):
         """``{"items": [verl item], "options": {...}}`` -> ``{"results": [compute_score result]}``."""
         return await batch(request, native.parse_score,
-                           lambda parsed, who: native.score_units(*parsed, svc.metrics, who, svc.judges(who)), "result")
+                           lambda parsed, who: native.score_units(*parsed, svc.metrics, who, svc.judges(who),
+                                                                   svc.cfg.max_tests), "result")
 
 
 def _info_routes(app: FastAPI, svc: Service, metrics_text: Callable[[Service], str] | None) -> None:

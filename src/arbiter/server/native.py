@@ -163,11 +163,15 @@ def cases_run(verdict: Verdict | None) -> int:
     return sum(1 for c in verdict.cases if c.outcome is not Outcome.SKIPPED)
 
 
-def score_units(items: list[tuple], opts: RewardOptions, metrics: Metrics, tenant: str,
-                judges: StepJudge) -> tuple[list[Callable[[Slot], Any]], list[int]]:
+def score_units(items: list[tuple], opts: RewardOptions, metrics: Metrics, tenant: str, judges: StepJudge,
+                max_tests: int) -> tuple[list[Callable[[Slot], Any]], list[int]]:
     """A ``/v1/score`` request's units (one per item) and the order to start them in: longest
-    predicted first, repeats of a program last (docs/step.md)."""
+    predicted first, repeats of a program last (docs/step.md). :class:`BadRequest` naming the item
+    whose suite has more than ``max_tests`` cases (as ``/v1/judge``'s tasks)."""
     preps = [prepare_one(item, opts) for item in items]
+    for i, p in enumerate(preps):
+        if not isinstance(p, dict) and p.task is not None and len(p.task.suite) > max_tests:
+            raise BadRequest(f"items[{i}].ground_truth: {len(p.task.suite)} cases; at most {max_tests}")
     tasks = [None if isinstance(p, dict) else p.task for p in preps]
     hints = [None if isinstance(p, dict) else p.hint for p in preps]
     order = judges.submission_order(tasks, hints, opts.step)
