@@ -10,8 +10,9 @@ suite's order.
 from __future__ import annotations
 
 import threading
+from array import array
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from arbiter.judge.task import Task
 from arbiter.judge.testsuite import TestSuite
@@ -22,15 +23,13 @@ CASE_OVERHEAD = 0.003
 _FAILED = (Outcome.WA, Outcome.TLE, Outcome.MLE, Outcome.RE, Outcome.OLE)
 
 
-@dataclass
 class _SuiteStats:
-    cases: int
-    runs: list[int] = field(default_factory=list)
-    fails: list[int] = field(default_factory=list)
-    seconds: list[float] = field(default_factory=list)
+    """Runs, failures and CPU seconds of each case of one suite (arrays: 24 bytes a case)."""
 
-    def __post_init__(self) -> None:
-        self.runs, self.fails, self.seconds = [0] * self.cases, [0] * self.cases, [0.0] * self.cases
+    def __init__(self, cases: int):
+        self.cases = cases
+        self.runs, self.fails = array("q", [0]) * cases, array("q", [0]) * cases
+        self.seconds = array("d", [0.0]) * cases
 
     def order(self) -> list[int]:
         def cost_per_failure(i: int) -> tuple[float, int]:
@@ -41,34 +40,45 @@ class _SuiteStats:
 
 
 class CaseOrder:
-    """What the submissions of each suite did on each case (the ``max_suites`` latest suites);
-    thread-safe."""
+    """What the submissions of each suite did on each case: the latest suites, at most
+    ``max_suites`` of them and ``max_cases`` cases in all (the least recently used go first);
+    a suite is kept once a submission of it was judged. Thread-safe."""
 
-    def __init__(self, max_suites: int = 4096):
-        self.max_suites = max_suites
+    def __init__(self, max_suites: int = 4096, max_cases: int = 1_000_000):
+        self.max_suites, self.max_cases = max_suites, max_cases
         self._lock = threading.Lock()
         self._suites: OrderedDict[str, _SuiteStats] = OrderedDict()
+        self._cases = 0  # cases of the suites kept
 
-    def _stats(self, digest: str, suite: TestSuite) -> _SuiteStats:
+    def _stats(self, digest: str, suite: TestSuite, create: bool) -> _SuiteStats | None:
         stats = self._suites.get(digest)
-        if stats is None or stats.cases != len(suite.cases):
+        if stats is not None and stats.cases != len(suite.cases):
+            self._cases -= self._suites.pop(digest).cases
+            stats = None
+        if stats is None:
+            if not create or len(suite.cases) > self.max_cases:
+                return None
             stats = self._suites[digest] = _SuiteStats(len(suite.cases))
-            while len(self._suites) > self.max_suites:
-                self._suites.popitem(last=False)
+            self._cases += stats.cases
+            while len(self._suites) > self.max_suites or self._cases > self.max_cases:
+                self._cases -= self._suites.popitem(last=False)[1].cases
         self._suites.move_to_end(digest)
         return stats
 
     def order(self, digest: str, suite: TestSuite) -> list[int]:
         """The positions of ``suite``'s cases in the order to run them."""
         with self._lock:
-            return self._stats(digest, suite).order()
+            stats = self._stats(digest, suite, create=False)
+            return stats.order() if stats is not None else list(range(len(suite.cases)))
 
     def learn(self, digest: str, suite: TestSuite, verdict: Verdict) -> None:
         """Count a judged submission's cases (``verdict.cases`` in suite order, one per case)."""
         if len(verdict.cases) != len(suite.cases):
             return  # ended early (a sandbox failure, a broken task): nothing to learn
         with self._lock:
-            stats = self._stats(digest, suite)
+            stats = self._stats(digest, suite, create=True)
+            if stats is None:
+                return  # a suite larger than everything kept
             for i, c in enumerate(verdict.cases):
                 if c.outcome is Outcome.SKIPPED:
                     continue
@@ -79,6 +89,12 @@ class CaseOrder:
     def __len__(self) -> int:
         with self._lock:
             return len(self._suites)
+
+    @property
+    def cases_kept(self) -> int:
+        """Cases of the suites kept (each costs 24 bytes)."""
+        with self._lock:
+            return self._cases
 
 
 def permute(task: Task, order: list[int]) -> Task:
