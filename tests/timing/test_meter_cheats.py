@@ -49,11 +49,13 @@ TASK = "dummy_pie_cpp_0001_sum_even"
 CHEATS = sorted((REPO / "tests" / "cheats" / "meter").glob("*.cpp"))
 SMC = [p for p in CHEATS if p.stem.startswith("smc_")]
 DETECT = [p for p in CHEATS if p.stem.startswith("detect_")]
-COUNTED = "smc_proc_self_mem"  # the one code change the meter follows instead of refusing
+#: The code change made through /proc/self/mem: valgrind would follow it (--smc-check=all), but the meter refuses
+#: the writable open of a process's memory file (through it a program could write into the meter's own memory).
+PROC_MEM = "smc_proc_self_mem"
 #: Cheats that tell the meter by timing: on a loaded host they may miss it, run the seed's loop when measured and
 #: get its honest figure (about 1), which is no cheat; that is the only other outcome allowed for them.
 TIMED = {"detect_timing", "detect_rdtsc"}
-REFUSED = [p for p in SMC if p.stem != COUNTED]
+REFUSED = SMC
 LONG_N = 16000
 
 
@@ -123,7 +125,7 @@ def test_every_cheat_is_correct_natively_and_says_its_defence(suite):
 
 
 @pytest.mark.parametrize("method", ["instructions", "cycles"])
-def test_the_meter_refuses_code_changes_and_counts_the_patch_it_sees(suite, method):
+def test_the_meter_refuses_code_changes(suite, method):
     vg = find_valgrind() if method == "instructions" else find_valgrind().with_cycles(DEFAULT_MODEL)
     long = [t for t in suite if t["name"] == "long"]
     cases = [(t["name"], t["stdin"].encode(), t["stdout"].encode()) for t in long]
@@ -131,8 +133,8 @@ def test_the_meter_refuses_code_changes_and_counts_the_patch_it_sees(suite, meth
     assert seed.ok
     for path in SMC:
         (c,) = measure_instructions(exe(path.read_text()), cases, valgrind=vg, pin=False).counts
-        if path.stem == COUNTED:  # --smc-check=all: the patched code is what is counted, the seed's loop
-            assert c.ok and 0.95 < seed.total / c.cost < 1.05, (c.status, c.cost, seed.total)
+        if path.stem == PROC_MEM:
+            assert c.status is MeasureStatus.WRITES_METER and c.cost is None, (path.stem, c.status, c.detail)
         else:
             assert c.status is MeasureStatus.MODIFIES_CODE and c.cost is None, (path.stem, c.status, c.detail)
             assert c.detail.startswith(MODIFIES_CODE_REASON) and "refused by the meter" in c.detail
@@ -146,10 +148,6 @@ def test_pie_reward_gives_no_cheat_a_speedup(large, method):
     for path in CHEATS:
         r = pie_reward(src(), path.read_text(), large, method=method, transform="log")
         assert r.verdict["outcome"] == "AC", (path.stem, r.verdict)
-        if path.stem == COUNTED:
-            assert r.outcome == "AC" and 0.9 < r.speedup < 1.1, (path.stem, r.outcome, r.reason)
-            assert r.comparison["extra"]["native_check"]["status"] == "consistent"
-            continue
         want = UNMEASURABLE if path in REFUSED else NATIVE_CONTRADICTS
         if path.stem in TIMED and r.outcome == "AC":  # missed the meter: measured as the seed's loop
             assert 0.9 < r.speedup < 1.1, (path.stem, r.speedup)
@@ -228,11 +226,9 @@ def test_oracle_verify_accepts_no_cheat(suite, tmp_path, method):
             continue  # missed the meter: measured as the seed's loop, slower than the seed by its own checks
         assert v["all_visible_tests_pass"] is True and v["all_hidden_tests_pass"] is True, name  # correct natively
         codes = [f"{r['stage']}:{r['code']}" for r in rec["reasons"]]
-        if name == COUNTED:
-            assert codes == ["speed:SLOWER_THAN_SOURCE"] and 0.9 < v["largest_speedup"] < 1.0, (name, codes)
-            continue
-        assert codes == ["measure:MODIFIES_CODE" if name.startswith("smc_") else "measure:NATIVE_CONTRADICTS"], \
-            (name, codes, rec["reasons"])
+        want = ("measure:WRITES_METER" if name == PROC_MEM else "measure:MODIFIES_CODE" if name.startswith("smc_")
+                else "measure:NATIVE_CONTRADICTS")
+        assert codes == [want], (name, codes, rec["reasons"])
         assert v["speedup"] is None and v["largest_speedup"] is None and v["score"] == 0.0
         if name.startswith("detect_"):
             check = rec["timing"]["native_check"]  # CPU times: with the run's other timings

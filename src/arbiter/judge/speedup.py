@@ -58,7 +58,7 @@ class SpeedupOutcome(StrEnum):
 
 
 #: Measured-run statuses of a correct candidate whose cost cannot be measured.
-UNMEASURABLE_STATUSES = frozenset({"creates_processes", "client_request", "modifies_code"})
+UNMEASURABLE_STATUSES = frozenset({"creates_processes", "client_request", "modifies_code", "writes_meter"})
 #: Why a wrong output under measurement is its own outcome (the candidate passed the same case natively).
 MISMATCH_REASON = ("the candidate printed the right output when judged natively and a wrong one when measured: "
                    "the measured program is not the program that runs; no speedup")

@@ -30,11 +30,11 @@ from arbiter.timing.cycles import parse_sim_line
 from arbiter.timing.status import MeasureStatus, default_same_output, run_status
 from arbiter.timing.valgrind import (
     EXEC_REFUSED_LAUNCHER, SANDBOX_TOOL_DIR, TOOL_NAME, TOOL_OPTIONS, TOOL_SOURCE, Valgrind, ValgrindUnavailable,
-    build_counter_tool, cpu_identity, find_valgrind, valgrind_available,
+    build_counter_tool, cpu_identity, find_valgrind, host_has_cpu_flag, valgrind_available,
 )
 from arbiter.timing.valgrind_log import (
-    CLIENT_REQUEST_REASON, MODIFIES_CODE_REASON, meter_reason, parse_cachegrind_log, refused_client_request,
-    refused_code_change, undecodable_instruction,
+    CLIENT_REQUEST_REASON, MODIFIES_CODE_REASON, WRITES_METER_REASON, meter_reason, parse_cachegrind_log,
+    refused_client_request, refused_code_change, refused_meter_write, undecodable_instruction,
 )
 from arbiter.timing.wallclock import core_lease, held_core
 
@@ -45,6 +45,7 @@ __all__ = [
     "LOG_FD",
     "MEMORY_EXTRA_BYTES",
     "MODIFIES_CODE_REASON",
+    "WRITES_METER_REASON",
     "NO_NEW_PROCESSES",
     "PROBED_STATUSES",
     "SANDBOX_TOOL_DIR",
@@ -56,6 +57,7 @@ __all__ = [
     "build_counter_tool",
     "refused_client_request",
     "refused_code_change",
+    "refused_meter_write",
     "CaseCount",
     "InstructionRun",
     "MeasureStatus",
@@ -171,6 +173,11 @@ def count_instructions(sandbox: Sandbox, argv: Sequence[str] = ("/prog/main",), 
                          detail=f"{CLIENT_REQUEST_REASON} (request {refused}, refused by the meter, which stopped "
                                 "the run; valgrind would have run code of the program natively or otherwise outside "
                                 "the count)", **common)
+    wrote = refused_meter_write(ex.log)
+    if wrote is not None:  # the figures could be the program's own: nothing this run did is a measurement
+        return CaseCount(status=MeasureStatus.WRITES_METER,
+                         detail=f"{WRITES_METER_REASON} ({wrote}; refused by the meter, which stopped the run)",
+                         **common)
     changed = refused_code_change(ex.log)
     if changed is not None:  # the meter could have run stale code: nothing this run did is a measurement
         return CaseCount(status=MeasureStatus.MODIFIES_CODE,
@@ -209,6 +216,12 @@ def _undecodable_outcome(undecodable: tuple[str, str], native: Execution, expect
     the meter's limitation when the native run succeeds, the program's crash when it fails too."""
     reason, specifics = undecodable
     nstatus, ndetail = run_status(native, expected, same_output)
+    if nstatus is MeasureStatus.OK and reason.endswith("(AVX-512)") and not host_has_cpu_flag("avx512f"):
+        # the native run cannot have run it (this CPU would have raised SIGILL): a path taken only when measured
+        return CaseCount(status=MeasureStatus.RUNTIME_ERROR,
+                         detail=f"killed by SIGILL under valgrind ({reason}; {specifics}), an instruction this CPU "
+                                "does not have (no avx512f): the native run, which succeeded, did not run it, so the "
+                                "program takes another path when measured", **common)
     if nstatus is MeasureStatus.OK:
         return CaseCount(status=MeasureStatus.UNSUPPORTED_BY_METER,
                          detail=f"{reason}; {specifics}; valgrind raised SIGILL, and the native run of the same "

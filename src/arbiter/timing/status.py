@@ -31,6 +31,7 @@ class MeasureStatus(str, enum.Enum):
     CREATES_PROCESSES = "creates_processes"
     CLIENT_REQUEST = "client_request"
     MODIFIES_CODE = "modifies_code"
+    WRITES_METER = "writes_meter"
 
 
 _FROM_SANDBOX = {

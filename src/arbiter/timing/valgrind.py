@@ -31,6 +31,7 @@ __all__ = [
     "build_counter_tool",
     "cpu_identity",
     "find_valgrind",
+    "host_has_cpu_flag",
     "valgrind_available",
 ]
 
@@ -183,6 +184,20 @@ def cpu_identity() -> tuple[str, str]:
     except OSError:
         pass
     return model or platform.processor() or platform.machine(), hashlib.sha256(flags.encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=None)
+def host_has_cpu_flag(flag: str) -> bool:
+    """Whether the host CPU lists ``flag`` (e.g. ``"avx512f"``) in ``/proc/cpuinfo``; False when unreadable."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("flags", "Features"):
+                    return flag in value.split()
+    except OSError:
+        pass
+    return False
 
 
 #: Where the static libraries of valgrind's core live (``libcoregrind-<plat>.a``, ``libvex-<plat>.a``; Debian's

@@ -1,5 +1,5 @@
-"""Reading the counting tool's log: the count (its last line), a refused client request or code change, an
-instruction valgrind cannot decode.
+"""Reading the counting tool's log: the count (its last line), a refused client request, code change or write to
+the meter's memory, an instruction valgrind cannot decode.
 
 Why only the last line counts and what the tool refuses: ``docs/measurement.md``.
 """
@@ -11,10 +11,12 @@ import re
 __all__ = [
     "CLIENT_REQUEST_REASON",
     "MODIFIES_CODE_REASON",
+    "WRITES_METER_REASON",
     "meter_reason",
     "parse_cachegrind_log",
     "refused_client_request",
     "refused_code_change",
+    "refused_meter_write",
     "undecodable_instruction",
 ]
 
@@ -26,6 +28,17 @@ CLIENT_REQUEST_REASON = "program makes valgrind client requests; its cost cannot
 #: The reason of a :attr:`MeasureStatus.MODIFIES_CODE` failure (the start of its detail).
 MODIFIES_CODE_REASON = ("program writes or maps executable code at run time; the meter could run other code than "
                         "the processor, so its cost cannot be measured")
+
+
+#: The reason of a :attr:`MeasureStatus.WRITES_METER` failure (the start of its detail).
+WRITES_METER_REASON = ("program writes into the meter's own memory (valgrind's or the counting tool's) or opens its "
+                       "process's memory file for writing, where it could change its own figures; its cost cannot be "
+                       "measured")
+
+
+#: The tool's line when it refuses a write to its memory (``==PID== arbiter-count: refused write to the meter's
+#: memory: <what> at 0x...``).
+_METER_WRITE = re.compile(rb"^==\d+== arbiter-count: refused write to the meter's memory: ([^\n]*)$", re.MULTILINE)
 
 
 #: The tool's line when it refuses a code change (``==PID== arbiter-count: refused code change: <what>``).
@@ -118,6 +131,14 @@ def refused_code_change(log: bytes | None) -> str | None:
     from its ``log`` line ``==PID== arbiter-count: refused code change: <what>``, else ``None``. As with
     :func:`refused_client_request`, a program that writes such a line itself only gets itself refused."""
     m = _CODE_CHANGE.search(log or b"")
+    return m.group(1).decode("utf-8", "replace").strip() if m else None
+
+
+def refused_meter_write(log: bytes | None) -> str | None:
+    """What write the counting tool refused (e.g. ``"a store at 0x58123450"``) from its ``log`` line ``==PID==
+    arbiter-count: refused write to the meter's memory: <what>``, else ``None``. A program that writes such a line
+    itself only gets itself refused."""
+    m = _METER_WRITE.search(log or b"")
     return m.group(1).decode("utf-8", "replace").strip() if m else None
 
 

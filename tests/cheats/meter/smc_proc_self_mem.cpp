@@ -1,4 +1,4 @@
-// defence: --smc-check=all (measured truthfully: the patched code is what the meter counts)
+// defence: the meter refuses a writable open of /proc/self/mem (writes_meter; --smc-check=all would count the patch)
 // The same patch with no mprotect at all: the 4 bytes are written through /proc/self/mem, which writes to
 // read-only pages. The code stays file-backed, so valgrind's default check (all-non-file) would not see it; the
 // call goes through a pointer, so the translation that starts at dispatch is made once and used again.

@@ -20,6 +20,15 @@
    started (a second, executable view of memory it can write), or runs code from a writable mapping (an
    executable stack, a writable and executable segment of the binary).
 
+   The meter's own memory: valgrind and the program share one address space, so a store of the program, or a
+   system call writing into one of its buffers, could land in valgrind's or this tool's memory (the counters, the
+   simulated caches, the translations) and change the figures. Before every store (Ist_Store, StoreG, CAS, SC, a
+   dirty helper's write) the tool looks up the segment it lands in; valgrind's own (SkAnonV, SkFileV) ends the run
+   with "arbiter-count: refused write to the meter's memory: ..." in the log, as does a system call about to write
+   into such memory (track_pre_mem_write) and a writable open of a process's /proc mem file. The last few client
+   segments a store landed in are remembered (forgotten at every system call, the only way mappings change), so a
+   store costs a few compares.
+
    Counting: one IMark is one guest instruction; the count of the instructions seen so far is added to a 64-bit
    counter before every side exit and at the end of the block (an exit taken skips the rest), inline (no helper
    call). At exit the total is printed as cachegrind prints it: "I   refs:      1,234".
@@ -42,6 +51,7 @@
 #include "pub_tool_machine.h"
 #include "pub_tool_options.h"
 #include "pub_tool_libcbase.h"
+#include "pub_tool_libcfile.h"
 #include "pub_tool_mallocfree.h"
 #include "pub_tool_clientstate.h"
 #include "pub_tool_vkiscnums.h"
@@ -121,6 +131,77 @@ static void check_code_extents(const VexGuestExtents* vge)
       if (name != NULL && VG_(args_the_exename) != NULL && VG_(strcmp)(name, VG_(args_the_exename)) == 0)
          program_started = True;
    }
+}
+
+/* ---- the meter's own memory ---- */
+static void refuse_meter_write(const HChar* what, Addr a)
+{
+   VG_(umsg)("arbiter-count: refused write to the meter's memory: %s at 0x%lx\n", what, a);
+   VG_(exit)(REFUSED_EXIT);
+}
+
+#define KNOWN_SEGS 4
+/* client segments stores landed in lately: [known_lo[i], known_hi[i]] (lo > hi: none) */
+static Addr known_lo[KNOWN_SEGS] = {1, 1, 1, 1}, known_hi[KNOWN_SEGS] = {0, 0, 0, 0};
+static UInt known_next = 0;
+
+static void forget_segments(void)
+{
+   UInt i;
+   for (i = 0; i < KNOWN_SEGS; i++) {
+      known_lo[i] = 1;
+      known_hi[i] = 0;
+   }
+}
+
+/* bytes [a, a + size) about to be written by the program or for it: refused where valgrind owns the memory */
+static void check_write(Addr a, SizeT size, const HChar* what)
+{
+   Addr last = a + (size ? size : 1) - 1, p = a;
+   UInt i;
+   if (last < a)
+      last = ~(Addr)0;
+   for (i = 0; i < KNOWN_SEGS; i++)
+      if (a >= known_lo[i] && last <= known_hi[i])
+         return;
+   for (;;) {
+      NSegment const* seg = VG_(am_find_nsegment)(p);
+      if (seg == NULL)
+         return;  /* outside the address space: the access faults */
+      if (seg->kind == SkAnonV || seg->kind == SkFileV)
+         refuse_meter_write(what, p);
+      if (seg->kind == SkAnonC || seg->kind == SkFileC || seg->kind == SkShmC) {
+         known_lo[known_next] = seg->start;
+         known_hi[known_next] = seg->end;
+         known_next = (known_next + 1) % KNOWN_SEGS;
+      }
+      if (seg->end >= last || seg->end == ~(Addr)0)
+         return;
+      p = seg->end + 1;
+   }
+}
+
+/* a system call about to write into [a, a + size) (valgrind's syscall wrappers announce every output buffer) */
+static void ac_pre_mem_write(CorePart part, ThreadId tid, const HChar* s, Addr a, SizeT size)
+{
+   if (size > 0)
+      check_write(a, size, "a system call's output");
+}
+
+/* after a successful open: a process's /proc/<pid>/mem (or a thread's) opened for writing is refused */
+static void check_opened(Int fd, UWord flags)
+{
+   HChar link[64], target[128];
+   SSizeT n;
+   if ((flags & VKI_O_ACCMODE) == VKI_O_RDONLY)
+      return;
+   VG_(sprintf)(link, "/proc/self/fd/%d", fd);
+   n = VG_(readlink)(link, target, sizeof(target) - 1);
+   if (n <= 0)
+      return;
+   target[n] = '\0';
+   if (VG_(strncmp)(target, "/proc/", 6) == 0 && n >= 4 && VG_(strcmp)(target + n - 4, "/mem") == 0)
+      refuse_meter_write("a /proc mem file opened for writing", 0);
 }
 
 /* ---- cache and branch simulation (--sim=yes) ---- */
@@ -242,15 +323,30 @@ static VG_REGPARM(2) void ac_data(Addr a, UWord size)
    if (ref(&D1, a, size)) { D1m++; if (ref(&LL, a, size)) { LLdm++; ll_miss_pages(a, size); } }
 }
 
+static VG_REGPARM(2) void ac_store(Addr a, UWord size)
+{
+   check_write(a, size, "a store");
+}
+
+static VG_REGPARM(2) void ac_data_store(Addr a, UWord size)
+{
+   check_write(a, size, "a store");
+   ac_data(a, size);
+}
+
 /* System calls the program makes (ld.so's included). */
 static void ac_pre_syscall(ThreadId tid, UInt no, UWord* args, UInt nargs)
 {
    refuse_code_syscall(no, args);
+   forget_segments();
    if (sim) Sys++;
 }
 
 static void ac_post_syscall(ThreadId tid, UInt no, UWord* args, UInt nargs, SysRes res)
 {
+   forget_segments();  /* (mappings change only by system calls) */
+   if (!sr_isError(res) && (no == __NR_open || no == __NR_openat))
+      check_opened((Int)sr_Res(res), no == __NR_open ? args[1] : args[2]);
 }
 
 static VG_REGPARM(2) void ac_cond(Addr ia, UWord taken)
@@ -292,7 +388,54 @@ static IRExpr* widen(IRSB* sb, IRExpr* e)
 #define DATA(sb, addr, size, guard) \
    add_call(sb, "ac_data", &ac_data, addr, mkIRExpr_HWord((HWord)(size)), guard)
 
-/* the simulation calls that go before statement st (ia: address of the current instruction) */
+/* The check of a statement that writes memory (a store, a guarded store, CAS, SC, a dirty helper's write), with
+   its simulated access under --sim (ac_data_store): True when st is one. */
+static Bool store_before(IRSB* out, IRStmt* st)
+{
+   IRTypeEnv* env = out->tyenv;
+   IRExpr *addr, *guard = NULL;
+   Int size;
+   switch (st->tag) {
+   case Ist_Store:
+      addr = st->Ist.Store.addr;
+      size = sizeofIRType(typeOfIRExpr(env, st->Ist.Store.data));
+      break;
+   case Ist_StoreG:
+      addr = st->Ist.StoreG.details->addr;
+      size = sizeofIRType(typeOfIRExpr(env, st->Ist.StoreG.details->data));
+      guard = st->Ist.StoreG.details->guard;
+      break;
+   case Ist_CAS:
+      addr = st->Ist.CAS.details->addr;
+      size = sizeofIRType(typeOfIRExpr(env, st->Ist.CAS.details->dataLo))
+             * (st->Ist.CAS.details->dataHi != NULL ? 2 : 1);
+      break;
+   case Ist_LLSC:
+      if (st->Ist.LLSC.storedata == NULL)
+         return False;  /* a load-linked */
+      addr = st->Ist.LLSC.addr;
+      size = sizeofIRType(typeOfIRExpr(env, st->Ist.LLSC.storedata));
+      break;
+   case Ist_Dirty:
+      if ((st->Ist.Dirty.details->mFx != Ifx_Write && st->Ist.Dirty.details->mFx != Ifx_Modify)
+          || st->Ist.Dirty.details->mSize <= 0)
+         return False;
+      addr = st->Ist.Dirty.details->mAddr;
+      size = st->Ist.Dirty.details->mSize;
+      guard = st->Ist.Dirty.details->guard;
+      break;
+   default:
+      return False;
+   }
+   if (sim)
+      add_call(out, "ac_data_store", &ac_data_store, addr, mkIRExpr_HWord((HWord)size), guard);
+   else
+      add_call(out, "ac_store", &ac_store, addr, mkIRExpr_HWord((HWord)size), guard);
+   return True;
+}
+
+/* the simulation calls that go before statement st (ia: address of the current instruction); statements that
+   write memory are simulated by store_before */
 static void sim_before(IRSB* out, IRStmt* st, Addr ia)
 {
    IRTypeEnv* env = out->tyenv;
@@ -303,14 +446,6 @@ static void sim_before(IRSB* out, IRStmt* st, Addr ia)
       if (st->Ist.WrTmp.data->tag == Iex_Load)
          DATA(out, st->Ist.WrTmp.data->Iex.Load.addr, sizeofIRType(st->Ist.WrTmp.data->Iex.Load.ty), NULL);
       break;
-   case Ist_Store:
-      DATA(out, st->Ist.Store.addr, sizeofIRType(typeOfIRExpr(env, st->Ist.Store.data)), NULL);
-      break;
-   case Ist_StoreG: {
-      IRStoreG* sg = st->Ist.StoreG.details;
-      DATA(out, sg->addr, sizeofIRType(typeOfIRExpr(env, sg->data)), sg->guard);
-      break;
-   }
    case Ist_LoadG: {
       IRLoadG* lg = st->Ist.LoadG.details;
       IRType tyW = Ity_INVALID, tyL = Ity_INVALID;
@@ -318,18 +453,9 @@ static void sim_before(IRSB* out, IRStmt* st, Addr ia)
       DATA(out, lg->addr, sizeofIRType(tyL), lg->guard);
       break;
    }
-   case Ist_CAS: {
-      IRCAS* cas = st->Ist.CAS.details;
-      Int size = sizeofIRType(typeOfIRExpr(env, cas->dataLo)) * (cas->dataHi != NULL ? 2 : 1);
-      DATA(out, cas->addr, size, NULL);
+   case Ist_LLSC:  /* a load-linked (a store-conditional is store_before's) */
+      DATA(out, st->Ist.LLSC.addr, sizeofIRType(typeOfIRTemp(env, st->Ist.LLSC.result)), NULL);
       break;
-   }
-   case Ist_LLSC: {
-      IRType ty = st->Ist.LLSC.storedata == NULL ? typeOfIRTemp(env, st->Ist.LLSC.result)
-                                                   : typeOfIRExpr(env, st->Ist.LLSC.storedata);
-      DATA(out, st->Ist.LLSC.addr, sizeofIRType(ty), NULL);
-      break;
-   }
    case Ist_Dirty: {
       IRDirty* d = st->Ist.Dirty.details;
       if (d->mFx != Ifx_None && d->mSize > 0)
@@ -390,7 +516,7 @@ static IRSB* ac_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestL
          pending++;
          ia = (Addr)st->Ist.IMark.addr;
       }
-      if (sim)
+      if (!store_before(out, st) && sim)
          sim_before(out, st, ia);
       if (st->tag == Ist_Exit) {
          add_count(out, pending);
@@ -463,6 +589,7 @@ static void ac_pre_clo_init(void)
    VG_(basic_tool_funcs)(ac_post_clo_init, ac_instrument, ac_fini);
    VG_(needs_command_line_options)(ac_process_cmd_line_option, ac_print_usage, ac_print_debug_usage);
    VG_(needs_syscall_wrapper)(ac_pre_syscall, ac_post_syscall);
+   VG_(track_pre_mem_write)(ac_pre_mem_write);
 }
 
 VG_DETERMINE_INTERFACE_VERSION(ac_pre_clo_init)
