@@ -27,6 +27,7 @@ from arbiter.server.jupyter import RunJupyterRequest, run_jupyter
 from arbiter.server.metrics import Metrics, visible_to
 from arbiter.server.retries import Orphans, request_key
 from arbiter.server.runcode import BadRequest, OurFailure, RunCodeRequest, prepare, run_code, warm_sandboxes
+from arbiter.server.slowclients import body_seconds, read_within
 
 log = logging.getLogger("arbiter.serve")
 
@@ -90,21 +91,29 @@ class Service:
         self.metrics.set("arbiter_body_waits", self.bodies.waited)
 
     async def read(self, request: Request) -> bytes:
-        """The body, read up to ``max_body_bytes`` (:class:`BadRequest` ``413:`` past it). A body
-        over :data:`LARGE_BODY` first waits for its share of the body budget, held until the
-        request ends (:mod:`.budget`); one sent without a length takes the share of the largest
-        body once it passes :data:`LARGE_BODY`."""
+        """The body, read up to ``max_body_bytes`` (:class:`BadRequest` ``413:`` past it) within
+        :func:`.slowclients.body_seconds` of its size (``408:`` after). A body over
+        :data:`LARGE_BODY` first waits for its share of the body budget, held until the request
+        ends (:mod:`.budget`); one sent without a length takes the share of the largest body once
+        it passes :data:`LARGE_BODY`."""
         length = request.headers.get("content-length", "")
         declared = int(length) if length.isdigit() else None
         if declared is not None and declared > LARGE_BODY:
             await self._charge(request, declared)
         data = bytearray()
-        async for chunk in request.stream():
-            data += chunk
+
+        async def take(chunk: bytes) -> None:
+            data.extend(chunk)
             if len(data) > self.cfg.max_body_bytes:
                 raise BadRequest(f"413:request body over {self.cfg.max_body_bytes} bytes")
             if declared is None and len(data) > LARGE_BODY and "arbiter.body_cost" not in request.scope:
                 await self._charge(request, self.cfg.max_body_bytes)
+
+        seconds = body_seconds(min(declared or self.cfg.max_body_bytes, self.cfg.max_body_bytes))
+        try:
+            await read_within(request.stream(), seconds, take)
+        except TimeoutError:
+            raise BadRequest(f"408:the request body did not arrive within {seconds:g} s") from None
         return data  # type: ignore[return-value]
 
     async def _charge(self, request: Request, body_bytes: int) -> None:
@@ -150,7 +159,8 @@ def error(status: int, message: str, **headers: str) -> JSONResponse:
 
 def bad_request(exc: Exception) -> JSONResponse:
     msg = str(exc)
-    return error(413, msg[4:]) if msg.startswith("413:") else error(422, msg)
+    status = int(msg[:3]) if msg[:3] in ("408", "413") and msg[3:4] == ":" else 422
+    return error(status, msg[4:] if status != 422 else msg)
 
 
 def create_app(cfg: ServerConfig, *, health: Callable[[], dict[str, Any]] | None = None,

@@ -11,9 +11,11 @@ import sys
 import time
 
 import uvicorn
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from arbiter.server.app import create_app
 from arbiter.server.config import ServerConfig
+from arbiter.server.slowclients import guarded
 
 
 class _Server(uvicorn.Server):
@@ -45,7 +47,7 @@ async def _main(cfg: ServerConfig) -> int:
     app = create_app(cfg)
     svc = app.state.service
     server = _Server(uvicorn.Config(app, host=cfg.host, port=cfg.port, log_level="warning", access_log=False,
-                                    timeout_graceful_shutdown=5, lifespan="on"))
+                                    timeout_graceful_shutdown=5, lifespan="on", http=guarded(AutoHTTPProtocol)))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, lambda: asyncio.ensure_future(_drain(server, svc, cfg)))

@@ -1,0 +1,101 @@
+"""Slow or silent clients (red team, serve): connections that sent nothing, or part of their headers, were never
+closed (no token needed: enough of them and the server accepted nothing more), and a stalled upload held its
+share of the body budget for ever. Now a connection has ``ARBITER_HEADER_SECONDS`` to send a request's headers,
+one client address holds at most ``ARBITER_CONNECTIONS_PER_ADDRESS`` connections, and a body gets
+``ARBITER_BODY_SECONDS`` plus a second per MiB (408 after). Short here: 1.5 s, 4 connections, 1 s; bodies of at
+most 4 MiB (a body budget of 12 MiB)."""
+
+from __future__ import annotations
+
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from live_server import LiveServer
+
+ENV = {"ARBITER_HEADER_SECONDS": "1.5", "ARBITER_CONNECTIONS_PER_ADDRESS": "4", "ARBITER_BODY_SECONDS": "1"}
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = LiveServer("--max-body-mb", "4", env=ENV)
+    yield s
+    assert s.stop() == 0
+
+
+def _connect(server) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", server.port), timeout=10)
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> bool:
+    """True when the server closed ``sock`` within ``seconds`` (it reads end of file)."""
+    sock.settimeout(seconds)
+    try:
+        while sock.recv(4096):
+            pass
+        return True
+    except (socket.timeout, TimeoutError):
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def test_silent_and_slow_header_connections_are_closed(server):
+    silent = _connect(server)
+    slow = _connect(server)
+    slow.sendall(b"POST /run_code HTTP/1.1\r\nHost: x\r\n")
+    cut = False
+    for _ in range(20):  # a header line every 0.3 s: never done
+        try:
+            slow.sendall(b"X-Pad: 1\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            cut = True
+            break
+        time.sleep(0.3)
+    assert cut or _closed_within(slow, 1)
+    assert _closed_within(silent, 5)
+    silent.close()
+    slow.close()
+
+
+def test_one_address_holds_a_bounded_number_of_connections(server):
+    held = [_connect(server) for _ in range(4)]
+    extra = _connect(server)
+    assert _closed_within(extra, 3)  # closed at once: the address holds four
+    for s in held:
+        s.close()
+    extra.close()
+    time.sleep(0.2)
+    assert httpx.post(server.url + "/run_code", json={"code": "print(1)", "language": "python"},
+                      timeout=60).json()["run_result"]["stdout"] == "1\n"
+
+
+def test_a_stalled_upload_gets_408_and_lets_go_of_the_body_budget(server):
+    stalled = _connect(server)
+    stalled.sendall(b"POST /run_code HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n{\"code\": \"" % (4 << 20))  # its share: the whole budget
+    time.sleep(0.5)
+    big = "x" * (3 << 19)  # another client's body over 1 MiB: it waits for its share
+    with ThreadPoolExecutor(1) as pool:
+        other = pool.submit(httpx.post, server.url + "/run_code", timeout=120,
+                            json={"code": f"s = '{big}'\nprint(len(s))", "language": "python"})
+        stalled.settimeout(60)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            chunk = stalled.recv(4096)
+            assert chunk, answer
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+        r = other.result()
+    stalled.close()
+    assert r.status_code == 200 and r.json()["run_result"]["stdout"] == f"{3 << 19}\n", r.text[:300]
+
+
+def test_a_request_answered_slowly_is_not_cut(server):
+    """The header deadline is for the headers: a request whose answer takes longer keeps its connection."""
+    r = httpx.post(server.url + "/run_code", json={"code": "import time\ntime.sleep(3)\nprint('done')",
+                                                    "language": "python", "run_timeout": 10}, timeout=60)
+    assert r.status_code == 200 and r.json()["run_result"]["stdout"] == "done\n", r.text[:300]
