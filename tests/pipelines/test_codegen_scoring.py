@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from arbiter.cli.main import app
-from arbiter.pipelines.codegen import pass_at_k
+from arbiter.pipelines.codegen import pass_at_k, score_completions
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
@@ -649,3 +649,18 @@ def test_the_table_says_when_a_pass_at_k_leaves_out_problems_with_fewer_response
     full = runner.invoke(app, ["score", "--dataset", str(dataset), "--completions", str(even),
                                "--out", str(tmp_path / "out2"), "--quiet"], env=WIDE)
     assert full.exit_code == 0 and "pass@4" in full.output and "at least k responses" not in full.output
+
+
+def test_progress_counts_the_responses_of_rows_that_cannot_be_read(tmp_path):
+    """The bar ended at 18/19 when a row could not be read (a new user's trial): its responses are never judged,
+    but they are done."""
+    good = row("code_taco", "g", SUM)
+    broken = {"data_source": "code_taco", "prompt": [], "extra_info": {"index": "b"}}  # no reward_model, last
+    dataset = write_jsonl(tmp_path / "d.jsonl", [good, broken])
+    completions = write_jsonl(tmp_path / "c.jsonl", [{"index": "g", "responses": [SUM_OK, SUM_WRONG]},
+                                                     {"index": "b", "responses": [SUM_OK, SUM_OK, SUM_OK]}])
+    seen: list[tuple[int, int]] = []
+    run = score_completions(dataset, completions, tmp_path / "out",
+                            progress=lambda done, total: seen.append((done, total)))
+    assert run.responses == 5 and run.judged == 2, run
+    assert seen[-1] == (5, 5) and all(done <= total for done, total in seen), seen

@@ -62,6 +62,7 @@ class _Feed:
         self.stale: dict[str, bytes | None] = {}  # key -> fingerprint of the response/ground truth judged now
         # (row key, i, data_source, index, response sha256, ground truth sha256), in item order
         self.pending: deque[tuple[str, int, Any, Any, str, str]] = deque()
+        self.passed_over = 0  # responses of rows that cannot be read: never judged, done all the same
 
     def items(self) -> Iterator[Item]:
         ins = self.ins
@@ -76,6 +77,7 @@ class _Feed:
                     row = parse_row(raw, position)
                 except RowError as exc:
                     self.errors.add("dataset", str(exc), row=key, position=position)
+                    self.passed_over += sum(n for _, n in entries)
                     continue
                 truth_sha = text_sha256(row.ground_truth)
                 for i, response in enumerate(read_responses(cf, entries)):
@@ -121,10 +123,13 @@ def _judge_all(folder: RunFolder, ins: ScoringInputs, split: str | None, run: Sc
         if progress is not None:
             progress(run.skipped_done, run.responses)
         feed = _Feed(ins, split, run, errors, sink, done)
+        processed = 0
         for processed, result in enumerate(scorer(feed.items()), 1):
             feed.record(result)
             if progress is not None:
-                progress(run.skipped_done + processed, run.responses)
+                progress(run.skipped_done + processed + feed.passed_over, run.responses)
+        if progress is not None:  # (the last rows may be ones that cannot be read)
+            progress(run.skipped_done + processed + feed.passed_over, run.responses)
     return feed.stale
 
 
