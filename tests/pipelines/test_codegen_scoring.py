@@ -220,6 +220,32 @@ def test_resume_after_kill_has_no_duplicates_and_same_result(tmp_path):
         sum(sum(1 for j in range(per_row) if (i + j) % 3) / per_row for i in range(n_rows)) / n_rows)
 
 
+def test_ctrl_c_says_what_is_kept_and_the_rerun_resumes(tmp_path):
+    """Ctrl-C ended the run silently (exit 130, the bar left as it was: a new user's trial)."""
+    rows = [row("code_taco", f"r{i}", SUM) for i in range(6)]
+    dataset = write_parquet(tmp_path / "d.parquet", rows)
+    recs = [{"index": f"r{i}", "responses": [SLOW_OK.replace("```python\n", f"```python\n# {i}.{j}\n")
+                                             for j in range(4)]} for i in range(6)]
+    completions = write_jsonl(tmp_path / "c.jsonl", recs)
+    out = tmp_path / "out"
+    cmd = [*ARBITER, "score", "--dataset", str(dataset), "--completions", str(completions), "--out", str(out), "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    verdicts = out / "verdicts.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if verdicts.exists() and verdicts.read_text().count("\n") >= 2:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run finished before it could be interrupted"
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted: what was written to" in " ".join(err.split()) and "Traceback" not in err, err
+    kept = len(read_jsonl(verdicts))
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and f"{kept} already done" in " ".join(done.stderr.split()), done.stderr
+
+
 def test_sandbox_errors_are_not_recorded_and_rerun_retries_them(small, tmp_path):
     dataset, completions = small
     out = tmp_path / "out"

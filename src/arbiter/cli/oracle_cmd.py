@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from arbiter.cli.cluster_opts import on_ray, ray_option, record_cluster
+from arbiter.cli.interrupt import resumable
 from arbiter.cli.llm_opts import MB, RETRIES_HELP, SIZE_HELP, TIMEOUT_HELP
 from arbiter.pipelines.llm_client import (DEFAULT_CONCURRENCY, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES,
                                           DEFAULT_TIMEOUT)
@@ -295,7 +296,7 @@ def verify(
         from arbiter.pipelines.oracle.verify import check_returns_not_empty
 
         check_returns_not_empty(returns)  # 0 rows: exit 2 before anything is written, as for --seeds
-        with on_ray(ray, console, pin_toolchain=True) as backend:
+        with on_ray(ray, console, pin_toolchain=True) as backend, resumable(console, out):
             code = _run_verify(seeds, returns, out, hidden, generators, opts, console, not no_progress, not no_rows)
             record_cluster(backend, out / "report.json")
     except (ValueError, FileNotFoundError) as exc:

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from arbiter.cli.cluster_opts import on_ray, ray_option, record_cluster
+from arbiter.cli.interrupt import resumable
 from arbiter.strenum import StrEnum
 
 pie_app = typer.Typer(name="pie", help="PIE speedup reward (re-timed here) and PIE paper metrics.",
@@ -273,7 +274,7 @@ def reward(
                            info=escape(f"{rec.get('outcome')} {rec.get('problem_id')}/{rec.get('src_id')}"
                                        + (f" {sp:.2f}x {rec.get('unit')}" if sp else "")))
 
-            with on_ray(ray, console, pin_toolchain=True) as backend:
+            with on_ray(ray, console, pin_toolchain=True) as backend, resumable(console, out):
                 run = run_reward_batch(rows, tests, candidates, out, seed=seed, split=split, on_start=on_start,
                                        on_result=on_result, **kw)
                 record_cluster(backend, Path(run.outputs["summary"]))
@@ -340,7 +341,7 @@ def evaluate(
             def on_result(rec: dict[str, Any]) -> None:
                 bar.update(state["task"], advance=1, info=escape(f"{rec.get('outcome')} {rec.get('src_id')}"))
 
-            with on_ray(ray, console, pin_toolchain=True) as backend:
+            with on_ray(ray, console, pin_toolchain=True) as backend, resumable(console, out):
                 run = run_eval(rows, tests, generations, out, seed=seed, split=split, on_start=on_start,
                                on_result=on_result, **kw)
                 record_cluster(backend, out / "metrics.json")

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from arbiter.cli.cluster_opts import on_ray, parse_shard, ray_option, record_cluster, shard_option
+from arbiter.cli.interrupt import resumable
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -220,7 +221,7 @@ def register(app: typer.Typer) -> None:
             inputs, options = shard_inputs(inputs, *part), options | {SHARD_OPTION: shard}
         problems = inputs.problems  # (listed once the config check passed: nothing is written before)
         bar = _Bar(console, quiet, lambda: _show_input_problems(console, problems, out))
-        with on_ray(ray, console) as backend:
+        with on_ray(ray, console) as backend, resumable(console, out):
             try:
                 run = score_completions(dataset, completions, out, reward=opts, split=split, progress=bar,
                                         inputs=inputs, options=options, verdict_cache=verdict_cache)
