@@ -271,7 +271,7 @@ def _with_row_tolerance(r: Route, extra_info: Any, label: str, opts: RewardOptio
             continue
         ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 <= float(value) < math.inf
         if not ok:
-            raise InvalidTestSuite(f"{label}: extra_info.{name} must be a finite number >= 0, got {value!r}")
+            raise InvalidTestSuite(f"row {label!r}: extra_info.{name} must be a finite number >= 0, got {value!r}")
         found[name] = float(value)
     return r.with_overrides(**found) if found else r
 

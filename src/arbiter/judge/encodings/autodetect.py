@@ -34,11 +34,22 @@ def _holds_problem_folders(folder: Path) -> bool:
 def load_suite(path: str | Path, *, problem: str | None = None) -> TestSuite:
     """Read the suite at ``path`` (see the module docstring).
 
-    Raises :class:`InvalidTestSuite` naming the path for an unrecognised or invalid file, and
-    ``OSError`` when a file cannot be read (the caller names the option it came from).
+    Raises :class:`InvalidTestSuite` naming the path (``<path>: <field>: <message>``) for an
+    unrecognised or invalid file, and ``OSError`` when a file cannot be read (the caller names the
+    option it came from).
     """
-    p = Path(path)
-    row = str(p)
+    row = str(Path(path))
+    try:
+        return _load(Path(path), row, problem)
+    except InvalidTestSuite as exc:  # the normalizers name a dataset row; here it is a file
+        message = str(exc)
+        prefix = f"row {row!r}: "
+        if message.startswith(prefix):
+            raise InvalidTestSuite(f"{row}: {message[len(prefix):]}") from exc.__cause__
+        raise
+
+
+def _load(p: Path, row: str, problem: str | None) -> TestSuite:
     if p.is_dir():
         if (p / "input_output.json").is_file():
             return apps_input_output_to_suite((p / "input_output.json").read_bytes(), row=row)
