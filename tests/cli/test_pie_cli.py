@@ -614,3 +614,24 @@ def test_eval_a_precomputed_line_without_runtimes_is_excluded_alone(data):
     reasons = {e["id"]: e["reason"] for e in rep["excluded"]}
     assert set(reasons) == {"b", "c"}
     assert all("line" in why and "'runtimes'" in why for why in reasons.values()), reasons
+
+
+def test_the_readmes_pie_commands_run_on_the_shipped_sample(tmp_path):
+    """A new user could not run the README's PIE commands: nothing PIE-shaped shipped. ``data/pie`` does now, and the
+    two commands of the README's PIE section give every candidate the outcome its kind must get."""
+    readme = (REPO / "README.md").read_text()
+    lines = [ln for ln in readme.splitlines() if ln.startswith("arbiter pie ") and "data/pie/" in ln]
+    assert [ln.split()[2] for ln in lines] == ["reward", "eval"], lines
+    for line in lines:
+        args = line.split()[2:]
+        args[args.index("--out") + 1] = str(tmp_path / args[args.index("--out") + 1])
+        r = subprocess.run([*ARBITER, *args, "--no-progress"], cwd=REPO, capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    recs = [json.loads(x) for x in (tmp_path / "out" / "pie" / "rewards.jsonl").read_text().splitlines()]
+    assert [x["outcome"] for x in recs] == ["AC", "AC", "WA"] * 3, [x["outcome"] for x in recs]
+    faster, itself, _ = recs[:3]
+    assert itself["speedup"] == 1.0 and faster["speedup"] >= 1.0
+    metrics = json.loads((tmp_path / "out" / "pie-eval" / "metrics.json").read_text())
+    assert metrics["n_programs"] == 3 and metrics["n_excluded"] == 0, metrics
+    best_of_3 = next(m for m in metrics["metrics"] if m["k"] == 3)
+    assert best_of_3["pct_correct"] == 100.0 and best_of_3["mean_speedup"] >= 1.0, best_of_3
