@@ -20,6 +20,7 @@ ATTACK = r"""
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 static unsigned char* meter_byte() {
     FILE* f = fopen("/proc/self/maps", "r");
@@ -44,6 +45,12 @@ HOWS = {
     "store": "*(volatile unsigned char*)p = v;",
     "syscall": "int fds[2]; pipe(fds); write(fds[1], &v, 1); read(fds[0], p, 1);",
     "proc_mem": 'int m = open("/proc/self/mem", O_RDWR); pwrite(m, &v, 1, (off_t)(unsigned long)p);',
+    # a second red team: kernel writes valgrind's wrappers do not announce as output (the word already there is
+    # written back, or the call fails), and an open that is not open()
+    "prctl": "syscall(SYS_prctl, 40 /* PR_GET_TID_ADDRESS */, (unsigned long)p, 0, 0, 0);",
+    "futex": "unsigned w = 0; syscall(SYS_futex, &w, 5 /* FUTEX_WAKE_OP */, 0, 0, (unsigned*)p, 0);",
+    "creat": 'int m = creat("/proc/self/mem", 0600); pwrite(m, &v, 1, (off_t)(unsigned long)p);',
+    "unshare": "syscall(SYS_unshare, 0x10000000 /* CLONE_NEWUSER */);",
 }
 
 

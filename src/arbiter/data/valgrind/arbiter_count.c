@@ -25,7 +25,9 @@
    simulated caches, the translations) and change the figures. Before every store (Ist_Store, StoreG, CAS, SC, a
    dirty helper's write) the tool looks up the segment it lands in; valgrind's own (SkAnonV, SkFileV) ends the run
    with "arbiter-count: refused write to the meter's memory: ..." in the log, as does a system call about to write
-   into such memory (track_pre_mem_write) and a writable open of a process's /proc mem file. The last few client
+   into such memory (track_pre_mem_write), a system call any argument of which points into it (the kernel writes
+   through pointers the wrappers do not all announce), a change of namespaces or mounts, and a writable open of a
+   process's /proc mem file. The last few client
    segments a store landed in are remembered (forgotten at every system call, the only way mappings change), so a
    store costs a few compares.
 
@@ -181,11 +183,28 @@ static void check_write(Addr a, SizeT size, const HChar* what)
    }
 }
 
-/* a system call about to write into [a, a + size) (valgrind's syscall wrappers announce every output buffer) */
+/* a system call about to write into [a, a + size) (what valgrind's syscall wrappers announce as output) */
 static void ac_pre_mem_write(CorePart part, ThreadId tid, const HChar* s, Addr a, SizeT size)
 {
    if (size > 0)
       check_write(a, size, "a system call's output");
+}
+
+/* Before any system call: the kernel writes through pointers valgrind's wrappers do not all announce as output
+   (prctl(PR_GET_TID_ADDRESS), futex(FUTEX_WAKE_OP)'s second word, capget's header...), so an argument that points
+   into valgrind's memory is refused, whatever the call; so are changes of namespaces and mounts (a bind mount
+   would show a process's memory file under another path). A program never has a reason to do either. */
+static void refuse_meter_syscall(UInt sysno, UWord* args, UInt nargs)
+{
+   UInt i;
+   for (i = 0; i < nargs && i < 6; i++) {
+      NSegment const* seg = VG_(am_find_nsegment)((Addr)args[i]);
+      if (seg != NULL && (seg->kind == SkAnonV || seg->kind == SkFileV))
+         refuse_meter_write("a system call's argument that points into it", (Addr)args[i]);
+   }
+   if (sysno == __NR_unshare || sysno == __NR_setns || sysno == __NR_mount || sysno == __NR_umount2
+       || sysno == __NR_pivot_root)
+      refuse_meter_write("a change of namespaces or mounts", 0);
 }
 
 /* after a successful open: a process's /proc/<pid>/mem (or a thread's) opened for writing is refused */
@@ -338,6 +357,7 @@ static VG_REGPARM(2) void ac_data_store(Addr a, UWord size)
 static void ac_pre_syscall(ThreadId tid, UInt no, UWord* args, UInt nargs)
 {
    refuse_code_syscall(no, args);
+   refuse_meter_syscall(no, args, nargs);
    forget_segments();
    if (sim) Sys++;
 }
@@ -345,8 +365,8 @@ static void ac_pre_syscall(ThreadId tid, UInt no, UWord* args, UInt nargs)
 static void ac_post_syscall(ThreadId tid, UInt no, UWord* args, UInt nargs, SysRes res)
 {
    forget_segments();  /* (mappings change only by system calls) */
-   if (!sr_isError(res) && (no == __NR_open || no == __NR_openat))
-      check_opened((Int)sr_Res(res), no == __NR_open ? args[1] : args[2]);
+   if (!sr_isError(res) && (no == __NR_open || no == __NR_openat || no == __NR_creat))
+      check_opened((Int)sr_Res(res), no == __NR_open ? args[1] : no == __NR_openat ? args[2] : VKI_O_WRONLY);
 }
 
 static VG_REGPARM(2) void ac_cond(Addr ia, UWord taken)
