@@ -2,11 +2,14 @@
 closed (no token needed: enough of them and the server accepted nothing more), and a stalled upload held its
 share of the body budget for ever. Now a connection has ``ARBITER_HEADER_SECONDS`` to send a request's headers,
 one client address holds at most ``ARBITER_CONNECTIONS_PER_ADDRESS`` connections, and a body gets
-``ARBITER_BODY_SECONDS`` plus a second per MiB (408 after). Short here: 1.5 s, 4 connections, 1 s; bodies of at
+``ARBITER_BODY_SECONDS`` plus a second per MiB (408 after), and an answer left unread ``ARBITER_SEND_SECONDS`` is
+dropped. Short here: 1.5 s, 4 connections, 1 s, 2 s; bodies of at
 most 4 MiB (a body budget of 12 MiB)."""
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +19,8 @@ import pytest
 
 from live_server import LiveServer
 
-ENV = {"ARBITER_HEADER_SECONDS": "1.5", "ARBITER_CONNECTIONS_PER_ADDRESS": "4", "ARBITER_BODY_SECONDS": "1"}
+ENV = {"ARBITER_HEADER_SECONDS": "1.5", "ARBITER_CONNECTIONS_PER_ADDRESS": "4", "ARBITER_BODY_SECONDS": "1",
+       "ARBITER_SEND_SECONDS": "2"}
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +103,34 @@ def test_a_request_answered_slowly_is_not_cut(server):
     r = httpx.post(server.url + "/run_code", json={"code": "import time\ntime.sleep(3)\nprint('done')",
                                                     "language": "python", "run_timeout": 10}, timeout=60)
     assert r.status_code == 200 and r.json()["run_result"]["stdout"] == "done\n", r.text[:300]
+
+
+def _deleted_files(pid: int) -> int:
+    """Files the server holds open that are deleted (a spooled answer being streamed)."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            n += os.readlink(f"/proc/{pid}/fd/{fd}").endswith("(deleted)")
+        except OSError:
+            pass
+    return n
+
+
+def test_an_answer_left_unread_is_dropped_with_its_file(server):
+    """Red team (serve): a client that asked for a large answer and never read it held its spooled file (64 MiB
+    each, on /tmp) for as long as it kept the connection open."""
+    sock = _connect(server)
+    body = json.dumps({"code": "import sys\nsys.stdout.write('x' * (40 << 20))", "language": "python"}).encode()
+    sock.sendall(b"POST /run_code HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                 % len(body) + body)
+    sock.settimeout(60)
+    assert sock.recv(64).startswith(b"HTTP/1.1 200"), "no answer"  # then never read again
+    deadline = time.monotonic() + 30
+    while _deleted_files(server.proc.pid) == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _deleted_files(server.proc.pid) >= 1  # the answer's file, while it streams
+    deadline = time.monotonic() + 30
+    while _deleted_files(server.proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _deleted_files(server.proc.pid) == 0
+    sock.close()

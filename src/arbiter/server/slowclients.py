@@ -1,9 +1,10 @@
 """Slow or silent clients: a connection must send its request's headers within
 :data:`HEADER_SECONDS` (of its start, or of its last answer) and its body within
-:func:`body_seconds`, and one client address holds at most :data:`CONNECTIONS_PER_ADDRESS`
-connections. Otherwise connections that send nothing, or a byte now and then, would hold the
-server's descriptors (no token needed to open one) and a stalled upload its share of the body
-budget, for ever. See ``docs/serve.md``, "Slow clients"."""
+:func:`body_seconds`, one client address holds at most :data:`CONNECTIONS_PER_ADDRESS`
+connections, and a streamed answer left unread :data:`SEND_SECONDS` is dropped. Otherwise
+connections that send nothing, or a byte now and then, would hold the server's descriptors (no
+token needed to open one), a stalled upload its share of the body budget and an unread answer
+its file, for ever. See ``docs/serve.md``, "Under load and faults"."""
 
 from __future__ import annotations
 
@@ -12,11 +13,15 @@ import os
 from collections import Counter
 from typing import Any
 
+from starlette.responses import StreamingResponse
+
 #: Seconds a connection has to send a request's headers: from its start, or from its last answer
 #: (``ARBITER_HEADER_SECONDS``).
 HEADER_SECONDS = float(os.environ.get("ARBITER_HEADER_SECONDS", "30"))
 #: Live connections one client address may hold; more are closed at once (``ARBITER_CONNECTIONS_PER_ADDRESS``).
 CONNECTIONS_PER_ADDRESS = int(os.environ.get("ARBITER_CONNECTIONS_PER_ADDRESS", "1024"))
+#: Seconds a client may leave a chunk of a streamed answer unread before the answer is dropped (``ARBITER_SEND_SECONDS``).
+SEND_SECONDS = float(os.environ.get("ARBITER_SEND_SECONDS", "60"))
 #: A body gets this many seconds (``ARBITER_BODY_SECONDS``), plus one per :data:`BODY_BYTES_PER_SECOND` of its size.
 BODY_SECONDS = float(os.environ.get("ARBITER_BODY_SECONDS", "30"))
 BODY_BYTES_PER_SECOND = 1 << 20
@@ -77,3 +82,30 @@ async def read_within(stream: Any, seconds: float, on_chunk: Any) -> None:
     async with asyncio.timeout(seconds):
         async for chunk in stream:
             await on_chunk(chunk)
+
+
+class _Unread(Exception):
+    """The client left a chunk of the answer unread for :data:`SEND_SECONDS`."""
+
+
+class PacedStreamingResponse(StreamingResponse):
+    """A streamed answer dropped (its file closed, the connection with it: uvicorn closes a
+    connection whose answer was not completed) when the client leaves a chunk unread for
+    :data:`SEND_SECONDS`: a client that never reads would hold the answer's file for as long as it
+    kept the connection open."""
+
+    async def stream_response(self, send: Any) -> None:
+        async def paced(message: dict) -> None:
+            try:
+                await asyncio.wait_for(send(message), SEND_SECONDS)
+            except TimeoutError:
+                await self.body_iterator.aclose()  # (closes the spooled file)
+                raise _Unread() from None
+
+        await super().stream_response(paced)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except _Unread:
+            pass
