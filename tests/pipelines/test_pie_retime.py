@@ -446,6 +446,35 @@ def test_candidate_that_creates_processes_is_unmeasurable_not_wa_not_fast(tests_
         assert s["by_outcome"] == {"UNMEASURABLE": 1} and s["n_correct"] == 0 and s["mean_speedup"] is None
 
 
+# FAST_IN_CHILD's answer, computed by the program after it executed itself again (the contest idiom that raises
+# the stack limit first): correct natively
+FAST_REEXEC = r"""
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+int main(int argc, char** argv) {
+    if (!getenv("AGAIN")) { setenv("AGAIN", "1", 1); execv("/proc/self/exe", argv); return 1; }
+    long long n; if (scanf("%lld", &n) != 1) return 1;
+    long long s = 0;
+    for (long long i = 1; i <= n; ) { long long q = n / i, j = n / q; s += q * (j - i + 1); i = j + 1; }
+    printf("%lld\n", s);
+}
+"""
+
+
+@needs_valgrind
+def test_candidate_that_executes_itself_again_is_unmeasurable_not_a_crash(tests_root):
+    """A red team's false fail: a correct candidate that calls execve (refused when measured: the new program
+    would run uncounted) was RE, as if it had crashed. It cannot be measured: UNMEASURABLE, the failure reward."""
+    from arbiter.rewards.pie.result import UNMEASURABLE
+
+    for method in ("cycles", "instructions"):
+        r = pie_reward(src(), FAST_REEXEC, tests_root, method=method, transform="log", only_cases=["input.0"])
+        assert r.outcome == UNMEASURABLE, (method, r.outcome, r.reason)
+        assert r.verdict["outcome"] == "AC" and "execve" in r.reason, r.reason
+        assert r.speedup is None and r.reward == DEFAULT_LOG_FAILURE_PENALTY and r.scored
+
+
 # ------------------------------------------------------------------------------------ meter fallback (AVX-512)
 
 

@@ -58,7 +58,8 @@ class SpeedupOutcome(StrEnum):
 
 
 #: Measured-run statuses of a correct candidate whose cost cannot be measured.
-UNMEASURABLE_STATUSES = frozenset({"creates_processes", "client_request", "modifies_code", "writes_meter"})
+UNMEASURABLE_STATUSES = frozenset({"creates_processes", "client_request", "modifies_code", "writes_meter",
+                                   "exec_refused"})
 #: Why a wrong output under measurement is its own outcome (the candidate passed the same case natively).
 MISMATCH_REASON = ("the candidate printed the right output when judged natively and a wrong one when measured: "
                    "the measured program is not the program that runs; no speedup")
@@ -69,7 +70,6 @@ STATUS_VERDICTS: Mapping[str, Outcome] = {
     "runtime_error": Outcome.RE,
     "output_limit": Outcome.OLE,
     "wrong_output": Outcome.WA,
-    "exec_refused": Outcome.RE,
     "no_count": Outcome.SANDBOX_ERROR,
     "sandbox_error": Outcome.SANDBOX_ERROR,
     "unsupported_by_meter": Outcome.SANDBOX_ERROR,

@@ -19,7 +19,7 @@ MEASURABLE_FACTOR = 2.0
 WALL_MEASURABLE_SECONDS = 0.01
 #: Measured-run statuses of an answer that passed every test but cannot be measured, and their reason codes.
 UNMEASURABLE_CODES = {"creates_processes": "CREATES_PROCESSES", "client_request": "CLIENT_REQUEST",
-                      "modifies_code": "MODIFIES_CODE", "writes_meter": "WRITES_METER"}
+                      "modifies_code": "MODIFIES_CODE", "writes_meter": "WRITES_METER", "exec_refused": "EXEC_REFUSED"}
 #: Speed-gate values that let a row pass.
 GATE_PASSES = ("passed", "not_applied")
 
