@@ -179,6 +179,16 @@ SLOW_OK = md("import time\nt = time.process_time()\nwhile time.process_time() - 
              "a, b = map(int, input().split())\nprint(a + b)")
 
 
+def _wait_for_verdicts(proc: subprocess.Popen, verdicts: Path, n: int) -> None:
+    """Wait until the running ``arbiter score`` has written ``n`` verdicts (it must still be running then)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if verdicts.exists() and verdicts.read_text().count("\n") >= n:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run finished before it could be interrupted"
+
+
 def test_resume_after_kill_has_no_duplicates_and_same_result(tmp_path):
     n_rows, per_row = 12, 4
     rows = [row("code_taco", f"r{i}", SUM) for i in range(n_rows)]
@@ -192,12 +202,7 @@ def test_resume_after_kill_has_no_duplicates_and_same_result(tmp_path):
     cmd = [*ARBITER, "score", "--dataset", str(dataset), "--completions", str(completions), "--out", str(out), "--quiet"]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     verdicts = out / "verdicts.jsonl"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        if verdicts.exists() and verdicts.read_text().count("\n") >= 10:
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, "the run finished before it could be interrupted"
+    _wait_for_verdicts(proc, verdicts, 10)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     partial = read_jsonl(verdicts)
@@ -231,12 +236,7 @@ def test_ctrl_c_says_what_is_kept_and_the_rerun_resumes(tmp_path):
     cmd = [*ARBITER, "score", "--dataset", str(dataset), "--completions", str(completions), "--out", str(out), "--quiet"]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     verdicts = out / "verdicts.jsonl"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        if verdicts.exists() and verdicts.read_text().count("\n") >= 2:
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, "the run finished before it could be interrupted"
+    _wait_for_verdicts(proc, verdicts, 2)
     os.kill(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
