@@ -51,6 +51,9 @@ HOWS = {
     "futex": "unsigned w = 0; syscall(SYS_futex, &w, 5 /* FUTEX_WAKE_OP */, 0, 0, (unsigned*)p, 0);",
     "creat": 'int m = creat("/proc/self/mem", 0600); pwrite(m, &v, 1, (off_t)(unsigned long)p);',
     "unshare": "syscall(SYS_unshare, 0x10000000 /* CLONE_NEWUSER */);",
+    # a third: io_submit writes into the request blocks it is pointed to (a list the program holds, not an
+    # argument), so asynchronous I/O is refused from its set-up on
+    "aio": "unsigned long ctx = 0; syscall(SYS_io_setup, 1, &ctx);",
 }
 
 
@@ -69,6 +72,15 @@ def test_a_write_into_the_meters_memory_ends_the_run(how, meter):
     c = run.counts[0]
     assert c.status is MeasureStatus.WRITES_METER and c.instructions is None and not run.ok, (c.status, c.detail)
     assert "refused by the meter" in c.detail, c.detail
+
+
+def test_a_register_a_system_call_does_not_read_is_not_its_argument():
+    """getpid() with an address of the meter's memory left in a register it does not read (the program's own
+    value: a third red team's false refusal) is measured."""
+    honest = ATTACK.replace("HOW", 'asm volatile("mov %0, %%r10\\n\\tmov $39, %%eax\\n\\tsyscall" : : "r"(p) '
+                                   ': "rax", "rcx", "r10", "r11", "memory");')
+    run = measure_instructions(_binary(honest), [("c", b"", b"42\n")])
+    assert run.ok and run.counts[0].status is MeasureStatus.OK, run.counts[0].detail
 
 
 def test_an_honest_program_counts_as_before_under_both_meters():

@@ -26,8 +26,9 @@
    dirty helper's write) the tool looks up the segment it lands in; valgrind's own (SkAnonV, SkFileV) ends the run
    with "arbiter-count: refused write to the meter's memory: ..." in the log, as does a system call about to write
    into such memory (track_pre_mem_write), a system call any argument of which points into it (the kernel writes
-   through pointers the wrappers do not all announce), a change of namespaces or mounts, and a writable open of a
-   process's /proc mem file. The last few client
+   through pointers the wrappers do not all announce), asynchronous I/O (the kernel writes into request blocks
+   the program only points to), a change of namespaces or mounts, and a writable open of a process's /proc mem
+   file. The last few client
    segments a store landed in are remembered (forgotten at every system call, the only way mappings change), so a
    store costs a few compares.
 
@@ -194,10 +195,28 @@ static void ac_pre_mem_write(CorePart part, ThreadId tid, const HChar* s, Addr a
    (prctl(PR_GET_TID_ADDRESS), futex(FUTEX_WAKE_OP)'s second word, capget's header...), so an argument that points
    into valgrind's memory is refused, whatever the call; so are changes of namespaces and mounts (a bind mount
    would show a process's memory file under another path). A program never has a reason to do either. */
+/* How many arguments the common system calls take, plus one (0: not listed, all six are checked): a register a
+   call does not read may hold anything the program left there. */
+static const UChar ARITY[] = {
+   [__NR_read] = 4, [__NR_write] = 4, [__NR_open] = 4, [__NR_close] = 2, [__NR_stat] = 3, [__NR_fstat] = 3,
+   [__NR_lstat] = 3, [__NR_poll] = 4, [__NR_lseek] = 4, [__NR_mmap] = 7, [__NR_mprotect] = 4, [__NR_munmap] = 3,
+   [__NR_brk] = 2, [__NR_rt_sigaction] = 5, [__NR_rt_sigprocmask] = 5, [__NR_ioctl] = 4, [__NR_pread64] = 5,
+   [__NR_pwrite64] = 5, [__NR_readv] = 4, [__NR_writev] = 4, [__NR_access] = 3, [__NR_pipe] = 2,
+   [__NR_sched_yield] = 1, [__NR_mremap] = 6, [__NR_madvise] = 4, [__NR_dup] = 2, [__NR_dup2] = 3,
+   [__NR_nanosleep] = 3, [__NR_getpid] = 1, [__NR_exit] = 2, [__NR_uname] = 2, [__NR_fcntl] = 4,
+   [__NR_getcwd] = 3, [__NR_readlink] = 4, [__NR_gettimeofday] = 3, [__NR_getrlimit] = 3, [__NR_getrusage] = 3,
+   [__NR_getuid] = 1, [__NR_getgid] = 1, [__NR_geteuid] = 1, [__NR_getegid] = 1, [__NR_getppid] = 1,
+   [__NR_sigaltstack] = 3, [__NR_arch_prctl] = 3, [__NR_setrlimit] = 3, [__NR_gettid] = 1, [__NR_time] = 2,
+   [__NR_futex] = 7, [__NR_sched_getaffinity] = 4, [__NR_set_tid_address] = 2, [__NR_clock_gettime] = 3,
+   [__NR_clock_getres] = 3, [__NR_clock_nanosleep] = 5, [__NR_exit_group] = 2, [__NR_tgkill] = 4,
+   [__NR_openat] = 5, [__NR_newfstatat] = 5, [__NR_set_robust_list] = 3, [__NR_pipe2] = 3, [__NR_dup3] = 4,
+   [__NR_prlimit64] = 5, [__NR_getrandom] = 4, [__NR_statx] = 6,
+};
+
 static void refuse_meter_syscall(UInt sysno, UWord* args, UInt nargs)
 {
-   UInt i;
-   for (i = 0; i < nargs && i < 6; i++) {
+   UInt i, n = sysno < sizeof(ARITY) && ARITY[sysno] ? ARITY[sysno] - 1 : 6;
+   for (i = 0; i < n && i < nargs; i++) {
       NSegment const* seg = VG_(am_find_nsegment)((Addr)args[i]);
       if (seg != NULL && (seg->kind == SkAnonV || seg->kind == SkFileV))
          refuse_meter_write("a system call's argument that points into it", (Addr)args[i]);
@@ -205,6 +224,8 @@ static void refuse_meter_syscall(UInt sysno, UWord* args, UInt nargs)
    if (sysno == __NR_unshare || sysno == __NR_setns || sysno == __NR_mount || sysno == __NR_umount2
        || sysno == __NR_pivot_root)
       refuse_meter_write("a change of namespaces or mounts", 0);
+   if (sysno == __NR_io_setup || sysno == __NR_io_submit)  /* the kernel writes into the request blocks it is given */
+      refuse_meter_write("asynchronous I/O (io_setup, io_submit)", 0);
 }
 
 /* after a successful open: a process's /proc/<pid>/mem (or a thread's) opened for writing is refused */
