@@ -3,6 +3,8 @@ warm starts from the request's files; a file to fetch that the program made a FI
 
 from __future__ import annotations
 
+import pytest
+
 from arbiter.judge.run_once import WarmSandboxes, run_once
 from arbiter.sandbox.limits import Limits
 
@@ -40,3 +42,17 @@ def test_a_fifo_in_fetch_files_is_omitted_not_a_sandbox_error():
                  fetch=("out.txt",))
     assert r.sandbox_error == "" and r.execution is not None and r.execution.ok, r
     assert r.files == {} and r.files_omitted == {"out.txt": "missing or not a regular file"}, r
+
+
+def test_a_put_onto_a_fifo_the_program_left_fails_at_once():
+    """A second red team (serve): a program that turned its request file into a FIFO made the next warm run's put
+    wait for a reader until the host's 30 s timeout (a judge slot held, verl's request a 504). The put now fails at
+    once (no reader: ENXIO) and the run takes a fresh sandbox, as for any failed put."""
+    from arbiter.sandbox.sandbox import Sandbox, SandboxError
+
+    with Sandbox() as sb:
+        sb.put("data.txt", b"orig")
+        made = sb.run(["/bin/sh", "-c", "rm data.txt && mkfifo data.txt && echo made"])
+        assert made.ok and made.stdout == b"made\n", made
+        with pytest.raises(SandboxError, match="No such device or address"):
+            sb.put("data.txt", b"orig")

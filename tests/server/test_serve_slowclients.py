@@ -2,9 +2,9 @@
 closed (no token needed: enough of them and the server accepted nothing more), and a stalled upload held its
 share of the body budget for ever. Now a connection has ``ARBITER_HEADER_SECONDS`` to send a request's headers,
 one client address holds at most ``ARBITER_CONNECTIONS_PER_ADDRESS`` connections, and a body gets
-``ARBITER_BODY_SECONDS`` plus a second per MiB (408 after), and an answer left unread ``ARBITER_SEND_SECONDS`` is
-dropped. Short here: 1.5 s, 4 connections, 1 s, 2 s; bodies of at
-most 4 MiB (a body budget of 12 MiB)."""
+``ARBITER_BODY_SECONDS`` plus a second per MiB (408 after), and a connection whose client leaves the answer unread
+``ARBITER_SEND_SECONDS`` is aborted. Short here: 1.5 s, 4 connections, 1 s, 2 s; bodies of at most 4 MiB (a body
+budget of 12 MiB)."""
 
 from __future__ import annotations
 
@@ -134,3 +134,84 @@ def test_an_answer_left_unread_is_dropped_with_its_file(server):
         time.sleep(0.2)
     assert _deleted_files(server.proc.pid) == 0
     sock.close()
+
+
+def test_websocket_upgrades_do_not_use_up_an_addresss_connections(server):
+    """A second red team: an ``Upgrade: websocket`` request was handed to uvicorn's WebSocket handler, which never
+    gave back its connection's place: four such requests (1,024 by default) locked the address out."""
+    for _ in range(6):
+        sock = _connect(server)
+        sock.sendall(b"GET /v1/ping HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                     b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+        sock.settimeout(10)
+        sock.recv(4096)
+        sock.close()
+    time.sleep(0.3)
+    assert httpx.get(server.url + "/v1/ping", timeout=30).status_code == 200
+
+
+def _unread(port: int, request: bytes, wait: float) -> int:
+    """Send ``request`` with a tiny receive buffer, read nothing for ``wait`` seconds, then read what comes until
+    the connection ends: the bytes received."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(request)
+    time.sleep(wait)
+    sock.settimeout(20)
+    got = 0
+    try:
+        while chunk := sock.recv(1 << 16):
+            got += len(chunk)
+    except (ConnectionResetError, TimeoutError, socket.timeout):
+        pass
+    sock.close()
+    return got
+
+
+@pytest.mark.parametrize("path", ["/whole", "/lines"])
+def test_an_answer_left_unread_ends_its_connection(path, monkeypatch):
+    """A second red team: an answer written in one piece (every /v1 answer, a /run_code one up to 256 KiB) or
+    streamed line by line (``?stream=1``) and never read stayed in the server's memory, with its connection and,
+    for a stream, the request's share of the body budget, for as long as the client kept it open. The guarded
+    protocol aborts a connection whose write buffer stays full ``SEND_SECONDS`` (a real uvicorn server here)."""
+    import asyncio
+    import threading
+
+    import uvicorn
+    from fastapi import FastAPI
+    from fastapi.responses import Response, StreamingResponse
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    from arbiter.server import slowclients
+
+    monkeypatch.setattr(slowclients, "SEND_SECONDS", 1.0)
+    size = 32 << 20
+    app = FastAPI()
+
+    @app.get("/whole")
+    async def whole():
+        return Response(b"x" * size)
+
+    @app.get("/lines")
+    async def lines():
+        async def gen():
+            for _ in range(size >> 20):
+                yield b"y" * (1 << 20)
+        return StreamingResponse(gen())
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", ws="none",
+                                          http=slowclients.guarded(AutoHTTPProtocol)))
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        got = _unread(port, b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path.encode(), 4.0)
+        assert got < size, got  # cut: the server let go of the rest
+        read = httpx.get(f"http://127.0.0.1:{port}{path}", timeout=60)  # a client that reads gets it all
+        assert len(read.content) == size
+    finally:
+        server.should_exit = True
+        thread.join(10)

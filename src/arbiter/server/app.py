@@ -27,7 +27,7 @@ from arbiter.server.jupyter import RunJupyterRequest, run_jupyter
 from arbiter.server.metrics import Metrics, visible_to
 from arbiter.server.retries import Orphans, request_key
 from arbiter.server.runcode import BadRequest, OurFailure, RunCodeRequest, prepare, run_code, warm_sandboxes
-from arbiter.server.slowclients import PacedStreamingResponse, body_seconds, read_within
+from arbiter.server.slowclients import body_seconds, read_within
 
 log = logging.getLogger("arbiter.serve")
 
@@ -289,8 +289,8 @@ def spooled_response(spooled) -> Response:
     if size <= answer.CHUNK:
         with spooled:
             return Response(spooled.read(), media_type="application/json")
-    return PacedStreamingResponse(answer.stream(spooled), media_type="application/json",
-                                  headers={"Content-Length": str(size)})
+    return StreamingResponse(answer.stream(spooled), media_type="application/json",
+                             headers={"Content-Length": str(size)})
 
 
 def _jupyter_route(app: FastAPI, svc: Service) -> None:

@@ -47,7 +47,8 @@ async def _main(cfg: ServerConfig) -> int:
     app = create_app(cfg)
     svc = app.state.service
     server = _Server(uvicorn.Config(app, host=cfg.host, port=cfg.port, log_level="warning", access_log=False,
-                                    timeout_graceful_shutdown=5, lifespan="on", http=guarded(AutoHTTPProtocol)))
+                                    timeout_graceful_shutdown=5, lifespan="on", http=guarded(AutoHTTPProtocol),
+                                    ws="none"))  # (no WebSocket route: an Upgrade is answered as HTTP)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, lambda: asyncio.ensure_future(_drain(server, svc, cfg)))

@@ -1,10 +1,12 @@
 """Slow or silent clients: a connection must send its request's headers within
 :data:`HEADER_SECONDS` (of its start, or of its last answer) and its body within
-:func:`body_seconds`, one client address holds at most :data:`CONNECTIONS_PER_ADDRESS`
-connections, and a streamed answer left unread :data:`SEND_SECONDS` is dropped. Otherwise
-connections that send nothing, or a byte now and then, would hold the server's descriptors (no
-token needed to open one), a stalled upload its share of the body budget and an unread answer
-its file, for ever. See ``docs/serve.md``, "Under load and faults"."""
+:func:`body_seconds`; one client address holds at most :data:`CONNECTIONS_PER_ADDRESS`
+connections; a connection whose client leaves the answer unread (its write buffer full and not
+draining) for :data:`SEND_SECONDS` is aborted. Otherwise connections that send nothing, or a byte
+now and then, would hold the server's descriptors (no token needed to open one), a stalled upload
+its share of the body budget and an unread answer its memory, file and connection, for ever. See
+``docs/serve.md``, "Under load and faults".
+"""
 
 from __future__ import annotations
 
@@ -13,14 +15,13 @@ import os
 from collections import Counter
 from typing import Any
 
-from starlette.responses import StreamingResponse
-
 #: Seconds a connection has to send a request's headers: from its start, or from its last answer
 #: (``ARBITER_HEADER_SECONDS``).
 HEADER_SECONDS = float(os.environ.get("ARBITER_HEADER_SECONDS", "30"))
 #: Live connections one client address may hold; more are closed at once (``ARBITER_CONNECTIONS_PER_ADDRESS``).
 CONNECTIONS_PER_ADDRESS = int(os.environ.get("ARBITER_CONNECTIONS_PER_ADDRESS", "1024"))
-#: Seconds a client may leave a chunk of a streamed answer unread before the answer is dropped (``ARBITER_SEND_SECONDS``).
+#: Seconds a connection's write buffer may stay full (its client reads nothing) before it is aborted
+#: (``ARBITER_SEND_SECONDS``).
 SEND_SECONDS = float(os.environ.get("ARBITER_SEND_SECONDS", "60"))
 #: A body gets this many seconds (``ARBITER_BODY_SECONDS``), plus one per :data:`BODY_BYTES_PER_SECOND` of its size.
 BODY_SECONDS = float(os.environ.get("ARBITER_BODY_SECONDS", "30"))
@@ -33,9 +34,10 @@ def body_seconds(size: int) -> float:
 
 
 def guarded(base: type) -> type:
-    """uvicorn's HTTP protocol class ``base`` with the header deadline and the per-address cap
-    (both of uvicorn's implementations keep ``loop``, ``transport``, ``client`` and ``cycle``, the
-    request being answered)."""
+    """uvicorn's HTTP protocol class ``base`` with the header deadline, the per-address cap and the
+    write-stall deadline (both of uvicorn's implementations keep ``loop``, ``transport``, ``client``
+    and ``cycle``, the request being answered, and get ``pause_writing``/``resume_writing`` from the
+    transport when its buffer passes its high-water mark and drains again)."""
 
     class Guarded(base):  # type: ignore[misc, valid-type]
         _per_address: Counter = Counter()
@@ -44,7 +46,7 @@ def guarded(base: type) -> type:
             super().connection_made(transport)
             self._address = (self.client or ("?",))[0]
             Guarded._per_address[self._address] += 1
-            self._watch = None
+            self._watch = self._stall = None
             if Guarded._per_address[self._address] > CONNECTIONS_PER_ADDRESS:
                 transport.close()
                 return
@@ -64,9 +66,21 @@ def guarded(base: type) -> type:
                 return
             self._arm(cycle)
 
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            if self._stall is None:
+                self._stall = self.loop.call_later(SEND_SECONDS, self.transport.abort)
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            if self._stall is not None:
+                self._stall.cancel()
+                self._stall = None
+
         def connection_lost(self, exc: Exception | None) -> None:
-            if self._watch is not None:
-                self._watch.cancel()
+            for timer in (self._watch, self._stall):
+                if timer is not None:
+                    timer.cancel()
             Guarded._per_address[self._address] -= 1
             if Guarded._per_address[self._address] <= 0:
                 del Guarded._per_address[self._address]
@@ -82,30 +96,3 @@ async def read_within(stream: Any, seconds: float, on_chunk: Any) -> None:
     async with asyncio.timeout(seconds):
         async for chunk in stream:
             await on_chunk(chunk)
-
-
-class _Unread(Exception):
-    """The client left a chunk of the answer unread for :data:`SEND_SECONDS`."""
-
-
-class PacedStreamingResponse(StreamingResponse):
-    """A streamed answer dropped (its file closed, the connection with it: uvicorn closes a
-    connection whose answer was not completed) when the client leaves a chunk unread for
-    :data:`SEND_SECONDS`: a client that never reads would hold the answer's file for as long as it
-    kept the connection open."""
-
-    async def stream_response(self, send: Any) -> None:
-        async def paced(message: dict) -> None:
-            try:
-                await asyncio.wait_for(send(message), SEND_SECONDS)
-            except TimeoutError:
-                await self.body_iterator.aclose()  # (closes the spooled file)
-                raise _Unread() from None
-
-        await super().stream_response(paced)
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        except _Unread:
-            pass

@@ -22,10 +22,11 @@ from .tamper import tampering
 
 
 def op_put(state, header, blobs):
-    """Write a file (kept across cases) into a scratch directory."""
+    """Write a file (kept across cases) into a scratch directory. Opened without blocking: a FIFO a
+    program left at a kept path fails the put (a fresh sandbox is then taken) instead of holding it."""
     path = header["path"]
     mode = int(header.get("mode", 0o644))
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK, mode)
     try:
         write_all(fd, blobs[0])
     finally:
