@@ -28,9 +28,8 @@
    into such memory (track_pre_mem_write), a system call any argument of which points into it (the kernel writes
    through pointers the wrappers do not all announce), asynchronous I/O (the kernel writes into request blocks
    the program only points to), a change of namespaces or mounts, and a writable open of a process's /proc mem
-   file. The last few client
-   segments a store landed in are remembered (forgotten at every system call, the only way mappings change), so a
-   store costs a few compares.
+   file. The last few client segments a store landed in are remembered (forgotten at every system call, the only
+   way mappings change), so a store costs a few compares.
 
    Counting: one IMark is one guest instruction; the count of the instructions seen so far is added to a 64-bit
    counter before every side exit and at the end of the block (an exit taken skips the rest), inline (no helper
@@ -191,10 +190,6 @@ static void ac_pre_mem_write(CorePart part, ThreadId tid, const HChar* s, Addr a
       check_write(a, size, "a system call's output");
 }
 
-/* Before any system call: the kernel writes through pointers valgrind's wrappers do not all announce as output
-   (prctl(PR_GET_TID_ADDRESS), futex(FUTEX_WAKE_OP)'s second word, capget's header...), so an argument that points
-   into valgrind's memory is refused, whatever the call; so are changes of namespaces and mounts (a bind mount
-   would show a process's memory file under another path). A program never has a reason to do either. */
 /* How many arguments the common system calls take, plus one (0: not listed, all six are checked): a register a
    call does not read may hold anything the program left there. */
 static const UChar ARITY[] = {
@@ -213,6 +208,11 @@ static const UChar ARITY[] = {
    [__NR_prlimit64] = 5, [__NR_getrandom] = 4, [__NR_statx] = 6,
 };
 
+/* Before any system call: the kernel writes through pointers valgrind's wrappers do not all announce as output
+   (prctl(PR_GET_TID_ADDRESS), futex(FUTEX_WAKE_OP)'s second word, capget's header...), so an argument that points
+   into valgrind's memory is refused, whatever the call; so are asynchronous I/O (the kernel writes into request
+   blocks the program only points to) and changes of namespaces and mounts (a bind mount would show a process's
+   memory file under another path). A program measured here has no reason to do any of these. */
 static void refuse_meter_syscall(UInt sysno, UWord* args, UInt nargs)
 {
    UInt i, n = sysno < sizeof(ARITY) && ARITY[sysno] ? ARITY[sysno] - 1 : 6;
