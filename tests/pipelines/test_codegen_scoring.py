@@ -234,7 +234,9 @@ def test_ctrl_c_says_what_is_kept_and_the_rerun_resumes(tmp_path):
     completions = write_jsonl(tmp_path / "c.jsonl", recs)
     out = tmp_path / "out"
     cmd = [*ARBITER, "score", "--dataset", str(dataset), "--completions", str(completions), "--out", str(out), "--quiet"]
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # (SIGINT as a terminal leaves it: a shell's background job, as a CI run may be, starts with it ignored)
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     verdicts = out / "verdicts.jsonl"
     _wait_for_verdicts(proc, verdicts, 2)
     os.kill(proc.pid, signal.SIGINT)
