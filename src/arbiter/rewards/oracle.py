@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from arbiter.judge.speedup import MeasureFailure
+from arbiter.judge.speedup import UNMEASURABLE_STATUSES, MeasureFailure
 
 #: The stages of a row, in order (a rejected row's ``stage`` is the first failing one).
 STAGES = ("load", "task", "messages", "format", "compile", "tests", "measure", "speed")
@@ -17,9 +17,9 @@ STAGES = ("load", "task", "messages", "format", "compile", "tests", "measure", "
 MEASURABLE_FACTOR = 2.0
 #: Wall-time analogue of :data:`MEASURABLE_FACTOR`: seconds per case the source must take.
 WALL_MEASURABLE_SECONDS = 0.01
-#: Measured-run statuses of an answer that passed every test but cannot be measured, and their reason codes.
-UNMEASURABLE_CODES = {"creates_processes": "CREATES_PROCESSES", "client_request": "CLIENT_REQUEST",
-                      "modifies_code": "MODIFIES_CODE", "writes_meter": "WRITES_METER", "exec_refused": "EXEC_REFUSED"}
+#: Measured-run statuses of an answer that passed every test but cannot be measured, and their reason codes
+#: (the status in capitals: one list, :data:`~arbiter.judge.speedup.UNMEASURABLE_STATUSES`).
+UNMEASURABLE_CODES = {status: status.upper() for status in sorted(UNMEASURABLE_STATUSES)}
 #: Speed-gate values that let a row pass.
 GATE_PASSES = ("passed", "not_applied")
 
