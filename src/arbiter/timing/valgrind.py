@@ -169,7 +169,21 @@ def _empty_dir() -> str:
 
 def cpu_identity() -> tuple[str, str]:
     """``(model name, sha256[:16] of the sorted CPU flags)`` of the host, from ``/proc/cpuinfo``."""
-    model, flags = "", ""
+    model, flags = _cpuinfo()
+    return (model or platform.processor() or platform.machine(),
+            hashlib.sha256(" ".join(flags).encode()).hexdigest()[:16])
+
+
+def host_has_cpu_flag(flag: str) -> bool:
+    """Whether the host CPU lists ``flag`` (e.g. ``"avx512f"``) in ``/proc/cpuinfo``; False when unreadable."""
+    return flag in _cpuinfo()[1]
+
+
+@functools.lru_cache(maxsize=1)
+def _cpuinfo() -> tuple[str, tuple[str, ...]]:
+    """The first ``model name`` and the sorted ``flags`` (``Features`` on arm64) of ``/proc/cpuinfo`` ("" and
+    none when unreadable)."""
+    model, flags = "", None
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -177,27 +191,13 @@ def cpu_identity() -> tuple[str, str]:
                 key = key.strip()
                 if key == "model name" and not model:
                     model = value.strip()
-                elif key in ("flags", "Features") and not flags:
-                    flags = " ".join(sorted(value.split()))
-                if model and flags:
+                elif key in ("flags", "Features") and flags is None:
+                    flags = tuple(sorted(value.split()))
+                if model and flags is not None:
                     break
     except OSError:
         pass
-    return model or platform.processor() or platform.machine(), hashlib.sha256(flags.encode()).hexdigest()[:16]
-
-
-@functools.lru_cache(maxsize=None)
-def host_has_cpu_flag(flag: str) -> bool:
-    """Whether the host CPU lists ``flag`` (e.g. ``"avx512f"``) in ``/proc/cpuinfo``; False when unreadable."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() in ("flags", "Features"):
-                    return flag in value.split()
-    except OSError:
-        pass
-    return False
+    return model, flags or ()
 
 
 #: Where the static libraries of valgrind's core live (``libcoregrind-<plat>.a``, ``libvex-<plat>.a``; Debian's
