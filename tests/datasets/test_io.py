@@ -85,6 +85,34 @@ def test_sink_skips_known_keys_and_cuts_a_torn_line(tmp_path):
     assert list(read_jsonl(p)) == [{"k": 1, "v": "a"}, {"k": 2, "v": "c"}]
 
 
+def test_sink_sets_aside_a_bad_line_in_the_middle_and_keeps_every_record_after_it(tmp_path, caplog):
+    """A line that is not a record with records after it (a hand edit, a damaged disk) was taken
+    for a torn last line: the file was cut there and every later record lost (8 of 10, silently;
+    red team, pipelines). It is moved to ``<file>.corrupt`` and named in a warning now."""
+    p = tmp_path / "completions.jsonl"
+    with JsonlSink(p, key="k") as s:
+        for i in range(10):
+            s.write({"k": i})
+    lines = p.read_text().splitlines()
+    lines[2], lines[6] = '{"k": 2,}', '{"no key": 6}'
+    p.write_text("\n".join(lines) + "\n" + '{"k": 10')  # (and a torn last line)
+    with caplog.at_level("WARNING", logger="arbiter"):
+        with JsonlSink(p, key="k") as s:
+            assert sorted(s.keys) == sorted(str(i) for i in (0, 1, 3, 4, 5, 7, 8, 9))
+            assert s.write({"k": 2})
+    assert [r["k"] for r in read_jsonl(p)] == [0, 1, 3, 4, 5, 7, 8, 9, 2]
+    assert (tmp_path / "completions.jsonl.corrupt").read_text() == '{"k": 2,}\n{"no key": 6}\n'
+    assert "lines 3, 7: not a record" in caplog.text and "completions.jsonl.corrupt" in caplog.text
+
+
+def test_sink_cuts_an_invalid_last_line_as_torn(tmp_path):
+    p = tmp_path / "s.jsonl"
+    p.write_text('{"k": 1}\n{"k": 2, "v"\n')
+    with JsonlSink(p, key="k") as s:
+        assert sorted(s.keys) == ["1"]
+    assert p.read_text() == '{"k": 1}\n' and not (tmp_path / "s.jsonl.corrupt").exists()
+
+
 
 
 def test_atomic_writes_get_the_mode_open_would_give(tmp_path):

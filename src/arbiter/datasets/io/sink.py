@@ -2,13 +2,16 @@
 
 Every record carries a stable key (a field, e.g. ``task_id``, or a function of the record). A sink
 reads the keys already in its file when opened; writing a key that is already there is a no-op, so
-re-running an interrupted job never duplicates rows. A line torn by a kill (no trailing newline, or
-not valid JSON) is cut off when the file is opened. Each record is flushed as it is written.
+re-running an interrupted job never duplicates rows. A last line torn by a kill (no trailing
+newline, or not valid JSON) is cut off when the file is opened; a line that is not valid JSON
+with records after it (an edit, a damaged disk) is set aside, never the records after it: moved
+to ``<file>.corrupt`` and named in a warning. Each record is flushed as it is written.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from pathlib import Path
@@ -38,26 +41,43 @@ class JsonlSink:
     def _repair_and_load(self) -> None:
         if not self.path.exists():
             return
-        good_end = 0
         with open(self.path, "rb") as f:
             data = f.read()
-        pos = 0
-        while pos < len(data):
-            nl = data.find(b"\n", pos)
-            if nl < 0:
-                break  # torn last line
-            line = data[pos:nl]
+        lines = data.split(b"\n")
+        torn = lines.pop()  # (after the last newline: empty unless a kill tore the line)
+        bad: list[int] = []  # 0-based numbers of the lines that are not a record
+        for number, line in enumerate(lines):
             if line.strip():
                 try:
-                    rec = json.loads(line)
-                except ValueError:
-                    break  # torn or corrupt: keep what came before
-                self.keys.add(self._key(rec))
-            pos = nl + 1
-            good_end = pos
-        if good_end < len(data):
+                    self.keys.add(self._key(json.loads(line)))
+                except (ValueError, KeyError, TypeError):  # (not JSON, or a record without its key)
+                    bad.append(number)
+        if bad and bad[-1] == len(lines) - 1 and not torn:
+            torn = lines.pop()  # (the last complete line: torn as well)
+            bad.pop()
+        if bad:
+            self._set_aside(lines, bad)
+        elif torn:
             with open(self.path, "r+b") as f:
-                f.truncate(good_end)
+                f.truncate(sum(len(line) + 1 for line in lines))
+
+    def _set_aside(self, lines: list[bytes], bad: list[int]) -> None:
+        """Move the ``bad`` lines to ``<file>.corrupt`` (appended) and rewrite the file without
+        them (and without a torn last line), atomically; warn naming them."""
+        corrupt = self.path.with_name(self.path.name + ".corrupt")
+        with open(corrupt, "ab") as f:
+            f.write(b"".join(lines[i] + b"\n" for i in bad))
+        skip = set(bad)
+        tmp = self.path.with_name(self.path.name + ".repair")
+        with open(tmp, "wb") as f:
+            f.write(b"".join(line + b"\n" for i, line in enumerate(lines) if i not in skip))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        shown = ", ".join(str(i + 1) for i in bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
+        logging.getLogger("arbiter").warning(
+            "%s: line%s %s: not a record (not valid JSON, or without its key): moved to %s, the records after "
+            "kept", self.path, "s" if len(bad) > 1 else "", shown, corrupt)
 
     def __contains__(self, key: str) -> bool:
         return key in self.keys
