@@ -130,15 +130,19 @@ def refused_code_change(log: bytes | None) -> str | None:
     """What the counting tool refused (e.g. ``"the program asked for memory that is writable and executable"``)
     from its ``log`` line ``==PID== arbiter-count: refused code change: <what>``, else ``None``. As with
     :func:`refused_client_request`, a program that writes such a line itself only gets itself refused."""
-    m = _CODE_CHANGE.search(log or b"")
-    return m.group(1).decode("utf-8", "replace").strip() if m else None
+    return _refusal(_CODE_CHANGE, log)
 
 
 def refused_meter_write(log: bytes | None) -> str | None:
     """What write the counting tool refused (e.g. ``"a store at 0x58123450"``) from its ``log`` line ``==PID==
     arbiter-count: refused write to the meter's memory: <what>``, else ``None``. A program that writes such a line
     itself only gets itself refused."""
-    m = _METER_WRITE.search(log or b"")
+    return _refusal(_METER_WRITE, log)
+
+
+def _refusal(line: re.Pattern[bytes], log: bytes | None) -> str | None:
+    """The text after the tool's refusal ``line`` in ``log``, else ``None``."""
+    m = line.search(log or b"")
     return m.group(1).decode("utf-8", "replace").strip() if m else None
 
 
