@@ -462,7 +462,7 @@ def _refused(result, *needles: str) -> str:
 
 
 @pytest.mark.parametrize("kind", ["empty_jsonl", "blank_jsonl", "empty_parquet", "no_rows_parquet", "binary_jsonl",
-                                  "binary_parquet", "not_json", "bad_utf8_line", "json_array_of_strings",
+                                  "binary_parquet", "not_json", "json_array_of_strings",
                                   "parquet_without_data_source"])
 def test_unusable_dataset_exits_2_naming_the_file(kind, tmp_path):
     good = json.dumps(row("code_taco", "t0", SUM))
@@ -474,8 +474,6 @@ def test_unusable_dataset_exits_2_naming_the_file(kind, tmp_path):
         "binary_jsonl": ("d.jsonl", _binary(), ["line 1", "not UTF-8 text"]),
         "binary_parquet": ("d.parquet", _binary(), ["not a readable Parquet file"]),
         "not_json": ("d.jsonl", b"id,question\n1,hello\n", ["line 1", "not valid JSON"]),
-        "bad_utf8_line": ("d.jsonl", (good + "\n" + good.replace("t0", "t1") + "\n").encode() + b"\xff\xfe{}\n",
-                          ["line 3", "not UTF-8 text", "0xff"]),
         "json_array_of_strings": ("d.json", b'["a", "b"]', ["item 0", "expected a JSON object"]),
         "parquet_without_data_source": ("d.parquet", None, ["no 'data_source' column"]),
     }[kind]
@@ -604,6 +602,55 @@ def test_responses_to_a_row_whose_key_repeats_are_not_judged_on_the_first_rows_t
     assert "row 1 repeats the key 'code_taco:t0'" in errors[1]["message"]
     summary = json.loads((out / "summary.json").read_text())["overall"]
     assert (summary["responses"], summary["correct"]) == (1, 1)
+
+
+def test_a_dataset_line_that_is_not_json_is_one_bad_row_not_the_end_of_the_run(tmp_path):
+    """One torn line in --dataset stopped `arbiter score` before anything was judged (exit 2; curate
+    reports the same line as one bad row and goes on; red team, pipelines). It is a dataset problem
+    naming the file and line now; the other rows are scored, a response addressed to it by position
+    is a completions problem."""
+    lines = [json.dumps(row("code_taco", f"b{i}", SUM)).encode() for i in range(5)]
+    lines[2] = lines[2][:-5]
+    lines[4] = b"\xff\xfe{}"  # (not UTF-8 text: the same)
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_bytes(b"\n".join(lines) + b"\n")
+    completions = write_jsonl(tmp_path / "c.jsonl", [{"index": f"b{i}", "responses": [SUM_OK]} for i in (0, 1, 3)]
+                              + [{"row": 2, "responses": [SUM_OK]}])
+    out = tmp_path / "out"
+    result = _score(dataset, completions, out)
+    assert result.exit_code == 0, result.output
+    assert [v["key"] for v in read_jsonl(out / "verdicts.jsonl")] == [f"code_taco:b{i}#0" for i in (0, 1, 3)]
+    errors = read_jsonl(out / "errors.jsonl")
+    assert [(e["kind"], e.get("position"), e.get("line")) for e in errors] == [
+        ("dataset", 2, None), ("dataset", 4, None), ("completions", None, 4)]
+    assert "d.jsonl line 3: not valid JSON" in errors[0]["message"] and "not scored" in errors[0]["message"]
+    assert "d.jsonl line 5: not UTF-8 text" in errors[1]["message"]
+    assert "row 2 is not scored" in errors[2]["message"]
+    assert json.loads((out / "summary.json").read_text())["overall"]["responses"] == 3
+
+
+def test_a_row_key_that_is_not_utf8_text_is_reported_and_the_run_finishes(tmp_path):
+    """A lone surrogate in extra_info.index (valid JSON: "\\ud800") reached the summary, which could not
+    write it: every response judged, then no problems.jsonl or summary.json, every rerun the same;
+    --shard crashed at once (red team, pipelines). The row is a dataset problem now (its key written
+    escaped); the rest is scored and summed, sharded or not."""
+    rows = [row("code_taco", index, SUM) for index in ("ok", "bad\ud800", "\udcff")]
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    completions = tmp_path / "c.jsonl"
+    completions.write_text("".join(json.dumps({"key": f"code_taco:{r['extra_info']['index']}", "responses": [SUM_OK]})
+                                   + "\n" for r in rows))
+    for extra in ([], ["--shard", "0/2"], ["--shard", "1/2"]):
+        out = tmp_path / ("out" + "".join(extra).replace("/", "-"))
+        result = _score(dataset, completions, out, *extra)
+        assert result.exit_code == 0, result.output
+        errors = read_jsonl(out / "errors.jsonl")
+        assert [(e["kind"], e["position"], e["row"]) for e in errors] == [
+            ("dataset", 1, "code_taco:bad\\ud800"), ("dataset", 2, "code_taco:\\udcff")]
+        assert all("not UTF-8 text" in e["message"] for e in errors)
+        assert (out / "summary.json").is_file() and (out / "problems.jsonl").is_file()
+    whole = json.loads((tmp_path / "out" / "summary.json").read_text())["overall"]
+    assert (whole["problems"], whole["responses"], whole["correct"]) == (1, 1, 1)
 
 
 # ------------------------------------------------------------------ vacuous suites

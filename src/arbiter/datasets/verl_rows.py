@@ -342,15 +342,20 @@ def parquet_key_columns(path: str | os.PathLike, also: Sequence[str] = ()) -> li
     return columns + [c for c in also if c in schema.names]
 
 
-def iter_row_keys(path: str | os.PathLike, *, split: str | None = None) -> Iterator[tuple[str, Any]]:
+def iter_row_keys(path: str | os.PathLike, *, split: str | None = None,
+                  errors: list[tuple[int, RowError]] | None = None) -> Iterator[tuple[str, Any]]:
     """Stream ``(data_source, extra_info.index)`` per row, reading only those columns where the
     format allows (Parquet: the two leaf columns; HF: the two top-level columns). The index is
     ``None`` when a row has none. Cheap: the card's 14,927 rows take well under a second.
     Raises ``ValueError`` naming the file as :func:`iter_raw_rows` does, and for a Parquet file
-    without a ``data_source`` column."""
+    without a ``data_source`` column. With ``errors`` (a list), a JSONL line that is not a JSON
+    object is appended to it as ``(position, error)`` and yields ``(None, None)`` in its place."""
     p = Path(path)
     columns = parquet_key_columns(p) if dataset_format(p) == "parquet" else ["data_source", "extra_info"]
-    for raw in iter_raw_rows(p, columns=columns, batch_size=4096, split=split):
+    rows = iter_raw_rows(p, columns=columns, batch_size=4096, split=split, unreadable=errors is not None)
+    for position, raw in enumerate(rows):
+        if isinstance(raw, UnreadableRow) and errors is not None:
+            errors.append((position, raw.error))
         ei = raw.get("extra_info")
         yield raw.get("data_source"), (ei.get("index") if isinstance(ei, Mapping) else None)
 

@@ -36,7 +36,7 @@ class MergeRefused(ValueError):
 
 def shard_of(row_key: str, n: int) -> int:
     """The shard (0..n-1) of a row key: the first 8 bytes of its sha256, modulo ``n``."""
-    return int.from_bytes(hashlib.sha256(row_key.encode("utf-8", "surrogateescape")).digest()[:8], "big") % n
+    return int.from_bytes(hashlib.sha256(row_key.encode("utf-8", "surrogatepass")).digest()[:8], "big") % n
 
 
 def shard_inputs(ins: ScoringInputs, i: int, n: int) -> ScoringInputs:

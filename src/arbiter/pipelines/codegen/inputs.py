@@ -22,10 +22,10 @@ from arbiter.datasets.verl_rows import iter_row_keys, row_key
 
 
 def _record_key(rec: Mapping[str, Any], by_index: Mapping[str, list[str]], by_position: list[str],
-                repeated_positions: Collection[int] = ()) -> str:
+                unscored: Mapping[int, str] = {}) -> str:
     """The row key a completions record names (docs/codegen.md); raises ``ValueError``, also for a
-    ``row`` position whose key repeats an earlier row's (that row is not scored: its responses
-    would be judged on the earlier row's tests)."""
+    ``row`` position that is not scored (``unscored``: what to say of it; a key that repeats an
+    earlier row's, whose tests its responses would be judged on, a line that is not a row)."""
     for name in ("key", "row_key"):
         if isinstance(rec.get(name), str):
             return rec[name]
@@ -40,19 +40,36 @@ def _record_key(rec: Mapping[str, Any], by_index: Mapping[str, list[str]], by_po
         raise ValueError(f"index {rec['index']!r} is shared by rows {keys[:5]}; give 'data_source' or 'key' "
                          f"(data_source-qualified keys, codegen card 2026-08)")
     if isinstance(rec.get("row"), int) and not isinstance(rec.get("row"), bool):
-        if rec["row"] in repeated_positions:
-            raise ValueError(f"row {rec['row']} repeats the key {by_position[rec['row']]!r} of an earlier row and "
-                             f"is not scored")
+        if rec["row"] in unscored:
+            raise ValueError(f"row {rec['row']} {unscored[rec['row']]}")
         if 0 <= rec["row"] < len(by_position):
             return by_position[rec["row"]]
         raise ValueError(f"row {rec['row']} is outside the dataset (0..{len(by_position) - 1})")
     raise ValueError("no key: expected 'key', 'data_source' + 'index', 'index' or 'row'")
 
 
+def _unusable(key: str, position: int, unreadable: list[tuple[int, Exception]]) -> str:
+    """Why the row at ``position`` cannot be scored (its line is not a JSON object; its key is
+    not UTF-8 text, which no output file can carry), or ``""``."""
+    if unreadable and unreadable[-1][0] == position:
+        return f"{unreadable[-1][1]}; the row is not scored"
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return (f"row key {key!r} (position {position}) is not UTF-8 text (a lone surrogate in data_source or "
+                f"extra_info.index); the row is not scored")
+    return ""
+
+
+def _printable(key: str) -> str:
+    """``key`` as UTF-8 text can hold it (a lone surrogate as its escape)."""
+    return key.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class ScoringInputError(ValueError):
     """An input that cannot be scored at all, found by :func:`load_inputs` before anything is
     judged or written: a dataset or completions file that is empty, binary, not UTF-8, not JSON
-    (Lines) or not Parquet; a dataset without rows or without ``data_source``; a completions file
+    (Lines) or not Parquet (a dataset: not one of its lines a JSON object); a dataset without rows or without ``data_source``; a completions file
     none of whose records matches a dataset row. The message names the option and the file, and
     the line where one line decides it (``arbiter score`` exits 2 with it)."""
 
@@ -96,7 +113,7 @@ def _first_bytes(path: Path, n: int = 8) -> bytes:
 
 
 def _scan_completions(path: Path, by_index: Mapping[str, list[str]], by_position: list[str], known: set[str],
-                      errors: Any, repeated_positions: Collection[int] = ()
+                      errors: Any, unscored: Mapping[int, str] = {}
                       ) -> tuple[dict[str, list[tuple[int, int]]], int, int, str]:
     """:func:`index_completions` plus the number of non-blank lines, of JSON object records, and
     the first problem's message (``""`` when none)."""
@@ -118,7 +135,7 @@ def _scan_completions(path: Path, by_index: Mapping[str, list[str]], by_position
                 responses = rec.get("responses")
                 if not isinstance(responses, list):
                     raise ValueError("'responses' must be a list of response strings")
-                key = _record_key(rec, by_index, by_position, repeated_positions)
+                key = _record_key(rec, by_index, by_position, unscored)
                 if key not in known:
                     raise ValueError(f"row key {key!r} is not in the dataset")
             except ValueError as exc:
@@ -131,12 +148,12 @@ def _scan_completions(path: Path, by_index: Mapping[str, list[str]], by_position
 
 
 def index_completions(path: Path, by_index: Mapping[str, list[str]], by_position: list[str], known: set[str],
-                      errors: Any, repeated_positions: Collection[int] = ()) -> dict[str, list[tuple[int, int]]]:
+                      errors: Any, unscored: Mapping[int, str] = {}) -> dict[str, list[tuple[int, int]]]:
     """``row key -> [(byte offset, response count), ...]`` for a completions JSONL file (one
     pass, one line in memory at a time). Bad records go to ``errors`` (anything with
     ``add(kind, message, **extra)``), each naming its line, and are left out (a ``row`` in
     ``repeated_positions`` among them)."""
-    return _scan_completions(path, by_index, by_position, known, errors, repeated_positions)[0]
+    return _scan_completions(path, by_index, by_position, known, errors, unscored)[0]
 
 
 @dataclass
@@ -145,7 +162,9 @@ class ScoringInputs:
 
     - ``dataset``, ``completions``, ``split``: as given;
     - ``rows``: dataset rows; ``by_position``: the row key of each row position;
-      ``duplicate_positions``: positions whose key repeats an earlier row (not scored);
+      ``duplicate_positions``: positions whose key repeats an earlier row (not scored: its
+      responses are the earlier row's); ``unusable_positions``: rows that cannot be scored (a line
+      that is not a JSON object, a key that is not UTF-8 text), each reported in ``problems``;
     - ``comp_index``: ``row key -> [(byte offset, response count), ...]`` of the completions;
     - ``records``: completions records matched to a row; ``responses``: their responses;
     - ``problems``: bad completions records and repeated dataset keys (:class:`InputProblems`),
@@ -158,6 +177,7 @@ class ScoringInputs:
     rows: int
     by_position: list[str]
     duplicate_positions: set[int]
+    unusable_positions: set[int]
     comp_index: dict[str, list[tuple[int, int]]]
     records: int
     responses: int
@@ -172,8 +192,8 @@ def load_inputs(dataset: str | os.PathLike, completions: str | os.PathLike, *, s
     or position; the run goes on without them.
 
     Raises :class:`ScoringInputError` (naming the option and file, and the line where one
-    decides it) when the dataset cannot be read (unknown format, not Parquet, not UTF-8 or not
-    JSON Lines: the file and line), has no rows, or no row with a ``data_source``; or when the
+    decides it) when the dataset cannot be read (unknown format, not Parquet, no line of it a
+    JSON object: the file and first line), has no rows, or no row with a ``data_source``; or when the
     completions file is empty, is Parquet or gzip instead of JSON Lines, or none of its records
     matches a dataset row (the message quotes the first problem line: not UTF-8, not JSON, an
     index not in the dataset, ...).
@@ -183,15 +203,22 @@ def load_inputs(dataset: str | os.PathLike, completions: str | os.PathLike, *, s
     by_position: list[str] = []
     by_index: dict[str, list[str]] = defaultdict(list)
     seen: set[str] = set()
+    unscored: dict[int, str] = {}  # position -> why it is not scored
     duplicate_positions: set[int] = set()
+    unreadable: list[tuple[int, Exception]] = []
     with_source = 0
     try:
-        for position, (ds, idx) in enumerate(iter_row_keys(dpath, split=split)):
+        for position, (ds, idx) in enumerate(iter_row_keys(dpath, split=split, errors=unreadable)):
             key = row_key(ds, idx, position)
             by_position.append(key)
             with_source += ds is not None and ds != ""
-            if key in seen:
+            why = _unusable(key, position, unreadable)
+            if why:
+                unscored[position] = f"is not scored: {why}"
+                problems.add("dataset", why, row=_printable(key), position=position)
+            elif key in seen:
                 duplicate_positions.add(position)
+                unscored[position] = f"repeats the key {key!r} of an earlier row and is not scored"
                 problems.add("dataset", f"row key {key!r} repeats at position {position}; only the first row is scored",
                              row=key, position=position)
                 continue
@@ -202,6 +229,8 @@ def load_inputs(dataset: str | os.PathLike, completions: str | os.PathLike, *, s
         raise ScoringInputError(f"--dataset: {exc}") from None
     if not by_position:
         raise ScoringInputError(f"--dataset {dpath}: no rows (an empty file or split)")
+    if len(unreadable) == len(by_position):  # (not one row: not a dataset, rather than bad rows)
+        raise ScoringInputError(f"--dataset: {unreadable[0][1]}")
     if not with_source:
         raise ScoringInputError(f"--dataset {dpath}: none of its {len(by_position)} row(s) has a 'data_source'; "
                                 f"not a verl dataset")
@@ -217,7 +246,7 @@ def load_inputs(dataset: str | os.PathLike, completions: str | os.PathLike, *, s
                                 f"plain JSON Lines, read by byte offset)")
     try:
         comp_index, lines, objects, first = _scan_completions(cpath, by_index, by_position, seen, problems,
-                                                               duplicate_positions)
+                                                               unscored)
     except OSError as exc:
         raise ScoringInputError(f"--completions {cpath}: cannot read ({exc})") from None
     if not lines:
@@ -232,7 +261,8 @@ def load_inputs(dataset: str | os.PathLike, completions: str | os.PathLike, *, s
             f"--completions {cpath}: none of its {objects} record(s) matches a row of --dataset {dpath} "
             f"(first: {first})")
     return ScoringInputs(dataset=dpath, completions=cpath, split=split, rows=len(by_position), by_position=by_position,
-                         duplicate_positions=duplicate_positions, comp_index=comp_index,
+                         duplicate_positions=duplicate_positions,
+                         unusable_positions=set(unscored) - duplicate_positions, comp_index=comp_index,
                          records=sum(len(v) for v in comp_index.values()),
                          responses=sum(n for entries in comp_index.values() for _, n in entries), problems=problems)
 

@@ -67,11 +67,15 @@ class _Feed:
     def items(self) -> Iterator[Item]:
         ins = self.ins
         with open(ins.completions, "rb") as cf:
-            for position, raw in enumerate(iter_raw_rows(ins.dataset, split=self.split, batch_size=16)):
+            for position, raw in enumerate(iter_raw_rows(ins.dataset, split=self.split, batch_size=16,
+                                                         unreadable=True)):
                 self.run.rows += 1
                 key = ins.by_position[position]
                 entries = ins.comp_index.get(key)
                 if position in ins.duplicate_positions or not entries:
+                    continue
+                if position in ins.unusable_positions:  # (reported when the run started)
+                    self.passed_over += sum(n for _, n in entries)
                     continue
                 try:
                     row = parse_row(raw, position)
