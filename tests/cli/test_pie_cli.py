@@ -616,6 +616,25 @@ def test_eval_a_precomputed_line_without_runtimes_is_excluded_alone(data):
     assert all("line" in why and "'runtimes'" in why for why in reasons.values()), reasons
 
 
+def test_eval_a_precomputed_id_given_twice_counts_once_and_best_at_k_says_where_it_stops(data):
+    """A repeated ``id`` was counted as a second program (p1, p2, p1: %Opt 66.67 instead of 50; red team,
+    pipelines): an id names one line, so the later line is excluded naming both. And best@k stops at the
+    fewest generations of a program without a word; it says so now."""
+    gens = jl(data["root"] / "pre_dup.jsonl", [{"id": "p1", "src_runtime": 10.0, "runtimes": [5.0, 5.0]},
+                                               {"id": "p2", "src_runtime": 10.0, "runtimes": [None]},
+                                               {"id": "p1", "src_runtime": 10.0, "runtimes": [5.0, 5.0]}])
+    out = data["root"] / "eval_pre_dup"
+    r = cli("eval", "--generations", str(gens), "--out", str(out), "--no-progress")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads((out / "metrics.json").read_text())
+    assert rep["n_programs"] == 2 and [p["id"] for p in rep["per_program"]] == ["p1", "p2"]
+    assert rep["metrics"][0]["pct_opt"] == 50.0 and rep["metrics"][0]["mean_speedup"] == pytest.approx(1.5)
+    (excluded,) = rep["excluded"]
+    assert excluded["id"] == "p1" and "line 3" in excluded["reason"] and "earlier line" in excluded["reason"]
+    assert rep["generations"] == {"fewest": 1, "most": 2, "fewest_id": "p2"}
+    assert "best@k stops at k = 1" in " ".join(r.stdout.split())
+
+
 def test_the_readmes_pie_commands_run_on_the_shipped_sample(tmp_path):
     """A new user could not run the README's PIE commands: nothing PIE-shaped shipped. ``data/pie`` does now, and the
     two commands of the README's PIE section give every candidate the outcome its kind must get."""

@@ -360,6 +360,10 @@ def evaluate(
         console.print(f"  [yellow]excluded[/] {escape(str(e['id']))}: {escape(str(e['reason']))}", highlight=False)
     _print_defects(rep.get("dataset_defects") or [], console)
     console.print(run.table, highlight=False)
+    gens = rep.get("generations") or {}
+    if gens.get("fewest", 0) < gens.get("most", 0):
+        console.print(f"[yellow]note:[/] best@k stops at k = {gens['fewest']}, the fewest generations of a program "
+                      f"({escape(gens['fewest_id'])}; others have up to {gens['most']}): PIE's n", highlight=False)
     other = rep.get("programs_in_other_unit") or []
     if other:
         units = ", ".join(f"{u}: {n}" for u, n in (rep.get("speedup_units") or {}).items())

@@ -183,17 +183,31 @@ def _groups(run: BatchRun, gen_path: Path, index: RowIndex) -> list[tuple[str, l
 
 def _add_precomputed(pre: Sequence[tuple[int, dict[str, Any]]], gen_path: Path, programs: list[ProgramGenerations],
                      per: list[dict[str, Any]], excluded: list[dict[str, Any]]) -> None:
-    """Append the precomputed lines' programs (or their exclusion, for bad fields)."""
+    """Append the precomputed lines' programs (or their exclusion, for bad fields or an id that an
+    earlier line gave: an ``id`` names one line of the file)."""
+    seen = {p["id"] for p in per}
     for n, r in pre:
         try:
             pid, prog = _precomputed(r, n)
+            if pid in seen:
+                raise ValueError(f"line {n}: id {pid!r} names an earlier line too (an id names one line; this one "
+                                 f"is not counted)")
         except ValueError as e:
             excluded.append({"id": str(r.get("id") or r.get("src_id") or f"line {n}"),
                              "reason": f"{gen_path.name}: {e}"})
             continue
+        seen.add(pid)
         programs.append(prog)
         per.append({"id": pid, "src_runtime": prog.src_runtime,
                     "runtimes": [None if x == math.inf else x for x in prog.runtimes], "outcomes": None})
+
+
+def _generation_counts(programs: Sequence[ProgramGenerations]) -> dict[str, Any]:
+    """The fewest and most generations of a program, and the first program with the fewest: best@k
+    stops at the fewest (PIE's n), which a reader should see when programs differ."""
+    counts = [len(p.runtimes) for p in programs]
+    fewest = min(counts)
+    return {"fewest": fewest, "most": max(counts), "fewest_id": str(programs[counts.index(fewest)].program_id)}
 
 
 def _report(method: str, measured: bool, programs: Sequence[ProgramGenerations], per: Sequence[dict[str, Any]],
@@ -215,6 +229,7 @@ def _report(method: str, measured: bool, programs: Sequence[ProgramGenerations],
         "speedup_units": dict(sorted(units.items())),
         "programs_in_other_unit": other,
         "n_programs": len(programs),
+        "generations": _generation_counts(programs),
         "n_excluded": len(excluded),
         "excluded": excluded,
         "n_dataset_defects": len(defects),
