@@ -283,6 +283,33 @@ def test_characters_without_tokenizer_and_bad_inputs_exit_2(data, tmp_path):
         assert e.returncode == 2 and words in e.stdout, e.stdout + e.stderr
 
 
+def test_a_stored_pass_rate_that_its_scores_do_not_give_is_not_used_and_is_named(tmp_path):
+    """A row storing lower_pass_rate 0.5 with scores giving 1/8: the difficulty table and the histogram used
+    0.5 while pass@1 used the scores (0.25 against 0.0625 for one slice; red team, pipelines). Every figure
+    uses the scores now, and the row is named."""
+    gt = json.dumps({"inputs": ["1 2\n"], "outputs": ["3\n"]})
+
+    def row(i, lower_rate, lower, upper):
+        return {"data_source": "code_taco", "prompt": [{"role": "user", "content": "Add."}], "ability": "code",
+                "reward_model": {"style": "rule", "ground_truth": gt},
+                "extra_info": {"index": f"deepcoder_{i}", "lower_pass_rate": lower_rate, "lower_scores": lower,
+                               "upper_pass_rate": sum(upper) / 8, "upper_scores": upper}}
+
+    rows = [row(0, 0.5, [1] + [0] * 7, [1] * 4 + [0] * 4), row(1, 0.0, [0] * 8, [1] * 2 + [0] * 6)]
+    dataset = tmp_path / "rows.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = cli("report", str(dataset), "--out", str(tmp_path / "r"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads((tmp_path / "r" / "report.json").read_text())["sections"][0]["data"]
+    weak_pass_at_1 = data["figures"]["pass_at_k"]["weak"]["code_taco"]["1"]
+    assert weak_pass_at_1 == pytest.approx(1 / 16)
+    assert data["figures"]["pass_rates"]["weak"] == [1, 1, 0, 0, 0, 0, 0, 0, 0]
+    assert (data["stored_rates_differ"], data["stored_rates_differ_keys"]) == (1, ["code_taco:deepcoder_0"])
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "| overall | 2 | 0.062 | 0.062 | 0.375 | 0.375 |" in md, md
+    assert "1 row(s) store a pass rate their scores do not give" in md and "code_taco:deepcoder_0" in md
+
+
 def _score_folder(rows: list[dict], passes: dict[int, int], folder: Path) -> dict:
     """A real ``arbiter score`` run where row i has ``passes[i]`` of its n = 3 responses the row's reference
     solution and the rest a reply without code, so every pass rate is known; ``index -> (data_source, c)``."""

@@ -132,8 +132,10 @@ def dataset_section(facts: Sequence[RowFacts], meter: PromptMeter, *, candidates
     """Every table and figure of a dataset (``docs/report.md``)."""
     annotated = sum(1 for f in facts if f.lower_rate is not None and f.upper_rate is not None)
     bad = [f.key for f in facts if f.cases is None]
+    differs = [f.key for f in facts if f.stored_rate_differs]
     return {"rows": len(facts), "annotated_rows": annotated, "unconvertible_suites": len(bad),
-            "unconvertible_keys": bad[:20], "composition": composition(facts, candidates, candidates_by_ds),
+            "unconvertible_keys": bad[:20], "stored_rates_differ": len(differs),
+            "stored_rates_differ_keys": differs[:20], "composition": composition(facts, candidates, candidates_by_ds),
             "difficulty": difficulty(facts), "suites": suites(facts), "prompts": prompts(facts, meter, cap),
             "figures": figures(facts)}
 

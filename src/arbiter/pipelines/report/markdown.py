@@ -44,7 +44,12 @@ def _dataset(d: dict[str, Any]) -> list[str]:
     rows.append(["total", num(t["rows"]), pct(1.0 if t["rows"] else None), _kept(t["rows"], t["candidates"],
                                                                                   t["kept_share"])])
     out = [f"{num(d['rows'])} rows, {num(d['annotated_rows'])} with the goldilocks annotation; "
-           f"{num(d['unconvertible_suites'])} whose ground truth does not convert.", "", "### Composition", ""]
+           f"{num(d['unconvertible_suites'])} whose ground truth does not convert.", ""]
+    if d.get("stored_rates_differ"):
+        out += [f"**{num(d['stored_rates_differ'])} row(s) store a pass rate their scores do not give** (the rates "
+                f"below are the scores'; `arbiter curate audit` lists them): "
+                f"{', '.join(d['stored_rates_differ_keys'][:5])}.", ""]
+    out += ["### Composition", ""]
     out += table(["source", "rows", "share", "kept / candidate"], rows)
     out += ["### Difficulty (mean / median pass rate)", ""]
     out += table(["slice", "rows", "weak mean", "weak median", "strong mean", "strong median"],

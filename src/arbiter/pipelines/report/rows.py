@@ -25,7 +25,9 @@ _INDEXED = re.compile(r"^(.+)_\d+$")
 class RowFacts:
     """``source``: the index prefix of a re-indexed row, else its ``data_source``; ``cases``: test-suite
     size (``None`` when the ground truth does not convert); ``lower``/``upper``: per-completion scores of
-    the weak and strong model (``None`` without the annotation); ``prompt``: prompt length."""
+    the weak and strong model (``None`` without the annotation); ``lower_rate``/``upper_rate``: their pass
+    rates (from the scores when stored, else the stored rate); ``stored_rate_differs``: a stored rate
+    disagrees with its scores (the scores are used); ``prompt``: prompt length."""
 
     key: str
     source: str
@@ -36,6 +38,7 @@ class RowFacts:
     upper: list[float] | None
     lower_rate: float | None
     upper_rate: float | None
+    stored_rate_differs: bool = False
 
 
 def source_of(data_source: str, index: Any) -> str:
@@ -60,11 +63,19 @@ def _scores(value: Any) -> list[float] | None:
 
 
 def _rate(value: Any, scores: list[float] | None) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+    """The pass rate: the fraction of ``scores`` equal to 1.0 (the card's definition), else the stored
+    ``value``."""
     if scores:
         return sum(1 for s in scores if s == 1.0) / len(scores)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
     return None
+
+
+def _differs(value: Any, scores: list[float] | None) -> bool:
+    """A stored rate ``value`` that its ``scores`` do not give."""
+    stored = _rate(value, None)
+    return bool(scores) and stored is not None and abs(stored - _rate(None, scores)) > 1e-9
 
 
 def facts_of(raw: Mapping[str, Any], position: int, meter: PromptMeter) -> RowFacts:
@@ -83,7 +94,9 @@ def facts_of(raw: Mapping[str, Any], position: int, meter: PromptMeter) -> RowFa
     return RowFacts(key=key, source=source_of(ds, extra.get("index")), data_source=ds, cases=cases,
                     prompt=meter.measure(messages), lower=lower, upper=upper,
                     lower_rate=_rate(extra.get("lower_pass_rate"), lower),
-                    upper_rate=_rate(extra.get("upper_pass_rate"), upper))
+                    upper_rate=_rate(extra.get("upper_pass_rate"), upper),
+                    stored_rate_differs=(_differs(extra.get("lower_pass_rate"), lower)
+                                         or _differs(extra.get("upper_pass_rate"), upper)))
 
 
 def iter_facts(path: str | os.PathLike, meter: PromptMeter, split: str | None = None) -> Iterator[RowFacts]:
