@@ -70,15 +70,24 @@ def close(got: float, want: float, abs_tol: float, rel_tol: float) -> bool:
     return delta <= abs_tol + SLACK or delta <= rel_tol * abs(want) + SLACK
 
 
+def written_as_text(token: bytes) -> bool:
+    """Whether a plain integer token is written in a form only text has: a leading zero (``0011``,
+    ``000``, ``-05``), a ``+`` sign or ``-0``. Such an expected token is a string of digits (a
+    zero-padded ID, a binary string), so only the same bytes match it."""
+    digits = token[1:] if token[:1] in (b"+", b"-") else token
+    return token[:1] == b"+" or (len(digits) > 1 and digits[:1] == b"0") or token == b"-0"
+
+
 def tokens_match_numeric(got: bytes, want: bytes, abs_tol: float, rel_tol: float) -> bool:
     """Whether two *different* tokens still match under the ``tokens_float`` rule.
 
     An expected plain integer matches only a number of exactly its value
-    (:func:`integer_equals_exactly`). Otherwise both must be finite numbers (grammar above)
-    within tolerance. Callers test byte equality first.
+    (:func:`integer_equals_exactly`), and nothing else when it is written as text
+    (:func:`written_as_text`). Otherwise both must be finite numbers (grammar above) within
+    tolerance. Callers test byte equality first.
     """
     if is_plain_integer(want):
-        return integer_equals_exactly(got, want)
+        return not written_as_text(want) and integer_equals_exactly(got, want)
     g = parse_number(got)
     if g is None:
         return False
