@@ -51,7 +51,7 @@ EXPECTED = {"unannotated": "AC", "qualified": "AC", "annotated": "AC", "misannot
 
 @pytest.fixture(scope="module")
 def rows(shared, tmp_path_factory) -> dict[str, object]:
-    """The tree and list rows as ``arbiter convert --from leetcode`` writes them."""
+    """The tree and list rows (and one of plain values) as ``arbiter convert --from leetcode`` writes them."""
     prompt = dataset_prompt(shared)
     raw = [
         lc_row("maximum-depth-of-binary-tree", "maxDepth(self, root: Optional[TreeNode]) -> int", "maxDepth",
@@ -59,6 +59,8 @@ def rows(shared, tmp_path_factory) -> dict[str, object]:
         lc_row("reverse-linked-list", "reverseList(self, head: Optional[ListNode]) -> Optional[ListNode]",
                "reverseList", [("head = [1,2,3,4,5]", "[5, 4, 3, 2, 1]"), ("head = [1,2]", "[2, 1]"),
                                ("head = []", "None")], prompt),
+        lc_row("evens", "evens(self, nums: List[int]) -> List[int]", "evens",
+               [("nums = [1,2,4]", "[2, 4]"), ("nums = [1,3]", "[]")], prompt),
     ]
     return converted_rows(raw, tmp_path_factory.mktemp("lc_nodes"), "rows.parquet")
 
@@ -84,6 +86,18 @@ def test_ground_truth_carries_the_node_types(rows):
     assert [c["output"] for c in lst] == [[[5, 4, 3, 2, 1]], [[2, 1]], [[]]]  # the empty list is []
     suite = verl_ground_truth_to_suite(rows["leetcode_reverse-linked-list"].ground_truth, row="r")
     assert all(c.node_args == ("ListNode",) and c.node_return == "ListNode" for c in suite.cases)
+
+
+def test_a_plain_row_says_so_and_an_annotation_does_not_make_none_an_empty_list(rows):
+    """A row of plain values carried no node types, so the harness read the program's own annotation:
+    ``-> Optional[ListNode]`` and ``return None`` passed for an expected ``[]`` (red team, checkers: AC
+    on the real row remove-methods-from-project). Every converted row says what it returns now."""
+    row = rows["leetcode_evens"]
+    assert {(tuple(c["node_args"]), c["node_return"]) for c in json.loads(row.ground_truth)} == {((None,), None)}
+    body = "        out = [x for x in nums if x % 2 == 0]\n        return out if out else None\n"
+    programs = {"right": "class Solution:\n    def evens(self, nums):\n        return [x for x in nums if x % 2 == 0]\n",
+                "none for []": "class Solution:\n    def evens(self, nums) -> Optional[ListNode]:\n" + body}
+    assert verdicts(row, programs) == {"right": "AC", "none for []": "WA"}
 
 
 def test_a_row_without_node_types_reads_the_annotations_as_before(rows):

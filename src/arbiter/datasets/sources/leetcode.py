@@ -27,7 +27,7 @@ def _row(rec: dict[str, Any], label: str, prefix: str, ds: str) -> dict[str, Any
     result = leetcode_row_to_suite(rec)
     if result.signature is None:
         raise ConvertError("starter_code: no signature for the entry point; arguments cannot be ordered")
-    nodes = result.signature.node_types if result.needs_node_conversion else None
+    nodes = result.signature.node_types  # (every row: the row decides, never the program; all null for plain values)
     gt = suite_to_ground_truth(result.suite, param_names=result.signature.param_names, nodes=nodes)
     query = rec.get("query")
     if isinstance(query, str) and query.strip():
