@@ -394,6 +394,36 @@ def test_the_exit_status_is_cpythons_whatever_the_program_did_to_sys_modules():
             assert ex.status is (Status.OK if code == 0 else Status.RUNTIME_ERROR), (name, ex)
 
 
+#: Programs whose output is written by the teardown of their module (a file object only the
+#: program's globals hold is closed, so flushed; a __del__ runs), with what `python3 main.py` prints.
+TEARDOWN_OUTPUT_PROGRAMS = {
+    "open_fd_1": "out = open(1, 'w')\nout.write('5\\n')\n",
+    "fdopen": "import os\nout = os.fdopen(1, 'w')\nout.write('5\\n')\n",
+    "buffered_fileio": "import io\nw = io.BufferedWriter(io.FileIO(1, 'w'))\nw.write(b'5\\n')\n",
+    "print_to_it_after_stdout": "print('a')\nout = open(1, 'w', closefd=False)\nprint('b', file=out)\n",
+    "a_finalizer_prints": "class D:\n    def __del__(self):\n        print('bye')\nd = D()\nprint('hi')\n",
+}
+
+
+def test_output_left_in_a_file_object_of_the_program_is_written_as_python3_writes_it():
+    """``out = open(1, 'w')`` and writes that the program never flushed: CPython's shutdown tears the
+    module down (its file objects closed, so flushed), the case process did not: empty output, WA for
+    a correct program (red team, checkers: the real row codescope_1's accepted solution). Each case
+    prints what the sandbox's own interpreter prints for the same file."""
+    from arbiter.sandbox.config import SandboxConfig
+
+    python = SandboxConfig().python
+    with Sandbox(limits=Limits(cpu_seconds=2)) as sb:
+        for name, source in TEARDOWN_OUTPUT_PROGRAMS.items():
+            sb.put("main.py", source.encode())
+            native = sb.run([python, "-I", "-S", "-X", "utf8", "main.py"])
+            assert native.status is Status.OK and native.stdout, (name, native)
+            assert sb.load_python(source) is None
+            for last in (False, True):
+                ex = sb.run_python(last=last)
+                assert (ex.status, ex.stdout) == (Status.OK, native.stdout), (name, last, ex, ex.stderr[-300:])
+
+
 @pytest.mark.parametrize("inside", ["/tmp/tool", "/work", "/dev/shm/x/y"])
 def test_a_mount_inside_a_scratch_dir_is_refused(tmp_path, inside):
     """The wipe after each run empties the scratch dirs; a read-only mount inside one could never be

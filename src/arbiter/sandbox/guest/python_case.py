@@ -166,7 +166,7 @@ def run_prepared_python(program, req, call_args, main):
     except BaseException as exc:
         _print_program_traceback(exc)
         status = 1
-    return _finalize(status)
+    return _finalize(status, g)
 
 
 def _write_result(data):
@@ -244,13 +244,16 @@ def _exit_code_of(exc):
     return 1
 
 
-def _finalize(status):
+def _finalize(status, g):
     """What CPython's shutdown does after the program (``Py_FinalizeEx``): call
     ``threading._shutdown`` (of whatever ``sys.modules["threading"]`` holds, as CPython looks it
     up), run the exit functions of the real ``atexit`` module (captured at start-up: a program
-    may put anything in ``sys.modules``), flush stdio. An exception in any of them is ignored
-    (CPython prints it as unraisable): it never changes the status, but a failed flush makes it
-    120."""
+    may put anything in ``sys.modules``), flush stdio, put ``sys.stdin/stdout/stderr`` back to
+    the originals and clear the program's globals ``g`` (its module's teardown: a file object only
+    it holds, ``out = open(1, "w")``, is closed and so flushed, as ``python3 main.py`` does), flush
+    stdio again. An exception in any of them is
+    ignored (CPython prints it as unraisable): it never changes the status, but a failed flush
+    of stdio makes it 120."""
     threading = sys.modules.get("threading")
     try:
         # (the real module with no thread to join: nothing to do; its _shutdown joins exactly
@@ -264,6 +267,17 @@ def _finalize(status):
             ATEXIT._run_exitfuncs()
     except BaseException:
         pass
+    status = _flush_stdio(status)
+    try:  # (finalize_modules: sys's streams back to the originals, then the module torn down)
+        sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
+        g.clear()
+    except BaseException:
+        pass
+    return _flush_stdio(status)
+
+
+def _flush_stdio(status):
+    """Flush stdout and stderr (CPython's ``flush_std_files``): ``status``, or 120 when it failed."""
     for stream in (sys.stdout, sys.__stdout__, sys.stderr, sys.__stderr__):
         if stream is None or _is_closed(stream):
             continue  # CPython's flush_std_files skips closed streams (print, then close)
