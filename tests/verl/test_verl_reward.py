@@ -175,6 +175,18 @@ def test_routes_for_the_card_and_verl_names():
     assert route("my_code_set").family == "code" and route("my_code_set").checker.name == "tokens"
 
 
+def test_a_variant_of_a_known_name_gets_the_default_route_and_says_so_once(caplog):
+    """``code_lcbv6`` and friends fell to the strict default route without a word: a correct
+    ``0.3333333333`` for ``0.333333333333`` WA there, AC under the known name (red team, checkers)."""
+    with caplog.at_level("WARNING", logger="arbiter.rewards"):
+        for name in ("code_lcbv6_test", "code_lcbv6_test", "deepmind/code_contests_test", "my_code_set_test"):
+            assert route(name).family == "code"
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 2, warned  # once per name; a name that varies no known one is not warned about
+    assert "'code_lcbv6_test'" in warned[0] and "'code_lcbv5'" in warned[0]
+    assert "'deepmind/code_contests_test'" in warned[1] and "'code_contests'" in warned[1]
+
+
 @pytest.mark.parametrize("source", ["code_contests_o", "codecontests", "code_contests", "codeforces"])
 def test_codeforces_style_routes_accept_real_answers_within_1e6(source):
     """Codeforces' real-valued problems are judged within 1e-6 (testlib rcmp6); a correct answer

@@ -12,6 +12,8 @@ stricter or looser than each peer: ``docs/codegen.md`` ("Routing by data_source"
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -122,12 +124,36 @@ ROUTES: dict[str, Route] = {
 }
 
 
+#: Stems of known sources a name may vary (``code_lcbv6``, ``deepmind/code_contests``): such a name gets
+#: the default route, with a warning once per process (:func:`_warn_near_miss`).
+_STEMS = {"lcb": "code_lcbv5", "livecodebench": "livecodebench", "codeforces": "codeforces",
+          "code_contests": "code_contests", "primeintellect": "primeintellect", "taco": "taco", "apps": "apps",
+          "leetcode": "leetcode"}
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_near_miss(name: str) -> None:
+    """Warn (once per name) that ``name``, unknown but naming a known source, gets the default route."""
+    known = next((known for stem, known in _STEMS.items() if stem in name), None)
+    if known is None:
+        return
+    with _warned_lock:
+        if name in _warned or len(_warned) > 1000:
+            return
+        _warned.add(name)
+    logging.getLogger("arbiter.rewards").warning(
+        "data_source %r is not a known name: it gets the default route (exact tokens, strict booleans), not the route of %r "
+        "(docs/codegen.md (f)); name it %r, or pass the checker options", name, known, known)
+
+
 def route(data_source: Any) -> Route:
     """The :class:`Route` for a row's ``data_source`` (case-insensitive, surrounding spaces ignored).
 
     Known names are in :data:`ROUTES`; any other name containing ``code`` gets the strict default
     route (the card: "every value contains code, so the verl reward router dispatches it to the
-    sandbox execution checker"). Raises ``ValueError`` naming the data_source for anything else
+    sandbox execution checker"), with a warning once when it names a known source
+    (``code_lcbv6``). Raises ``ValueError`` naming the data_source for anything else
     (``gsm8k``, ``math``, ``None``): arbiter never scores a non-code row by running it.
     """
     if isinstance(data_source, bytes):  # some Arrow paths hand strings over as bytes
@@ -137,6 +163,7 @@ def route(data_source: Any) -> Route:
     if name in ROUTES:
         return ROUTES[name]
     if name and "code" in name:
+        _warn_near_miss(name)
         return _CODE
     known = ", ".join(sorted(ROUTES))
     raise ValueError(
