@@ -328,6 +328,32 @@ def _score_folder(rows: list[dict], passes: dict[int, int], folder: Path) -> dic
     return known
 
 
+def test_a_score_folder_says_what_it_leaves_out(tmp_path):
+    """The score summary counted an INVALID_TASK row's responses, the report left them out without saying
+    how many, and rows listed in errors.jsonl showed nowhere (red team, pipelines): the section counts both."""
+    good = {"inputs": ["1 2\n"], "outputs": ["3\n"]}
+
+    def row(i, gt):
+        return {"data_source": "code_taco", "prompt": [{"role": "user", "content": "Add."}], "ability": "code",
+                "reward_model": {"style": "rule", "ground_truth": json.dumps(gt)}, "extra_info": {"index": f"t{i}"}}
+
+    rows = [row(0, good), row(1, {"inputs": ["1\n"], "outputs": []}), row(2, good)]
+    del rows[2]["reward_model"]  # (not a verl row: listed in errors.jsonl)
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    program = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"index": f"t{i}", "responses": [program] * 2}) + "\n"
+                                              for i in range(3)))
+    s = cli("score", "--dataset", str(tmp_path / "rows.jsonl"), "--completions", str(tmp_path / "c.jsonl"),
+            "--out", str(tmp_path / "out"))
+    assert s.returncode == 0, s.stdout + s.stderr
+    r = cli("report", str(tmp_path / "out"), "--out", str(tmp_path / "rep"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads((tmp_path / "rep" / "report.json").read_text())["sections"][0]["data"]
+    assert (data["problems"], data["invalid_problems"], data["invalid_responses"], data["unusable_rows"]) == (1, 1, 2, 1)
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "1 problems; left out: 1 INVALID_TASK problem(s) (2 responses) and 1 dataset row(s)" in md, md
+
+
 def test_score_folder_pass_rates_and_pass_at_k(data, tmp_path):
     """Two real ``arbiter score`` folders named as the README names them (``score/lc30.weak``,
     ``score/lc30.strong``): each is a section of its own name (the suffix was dropped as if it were a file

@@ -43,8 +43,12 @@ def _json(path: Path) -> dict[str, Any]:
 
 def score_section(path: Path) -> dict[str, Any]:
     """From ``problems.jsonl``: problems and mean pass rate by data_source, pass@k, verdicts, the
-    pass-rate histogram (in multiples of 1/k, k the most common responses per problem)."""
-    problems = [p for p in read_jsonl(path / "problems.jsonl") if not p.get("invalid")]
+    pass-rate histogram (in multiples of 1/k, k the most common responses per problem); what is
+    left out (INVALID_TASK problems and their responses; dataset rows listed in ``errors.jsonl``)."""
+    every = list(read_jsonl(path / "problems.jsonl"))
+    problems = [p for p in every if not p.get("invalid")]
+    invalid = [p for p in every if p.get("invalid")]
+    errors = list(read_jsonl(path / "errors.jsonl")) if (path / "errors.jsonl").is_file() else []
     by_ds: dict[str, list[tuple[int, int]]] = defaultdict(list)
     verdicts: Counter[str] = Counter()
     for p in problems:
@@ -55,7 +59,9 @@ def score_section(path: Path) -> dict[str, Any]:
               "mean_pass_rate": mean([x / n for n, x in c]), "median_pass_rate": median([x / n for n, x in c]),
               "solved_at_least_once": sum(1 for _, x in c if x)} for ds, c in sorted(by_ds.items())]
     everything = [nc for c in by_ds.values() for nc in c]
-    return {"problems": len(everything), "by_data_source": table, "verdicts": dict(sorted(verdicts.items())),
+    return {"problems": len(everything), "invalid_problems": len(invalid),
+            "invalid_responses": sum(int(p.get("n") or 0) for p in invalid),
+            "unusable_rows": sum(1 for e in errors if e.get("kind") == "dataset"), "by_data_source": table, "verdicts": dict(sorted(verdicts.items())),
             "overall_pass_at_k": mean_pass_at_k(everything),
             "figures": {"pass_rates": {"k": k, "bins": [j / k for j in range(k + 1)],
                                        "rates": rate_histogram([x / n for n, x in everything if n], k)},

@@ -69,7 +69,9 @@ def _dataset(d: dict[str, Any]) -> list[str]:
 
 
 def _score(d: dict[str, Any]) -> list[str]:
-    out = [f"{num(d['problems'])} problems (INVALID_TASK rows left out).", ""]
+    out = [f"{num(d['problems'])} problems; left out: {num(d.get('invalid_problems', 0))} INVALID_TASK problem(s) "
+           f"({num(d.get('invalid_responses', 0))} responses) and {num(d.get('unusable_rows', 0))} dataset row(s) "
+           f"that could not be scored (errors.jsonl).", ""]
     out += table(["data_source", "problems", "responses", "mean pass rate", "median", "solved at least once"],
                  [[r["data_source"], num(r["problems"]), num(r["responses"]), num(r["mean_pass_rate"]),
                    num(r["median_pass_rate"]), num(r["solved_at_least_once"])] for r in d["by_data_source"]])
