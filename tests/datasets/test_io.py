@@ -105,12 +105,16 @@ def test_sink_sets_aside_a_bad_line_in_the_middle_and_keeps_every_record_after_i
     assert "lines 3, 7: not a record" in caplog.text and "completions.jsonl.corrupt" in caplog.text
 
 
-def test_sink_cuts_an_invalid_last_line_as_torn(tmp_path):
+def test_sink_sets_aside_a_complete_last_line_and_any_line_its_key_cannot_be_read_from(tmp_path):
+    """Only a line without its newline is torn (a record is written with it in one write): a complete
+    bad last line was cut, so a file of keyless lines (the wrong file given) lost its last one, and a
+    key function raising AttributeError or IndexError stopped the sink from opening (red team)."""
     p = tmp_path / "s.jsonl"
-    p.write_text('{"k": 1}\n{"k": 2, "v"\n')
-    with JsonlSink(p, key="k") as s:
-        assert sorted(s.keys) == ["1"]
-    assert p.read_text() == '{"k": 1}\n' and not (tmp_path / "s.jsonl.corrupt").exists()
+    p.write_text('{"k": 1}\n{"k": 2, "v"\n[1, 2]\n7\n')
+    with JsonlSink(p, key=lambda r: f"{r.get('k')}:{r['k']}") as s:
+        assert sorted(s.keys) == ["1:1"]
+    assert p.read_text() == '{"k": 1}\n'
+    assert (tmp_path / "s.jsonl.corrupt").read_text() == '{"k": 2, "v"\n[1, 2]\n7\n'
 
 
 

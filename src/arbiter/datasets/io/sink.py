@@ -3,9 +3,10 @@
 Every record carries a stable key (a field, e.g. ``task_id``, or a function of the record). A sink
 reads the keys already in its file when opened; writing a key that is already there is a no-op, so
 re-running an interrupted job never duplicates rows. A last line torn by a kill (no trailing
-newline, or not valid JSON) is cut off when the file is opened; a line that is not valid JSON
-with records after it (an edit, a damaged disk) is set aside, never the records after it: moved
-to ``<file>.corrupt`` and named in a warning. Each record is flushed as it is written.
+newline: a record is written with its newline in one write) is cut off when the file is opened; a
+complete line that is not a record (an edit, a damaged disk, another file) is set aside, never
+the records after it: moved to ``<file>.corrupt`` and named in a warning. Each record is flushed
+as it is written.
 """
 
 from __future__ import annotations
@@ -50,11 +51,8 @@ class JsonlSink:
             if line.strip():
                 try:
                     self.keys.add(self._key(json.loads(line)))
-                except (ValueError, KeyError, TypeError):  # (not JSON, or a record without its key)
+                except Exception:  # (not JSON, or a record its key cannot be read from)
                     bad.append(number)
-        if bad and bad[-1] == len(lines) - 1 and not torn:
-            torn = lines.pop()  # (the last complete line: torn as well)
-            bad.pop()
         if bad:
             self._set_aside(lines, bad)
         elif torn:
