@@ -651,6 +651,11 @@ def test_a_row_key_that_is_not_utf8_text_is_reported_and_the_run_finishes(tmp_pa
         assert (out / "summary.json").is_file() and (out / "problems.jsonl").is_file()
     whole = json.loads((tmp_path / "out" / "summary.json").read_text())["overall"]
     assert (whole["problems"], whole["responses"], whole["correct"]) == (1, 1, 1)
+    # merge finds the rows the shards reported (escaped there) and refuses no shard as unfinished
+    merged = runner.invoke(app, ["merge", str(tmp_path / "merged"), str(tmp_path / "out--shard0-2"),
+                                 str(tmp_path / "out--shard1-2")])
+    assert merged.exit_code == 0, merged.output
+    assert json.loads((tmp_path / "merged" / "summary.json").read_text())["overall"] == whole
 
 
 # ------------------------------------------------------------------ vacuous suites

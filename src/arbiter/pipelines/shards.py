@@ -21,7 +21,7 @@ from typing import Any
 
 from arbiter.datasets.io import dumps_line, read_jsonl
 from arbiter.pipelines.codegen.config import VERDICTS_FILE, config_fingerprint
-from arbiter.pipelines.codegen.inputs import ScoringInputs, load_inputs
+from arbiter.pipelines.codegen.inputs import ScoringInputs, load_inputs, printable_key
 from arbiter.pipelines.codegen.summary import summarize
 from arbiter.pipelines.outputs import holds_out_dirs
 from arbiter.pipelines.runs import CONFIG_FILE, ERRORS_FILE, RunFolder, changed_fields
@@ -126,9 +126,10 @@ def _unscorable_rows(folder: Path) -> set[str]:
 def _unjudged(ins: ScoringInputs, judged: Counter[str], part: tuple[int, int], unscorable: set[str]
               ) -> tuple[int, int]:
     """``(responses without a verdict, responses)`` of the rows of shard ``part`` of the inputs;
-    ``judged``: the shard's verdicts per row key; ``unscorable``: rows it reported it cannot score."""
+    ``judged``: the shard's verdicts per row key; ``unscorable``: rows it reported it cannot score
+    (named as ``errors.jsonl`` names them: :func:`printable_key`)."""
     expected = {k: sum(c for _, c in v) for k, v in ins.comp_index.items()
-                if shard_of(k, part[1]) == part[0] and k not in unscorable}
+                if shard_of(k, part[1]) == part[0] and printable_key(k) not in unscorable}
     missing = sum(max(0, n - judged[k]) for k, n in expected.items())
     return missing, sum(expected.values())
 

@@ -61,8 +61,9 @@ def _unusable(key: str, position: int, unreadable: list[tuple[int, Exception]]) 
     return ""
 
 
-def _printable(key: str) -> str:
-    """``key`` as UTF-8 text can hold it (a lone surrogate as its escape)."""
+def printable_key(key: str) -> str:
+    """``key`` as UTF-8 text can hold it (a lone surrogate as its escape): how ``errors.jsonl`` names
+    a row."""
     return key.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
@@ -215,7 +216,7 @@ def load_inputs(dataset: str | os.PathLike, completions: str | os.PathLike, *, s
             why = _unusable(key, position, unreadable)
             if why:
                 unscored[position] = f"is not scored: {why}"
-                problems.add("dataset", why, row=_printable(key), position=position)
+                problems.add("dataset", why, row=printable_key(key), position=position)
             elif key in seen:
                 duplicate_positions.add(position)
                 unscored[position] = f"repeats the key {key!r} of an earlier row and is not scored"
@@ -267,4 +268,4 @@ def load_inputs(dataset: str | os.PathLike, completions: str | os.PathLike, *, s
                          responses=sum(n for entries in comp_index.values() for _, n in entries), problems=problems)
 
 
-__all__ = ["InputProblems", "ScoringInputError", "ScoringInputs", "index_completions", "load_inputs"]
+__all__ = ["InputProblems", "ScoringInputError", "ScoringInputs", "index_completions", "load_inputs", "printable_key"]
