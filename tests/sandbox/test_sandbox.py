@@ -402,6 +402,17 @@ TEARDOWN_OUTPUT_PROGRAMS = {
     "buffered_fileio": "import io\nw = io.BufferedWriter(io.FileIO(1, 'w'))\nw.write(b'5\\n')\n",
     "print_to_it_after_stdout": "print('a')\nout = open(1, 'w', closefd=False)\nprint('b', file=out)\n",
     "a_finalizer_prints": "class D:\n    def __del__(self):\n        print('bye')\nd = D()\nprint('hi')\n",
+    # (red team: a finalizer that needs a module imported before its object, released after it)
+    "a_writer_flushes_through_sys": ("import sys\nclass W:\n    def __init__(self):\n        self.parts = []\n"
+                                     "    def __del__(self):\n        sys.stdout.write(''.join(self.parts))\n"
+                                     "w = W()\nfor i in range(3):\n    w.parts.append(str(i) + '\\n')\n"),
+    "a_writer_flushes_through_os": ("import os\nclass O:\n    def __init__(self):\n        self.b = []\n"
+                                    "    def __del__(self):\n        os.write(1, ''.join(self.b).encode())\n"
+                                    "out = O()\nout.b.append('42\\n')\n"),
+    "a_finalizer_leaves_a_broken_stdout": (
+        "import sys\nclass Bad:\n    closed = False\n    def write(self, s): return len(s)\n"
+        "    def flush(self): raise OSError('no')\n"
+        "class A:\n    def __del__(self, sys=sys, Bad=Bad):\n        sys.stdout = Bad()\na = A()\nprint(1)\n"),
 }
 
 

@@ -249,9 +249,9 @@ def _finalize(status, g):
     ``threading._shutdown`` (of whatever ``sys.modules["threading"]`` holds, as CPython looks it
     up), run the exit functions of the real ``atexit`` module (captured at start-up: a program
     may put anything in ``sys.modules``), flush stdio, put ``sys.stdin/stdout/stderr`` back to
-    the originals and clear the program's globals ``g`` (its module's teardown: a file object only
-    it holds, ``out = open(1, "w")``, is closed and so flushed, as ``python3 main.py`` does), flush
-    stdio again. An exception in any of them is
+    the originals and release the program's globals ``g`` (its module's teardown,
+    :func:`_tear_down`: a file object only they hold, ``out = open(1, "w")``, is closed and so
+    flushed, and a ``__del__`` runs, as ``python3 main.py`` does), flush stdio again. An exception in any of them is
     ignored (CPython prints it as unraisable): it never changes the status, but a failed flush
     of stdio makes it 120."""
     threading = sys.modules.get("threading")
@@ -269,11 +269,33 @@ def _finalize(status, g):
         pass
     status = _flush_stdio(status)
     try:  # (finalize_modules: sys's streams back to the originals, then the module torn down)
-        sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
-        g.clear()
+        _restore_stdio()
+        _tear_down(g)
+        _restore_stdio()  # (a finalizer may have put its own in place)
     except BaseException:
         pass
     return _flush_stdio(status)
+
+
+def _restore_stdio():
+    sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
+
+
+#: What a finalizer of the program's objects may still need while they are released.
+_CODE_TYPES = (type(sys), type, type(_restore_stdio), type(len))
+
+
+def _tear_down(g):
+    """Release the program's globals ``g`` as its module's teardown would: its data objects first,
+    newest first (a finalizer still finds the modules, classes and functions it uses, as CPython's
+    final collection lets it: the module's dict is whole then), then the rest; each name set to
+    ``None`` (``_PyModule_ClearDict``), ``__builtins__`` kept."""
+    names = [name for name in reversed(list(g)) if name != "__builtins__"]
+    for name in names:
+        if not issubclass(type(g.get(name)), _CODE_TYPES):
+            g[name] = None
+    for name in names:
+        g[name] = None
 
 
 def _flush_stdio(status):
