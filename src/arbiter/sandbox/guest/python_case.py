@@ -7,6 +7,7 @@ Exports: :func:`init`, :func:`fresh_stdio`, :func:`run_python`, :func:`prepare_p
 import errno
 import json
 import os
+from _io import _IOBase
 import signal
 import sys
 
@@ -249,9 +250,10 @@ def _finalize(status, g):
     ``threading._shutdown`` (of whatever ``sys.modules["threading"]`` holds, as CPython looks it
     up), run the exit functions of the real ``atexit`` module (captured at start-up: a program
     may put anything in ``sys.modules``), flush stdio, put ``sys.stdin/stdout/stderr`` back to
-    the originals and release the program's globals ``g`` (its module's teardown,
-    :func:`_tear_down`: a file object only they hold, ``out = open(1, "w")``, is closed and so
-    flushed, and a ``__del__`` runs, as ``python3 main.py`` does), flush stdio again. An exception in any of them is
+    the originals, release what the program's globals ``g`` hold that has a finalizer (its
+    module's teardown, :func:`_tear_down`: a file object only they hold, ``out = open(1, "w")``,
+    is closed and so flushed, and a ``__del__`` runs, as ``python3 main.py`` does), put the
+    streams back again, flush stdio again. An exception in any of them is
     ignored (CPython prints it as unraisable): it never changes the status, but a failed flush
     of stdio makes it 120."""
     threading = sys.modules.get("threading")
@@ -281,21 +283,19 @@ def _restore_stdio():
     sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
 
 
-#: What a finalizer of the program's objects may still need while they are released.
-_CODE_TYPES = (type(sys), type, type(_restore_stdio), type(len))
-
-
 def _tear_down(g):
-    """Release the program's globals ``g`` as its module's teardown would: its data objects first,
-    newest first (a finalizer still finds the modules, classes and functions it uses, as CPython's
-    final collection lets it: the module's dict is whole then), then the rest; each name set to
-    ``None`` (``_PyModule_ClearDict``), ``__builtins__`` kept."""
-    names = [name for name in reversed(list(g)) if name != "__builtins__"]
-    for name in names:
-        if not issubclass(type(g.get(name)), _CODE_TYPES):
+    """Release what the program's globals ``g`` hold that has a finalizer (a file object, an
+    instance whose class defines ``__del__``), newest first, each name set to ``None`` as
+    ``_PyModule_ClearDict`` does, everything else still bound (as CPython's final collection
+    finds the module's dict whole). Nothing else is released: a value without a finalizer would
+    only cost the case its deallocation."""
+    seen = {}
+    for name in reversed(list(g)):
+        kind = type(g.get(name))
+        if kind not in seen:
+            seen[kind] = issubclass(kind, _IOBase) or any("__del__" in vars(k) for k in kind.__mro__)
+        if seen[kind] and name != "__builtins__":
             g[name] = None
-    for name in names:
-        g[name] = None
 
 
 def _flush_stdio(status):
