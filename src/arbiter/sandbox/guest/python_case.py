@@ -160,6 +160,7 @@ def run_prepared_python(program, req, call_args, main):
                 pass
             _die_of_sigxfsz()  # the judge reads SIGXFSZ as OLE, as for a native program
         return status
+    loaded = len(g)  # (the prelude's names: the program's are bound after them)
     try:
         exec(program.code, g)
     except SystemExit as exc:
@@ -167,7 +168,7 @@ def run_prepared_python(program, req, call_args, main):
     except BaseException as exc:
         _print_program_traceback(exc)
         status = 1
-    return _finalize(status, g)
+    return _finalize(status, g, len(g) - loaded)
 
 
 def _write_result(data):
@@ -245,13 +246,13 @@ def _exit_code_of(exc):
     return 1
 
 
-def _finalize(status, g):
+def _finalize(status, g, bound):
     """What CPython's shutdown does after the program (``Py_FinalizeEx``): call
     ``threading._shutdown`` (of whatever ``sys.modules["threading"]`` holds, as CPython looks it
     up), run the exit functions of the real ``atexit`` module (captured at start-up: a program
     may put anything in ``sys.modules``), flush stdio, put ``sys.stdin/stdout/stderr`` back to
-    the originals, release what the program's globals ``g`` hold that has a finalizer (its
-    module's teardown, :func:`_tear_down`: a file object only they hold, ``out = open(1, "w")``,
+    the originals, release what the program's globals ``g`` (the last ``bound`` names) hold that
+    has a finalizer (its module's teardown, :func:`_tear_down`: a file object only they hold, ``out = open(1, "w")``,
     is closed and so flushed, and a ``__del__`` runs, as ``python3 main.py`` does), put the
     streams back again, flush stdio again. An exception in any of them is
     ignored (CPython prints it as unraisable): it never changes the status, but a failed flush
@@ -272,7 +273,7 @@ def _finalize(status, g):
     status = _flush_stdio(status)
     try:  # (finalize_modules: sys's streams back to the originals, then the module torn down)
         _restore_stdio()
-        _tear_down(g)
+        _tear_down(g, bound)
         _restore_stdio()  # (a finalizer may have put its own in place)
     except BaseException:
         pass
@@ -283,19 +284,24 @@ def _restore_stdio():
     sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
 
 
-def _tear_down(g):
-    """Release what the program's globals ``g`` hold that has a finalizer (a file object, an
-    instance whose class defines ``__del__``), newest first, each name set to ``None`` as
-    ``_PyModule_ClearDict`` does, everything else still bound (as CPython's final collection
-    finds the module's dict whole). Nothing else is released: a value without a finalizer would
-    only cost the case its deallocation."""
+def _tear_down(g, bound):
+    """Release what the last ``bound`` names of the program's globals ``g`` (those the program
+    bound: the prelude's come first) hold that has a finalizer (a file object, an instance whose
+    class defines ``__del__``), newest first, each name set to ``None`` as ``_PyModule_ClearDict``
+    does, everything else still bound (as CPython's final collection finds the module's dict
+    whole). Nothing else is touched: every name and value read is a page the case copies from
+    its forker, and a value without a finalizer would only cost the case its deallocation."""
     seen = {}
-    for name in reversed(list(g)):
-        kind = type(g.get(name))
+    names = reversed(g)
+    for _ in range(max(0, bound)):
+        name = next(names, None)
+        if name is None:
+            break
+        kind = type(g[name])
         if kind not in seen:
             seen[kind] = issubclass(kind, _IOBase) or any("__del__" in vars(k) for k in kind.__mro__)
-        if seen[kind] and name != "__builtins__":
-            g[name] = None
+        if seen[kind]:
+            g[name] = None  # (a value set, not a key added: the iteration goes on)
 
 
 def _flush_stdio(status):
