@@ -143,8 +143,8 @@ def _warn_near_miss(name: str) -> None:
             return
         _warned.add(name)
     logging.getLogger("arbiter.rewards").warning(
-        "data_source %r is not a known name: it gets the default route (exact tokens, strict booleans), not the route of %r "
-        "(docs/codegen.md (f)); name it %r, or pass the checker options", name, known, known)
+        "data_source %r is not a known name: it gets the default route (exact tokens, strict booleans), not the "
+        "route of %r (docs/codegen.md (f)); name it %r, or pass the checker options", name, known, known)
 
 
 def route(data_source: Any) -> Route:

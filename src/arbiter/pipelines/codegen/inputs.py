@@ -70,8 +70,8 @@ def printable_key(key: str) -> str:
 class ScoringInputError(ValueError):
     """An input that cannot be scored at all, found by :func:`load_inputs` before anything is
     judged or written: a dataset or completions file that is empty, binary, not UTF-8, not JSON
-    (Lines) or not Parquet (a dataset: not one of its lines a JSON object); a dataset without rows or without ``data_source``; a completions file
-    none of whose records matches a dataset row. The message names the option and the file, and
+    (Lines) or not Parquet (a dataset: not one of its lines a JSON object); a dataset without rows
+    or without ``data_source``; a completions file none of whose records matches a dataset row. The message names the option and the file, and
     the line where one line decides it (``arbiter score`` exits 2 with it)."""
 
 
@@ -153,8 +153,59 @@ def index_completions(path: Path, by_index: Mapping[str, list[str]], by_position
     """``row key -> [(byte offset, response count), ...]`` for a completions JSONL file (one
     pass, one line in memory at a time). Bad records go to ``errors`` (anything with
     ``add(kind, message, **extra)``), each naming its line, and are left out (a ``row`` in
-    ``repeated_positions`` among them)."""
+    ``unscored`` among them)."""
     return _scan_completions(path, by_index, by_position, known, errors, unscored)[0]
+
+
+class _DatasetKeys:
+    """The dataset's row keys as :func:`load_inputs` reads them (:meth:`scan`): ``by_position``,
+    ``by_index`` (``extra_info.index`` -> keys), ``seen`` (the keys scored), ``unscored``
+    (position -> what to say of a row that is not scored), ``duplicates`` (positions whose key
+    repeats an earlier row's)."""
+
+    def __init__(self) -> None:
+        self.by_position: list[str] = []
+        self.by_index: dict[str, list[str]] = defaultdict(list)
+        self.seen: set[str] = set()
+        self.unscored: dict[int, str] = {}
+        self.duplicates: set[int] = set()
+
+    def scan(self, dpath: Path, split: str | None, problems: InputProblems) -> None:
+        """Read the keys; each row that cannot be scored is one of ``problems``. Raises
+        :class:`ScoringInputError` for a dataset that is unreadable, empty, not one of whose lines
+        is a JSON object, or without a ``data_source``."""
+        unreadable: list[tuple[int, Exception]] = []
+        with_source = 0
+        try:
+            for position, (ds, idx) in enumerate(iter_row_keys(dpath, split=split, errors=unreadable)):
+                with_source += ds is not None and ds != ""
+                self._add(row_key(ds, idx, position), idx, position, unreadable, problems)
+        except (ValueError, OSError) as exc:
+            raise ScoringInputError(f"--dataset: {exc}") from None
+        if not self.by_position:
+            raise ScoringInputError(f"--dataset {dpath}: no rows (an empty file or split)")
+        if len(unreadable) == len(self.by_position):  # (not one row: not a dataset, rather than bad rows)
+            raise ScoringInputError(f"--dataset: {unreadable[0][1]}")
+        if not with_source:
+            raise ScoringInputError(f"--dataset {dpath}: none of its {len(self.by_position)} row(s) has a "
+                                    f"'data_source'; not a verl dataset")
+
+    def _add(self, key: str, idx: Any, position: int, unreadable: list[tuple[int, Exception]],
+             problems: InputProblems) -> None:
+        self.by_position.append(key)
+        why = _unusable(key, position, unreadable)
+        if why:
+            self.unscored[position] = f"is not scored: {why}"
+            problems.add("dataset", why, row=printable_key(key), position=position)
+        elif key in self.seen:
+            self.duplicates.add(position)
+            self.unscored[position] = f"repeats the key {key!r} of an earlier row and is not scored"
+            problems.add("dataset", f"row key {key!r} repeats at position {position}; only the first row is scored",
+                         row=key, position=position)
+            return
+        self.seen.add(key)
+        if idx is not None:
+            self.by_index[str(idx)].append(key)
 
 
 @dataclass
@@ -201,40 +252,9 @@ def load_inputs(dataset: str | os.PathLike, completions: str | os.PathLike, *, s
     """
     dpath, cpath = Path(dataset), Path(completions)
     problems = InputProblems()
-    by_position: list[str] = []
-    by_index: dict[str, list[str]] = defaultdict(list)
-    seen: set[str] = set()
-    unscored: dict[int, str] = {}  # position -> why it is not scored
-    duplicate_positions: set[int] = set()
-    unreadable: list[tuple[int, Exception]] = []
-    with_source = 0
-    try:
-        for position, (ds, idx) in enumerate(iter_row_keys(dpath, split=split, errors=unreadable)):
-            key = row_key(ds, idx, position)
-            by_position.append(key)
-            with_source += ds is not None and ds != ""
-            why = _unusable(key, position, unreadable)
-            if why:
-                unscored[position] = f"is not scored: {why}"
-                problems.add("dataset", why, row=printable_key(key), position=position)
-            elif key in seen:
-                duplicate_positions.add(position)
-                unscored[position] = f"repeats the key {key!r} of an earlier row and is not scored"
-                problems.add("dataset", f"row key {key!r} repeats at position {position}; only the first row is scored",
-                             row=key, position=position)
-                continue
-            seen.add(key)
-            if idx is not None:
-                by_index[str(idx)].append(key)
-    except (ValueError, OSError) as exc:
-        raise ScoringInputError(f"--dataset: {exc}") from None
-    if not by_position:
-        raise ScoringInputError(f"--dataset {dpath}: no rows (an empty file or split)")
-    if len(unreadable) == len(by_position):  # (not one row: not a dataset, rather than bad rows)
-        raise ScoringInputError(f"--dataset: {unreadable[0][1]}")
-    if not with_source:
-        raise ScoringInputError(f"--dataset {dpath}: none of its {len(by_position)} row(s) has a 'data_source'; "
-                                f"not a verl dataset")
+    keys = _DatasetKeys()
+    keys.scan(dpath, split, problems)
+    by_position, by_index, seen, unscored = keys.by_position, keys.by_index, keys.seen, keys.unscored
 
     if not cpath.is_file():
         raise ScoringInputError(f"--completions {cpath}: not a file")
@@ -262,8 +282,8 @@ def load_inputs(dataset: str | os.PathLike, completions: str | os.PathLike, *, s
             f"--completions {cpath}: none of its {objects} record(s) matches a row of --dataset {dpath} "
             f"(first: {first})")
     return ScoringInputs(dataset=dpath, completions=cpath, split=split, rows=len(by_position), by_position=by_position,
-                         duplicate_positions=duplicate_positions,
-                         unusable_positions=set(unscored) - duplicate_positions, comp_index=comp_index,
+                         duplicate_positions=keys.duplicates,
+                         unusable_positions=set(unscored) - keys.duplicates, comp_index=comp_index,
                          records=sum(len(v) for v in comp_index.values()),
                          responses=sum(n for entries in comp_index.values() for _, n in entries), problems=problems)
 

@@ -61,7 +61,8 @@ def score_section(path: Path) -> dict[str, Any]:
     everything = [nc for c in by_ds.values() for nc in c]
     return {"problems": len(everything), "invalid_problems": len(invalid),
             "invalid_responses": sum(int(p.get("n") or 0) for p in invalid),
-            "unusable_rows": sum(1 for e in errors if e.get("kind") == "dataset"), "by_data_source": table, "verdicts": dict(sorted(verdicts.items())),
+            "unusable_rows": sum(1 for e in errors if e.get("kind") == "dataset"), "by_data_source": table,
+            "verdicts": dict(sorted(verdicts.items())),
             "overall_pass_at_k": mean_pass_at_k(everything),
             "figures": {"pass_rates": {"k": k, "bins": [j / k for j in range(k + 1)],
                                        "rates": rate_histogram([x / n for n, x in everything if n], k)},
