@@ -352,6 +352,7 @@ def test_a_score_folder_says_what_it_leaves_out(tmp_path):
     assert (data["problems"], data["invalid_problems"], data["invalid_responses"], data["unusable_rows"]) == (1, 1, 2, 1)
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "1 problems; left out: 1 INVALID_TASK problem(s) (2 responses) and 1 dataset row(s)" in md, md
+    assert data["problems_at_k"] == {"1": 1, "2": 1} and "| problems with >= k responses | 1 | 1 |" in md, md
 
 
 def test_score_folder_pass_rates_and_pass_at_k(data, tmp_path):

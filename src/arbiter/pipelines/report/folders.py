@@ -64,6 +64,7 @@ def score_section(path: Path) -> dict[str, Any]:
             "unusable_rows": sum(1 for e in errors if e.get("kind") == "dataset"), "by_data_source": table,
             "verdicts": dict(sorted(verdicts.items())),
             "overall_pass_at_k": mean_pass_at_k(everything),
+            "problems_at_k": {k: sum(1 for n, _ in everything if n >= int(k)) for k in mean_pass_at_k(everything)},
             "figures": {"pass_rates": {"k": k, "bins": [j / k for j in range(k + 1)],
                                        "rates": rate_histogram([x / n for n, x in everything if n], k)},
                         "pass_at_k": {ds: mean_pass_at_k(c) for ds, c in sorted(by_ds.items())}}}

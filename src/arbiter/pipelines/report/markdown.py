@@ -75,8 +75,9 @@ def _score(d: dict[str, Any]) -> list[str]:
     out += table(["data_source", "problems", "responses", "mean pass rate", "median", "solved at least once"],
                  [[r["data_source"], num(r["problems"]), num(r["responses"]), num(r["mean_pass_rate"]),
                    num(r["median_pass_rate"]), num(r["solved_at_least_once"])] for r in d["by_data_source"]])
-    curve = d["overall_pass_at_k"]
-    out += table(["k", *curve], [["pass@k", *(num(v) for v in curve.values())]])
+    curve, over = d["overall_pass_at_k"], d.get("problems_at_k") or {}
+    out += table(["k", *curve], [["pass@k", *(num(v) for v in curve.values())],
+                                 ["problems with >= k responses", *(num(over.get(k)) for k in curve)]])
     out += table(["verdict", "responses"], [[v, num(n)] for v, n in d["verdicts"].items()])
     return out
 
