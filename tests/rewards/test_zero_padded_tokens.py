@@ -64,6 +64,9 @@ def test_a_program_that_drops_the_padding_is_wrong_on_every_route(problem):
     # an expected integer written as a number still takes its value in any number's spelling (docs/checkers.md)
     (b"6.0", b"6", True), (b"06", b"6", True), (b"6e0", b"6", True), (b"0", b"0", True), (b"-0", b"0", True),
     (b"6.0000001", b"6", False),
+    # a decimal with a padded integer part is text too (a clock's seconds, `15 00 00.000000`)
+    (b"0", b"00.000000", False), (b"0.000000", b"00.000000", False), (b"00.000000", b"00.000000", True),
+    (b"0.5000001", b"0.5", True), (b"+0.50", b"+0.5", True), (b"-0.0", b"0.0", True),
 ])
 def test_the_tokens_float_rule_for_expected_integers(got, want, ok):
     assert check_output(CheckerSpec("tokens_float"), got + b"\n", (want + b"\n",)).ok is ok

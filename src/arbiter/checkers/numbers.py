@@ -13,6 +13,7 @@ import re
 
 _NUMBER = re.compile(rb"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _PLAIN_INT = re.compile(rb"[+-]?[0-9]+")
+_WHOLE = re.compile(rb"[0-9]+")  # a number's integer part
 
 #: Slack added to every tolerance to absorb decimal-to-binary rounding (testlib uses 1e-15).
 SLACK = 1e-15
@@ -71,23 +72,28 @@ def close(got: float, want: float, abs_tol: float, rel_tol: float) -> bool:
 
 
 def written_as_text(token: bytes) -> bool:
-    """Whether a plain integer token is written in a form only text has: a leading zero (``0011``,
-    ``000``, ``-05``), a ``+`` sign or ``-0``. Such an expected token is a string of digits (a
-    zero-padded ID, a binary string), so only the same bytes match it."""
+    """Whether a number token is written in a form only text has: a leading zero in its integer
+    part (``0011``, ``000``, ``-05``, ``00.000000``), ``-0``, or a ``+`` sign on an integer (``+5``).
+    Such an expected token is a string of digits (a zero-padded ID, a binary string, a clock's
+    field), so only the same bytes match it."""
     digits = token[1:] if token[:1] in (b"+", b"-") else token
-    return token[:1] == b"+" or (len(digits) > 1 and digits[:1] == b"0") or token == b"-0"
+    whole = _WHOLE.match(digits)
+    padded = whole is not None and len(whole.group()) > 1 and digits[:1] == b"0"
+    return padded or token == b"-0" or (token[:1] == b"+" and is_plain_integer(token))
 
 
 def tokens_match_numeric(got: bytes, want: bytes, abs_tol: float, rel_tol: float) -> bool:
     """Whether two *different* tokens still match under the ``tokens_float`` rule.
 
-    An expected plain integer matches only a number of exactly its value
-    (:func:`integer_equals_exactly`), and nothing else when it is written as text
-    (:func:`written_as_text`). Otherwise both must be finite numbers (grammar above) within
-    tolerance. Callers test byte equality first.
+    An expected token written as text (:func:`written_as_text`) matches nothing else. An expected
+    plain integer matches only a number of exactly its value (:func:`integer_equals_exactly`).
+    Otherwise both must be finite numbers (grammar above) within tolerance. Callers test byte
+    equality first.
     """
+    if written_as_text(want):
+        return False
     if is_plain_integer(want):
-        return not written_as_text(want) and integer_equals_exactly(got, want)
+        return integer_equals_exactly(got, want)
     g = parse_number(got)
     if g is None:
         return False
