@@ -112,6 +112,9 @@ def test_reasoning_may_contain_angle_brackets_and_inline_backticks():
         (f"<reasoning>a\n```cpp\n{CODE}```", "UNCLOSED_REASONING"),
         (f"<reasoning> \n\t </reasoning>\n```cpp\n{CODE}```", "EMPTY_REASONING"),
         (f"<reasoning></reasoning>\n```cpp\n{CODE}```", "EMPTY_REASONING"),
+        # (red team: a block that shows nothing, in characters Unicode draws as nothing or as a blank)
+        (f"<reasoning>\u200b</reasoning>\n```cpp\n{CODE}```", "EMPTY_REASONING"),
+        (f"<reasoning>\u00a0\u3000\u2060</reasoning>\n```cpp\n{CODE}```", "EMPTY_REASONING"),
         (f"```cpp\n{CODE}```\n<reasoning>late</reasoning>", "REASONING_AFTER_CODE"),
         (f"<reasoning>see ```cpp int x; ``` </reasoning>\n```cpp\n{CODE}```", "FENCE_IN_REASONING"),
         (f"Sure!\n<reasoning>x</reasoning>\n```cpp\n{CODE}```", "TEXT_OUTSIDE"),
@@ -478,6 +481,12 @@ def _answer(code: str) -> str:
     ("int main(){ int ans = 0, \u0430ns = 1; return ans; }\n", "CONFUSABLE_IDENTIFIER"),  # Cyrillic a, mixed
     ("int main(){ int a = 0; int \u0430 = 1; return a; }\n", "CONFUSABLE_IDENTIFIER"),  # whole-script look-alike
     ("int main(){ int \u0456f = 2; return \u0456f; }\n", "CONFUSABLE_IDENTIFIER"),
+    # (red team: invisible characters g++ keeps in a name, two variables that read as one)
+    ("int main(){ int ans = 0, ans\u3164 = 1; return ans; }\n", "CONFUSABLE_IDENTIFIER"),  # Hangul filler
+    ("int main(){ int ans = 0, ans\ufe0f = 1; return ans; }\n", "CONFUSABLE_IDENTIFIER"),  # variation selector
+    ("int main(){ int ans = 0, ans\u034f = 1; return ans; }\n", "CONFUSABLE_IDENTIFIER"),  # grapheme joiner
+    ("int main(){ int ans = 0, ans\U000e0100 = 1; return ans; }\n", "CONFUSABLE_IDENTIFIER"),
+    ("int main(){ int ans = 0, ans\uffa0 = 1; return ans; }\n", "CONFUSABLE_IDENTIFIER"),
     ("int main(){ int ans = 0; // note\u2028 ans += 1;\n return ans; }\n", "UNICODE_LINE_SEPARATOR"),
     ("int main(){ int ans = 0; // note\u2029 ans += 1;\n return ans; }\n", "UNICODE_LINE_SEPARATOR"),
     ("int main(){ int ans = 0; // note\x85 ans += 1;\n return ans; }\n", "NEL_CHARACTER"),
@@ -495,6 +504,7 @@ def test_code_a_reader_reads_otherwise_than_gcc_is_refused(code, expected):
     "  const char* t = \"\u0441\"; return c + \u0441\u0447\u0451\u0442; }\n",  # a Cyrillic name, Cyrillic text
     "int main(){ int l = 0, I = 1, rn = 2, m = 3; return l + I + rn + m; } // r\u00e9sum\u00e9 \u8a08\u7b97\n",
     "int main(){ int r\u00e9sum\u00e9 = 1, \u8a08\u7b97 = 2; return r\u00e9sum\u00e9 + \u8a08\u7b97; }\n",
+    'int main(){ const char* s = "\u2764\ufe0f"; return s[0]; } // \U0001f468\u200d\U0001f469\n',  # text only
 ])
 def test_code_readers_and_gcc_read_alike_is_accepted(code):
     r = parse_answer(_answer(code))

@@ -28,6 +28,14 @@ _TOKEN = re.compile(
     r"|(?P<ident>[^\W\d][\w\u0300-\u036f\u200c\u200d]*)"
     r"|[^/\"'\w.]+|[\s\S]")
 _LINE_END_SPLICE = re.compile(r"\\[ \t\f\v]*\r?$", re.M)
+#: Unicode's Default_Ignorable_Code_Point characters (DerivedCoreProperties): drawn as nothing. In an
+#: identifier g++ keeps them (``ans`` and ``ans`` + U+3164 HANGUL FILLER or U+FE0F VARIATION SELECTOR-16
+#: are two variables), and the identifier pattern above may not even take them in.
+INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+                        "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+                        "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+#: What a reader sees as text, where an invisible character hides nothing g++ reads.
+_TEXT_TOKENS = ("line", "block", "raw", "str", "chr")
 
 
 def _tokens(code: str) -> Iterator[re.Match[str]]:
@@ -54,11 +62,20 @@ def code_problems(code: str, offset: int = 0) -> list[tuple[str, str]]:
             names.setdefault(m.group(), m.start())
         else:
             names.setdefault(m.group(), -1)
-    found = _confusables(names) if any(pos >= 0 for pos in names.values()) else None
+    found = _hidden(code) or (_confusables(names) if any(pos >= 0 for pos in names.values()) else None)
     if found:
         out.append(("CONFUSABLE_IDENTIFIER", f"{found}: a reader cannot tell it from what it looks like "
                     "(Trojan Source, CVE-2021-42694); use ASCII identifiers"))
     return out
+
+
+def _hidden(code: str) -> str | None:
+    """The first invisible character (:data:`INVISIBLE`) outside comments and literals, described."""
+    for m in _TOKEN.finditer(code):
+        hidden = None if m.lastgroup in _TEXT_TOKENS else INVISIBLE.search(m.group())
+        if hidden:
+            return f"the code hides {_show(hidden.group())} at offset {m.start() + hidden.start()}, next to {m.group()!r}"
+    return None
 
 
 def _next_line(comment: str) -> str:
@@ -106,4 +123,4 @@ def _show(name: str) -> str:
     return f"{name!r} ({', '.join(odd[:3])})" if odd else repr(name)
 
 
-__all__ = ["code_problems"]
+__all__ = ["INVISIBLE", "code_problems"]

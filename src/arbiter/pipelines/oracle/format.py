@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 from arbiter.strenum import StrEnum
 from arbiter.pipelines.oracle import markdown as _md
-from arbiter.pipelines.oracle.cpp_text import code_problems
+from arbiter.pipelines.oracle.cpp_text import INVISIBLE as _INVISIBLE, code_problems
 
 REASONING_OPEN = "<reasoning>"
 REASONING_CLOSE = "</reasoning>"
@@ -262,14 +262,20 @@ def _reasoning_checks(R: list[_Tok], F: list[_Tok], T: list[_Tok], fail: Any) ->
     for r in R:
         if r.closed and REASONING_OPEN in r.content:
             fail(FormatCode.MULTIPLE_REASONING, f"a <reasoning> tag is nested inside the reasoning block at offset {r.start}")
-    if R and R[0].closed and not R[0].content.strip(WHITESPACE):
-        fail(FormatCode.EMPTY_REASONING, "the reasoning block is empty (whitespace only)")
+    if R and R[0].closed and _blank(R[0].content):
+        fail(FormatCode.EMPTY_REASONING, "the reasoning block is empty (whitespace only, or characters drawn as nothing)")
     for r in R:
         if r.closed and "```" in r.content:
             fail(FormatCode.FENCE_IN_REASONING, f"the reasoning block contains ``` at offset {r.start + len(REASONING_OPEN) + r.content.index('```')}; code belongs in the one ```cpp block after it")
     if R and F and any(r.start > F[0].start for r in R):
         fail(FormatCode.REASONING_AFTER_CODE, f"a <reasoning> block comes after the code block (offset {max(r.start for r in R)})")
     return unclosed_reasoning
+
+
+def _blank(text: str) -> bool:
+    """Whether ``text`` shows nothing: only whitespace (Unicode's too: U+00A0, U+3000) and characters
+    drawn as nothing (U+200B and the other default-ignorable ones)."""
+    return not _INVISIBLE.sub("", text).strip()
 
 
 def _fence_checks(text: str, F: list[_Tok], unclosed_reasoning: bool, fail: Any) -> None:
