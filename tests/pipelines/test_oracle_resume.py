@@ -93,3 +93,27 @@ def test_sigkill_then_rerun_equals_uninterrupted_run(tmp_path):
     assert [(r["line"], r["outcome"], r["codes"]) for r in report_a["rows"]] == \
         [(r["line"], r["outcome"], r["codes"]) for r in report_b["rows"]]
     assert report_a["counts"]["accepted"] == 7
+
+
+def test_sft_holds_exactly_the_verified_rows_after_a_kill_between_the_two_writes(tmp_path):
+    """sft.jsonl was written before verified.jsonl: a kill between them left an SFT row whose row was decided
+    again on the rerun, and when that decision was a rejection (a flaky or time-dependent answer) the rejected
+    answer stayed training data (red team, oracle: accepted 0, sft_rows 1). verified.jsonl is written first
+    now, and the repair drops an SFT row without its verified row and writes a verified row's missing one."""
+    from arbiter.pipelines.oracle.records import sft_key
+    from arbiter.pipelines.oracle.verify import _Sinks
+    from arbiter.pipelines.runs import RunFolder
+
+    def sft(task: str, answer: str) -> dict:
+        return {"task_id": task, "messages": [{"role": "user", "content": task}, {"role": "assistant", "content": answer}]}
+
+    kept, stale, missing = sft("t1", "a"), sft("t2", "b"), sft("t3", "c")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sft.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (kept, stale)))
+    (out / "verified.jsonl").write_text("".join(json.dumps({"key": sft_key(r), **r}) + "\n" for r in (kept, missing)))
+    sinks = _Sinks(RunFolder(out))
+    sinks.repair_sft()
+    sinks.sft.close()
+    assert [json.loads(l)["task_id"] for l in _lines(out / "sft.jsonl")] == ["t1", "t3"]
+    assert set(sinks.sft.keys) == {sft_key(kept), sft_key(missing)}

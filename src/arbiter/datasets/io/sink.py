@@ -77,6 +77,26 @@ class JsonlSink:
             "%s: line%s %s: not a record (not valid JSON, or without its key): moved to %s, the records after "
             "kept", self.path, "s" if len(bad) > 1 else "", shown, corrupt)
 
+    def keep_only(self, keep: Callable[[str], bool]) -> list[str]:
+        """Rewrite the file (atomically) without the records whose key ``keep`` refuses; returns
+        those keys."""
+        with self._lock:
+            dropped = [k for k in self.keys if not keep(k)]
+            if not dropped:
+                return []
+            self._f.close()
+            with open(self.path, "rb") as f:
+                lines = [line for line in f.read().split(b"\n") if line.strip()]
+            tmp = self.path.with_name(self.path.name + ".repair")
+            with open(tmp, "wb") as f:
+                f.write(b"".join(line + b"\n" for line in lines if keep(self._key(json.loads(line)))))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+            self.keys.difference_update(dropped)
+            self._f = open(self.path, "a", encoding="utf-8")
+        return dropped
+
     def __contains__(self, key: str) -> bool:
         return key in self.keys
 

@@ -78,7 +78,11 @@ class _Sinks:
         self.errors = folder.sink("errors.jsonl", key=lambda r: f"{r.get('run_id')}:{r.get('seq')}")
 
     def repair_sft(self) -> None:
-        """A kill between sft and verified: sft is written first; repair the other direction too."""
+        """Make ``sft.jsonl`` hold exactly the rows ``verified.jsonl`` accepted: a kill between the two
+        writes leaves a verified row without its SFT row (verified is written first), written now; an
+        SFT row without its verified row (left by a kill when sft was written first) is dropped, since
+        the row is decided again and may now be rejected."""
+        self.sft.keep_only(lambda key: key in self.verified)
         for rec in read_jsonl(self.verified.path):
             if rec.get("key") not in self.sft and "messages" in rec:
                 self.sft.write({"task_id": rec["task_id"], "messages": [
@@ -97,9 +101,9 @@ def _settle(res: RowResult, row: ReturnRow, sinks: _Sinks, stats: VerifyRun, emi
                             "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")})
         emit("row", {"key": res.key, "task_id": res.task_id, "outcome": "error", "line": res.line})
         return
-    if res.accepted:
-        sinks.sft.write(sft_record(row))  # before verified.jsonl: a kill between the two loses nothing
+    if res.accepted:  # (verified first: an SFT row never stands without its verified row; repair_sft)
         sinks.verified.write(verified_record(row, res))
+        sinks.sft.write(sft_record(row))
         stats.verified_now += 1
     else:
         sinks.rejected.write(rejected_record(row, res))
