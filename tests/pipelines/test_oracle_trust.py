@@ -256,3 +256,17 @@ def test_hidden_cases_the_source_fails_are_dropped_not_blamed_on_answers(tmp_pat
                            tmp_path / "out2", hidden=hidden, options=VerifyOptions(measure_cases=1, cache_dir=cache))
     assert again.report["hidden_checks"][T1]["cached"] is True
     assert again.report["hidden_checks"][T1]["dropped"] == h1["dropped"]
+
+
+def test_the_source_returned_unchanged_is_not_an_optimized_answer(tmp_path):
+    """The seed's source_code returned as the answer was accepted at exactly 1.00x: the meter is deterministic
+    and the default gate is "not slower" (red team, oracle). It is speed:UNCHANGED_SOURCE now, whitespace aside;
+    the source with one real change is measured as before."""
+    source = SEEDS[T1].source_code
+    same = answer_row(T1, "\n".join(" ".join(line.split()) for line in source.splitlines()) + "\n", "unchanged")
+    out = tmp_path / "out"
+    run = verify_returns(DATA / "seeds.jsonl", write_returns(tmp_path / "r.jsonl", [], [same]), out,
+                         hidden=DATA / "hidden_tests.json", options=VerifyOptions(measure_cases=1))
+    assert run.report["counts"]["accepted"] == 0 and not rows(out / "sft.jsonl")
+    (rec,) = rows(out / "rejected.jsonl")
+    assert rec["stage"] == "speed" and [r["code"] for r in rec["reasons"]] == ["UNCHANGED_SOURCE"]

@@ -82,7 +82,13 @@ def _speedup(seed: SeedRow, code: str, chosen: list[Case], all_cases: list[Case]
 
 def measure(seed: SeedRow, code: str, all_cases: list[Case], passed: list[Any], ctx: VerifyContext,
             res: RowResult, notes: list[str]) -> None:
-    """Measure a correct answer and apply the speed gate; findings go to ``res``."""
+    """Measure a correct answer and apply the speed gate; findings go to ``res``. An answer whose program
+    is the source's (whitespace aside) is ``speed:UNCHANGED_SOURCE``, not measured: its speedup is 1.00
+    by construction, which "not slower" would accept, and it optimizes nothing (the card's target)."""
+    if "".join(code.split()) == "".join(seed.source_code.split()):
+        res.reasons.append(reason("speed", "UNCHANGED_SOURCE", "the answer's program is the source's (whitespace "
+                                  "aside): nothing is optimized (the card's target: optimize runtime)"))
+        return
     ver = res.verification
     chosen = largest_by_input(all_cases, int(ctx.options.measure_cases))
     got = _speedup(seed, code, chosen, all_cases, passed, ctx, res.key)
