@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from arbiter.datasets.io.atomic import dumps_line
+from arbiter.datasets.io.atomic import atomic_open, dumps_line
 from arbiter.datasets.io.lines import read_jsonl
 
 
@@ -66,12 +66,8 @@ class JsonlSink:
         with open(corrupt, "ab") as f:
             f.write(b"".join(lines[i] + b"\n" for i in bad))
         skip = set(bad)
-        tmp = self.path.with_name(self.path.name + ".repair")
-        with open(tmp, "wb") as f:
+        with atomic_open(self.path, "wb") as f:
             f.write(b"".join(line + b"\n" for i, line in enumerate(lines) if i not in skip))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
         shown = ", ".join(str(i + 1) for i in bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
         logging.getLogger("arbiter").warning(
             "%s: line%s %s: not a record (not valid JSON, or without its key): moved to %s, the records after "
@@ -87,12 +83,8 @@ class JsonlSink:
             self._f.close()
             with open(self.path, "rb") as f:
                 lines = [line for line in f.read().split(b"\n") if line.strip()]
-            tmp = self.path.with_name(self.path.name + ".repair")
-            with open(tmp, "wb") as f:
+            with atomic_open(self.path, "wb") as f:
                 f.write(b"".join(line + b"\n" for line in lines if keep(self._key(json.loads(line)))))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
             self.keys.difference_update(dropped)
             self._f = open(self.path, "a", encoding="utf-8")
         return dropped
