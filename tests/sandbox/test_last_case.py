@@ -184,3 +184,48 @@ def test_a_last_case_that_stops_or_kills_its_forker_is_not_kept_waiting(how):
         assert ex.status is Status.OK and ex.stdout == b"8\n", ex
         assert ex.wall_seconds < 0.5, ex.wall_seconds
     assert left == []
+
+
+# ---- the forker becomes the last case (guest/inplace_case.py) -----------------------------------
+
+
+def test_the_last_case_is_charged_none_of_the_forkers_own_cpu():
+    """The forker that becomes the last case ran the prelude at the load (here 0.3 s of CPU or
+    more): none of it is the case's, in its figures or against its CPU limit."""
+    prelude = "import time\n_t = time.process_time()\nwhile time.process_time() - _t < 0.3:\n    pass\n"
+    limits = Limits(cpu_seconds=1, wall_seconds=4)
+    with Sandbox(limits=limits) as sb:
+        assert sb.load_python("print(int(input()) + 1)\n", prelude=prelude) is None
+        before = sb.run_python(b"1\n", limits)
+        last = sb.run_python(b"1\n", limits, last=True)
+    assert before.status is Status.OK and last.status is Status.OK, (before, last)
+    assert last.stdout == before.stdout == b"2\n"
+    assert last.cpu_seconds < 0.15, last.cpu_seconds  # (the prelude's 0.3 s is the load's)
+
+
+def test_a_last_case_that_closes_its_record_pipe_and_spins_is_a_time_limit():
+    """No record will come (the program closed every descriptor above stderr): the server, whose
+    process the case is now, keeps its wall clock and ends it as any other."""
+    source = "import os\nos.closerange(3, 1 << 16)\nprint(1, flush=True)\nwhile True:\n    pass\n"
+    limits = Limits(cpu_seconds=1, wall_seconds=2)
+    first, second, left = run_last(source, limits=limits, then=b"")
+    assert first.status is Status.TIME_LIMIT and first.stdout == b"1\n", first
+    assert second.status is Status.TIME_LIMIT
+    assert left == []
+
+
+def test_a_forker_that_ends_before_the_last_case_costs_it_nothing():
+    """A case leaves a signal pending on the forker (blocked there): the forker ends itself at the
+    next request instead of becoming the last case; the server runs that case itself."""
+    source = ("import os, signal\nn = int(input())\n"
+              "if n == 0:\n    os.kill(os.getppid(), signal.SIGUSR1)\n"
+              "print(n * 2, os.getppid() == 1)\n")
+    limits = Limits(cpu_seconds=1, wall_seconds=2)
+    with Sandbox(limits=limits) as sb:
+        assert sb.load_python(source) is None
+        first = sb.run_python(b"0\n", limits)
+        last = sb.run_python(b"21\n", limits, last=True)
+        left = sb.stray_processes()
+    assert first.status is Status.OK and first.stdout == b"0 False\n", first
+    assert last.status is Status.OK and last.stdout.split()[0] == b"42", last
+    assert left == []

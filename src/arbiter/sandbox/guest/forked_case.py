@@ -1,7 +1,7 @@
 """The server's side of a case the forker runs: send it, watch it, collect it.
 
 Exports: :func:`run_in_forker` (over a :class:`~.state.ServerState` and its
-:class:`~.forker.Forker`), :func:`await_zombie`, :func:`reap_ended`, :data:`QUICK_CASE`. See
+:class:`~.forker.Forker`), :func:`await_zombie`, :data:`QUICK_CASE`. See
 docs/sandbox.md ("The forker").
 """
 
@@ -11,7 +11,7 @@ import signal
 from .cases import Capture, case_clock, drain, finish_case, wait_for_exit
 from .kernel import stopped
 from .protocol import encode_frame
-from .reaper import kill_all, kill_until_none_new, only_forker_left, reap_all, wipe_scratch
+from .reaper import kill_all, only_forker_left, reap_all, wipe_scratch
 from .reports import REPORT_GRACE, Rusage, read_report
 
 
@@ -74,24 +74,6 @@ def await_zombie(state):
         pass
 
 
-def reap_ended(state):
-    """Once the reply of a case the forker reported before its exit is sent
-    (``state.reaping``): wait until every process of it is gone (the forker reaps the case,
-    this server the rest); a forker that cannot be spared is dropped. True when there was one."""
-    if state.reaping is None:
-        return False
-    (case, fk), state.reaping = state.reaping, None
-    _wait_for_exit(case)  # (asleep while the kernel tears it down: no scan of /proc meanwhile)
-    keep = fk.pid if state.forker is fk else None
-    if _reap_sparing(state, keep, case) and keep is not None:
-        await_zombie(state)
-        return True
-    if state.forker is fk:
-        _drop_forker(state)  # (killed and reaped already)
-    state.zombie = None
-    return True
-
-
 def _reap_sparing(state, keep, case):
     """Reap every process left but ``keep`` (the forker's pid, or None), killing them; when one
     stays that only the forker could reap (not ``case``, which it reaps next), the forker is
@@ -101,21 +83,6 @@ def _reap_sparing(state, keep, case):
     kill_all(state, 0)
     reap_all(state)
     return False
-
-
-def _wait_for_exit(pid):
-    """Sleep until ``pid`` (a child of the forker, killed) has exited, at most :data:`REPORT_GRACE`."""
-    import select
-    try:
-        pidfd = os.pidfd_open(pid)
-    except OSError:
-        return
-    try:
-        exited = select.poll()
-        exited.register(pidfd, select.POLLIN)
-        exited.poll(REPORT_GRACE * 1000)
-    finally:
-        os.close(pidfd)
 
 
 def _watch_forked_case(state, fk, req, t0, err, err_r, out_fd, res_fd, out_cap):
@@ -255,13 +222,7 @@ def _end_forked_case(state, w, req, t0, out_fd, res_fd, out_cap):
     fk, forker_dead = w.fk, w.forker_dead
     end = w.end or time.monotonic()
     keep = None if forker_dead else fk.pid
-    if not forker_dead and w.done.get("early") and state.is_init:
-        # Reported before its exit (the forker killed it): what it forked is still its own, not
-        # yet this server's children. All of it is killed now, reaped after the reply
-        # (:func:`reap_ended`).
-        kill_until_none_new(keep, (w.pid,))
-        state.reaping = (w.pid, fk)
-    elif forker_dead or not only_forker_left(state, fk, w.pid):
+    if forker_dead or not only_forker_left(state, fk, w.pid):
         kill_all(state, 0, keep)
         if not _reap_sparing(state, keep, w.pid):  # a process only the forker could reap
             forker_dead = True

@@ -20,11 +20,12 @@ import _socket  # (built in) the forker's request socket: each case's files trav
 from . import kernel, tamper
 from .child import apply_rlimits, rlimit_list
 from .forked_case import run_in_forker
+from .inplace_case import run_in_place
 from .kernel import close_all_but, fork, reseed_random, set_own_oom_adj
 from .program import warm_heavy_imports
 from .protocol import LEN, MAX_HEADER, RESULT_FD, read_exact, write_all
 from .python_case import fresh_stdio, prepare_python_process, run_prepared_python
-from .reports import REPORT, ended_early, ended_pipe, exit_peeker, own_ended_pipe, parse_report, tell_ended
+from .reports import REPORT, exit_peeker, own_ended_pipe, parse_report, tell_ended
 from .runq import own_delay_ns, task_stat
 
 
@@ -99,7 +100,10 @@ class Forker:
             return False
 
     def run_case(self, state, req, stdin_fd, call_args):
-        """Run one Python case through this forker (:func:`.forked_case.run_in_forker`)."""
+        """Run one Python case through this forker (:func:`.forked_case.run_in_forker`); the
+        session's last one (``final``) it runs itself (:func:`.inplace_case.run_in_place`)."""
+        if req.get("final") and state.is_init:
+            return run_in_place(state, self, req, stdin_fd, call_args)
         return run_in_forker(state, self, req, stdin_fd, call_args)
 
     def stop(self):
@@ -165,7 +169,7 @@ def make_forker(state):
     if not state.is_init or state.program.code is None:
         return
     warm_heavy_imports(state.program.code, state.program.main_module)  # (once: cases fork with them)
-    state.forker = Forker.fork(state)
+    state.forker, state.forker_spent = Forker.fork(state), False
 
 
 def drop_forker(state):
@@ -184,19 +188,20 @@ def drop_blank_forker(state):
 
 def recv_case(sock):
     """In the forker: read one request frame from the go socket and put the files sent with it
-    on :data:`CASE_FDS` (free: the forker closes them after each fork). Returns ``(header,
+    on :data:`CASE_FDS` (free: the forker closes them after each fork; one more for a case it runs
+    itself, :func:`_become_case`). Returns ``(header,
     blobs, number of files)``. Raises EOFError when the server is gone, ValueError for a
     malformed frame."""
-    data, anc, flags, _ = sock.recvmsg(LEN.size, _socket.CMSG_SPACE(4 * len(CASE_FDS)))
+    data, anc, flags, _ = sock.recvmsg(LEN.size, _socket.CMSG_SPACE(4 * (len(CASE_FDS) + 1)))
     fds = []
     for level, kind, blob in anc:
         if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
             fds += struct.unpack("%di" % (len(blob) // 4), blob[:len(blob) // 4 * 4])
     if not data:
         raise EOFError("control socket closed")
-    if flags & _socket.MSG_CTRUNC or len(fds) > len(CASE_FDS):
+    if flags & _socket.MSG_CTRUNC or len(fds) > len(CASE_FDS) + 1:
         raise ValueError("too many files with a request")
-    wanted = list(CASE_FDS[:len(fds)])
+    wanted = list(range(len(fds)))  # CASE_FDS, and an in-place case's ENDED pipe after them
     if fds != wanted:  # (the kernel gives the lowest free numbers: these, unless one was taken)
         import fcntl
         moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fds]
@@ -245,7 +250,7 @@ def forker_main(program, fk):
     waited_before = own_waited()  # its own run-queue delay: a case's start-up waits count
     while True:
         try:
-            req, blobs, _ = recv_case(sock)
+            req, blobs, nfds = recv_case(sock)
         except (EOFError, OSError, ValueError):
             return 0
         if pending():  # a program signalled it: a case could inherit nothing, but the server
@@ -261,40 +266,32 @@ def forker_main(program, fk):
         waited = own_waited()  # (it sleeps between cases: this is the wait to fork this one)
         startup, waited_before = waited - waited_before, waited
         reseed_random()
-        # the session's last run: the case's own record that its program ended (its report does
-        # not wait for the kernel's teardown of it; what it leaves is reaped after the reply), on
-        # a pipe above its descriptors (as many left to the program as in any other case)
-        final = req.get("final")
-        ended_r, ended_w = ended_pipe(dict(rlimits)[RLIMIT_NOFILE][0]) if final else (-1, -1)
+        fds = (report, started, go, own_waited.fd)
+        if req.get("in_place") and nfds == len(CASE_FDS) + 1:  # the session's last case
+            _become_case(program, req, call_args, main, rlimits, fds, (seq, startup))
         pid = fork(reseed=False)  # OSError: this forker ends; the server forks the case itself
         if pid == 0:  # -------------------------------------------------------- the case
-            _case(program, req, call_args, main, rlimits, (report, started, go, own_waited.fd, ended_r),
-                  ended_w)
+            _case(program, req, call_args, main, rlimits, fds, -1)
         # While the case runs, every page this forker writes is a copy (the case shares them):
         # only what must be done now, the rest once it has exited.
-        os.closerange(0, len(CASE_FDS))  # the case's files are the case's (and the server's) only
-        if ended_w >= 0:
-            os.close(ended_w)
+        os.closerange(0, len(CASE_FDS) + 1)  # the case's files are the case's (and the server's) only
         os.write(started, pack(b"S", pid, 0, 0.0, 0.0, 0, seq, startup))
         # Report, then reap: stopped or killed in between, the child stays a zombie the server
-        # reaps itself (its status is never lost with the forker). Its own record that its
-        # program ended comes before its exit (the kernel's teardown of its pages): "E".
-        ended = ended_early(pid, ended_r) if ended_r >= 0 else None
-        status, utime, stime, maxrss = ended or peek(pid)
+        # reaps itself (its status is never lost with the forker).
+        status, utime, stime, maxrss = peek(pid)
         del req, call_args
-        ran, waited = task_stat(pid)  # (a zombie, or exiting: its schedstat is readable)
+        ran, waited = task_stat(pid)  # (a zombie: its schedstat is readable)
         delay = own_delay_ns(ran, waited, int((utime + stime) * 1e9))
-        os.write(report, pack(b"E" if ended else b"D", pid, status, utime, stime, maxrss, seq, delay))
+        os.write(report, pack(b"D", pid, status, utime, stime, maxrss, seq, delay))
         os.waitpid(pid, 0)
-        if ended_r >= 0:
-            os.close(ended_r)
 
 
 def _case(program, req, call_args, main, rlimits, forker_fds, ended_w):
-    """The case's process, just forked by the forker; never returns. The forker's descriptors
-    closed (``forker_fds``, -1 for none: forged reports...), its own ``/proc`` files as under
-    ``python3 main.py``, signals unblocked, its rlimits, the program run; on the session's last
-    run (``ended_w``, else -1) its record that the program ended (:func:`.reports.tell_ended`)."""
+    """The case's process, just forked by the forker, or the forker itself on the session's last
+    run (``ended_w``, else -1); never returns. The forker's descriptors closed (``forker_fds``:
+    no forged reports), its own ``/proc`` files as under ``python3 main.py`` (and, in the forker
+    itself, its peak RSS reset), signals unblocked, its rlimits, the program run; on the last run
+    its record that the program ended (:func:`.reports.tell_ended`)."""
     status = 70
     try:
         for fd in forker_fds:
@@ -302,6 +299,8 @@ def _case(program, req, call_args, main, rlimits, forker_fds, ended_w):
                 os.close(fd)
         if kernel.LIBC is not None:  # PR_SET_DUMPABLE; the forker itself stays closed
             kernel.LIBC.prctl(4, 1, 0, 0, 0)
+        if ended_w >= 0:
+            _reset_peak_rss()
         _signal.pthread_sigmask(signal.SIG_SETMASK, ())
         apply_rlimits(rlimits)
         own = own_ended_pipe(ended_w) if ended_w >= 0 else None
@@ -310,6 +309,46 @@ def _case(program, req, call_args, main, rlimits, forker_fds, ended_w):
             tell_ended(ended_w, own, status)
     finally:
         kernel.EXIT(status)
+
+
+def _become_case(program, req, call_args, main, rlimits, forker_fds, run):
+    """The session's last case, run by this forker itself (no fork: :mod:`.inplace_case`); never
+    returns. Its :data:`ENDED` pipe came as the request's last file. The "started" record
+    carries this process's CPU, time run and run-queue delay so far (the server subtracts
+    them), then it becomes the case (:func:`_case`): its peak RSS reset, its CPU limit moved by
+    the whole seconds it used already."""
+    import fcntl
+    import math
+    import time
+    from resource import RLIMIT_CPU
+
+    seq, startup = run
+    try:
+        ended_w = fcntl.fcntl(len(CASE_FDS), fcntl.F_DUPFD_CLOEXEC, max(10, dict(rlimits)[RLIMIT_NOFILE][0]))
+    except OSError:
+        kernel.EXIT(0)  # (no record: the server runs the case itself)
+    os.close(len(CASE_FDS))
+    if req.get("mode") != "call":
+        os.close(RESULT_FD)  # (a stand-in, so that the pipe came last)
+    ran, waited = task_stat(os.getpid())
+    cpu_ns = time.clock_gettime_ns(time.CLOCK_PROCESS_CPUTIME_ID)
+    os.write(forker_fds[1], REPORT.pack(b"S", os.getpid(), 0, cpu_ns / 1e9, waited / 1e9, ran, seq, startup))
+    used = int(math.ceil(cpu_ns / 1e9))
+    rlimits = [(res, (val[0] + used, val[1] + used)) if res == RLIMIT_CPU else (res, val)
+               for res, val in rlimits]
+    _case(program, req, call_args, main, rlimits, forker_fds, ended_w)
+
+
+def _reset_peak_rss():
+    """``VmHWM`` from now on (``/proc/self/clear_refs``: 5; writable once dumpable)."""
+    try:
+        fd = os.open("/proc/self/clear_refs", os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(fd, b"5")
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
 
 
 def _own_run_delay():

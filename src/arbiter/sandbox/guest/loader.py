@@ -123,7 +123,7 @@ def _await_loaded(state, fk, err_r, limits):
             elif fd == fk.pidfd:
                 exited = True
     if wrapped is not None:
-        state.forker = fk
+        state.forker, state.forker_spent = fk, False
         return True, wrapped, None, None
     return _load_failed(state, fk, err_r, err)
 

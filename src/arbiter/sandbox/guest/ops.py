@@ -15,7 +15,8 @@ from .kernel import memfd, namespace_pids
 from .loader import hand_to_blank, load_in_forker
 from .program import compile_program, failed_load_stage, new_main, prelude_code
 from .protocol import read_frame_blocking, write_all
-from .forked_case import await_zombie, reap_ended
+from .forked_case import await_zombie
+from .inplace_case import reap_ended
 from .reaper import kill_all, reap_all, wipe_scratch
 from .reply import reply, reply_with_fds
 from .tamper import tampering
@@ -89,7 +90,12 @@ def op_ps(state, header, blobs):
 
 
 def op_sync(state, header, blobs):
-    """Answered once what the last reply left to do (``settling``) is done."""
+    """Answered once what the last reply left to do (``settling``) is done; a forker spent on
+    a session's last case is made again only here, when another run follows after all."""
+    if state.forker_spent:
+        state.forker_spent = False
+        if state.forker is None and not state.tampered and loaded(state):
+            make_forker(state)
     reply(state, {"op": "sync"})
 
 
@@ -271,7 +277,8 @@ def op_run(state, header, blobs):
         if reap_ended(state):  # (while the judge reads the reply)
             wipe_scratch(state)
         await_zombie(state)
-        if state.forker is None and not state.tampered and python and loaded(state):
+        if (state.forker is None and not state.tampered and python and not state.forker_spent
+                and loaded(state)):
             make_forker(state)  # while the judge reads the reply
 
 

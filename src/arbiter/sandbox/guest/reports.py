@@ -1,8 +1,9 @@
 """The forker's report records, and how a process learns a child's exit without reaping it.
 
 Exports: :data:`REPORT` (the record), :func:`read_report`, :func:`parse_report`, :class:`Rusage`,
-:data:`REPORT_GRACE`, :func:`exit_peeker`; a case's own record that its program ended:
-:func:`ended_pipe`, :func:`tell_ended`, :func:`ended_early`. See docs/sandbox.md ("The forker").
+:data:`REPORT_GRACE`, :func:`exit_peeker`; the session's last case's own record that its program
+ended: :func:`tell_ended`, :func:`own_ended_pipe`, :func:`ended_early`. See docs/sandbox.md ("The
+forker", "The session's last case").
 """
 
 import errno
@@ -20,11 +21,12 @@ from .protocol import read_exact
 REPORT_GRACE = 2.0
 
 
-#: The forker's reports: kind (b"S" started, b"D" done, b"E" ended: done, from the case's own
-#: record before the kernel tore it down, see :func:`ended_early`), pid, wait status, user and
-#: system CPU seconds, max RSS (KiB), the run's sequence number (a record of an earlier run, left
-#: by a run that failed in the server, is never taken for this run's), a run-queue delay in ns
-#: (done: the child's; started: the forker's own since the last start). Fixed size, written whole.
+#: The forker's reports: kind (b"S" started, b"D" done), pid, wait status, user and system CPU
+#: seconds, max RSS (KiB), the run's sequence number (a record of an earlier run, left by a run
+#: that failed in the server, is never taken for this run's), a run-queue delay in ns (done: the
+#: child's; started: the forker's own since the last start). A forker that runs the case itself
+#: (:mod:`.inplace_case`) puts its own CPU, run-queue delay and time run so far into its
+#: "started" record's user, system and max RSS fields. Fixed size, written whole.
 REPORT = struct.Struct("=ciiddqQq")
 
 
@@ -88,57 +90,36 @@ def read_report(fd):
 
 
 def parse_report(data):
-    """A :data:`REPORT` record as a dict: ``{"pid", "seq", "run_delay_ns"}`` (started; the
-    forker's own run-queue delay since the last case started) or ``{"pid", "status", "utime",
-    "stime", "maxrss", "seq", "run_delay_ns", "early"}`` (done; ``early``: ended, the case may
-    still be in its exit). Raises struct.error."""
+    """A :data:`REPORT` record as a dict: ``{"pid", "seq", "run_delay_ns", "base_cpu",
+    "base_waited_ns", "base_ran_ns"}`` (started; the forker's own run-queue delay since the last
+    case started; the base figures: a forker that runs the case itself, :mod:`.inplace_case`) or
+    ``{"pid", "status", "utime", "stime", "maxrss", "seq", "run_delay_ns"}`` (done). Raises
+    struct.error."""
     kind, pid, status, utime, stime, maxrss, seq, delay = REPORT.unpack(data)
-    if kind == b"S":
-        return {"pid": pid, "seq": seq, "run_delay_ns": delay}
+    if kind == b"S":  # (a forker that runs the case itself: its CPU, waits and time run so far)
+        return {"pid": pid, "seq": seq, "run_delay_ns": delay, "base_cpu": utime,
+                "base_waited_ns": int(stime * 1e9), "base_ran_ns": maxrss}
     return {"pid": pid, "status": status, "utime": utime, "stime": stime, "maxrss": maxrss,
-            "seq": seq, "run_delay_ns": delay, "early": kind == b"E"}
+            "seq": seq, "run_delay_ns": delay}
 
 
-#: A case's own record, on a pipe of its own, that its program ended: its exit status. Written
-#: by the case's process (the one the forker forked, never a process it forked) after the
-#: program's shutdown (stdio flushed), just before ``_exit``.
+#: The session's last case's own record, on a pipe of its own, that its program ended: its exit
+#: status. Written by the case's process (the forker that became it, never a process it forked)
+#: after the program's shutdown (stdio flushed), just before ``_exit``.
 ENDED = struct.Struct("=i")
 
 #: Seconds a case that sent its :data:`ENDED` record waits to be killed before it exits itself:
-#: the forker reads its figures within microseconds unless it is starved or stopped (a program
-#: may stop it), and a case that exits first is reported from its exit, as any other.
+#: the server reads its figures within microseconds unless it is starved, and a case that exits
+#: first is reported from its exit, as any other.
 ENDED_WAIT = 0.05
-
-
-def ended_pipe(case_nofile):
-    """The pipe of one case's :data:`ENDED` record: ``(read end, write end)``, both close-on-exec
-    and numbered at or above ``case_nofile``, the case's ``RLIMIT_NOFILE``: the program has as
-    many descriptors as without it. ``(-1, -1)`` when they cannot be had (this forker's own
-    limit)."""
-    import fcntl
-
-    low = max(10, case_nofile)
-    ends = os.pipe2(os.O_CLOEXEC)
-    moved = []
-    try:
-        for fd in ends:
-            moved.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, low))
-    except OSError:
-        for fd in moved:
-            os.close(fd)
-        moved = [-1, -1]
-    finally:
-        for fd in ends:
-            os.close(fd)
-    return tuple(moved)
 
 
 def tell_ended(ended_w, own, status):
     """In the case, once its program ended with ``status``: the record, when this is still the
     case's process and ``ended_w`` still its pipe (``own``: :func:`own_ended_pipe`, taken before
     the program ran: a process the program forked, or a descriptor it closed and reused, gets
-    no record); then wait for the forker to take its figures and kill it (:func:`ended_early`),
-    or to be gone (the pipe has no reader: a program may kill it), at most :data:`ENDED_WAIT`
+    no record); then wait for the server to take its figures and kill it (:func:`ended_early`),
+    or to be gone (the pipe has no reader), at most :data:`ENDED_WAIT`
     seconds. A signal handler of the program's may still run then, as one may during CPython's
     shutdown. Returns when no record was sent or the wait is over. (Little Python work here: in
     a forked process every page first written is a copy, a few µs each.)"""
@@ -160,13 +141,13 @@ def own_ended_pipe(ended_w):
 
 
 def ended_early(pid, ended_r):
-    """In the forker: the report of its case ``pid`` from the case's :data:`ENDED` record,
+    """In the server: the report of its last case ``pid`` from the case's :data:`ENDED` record,
     without waiting for the kernel to tear the process down (a large process takes most of a
     millisecond): ``(wait status, CPU seconds, 0.0, peak RSS KiB)``, the kernel's figures for
     the process at that moment (it waits: :func:`tell_ended`), then the case SIGKILLed. The
     record is trusted for nothing the program could not do itself: end now, with that status.
-    None when the case exited first or without a record (:func:`exit_peeker` then gives its
-    figures)."""
+    None when the case exited first or without a record (its ``wait4`` then gives its
+    figures). The CPU is the process's since it started (the caller subtracts the forker's)."""
     try:
         pidfd = os.pidfd_open(pid)
     except OSError:
@@ -182,7 +163,7 @@ def ended_early(pid, ended_r):
         if len(data) != ENDED.size:
             return None
         cpu_ns = time.clock_gettime_ns(((~pid) << 3) | 2)  # the process's CPUCLOCK_SCHED
-        maxrss = _peak_rss_kib(pid)
+        maxrss = peak_rss_kib(pid)
         if maxrss is None:
             return None  # its memory is gone already: it is exiting, its rusage comes next
         os.kill(pid, signal.SIGKILL)  # (it waits for this; a forged record: it ends here)
@@ -193,7 +174,7 @@ def ended_early(pid, ended_r):
     return (ENDED.unpack(data)[0] & 0xFF) << 8, cpu_ns / 1e9, 0.0, maxrss
 
 
-def _peak_rss_kib(pid):
+def peak_rss_kib(pid):
     """The ``VmHWM`` of ``/proc/<pid>/status`` (KiB, as ``ru_maxrss``); None when not there (an
     exiting process whose memory is gone)."""
     fd = os.open("/proc/%d/status" % pid, os.O_RDONLY | os.O_CLOEXEC)

@@ -42,8 +42,9 @@ def own_delay_ns(ran, waited, cpu_ns):
     return max(0, waited - max(0, cpu_ns - ran))
 
 
-def case_delay_ns(pids):
-    """The largest :func:`own_delay_ns` among the threads of the processes ``pids``."""
+def case_delay_ns(pids, base=None):
+    """The largest :func:`own_delay_ns` among the threads of the processes ``pids``; ``base``:
+    ``(pid, ns run, ns waited)`` of a main thread before the case (a forker that became it)."""
     stats = []
     for pid in pids:
         try:
@@ -51,6 +52,9 @@ def case_delay_ns(pids):
         except (OSError, ValueError):
             continue
         stats += [task_stat(pid, tid) for tid in tids]
+        if base is not None and base[0] == pid and pid in tids:
+            ran, waited = stats[-len(tids) + tids.index(pid)]
+            stats[-len(tids) + tids.index(pid)] = (max(0, ran - base[1]), max(0, waited - base[2]))
     cpu = sum(ran for ran, _ in stats)
     return max((own_delay_ns(ran, waited, cpu) for ran, waited in stats), default=0)
 
@@ -67,6 +71,7 @@ class WallClock:
         self.cap_at = t0 + wall_cap(wall)
         self.delay = 0.0
         self.startup = 0.0  # the forker's run-queue delay before it forked the case
+        self.base = None  # (pid, ns run, ns waited) before the case: a forker that became it
         self.capped = False
 
     def deadline(self):
@@ -77,7 +82,7 @@ class WallClock:
         cap passed; re-reads the delay when the deadline passed, to move it."""
         if now < self.deadline():
             return False
-        self.note(case_delay_ns(self.pids()))
+        self.note(case_delay_ns(self.pids(), self.base))
         if now < self.deadline():
             return False
         self.capped = now >= self.cap_at and now - self.t0 - self.startup - self.delay < self.wall

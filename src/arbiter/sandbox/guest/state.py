@@ -32,7 +32,7 @@ class ServerState:
     __slots__ = ("in_fd", "out_fd", "is_init", "scratch_fds", "program", "pending_load",
                  "kept_files", "forker", "blank_forker", "staged_stdin", "tampered", "broken",
                  "seq", "request_id", "replied", "zombie", "reaping", "own_children_fd", "early_frame",
-                 "early_load")
+                 "early_load", "forker_spent")
 
     def __init__(self, in_fd, out_fd, is_init, request_id=None):
         self.in_fd = in_fd  # requests come in here
@@ -51,10 +51,11 @@ class ServerState:
         self.request_id = request_id  # the id of the request being answered
         self.replied = False  # its one reply is sent
         self.zombie = None  # (pid, Forker): a reported case the forker reaps after the reply
-        self.reaping = None  # (pid, Forker): a case reported before its exit, reaped after the reply
+        self.reaping = None  # the pid of a case reported before its exit (killed), reaped after the reply
         self.own_children_fd = None  # this server's /proc children file (reaper)
         self.early_frame = None  # (header, blobs): a request read before the hello, answered first
         self.early_load = None  # (its id, (forker, stderr)): that load, handed to the blank forker
+        self.forker_spent = False  # the forker ran the session's last case itself: made again only on sync
 
 
 def new_state(in_fd, out_fd, scratch_dirs, hello_id=None):
