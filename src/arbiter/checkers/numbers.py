@@ -62,6 +62,24 @@ def integer_equals_exactly(got: bytes, want: bytes) -> bool:
         return False
 
 
+#: Every integer up to this size is a double exactly (2**53); beyond it no tolerance applies to an integer.
+_EXACT_IN_A_DOUBLE = 2**53
+
+
+def float_near_integer(got: bytes, want: bytes, abs_tol: float, rel_tol: float) -> bool:
+    """Whether ``got``, a number written as a float (with a ``.`` or an exponent), is within tolerance
+    of the plain integer ``want`` and rounds to it (``|got - want| < 0.5``): ``239.99999999999997``
+    for ``240``, never ``1000001.0`` for ``1000000`` (another integer). ``want`` beyond 2**53 takes
+    no tolerance (a double there is a lost integer: ``n * (n - 1) / 2``). Never raises."""
+    if is_plain_integer(got) or len(want.lstrip(b"+-")) > 16:
+        return False
+    g = parse_number(got)
+    w = int(want)
+    if g is None or abs(w) > _EXACT_IN_A_DOUBLE:
+        return False
+    return abs(g - w) < 0.5 and close(g, float(w), abs_tol, rel_tol)
+
+
 def close(got: float, want: float, abs_tol: float, rel_tol: float) -> bool:
     """True when ``|got - want| <= abs_tol`` or ``|got - want| <= rel_tol * |want|`` (plus slack).
 
@@ -86,14 +104,14 @@ def tokens_match_numeric(got: bytes, want: bytes, abs_tol: float, rel_tol: float
     """Whether two *different* tokens still match under the ``tokens_float`` rule.
 
     An expected token written as text (:func:`written_as_text`) matches nothing else. An expected
-    plain integer matches only a number of exactly its value (:func:`integer_equals_exactly`).
-    Otherwise both must be finite numbers (grammar above) within tolerance. Callers test byte
-    equality first.
+    plain integer matches a number of exactly its value (:func:`integer_equals_exactly`), or one
+    written as a float within tolerance that rounds to it (:func:`float_near_integer`). Otherwise
+    both must be finite numbers (grammar above) within tolerance. Callers test byte equality first.
     """
     if written_as_text(want):
         return False
     if is_plain_integer(want):
-        return integer_equals_exactly(got, want)
+        return integer_equals_exactly(got, want) or float_near_integer(got, want, abs_tol, rel_tol)
     g = parse_number(got)
     if g is None:
         return False
