@@ -14,6 +14,7 @@ import re
 _NUMBER = re.compile(rb"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _PLAIN_INT = re.compile(rb"[+-]?[0-9]+")
 _WHOLE = re.compile(rb"[0-9]+")  # a number's integer part
+_HEX_LIKE = re.compile(rb"[0-9]+[eE][0-9]+")  # a number only in shape: no float printer writes it
 
 #: Slack added to every tolerance to absorb decimal-to-binary rounding (testlib uses 1e-15).
 SLACK = 1e-15
@@ -91,13 +92,16 @@ def close(got: float, want: float, abs_tol: float, rel_tol: float) -> bool:
 
 def written_as_text(token: bytes) -> bool:
     """Whether a number token is written in a form only text has: a leading zero in its integer
-    part (``0011``, ``000``, ``-05``, ``00.000000``), ``-0``, or a ``+`` sign on an integer (``+5``).
-    Such an expected token is a string of digits (a zero-padded ID, a binary string, a clock's
-    field), so only the same bytes match it."""
+    part (``0011``, ``000``, ``-05``, ``00.000000``), ``-0``, a ``+`` sign on an integer (``+5``),
+    or digits, ``e``, digits (``1e5``, ``49e2``: a hexadecimal string; C, C++, Python, Java,
+    JavaScript and Go write an exponent with a sign or a point, ``1e+05``, ``1.0E5``). Such an
+    expected token is a string (a zero-padded ID, a binary or hex string, a clock's field), so only
+    the same bytes match it."""
     digits = token[1:] if token[:1] in (b"+", b"-") else token
     whole = _WHOLE.match(digits)
     padded = whole is not None and len(whole.group()) > 1 and digits[:1] == b"0"
-    return padded or token == b"-0" or (token[:1] == b"+" and is_plain_integer(token))
+    return (padded or token == b"-0" or (token[:1] == b"+" and is_plain_integer(token))
+            or _HEX_LIKE.fullmatch(token) is not None)
 
 
 def tokens_match_numeric(got: bytes, want: bytes, abs_tol: float, rel_tol: float) -> bool:
