@@ -1,6 +1,6 @@
 """Token checkers: ``tokens`` (the Codeforces default) and ``tokens_float``.
 
-Tokens are maximal runs of non-whitespace bytes (ASCII whitespace: space, tab, LF, CR, VT, FF),
+Tokens are maximal runs of non-whitespace bytes (space, tab, LF, CR, VT, FF; docs/checkers.md),
 the items of ``bytes.split()``. They are compared in order with multiplicity and the counts must
 be equal: printing nothing, only the first answers, extra answers or answers in another order all
 fail. Line structure is ignored, as in testlib's ``wcmp``: ``"1 2\\n3"`` equals ``"1\\n2 3"``.
