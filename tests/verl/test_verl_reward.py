@@ -190,8 +190,8 @@ def test_a_variant_of_a_known_name_gets_the_default_route_and_says_so_once(caplo
 @pytest.mark.parametrize("source", ["code_contests_o", "codecontests", "code_contests", "codeforces"])
 def test_codeforces_style_routes_accept_real_answers_within_1e6(source):
     """Codeforces' real-valued problems are judged within 1e-6 (testlib rcmp6); a correct answer
-    printed with other digits must not be a false fail, a wrong one must not pass, and an integer
-    answer gets no tolerance at all."""
+    printed with other digits must not be a false fail, a wrong one must not pass, and no other
+    integer passes for an integer answer (a float near it does: docs/checkers.md)."""
     half = {"inputs": ["1 2\n"], "outputs": ["0.500000\n"]}
     cases = [
         ("print(0.5000000001)", half, 1.0),
@@ -202,8 +202,10 @@ def test_codeforces_style_routes_accept_real_answers_within_1e6(source):
         ("print(0.6)", half, 0.0),
         ("print('0.5000011')", half, 0.0),  # 1.1e-6 off: outside 1e-6 absolute and relative
         ("print(0.5, 1)", half, 0.0),  # an extra token
-        ("print('3.0000001')", {"inputs": [""], "outputs": ["3\n"]}, 0.0),  # expected integer: exact value
-        ("print('2.9999999999999')", {"inputs": [""], "outputs": ["3\n"]}, 0.0),
+        ("print('3.0000001')", {"inputs": [""], "outputs": ["3\n"]}, 1.0),  # a float within 1e-6 of an integer
+        ("print('2.9999999999999')", {"inputs": [""], "outputs": ["3\n"]}, 1.0),
+        ("print('1000001.0')", {"inputs": [""], "outputs": ["1000000\n"]}, 0.0),  # never another integer
+        ("print(1000001)", {"inputs": [""], "outputs": ["1000000\n"]}, 0.0),
         ("print('1000000.9')", {"inputs": [""], "outputs": ["1000000.0\n"]}, 1.0),  # relative 1e-6
         ("print('1000001.5')", {"inputs": [""], "outputs": ["1000000.0\n"]}, 0.0),
         ("print('yes')", {"inputs": [""], "outputs": ["YES\n"]}, 0.0),  # words stay exact
@@ -250,8 +252,8 @@ main()
 def test_livecodebench_route_accepts_what_atcoder_accepts(source):
     """Issue 19 item 15: LiveCodeBench's problems are AtCoder's and LeetCode's, whose judges accept real
     answers within 1e-6 absolute or relative (abc315_f even 1e-5). ``5.8284271`` for abc315_f (LCB issue 129)
-    and ``0.333333`` for ``0.333333333333`` (NeMo-Gym PR 2956) are correct; a value 1e-5 off and an
-    inexact integer are not."""
+    and ``0.333333`` for ``0.333333333333`` (NeMo-Gym PR 2956) are correct; a value 1e-5 off and
+    another integer are not."""
     abc = {"inputs": [ABC315F_SAMPLE], "outputs": [ABC315F_EXPECTED]}
     third = {"inputs": ["1 3\n"], "outputs": ["0.333333333333\n"]}
     cases = [
@@ -260,7 +262,8 @@ def test_livecodebench_route_accepts_what_atcoder_accepts(source):
         (ABC315F_DP.replace("FORMAT", "'%.4f'"), abc, 0.0),       # 5.8284: 2.7e-5 off, outside 1e-6
         ("a, b = map(int, input().split())\nprint('%.6f' % (a / b))", third, 1.0),  # NeMo-Gym PR 2956
         ("print('0.333330')", third, 0.0),                        # 3.3e-6 off
-        ("print('3.0000001')", {"inputs": [""], "outputs": ["3\n"]}, 0.0),  # an integer takes its exact value
+        ("print('3.0000001')", {"inputs": [""], "outputs": ["3\n"]}, 1.0),  # a float near an integer
+        ("print('12345679.0')", {"inputs": [""], "outputs": ["12345678\n"]}, 0.0),  # another integer
         ("print('Yes')", {"inputs": [""], "outputs": ["No\n"]}, 0.0),
     ]
     results = compute_score_batch([source] * len(cases), [md(code) for code, _, _ in cases],

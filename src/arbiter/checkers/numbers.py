@@ -14,6 +14,7 @@ import re
 _NUMBER = re.compile(rb"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _PLAIN_INT = re.compile(rb"[+-]?[0-9]+")
 _WHOLE = re.compile(rb"[0-9]+")  # a number's integer part
+_HEX_LIKE = re.compile(rb"[0-9]+[eE][0-9]+")  # a number only in shape: no float printer writes it
 
 #: Slack added to every tolerance to absorb decimal-to-binary rounding (testlib uses 1e-15).
 SLACK = 1e-15
@@ -62,6 +63,24 @@ def integer_equals_exactly(got: bytes, want: bytes) -> bool:
         return False
 
 
+#: Every integer up to this size is a double exactly (2**53); beyond it no tolerance applies to an integer.
+_EXACT_IN_A_DOUBLE = 2**53
+
+
+def float_near_integer(got: bytes, want: bytes, abs_tol: float, rel_tol: float) -> bool:
+    """Whether ``got``, a number written as a float (with a ``.`` or an exponent), is within tolerance
+    of the plain integer ``want`` and rounds to it (``|got - want| < 0.5``): ``239.99999999999997``
+    for ``240``, never ``1000001.0`` for ``1000000`` (another integer). ``want`` beyond 2**53 takes
+    no tolerance (a double there is a lost integer: ``n * (n - 1) / 2``). Never raises."""
+    if is_plain_integer(got) or len(want.lstrip(b"+-")) > 16:
+        return False
+    g = parse_number(got)
+    w = int(want)
+    if g is None or abs(w) > _EXACT_IN_A_DOUBLE:
+        return False
+    return abs(g - w) < 0.5 and close(g, float(w), abs_tol, rel_tol)
+
+
 def close(got: float, want: float, abs_tol: float, rel_tol: float) -> bool:
     """True when ``|got - want| <= abs_tol`` or ``|got - want| <= rel_tol * |want|`` (plus slack).
 
@@ -73,27 +92,30 @@ def close(got: float, want: float, abs_tol: float, rel_tol: float) -> bool:
 
 def written_as_text(token: bytes) -> bool:
     """Whether a number token is written in a form only text has: a leading zero in its integer
-    part (``0011``, ``000``, ``-05``, ``00.000000``), ``-0``, or a ``+`` sign on an integer (``+5``).
-    Such an expected token is a string of digits (a zero-padded ID, a binary string, a clock's
-    field), so only the same bytes match it."""
+    part (``0011``, ``000``, ``-05``, ``00.000000``), ``-0``, a ``+`` sign on an integer (``+5``),
+    or digits, ``e``, digits (``1e5``, ``49e2``: a hexadecimal string; C, C++, Python, Java,
+    JavaScript and Go write an exponent with a sign or a point, ``1e+05``, ``1.0E5``). Such an
+    expected token is a string (a zero-padded ID, a binary or hex string, a clock's field), so only
+    the same bytes match it."""
     digits = token[1:] if token[:1] in (b"+", b"-") else token
     whole = _WHOLE.match(digits)
     padded = whole is not None and len(whole.group()) > 1 and digits[:1] == b"0"
-    return padded or token == b"-0" or (token[:1] == b"+" and is_plain_integer(token))
+    return (padded or token == b"-0" or (token[:1] == b"+" and is_plain_integer(token))
+            or _HEX_LIKE.fullmatch(token) is not None)
 
 
 def tokens_match_numeric(got: bytes, want: bytes, abs_tol: float, rel_tol: float) -> bool:
     """Whether two *different* tokens still match under the ``tokens_float`` rule.
 
     An expected token written as text (:func:`written_as_text`) matches nothing else. An expected
-    plain integer matches only a number of exactly its value (:func:`integer_equals_exactly`).
-    Otherwise both must be finite numbers (grammar above) within tolerance. Callers test byte
-    equality first.
+    plain integer matches a number of exactly its value (:func:`integer_equals_exactly`), or one
+    written as a float within tolerance that rounds to it (:func:`float_near_integer`). Otherwise
+    both must be finite numbers (grammar above) within tolerance. Callers test byte equality first.
     """
     if written_as_text(want):
         return False
     if is_plain_integer(want):
-        return integer_equals_exactly(got, want)
+        return integer_equals_exactly(got, want) or float_near_integer(got, want, abs_tol, rel_tol)
     g = parse_number(got)
     if g is None:
         return False

@@ -1,6 +1,6 @@
 """Token checkers: ``tokens`` (the Codeforces default) and ``tokens_float``.
 
-Tokens are maximal runs of non-whitespace bytes (ASCII whitespace: space, tab, LF, CR, VT, FF),
+Tokens are maximal runs of non-whitespace bytes (space, tab, LF, CR, VT, FF; docs/checkers.md),
 the items of ``bytes.split()``. They are compared in order with multiplicity and the counts must
 be equal: printing nothing, only the first answers, extra answers or answers in another order all
 fail. Line structure is ignored, as in testlib's ``wcmp``: ``"1 2\\n3"`` equals ``"1\\n2 3"``.
@@ -65,8 +65,9 @@ def check_tokens_float(output: bytes, expected: bytes, abs_tol: float = 1e-6, re
 
     Two different tokens match when both are finite numbers, the *expected* one has a decimal
     point or an exponent, and ``|got - want| <= abs_tol`` or ``|got - want| <= rel_tol * |want|``;
-    an expected plain integer takes only a number of exactly that value (``6``, ``6.0``, ``06``
-    for ``6``, never ``6.0000001``; compared in decimal); anything else must be byte-equal. The grammar and
+    an expected plain integer takes a number of exactly that value (``6``, ``6.0``, ``06`` for
+    ``6``; compared in decimal) or a float within tolerance that rounds to it (``5.9999999``),
+    never another integer; anything else must be byte-equal. The grammar and
     the decisions for ``nan``, ``inf``, ``1e500``, ``0x10``, ``1_000`` are in
     :mod:`arbiter.checkers.numbers`. Tolerances are absolute/relative amounts (unitless),
     default 1e-6 (LiveCodeBench issue 133, NeMo-Gym PR 2956).

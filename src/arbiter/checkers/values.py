@@ -43,8 +43,8 @@ def _path(parent: str, step: Any) -> str:
 
 def _numbers_match(actual: int | float, expected: int | float, abs_tol: float, rel_tol: float) -> bool:
     """Integers are exact: an expected integer needs a numerically equal answer (``3`` or ``3.0``,
-    never ``3.0000001``), the same rule as the text checkers' integer tokens; the tolerance only
-    applies when the expected value is a float."""
+    never ``3.0000001``); the tolerance only applies when the expected value is a float. (A JSON
+    value carries its type, unlike a text token: docs/checkers.md.)"""
     if isinstance(expected, int):
         if isinstance(actual, int):
             return actual == expected
