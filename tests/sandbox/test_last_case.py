@@ -229,3 +229,21 @@ def test_a_forker_that_ends_before_the_last_case_costs_it_nothing():
     assert first.status is Status.OK and first.stdout == b"0 False\n", first
     assert last.status is Status.OK and last.stdout.split()[0] == b"42", last
     assert left == []
+
+
+@pytest.mark.parametrize("end", ["os._exit(0)", "os.kill(os.getpid(), signal.SIGSEGV)"])
+def test_a_last_case_that_ends_without_its_record_is_charged_its_own_cpu_only(end):
+    """Red team (in-place): without its record the last case is collected from its exit, and
+    ``wait4``'s rusage counts the children it reaped: every earlier case of the session, which the
+    forker ran. Three cases of 0.6 s each, then a quick last one: OK (or RE), never TLE."""
+    source = ("import os, signal, time\nn = float(input())\nt = time.process_time()\n"
+              "while time.process_time() - t < n:\n    pass\nprint('done', flush=True)\n" + end + "\n")
+    limits = Limits(cpu_seconds=1, wall_seconds=3, memory_bytes=256 * MiB)
+    with Sandbox(limits=limits) as sb:
+        assert sb.load_python(source) is None
+        runs = [sb.run_python(b"0.6\n", limits) for _ in range(3)]
+        last = sb.run_python(b"0.05\n", limits, last=True)
+    for ex in runs + [last]:
+        assert ex.status is runs[0].status and ex.stdout == b"done\n", (ex, runs[0])
+    assert runs[0].status in (Status.OK, Status.RUNTIME_ERROR)
+    assert last.cpu_seconds < 0.5, last.cpu_seconds

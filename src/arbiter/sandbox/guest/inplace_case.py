@@ -110,8 +110,16 @@ def _watch(state, fk, req, t0, err, err_r, ended_r):
         state.reaping = pid
     else:
         ran, waited = (0, 0) if timed_out else task_stat(pid)
-        _, status, ru = os.wait4(pid, 0)
-        cpu, maxrss = ru.ru_utime + ru.ru_stime, ru.ru_maxrss
+        # Its own CPU, read while it is a zombie: wait4's rusage would add its reaped children,
+        # and those are every case this forker ran before it (the early path's figure too).
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        try:
+            cpu = time.clock_gettime_ns(((~pid) << 3) | 2) / 1e9  # (its CPUCLOCK_SCHED)
+        except OSError:
+            cpu = base["base_cpu"]  # (none of its own: the cgroup's figure, which the host takes)
+        status = os.wait4(pid, 0)[1]
+        # (its ru_maxrss is the largest of the earlier cases' too: the cgroup's peak is the figure)
+        maxrss = 0
         kill_all(state, 0)
         reap_all(state)
     cpu = max(0.0, cpu - base["base_cpu"])
