@@ -151,7 +151,24 @@ def test_run_delay_is_reported_on_a_quiet_run():
         assert sb.load_python(BURN.format(cpu=0.05)) is None
         ex = sb.run_python()
         assert ex.ok and 0 <= ex.run_delay_seconds <= ex.wall_seconds
+        assert 0 <= ex.server_delay_seconds <= ex.wall_seconds  # (the forker's case)
+        native = sb.run(["/bin/sh", "-c", "echo hi"])
+        assert native.ok and 0 <= native.server_delay_seconds <= native.wall_seconds  # (the server's own)
         assert Path(f"/proc/{os.getpid()}/schedstat").exists()
+
+
+def test_the_servers_own_delay_is_counted_under_load(hogs):
+    """The sandbox server's wake-ups (to see a case end, to drain its stderr) wait for a CPU too: that
+    is in the case's wall time, and is reported apart (``server_delay_seconds``), never a limit."""
+    lim = Limits(cpu_seconds=2.0, wall_seconds=4.0)
+    with Sandbox(limits=lim) as sb:
+        script = "i=0; while [ $i -lt 3000 ]; do echo line $i >&2; i=$((i+1)); done; echo $i"
+        delays = []
+        for _ in range(3):
+            ex = sb.run(["/bin/sh", "-c", script], limits=lim)
+            assert ex.ok or ex.starved, ex.detail
+            delays.append(ex.server_delay_seconds)
+        assert all(0 <= d for d in delays) and any(d > 0 for d in delays)
 
 
 def test_a_case_starved_by_its_cpu_quota_is_starved_not_tle():

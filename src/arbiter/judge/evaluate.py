@@ -61,7 +61,8 @@ def evaluate_case(case: TestCase, ex: Execution, checker: CheckerSpec,
     """
     res = CaseResult(name=case.name, outcome=Outcome.AC, cpu_seconds=ex.cpu_seconds,
                      wall_seconds=ex.wall_seconds, memory_bytes=ex.peak_memory_bytes,
-                     exit_code=ex.exit_code, signal=ex.signal)
+                     exit_code=ex.exit_code, signal=ex.signal, run_delay_seconds=ex.run_delay_seconds,
+                     server_delay_seconds=ex.server_delay_seconds)
     if ex.status is Status.SANDBOX_ERROR:
         res.outcome, res.detail = Outcome.SANDBOX_ERROR, ex.detail
         return res

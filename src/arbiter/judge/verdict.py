@@ -42,6 +42,10 @@ class CaseResult:
 
     Times in seconds, memory in bytes. ``diff`` is a short description of the first difference for
     ``WA``; ``detail`` says why for the other verdicts (signal, limit, exception).
+    ``run_delay_seconds`` / ``server_delay_seconds``: the run's run-queue delay and the sandbox
+    server's while it watched the run (time runnable without a CPU: the host's load; see
+    :class:`~arbiter.sandbox.execution.Execution`); :attr:`blocked_seconds` is what is left of
+    the wall time after CPU and both delays (sleeping, waiting).
     """
 
     name: str
@@ -53,10 +57,17 @@ class CaseResult:
     signal: int | None = None
     diff: str = ""
     detail: str = ""
+    run_delay_seconds: float = 0.0
+    server_delay_seconds: float = 0.0
 
     @property
     def passed(self) -> bool:
         return self.outcome is Outcome.AC
+
+    @property
+    def blocked_seconds(self) -> float:
+        """Wall time neither on a CPU nor waiting for one: asleep or waiting on something (never < 0)."""
+        return max(0.0, self.wall_seconds - self.cpu_seconds - self.run_delay_seconds - self.server_delay_seconds)
 
 
 @dataclass

@@ -22,6 +22,12 @@ WALL_MEASURABLE_SECONDS = 0.01
 UNMEASURABLE_CODES = {status: status.upper() for status in sorted(UNMEASURABLE_STATUSES)}
 #: Speed-gate values that let a row pass.
 GATE_PASSES = ("passed", "not_applied")
+#: A test on which the answer spent more than this many seconds blocked (wall time neither on a CPU nor waiting
+#: for one: asleep, waiting) and more than :data:`BLOCKED_SHARE` of its own time (wall time net of the run-queue
+#: delays: CPU + blocked) makes it ``speed:WAITS``. Correct programs block under a few milliseconds, idle or
+#: under load (docs/measurement.md, "Waiting: checked").
+BLOCKED_MIN_SECONDS = 0.05
+BLOCKED_SHARE = 0.25
 
 
 def reason(stage: str, code: str, message: str, **extra: Any) -> dict[str, Any]:
@@ -54,6 +60,30 @@ def measure_reasons(failures: Sequence[MeasureFailure]) -> list[dict[str, Any]]:
         out.append(reason("measure", code, f"the {who} failed a measured run on {f.case}: {f.status} {f.detail}"
                           .strip(), cases=[f.case]))
     return out
+
+
+def blocked_too_long(case: Any) -> bool:
+    """Whether a judged case (:class:`~arbiter.judge.verdict.CaseResult`) spent significant time blocked:
+    over :data:`BLOCKED_MIN_SECONDS` and over :data:`BLOCKED_SHARE` of its own time (CPU + blocked)."""
+    blocked = case.blocked_seconds
+    return blocked > max(BLOCKED_MIN_SECONDS, BLOCKED_SHARE * (case.cpu_seconds + blocked))
+
+
+def waiting_reason(cases: Sequence[Any], listed: int | None = None) -> dict[str, Any] | None:
+    """``speed:WAITS`` when some of the answer's judged test runs (:class:`~arbiter.judge.verdict.CaseResult`)
+    spent significant time blocked (:func:`blocked_too_long`): the measures count computation, never time spent
+    asleep or waiting, so its speedup would not describe its wall time. ``None`` otherwise. ``listed``: how many
+    of those tests the reason names (default: all)."""
+    over = [c for c in cases if blocked_too_long(c)]
+    if not over:
+        return None
+    worst = max(over, key=lambda c: c.blocked_seconds)
+    names = [c.name for c in over][:listed]
+    return reason("speed", "WAITS", f"the answer spent {worst.blocked_seconds:.2f} s of its {worst.wall_seconds:.2f} s "
+                  f"wall time on {worst.name} blocked (asleep or waiting: neither on a CPU nor waiting for one; "
+                  f"{len(over)} test(s) over {BLOCKED_MIN_SECONDS * 1000:g} ms and {BLOCKED_SHARE:.0%} of their own "
+                  "time): the measures count computation only, so its speedup would not describe its wall time; "
+                  "not measured", cases=names)
 
 
 def measurable(method: str, source_cost: float, n_cases: int, floor: int | None) -> bool:

@@ -108,4 +108,5 @@ def classify(reply: dict[str, Any], lim: Limits, stdout: bytes, stderr: bytes,
         stdout_truncated=out_size > len(stdout), stderr_truncated=err_size > len(stderr),
         result=result, detail=detail,
         run_delay_seconds=float(reply.get("run_delay_seconds", 0.0)),
-        starved=status is Status.SANDBOX_ERROR and detail.startswith("starved:"))
+        starved=status is Status.SANDBOX_ERROR and detail.startswith("starved:"),
+        server_delay_seconds=float(reply.get("server_delay_seconds", 0.0)))

@@ -43,6 +43,9 @@ class Execution:
     - ``run_delay_seconds``: the largest time one of its tasks was runnable but had no CPU (the
       kernel's run-queue delay); the wall limit does not count it (docs/sandbox.md, "Under host
       load").
+    - ``server_delay_seconds``: the sandbox server's own run-queue delay while it watched the run
+      (waking to drain its stderr, to see it end): in ``wall_seconds``, neither the program's time
+      nor a limit.
     - ``starved``: the run was stopped by the wall limit while other processes held the CPU
       (``status`` is then ``sandbox_error``: the judge retries it, never a TLE).
     """
@@ -62,6 +65,7 @@ class Execution:
     log: bytes | None = None
     run_delay_seconds: float = 0.0
     starved: bool = False
+    server_delay_seconds: float = 0.0
 
     @property
     def ok(self) -> bool:

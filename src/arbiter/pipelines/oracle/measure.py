@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from arbiter.judge.speedup import SpeedupOutcome, SpeedupSpec, gated_speedup
 from arbiter.pipelines.oracle.generated_tests import seed_compile_spec, seed_run_limits
-from arbiter.pipelines.oracle.options import InfraError, VerifyOptions, cache_subdir
+from arbiter.pipelines.oracle.options import MAX_CASES_LISTED, InfraError, VerifyOptions, cache_subdir
 from arbiter.pipelines.oracle.suites import Case, checker_of, largest_by_input
-from arbiter.rewards.oracle import measurable, measure_reasons, reason, speed_gate
+from arbiter.rewards.oracle import measurable, measure_reasons, reason, speed_gate, waiting_reason
 
 if TYPE_CHECKING:
     from arbiter.datasets.oracle import SeedRow
@@ -58,6 +58,19 @@ def trim_measurement(d: dict[str, Any], timing: dict[str, Any]) -> dict[str, Any
     return d
 
 
+def blocked_record(cases: list[Any]) -> dict[str, Any]:
+    """The answer's blocked time on its judged tests, for ``timing.blocked`` (seconds; not deterministic):
+    the sum, and the test with the most of it with its wall and CPU time and run-queue delays."""
+    worst = max(cases, key=lambda c: c.blocked_seconds, default=None)
+    out: dict[str, Any] = {"total": round(sum(c.blocked_seconds for c in cases), 6), "largest": None}
+    if worst is not None:
+        out["largest"] = {"case": worst.name, "blocked": round(worst.blocked_seconds, 6),
+                          "wall": round(worst.wall_seconds, 6), "cpu": round(worst.cpu_seconds, 6),
+                          "run_delay": round(worst.run_delay_seconds, 6),
+                          "server_delay": round(worst.server_delay_seconds, 6)}
+    return out
+
+
 def _speedup(seed: SeedRow, code: str, chosen: list[Case], all_cases: list[Case], passed: list[Any],
              ctx: VerifyContext, key: str) -> Any:
     """The gated speedup of the row (spot checks drawn from every test it passed); our failures raise."""
@@ -82,12 +95,22 @@ def _speedup(seed: SeedRow, code: str, chosen: list[Case], all_cases: list[Case]
 
 def measure(seed: SeedRow, code: str, all_cases: list[Case], passed: list[Any], ctx: VerifyContext,
             res: RowResult, notes: list[str]) -> None:
-    """Measure a correct answer and apply the speed gate; findings go to ``res``. An answer whose program
-    is the source's (whitespace aside) is ``speed:UNCHANGED_SOURCE``, not measured: its speedup is 1.00
-    by construction, which "not slower" would accept, and it optimizes nothing (the card's target)."""
+    """Measure a correct answer and apply the speed gate; findings go to ``res``. Not measured: an answer whose
+    program is the source's (whitespace aside), ``speed:UNCHANGED_SOURCE`` (its speedup is 1.00 by construction,
+    which "not slower" would accept, and it optimizes nothing: the card's target), and one that spent significant
+    time blocked on a test, ``speed:WAITS`` (:func:`~arbiter.rewards.oracle.waiting_reason`: its speedup, counted
+    in computation, would not describe its wall time)."""
+    unmeasured = []
     if "".join(code.split()) == "".join(seed.source_code.split()):
-        res.reasons.append(reason("speed", "UNCHANGED_SOURCE", "the answer's program is the source's (whitespace "
-                                  "aside): nothing is optimized (the card's target: optimize runtime)"))
+        unmeasured.append(reason("speed", "UNCHANGED_SOURCE", "the answer's program is the source's (whitespace "
+                                 "aside): nothing is optimized (the card's target: optimize runtime)"))
+    cases = [c for v in passed for c in v.cases]
+    res.timing["blocked"] = blocked_record(cases)
+    waits = waiting_reason(cases, MAX_CASES_LISTED)
+    if waits is not None:
+        unmeasured.append(waits)
+    if unmeasured:
+        res.reasons.extend(unmeasured)
         return
     ver = res.verification
     chosen = largest_by_input(all_cases, int(ctx.options.measure_cases))

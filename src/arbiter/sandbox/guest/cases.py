@@ -15,14 +15,15 @@ from .reaper import kill_all, reap_all
 from .runq import WallClock, own_delay_ns, task_stat
 
 
-def case_clock(state, t0, limits, pid=None, keep=None):
+def case_clock(state, t0, limits, pid=None, keep=None, server_from=None):
     """The :class:`~.runq.WallClock` of a case started at ``t0``: its processes are every
-    process of the namespace but this server and ``keep`` (PID 1), else only ``pid``."""
+    process of the namespace but this server and ``keep`` (PID 1), else only ``pid``;
+    ``server_from``: this server's run-queue delay at ``t0`` (:func:`~.runq.task_stat`)."""
     if state.is_init:
         pids = lambda: namespace_pids(keep)  # noqa: E731
     else:
         pids = lambda: [pid] if pid else []  # noqa: E731
-    return WallClock(t0, float(limits.get("wall_seconds", 10.0)), pids)
+    return WallClock(t0, float(limits.get("wall_seconds", 10.0)), pids, server_from)
 
 
 def fork_here(state, req, staged, stdin, call_args, source_for_probe):
@@ -46,6 +47,7 @@ def fork_here(state, req, staged, stdin, call_args, source_for_probe):
         log_r, log_w = os.pipe()
         os.set_blocking(log_r, False)
     log = Capture(err_cap, head=0) if log_fd else None
+    server_from = task_stat(os.getpid())[1]
     t0 = time.monotonic()
     pid = None
     spawned = False
@@ -79,7 +81,7 @@ def fork_here(state, req, staged, stdin, call_args, source_for_probe):
     readers = {err_r: err}
     if log_r >= 0:
         readers[log_r] = log
-    clock = case_clock(state, t0, limits, pid)
+    clock = case_clock(state, t0, limits, pid, server_from=server_from)
     status, rusage, wall, timed_out = _wait_here(state, pid, readers, t0, clock)
     exec_failed = None
     if exec_r >= 0:
@@ -106,6 +108,7 @@ def _wait_here(state, pid, readers, t0, clock):
     _, status, rusage = os.wait4(pid, 0)
     clock.note(own_delay_ns(ran, waited, int((rusage.ru_utime + rusage.ru_stime) * 1e9)))
     wall = time.monotonic() - t0
+    clock.stop()
     kill_all(state, pid)
     reap_all(state)
     for fd, capture in readers.items():

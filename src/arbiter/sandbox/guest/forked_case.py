@@ -13,6 +13,7 @@ from .kernel import stopped
 from .protocol import encode_frame
 from .reaper import kill_all, only_forker_left, reap_all, wipe_scratch
 from .reports import REPORT_GRACE, Rusage, read_report
+from .runq import task_stat
 
 
 def run_in_forker(state, fk, req, stdin_fd, call_args):
@@ -37,6 +38,7 @@ def run_in_forker(state, fk, req, stdin_fd, call_args):
     err = Capture(err_cap, head=err_cap // 2)
     state.seq += 1
     req = dict(req, seq=state.seq)
+    server_from = task_stat(os.getpid())[1]
     t0 = time.monotonic()
     try:
         try:
@@ -49,7 +51,7 @@ def run_in_forker(state, fk, req, stdin_fd, call_args):
                 os.close(fd)
         return None
     try:
-        return _watch_forked_case(state, fk, req, t0, err, err_r, out_fd, res_fd, out_cap)
+        return _watch_forked_case(state, fk, req, (t0, server_from), err, err_r, out_fd, res_fd, out_cap)
     finally:
         os.close(err_r)
 
@@ -85,11 +87,14 @@ def _reap_sparing(state, keep, case):
     return False
 
 
-def _watch_forked_case(state, fk, req, t0, err, err_r, out_fd, res_fd, out_cap):
-    """The rest of :func:`run_in_forker`, once the request is sent: takes ``out_fd`` and
-    ``res_fd`` (handed to :func:`.cases.finish_case`, or closed)."""
+def _watch_forked_case(state, fk, req, start, err, err_r, out_fd, res_fd, out_cap):
+    """The rest of :func:`run_in_forker`, once the request is sent (``start``: ``(t0, this
+    server's run-queue delay then)``): takes ``out_fd`` and ``res_fd`` (handed to
+    :func:`.cases.finish_case`, or closed)."""
     limits = req.get("limits", {})
-    w = _CaseWatch(fk, err, err_r, case_clock(state, t0, limits, keep=fk.pid), t0 + QUICK_CASE)
+    t0, server_from = start
+    w = _CaseWatch(fk, err, err_r, case_clock(state, t0, limits, keep=fk.pid, server_from=server_from),
+                   t0 + QUICK_CASE)
     try:
         while w.done is None:
             events = _next_events(state, w)
@@ -174,6 +179,7 @@ def _next_events(state, w):
             return []
         w.timed_out = True
         w.end = time.monotonic()
+        w.clock.stop()
         kill_all(state, 0, fk.pid if not w.forker_dead else None)
         return None
     return events
@@ -203,6 +209,7 @@ def _take_events(state, w, events):
         elif fd == w.case_pidfd:
             w.exited = True
             w.end = w.end or time.monotonic()
+            w.clock.stop()
             w.poller.unregister(fd)
         elif fd == fk.pidfd and not w.forker_dead:
             w.forker_dead = True
@@ -221,6 +228,7 @@ def _end_forked_case(state, w, req, t0, out_fd, res_fd, out_cap):
 
     fk, forker_dead = w.fk, w.forker_dead
     end = w.end or time.monotonic()
+    w.clock.stop()  # (when the case's exit was not seen before the forker's report)
     keep = None if forker_dead else fk.pid
     if forker_dead or not only_forker_left(state, fk, w.pid):
         kill_all(state, 0, keep)

@@ -33,6 +33,7 @@ def run_in_place(state, fk, req, stdin_fd, call_args):
     fds = [stdin_fd, out_fd, err_w, res_fd if res_fd >= 0 else err_w, ended_w]
     state.seq += 1
     req = dict(req, seq=state.seq, in_place=True)
+    server_from = task_stat(os.getpid())[1]  # (this server's run-queue delay: see WallClock.stop)
     t0 = time.monotonic()
     try:
         try:
@@ -48,7 +49,7 @@ def run_in_place(state, fk, req, stdin_fd, call_args):
     state.forker, state.forker_spent = None, True
     err = Capture(int(limits.get("stderr_bytes", 64 << 10)), head=int(limits.get("stderr_bytes", 64 << 10)) // 2)
     try:
-        end = _watch(state, fk, req, t0, err, err_r, ended_r)
+        end = _watch(state, fk, req, (t0, server_from), err, err_r, ended_r)
     finally:
         os.close(ended_r)
     try:
@@ -66,12 +67,14 @@ def run_in_place(state, fk, req, stdin_fd, call_args):
         fk.close()
 
 
-def _watch(state, fk, req, t0, err, err_r, ended_r):
+def _watch(state, fk, req, start, err, err_r, ended_r):
     """Wait for the case (the forker's process) to end: its ENDED record, its exit or its wall
-    clock. Returns ``(status, rusage, wall, timed_out, clock)``, or None when the forker never
-    became the case (then it is reaped here)."""
+    clock (``start``: ``(t0, this server's run-queue delay then)``). Returns ``(status, rusage,
+    wall, timed_out, clock)``, or None when the forker never became the case (then it is
+    reaped here)."""
     pid = fk.pid
-    clock = case_clock(state, t0, req.get("limits", {}), pid)
+    t0, server_from = start
+    clock = case_clock(state, t0, req.get("limits", {}), pid, server_from=server_from)
     poller = select.poll()
     for fd in (fk.pidfd, ended_r, err_r):
         poller.register(fd, select.POLLIN)
@@ -98,6 +101,7 @@ def _watch(state, fk, req, t0, err, err_r, ended_r):
         if fk.pidfd in events:
             break
     end = time.monotonic()
+    clock.stop()
     base = base or _take_base(state, fk, clock)
     if base is None:  # it ended before it became the case: nothing of the program ran
         kill_all(state, 0)

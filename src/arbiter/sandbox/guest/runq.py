@@ -3,8 +3,10 @@
 A :class:`WallClock` per case: its deadline is ``t0 + wall + delay``, ``delay`` the largest
 run-queue delay of one of the case's tasks (``/proc/<pid>/task/<tid>/schedstat``'s second field)
 less the CPU its other tasks used (what they can have made it wait), read only when the plain
-deadline passes, never later than :func:`wall_cap`. Exports: :class:`WallClock`, :func:`wall_cap`,
-:func:`task_stat`, :func:`own_delay_ns`, :func:`case_delay_ns`. See docs/sandbox.md ("Under host load").
+deadline passes, never later than :func:`wall_cap`. It also reports this server's own run-queue
+delay over the case (its wake-ups to drain the case's stderr and to see it end), which is in the
+case's wall time too. Exports: :class:`WallClock`, :func:`wall_cap`, :func:`task_stat`,
+:func:`own_delay_ns`, :func:`case_delay_ns`. See docs/sandbox.md ("Under host load").
 """
 
 import os
@@ -64,15 +66,19 @@ class WallClock:
 
     ``pids()`` gives the case's processes when the deadline is checked. :attr:`delay` is the
     run-queue delay (seconds) counted so far; :attr:`capped` says the case was stopped by the cap
-    before its time net of delay reached the limit."""
+    before its time net of delay reached the limit. :meth:`stop`, when the case's wall time is
+    taken, fixes this server's own run-queue delay since ``t0`` (never a limit)."""
 
-    def __init__(self, t0, wall, pids):
+    def __init__(self, t0, wall, pids, server_from=None):
         self.t0, self.wall, self.pids = t0, float(wall), pids
         self.cap_at = t0 + wall_cap(wall)
         self.delay = 0.0
         self.startup = 0.0  # the forker's run-queue delay before it forked the case
         self.base = None  # (pid, ns run, ns waited) before the case: a forker that became it
         self.capped = False
+        # this server's run-queue delay (ns) when ``t0`` was taken
+        self.server_from = task_stat(os.getpid())[1] if server_from is None else server_from
+        self.server_delay = None  # seconds, once stopped
 
     def deadline(self):
         return min(self.t0 + self.wall + self.startup + self.delay, self.cap_at)
@@ -92,6 +98,13 @@ class WallClock:
         """Take a delay reading (ns) of one of the case's tasks (the largest counts)."""
         self.delay = max(self.delay, delay_ns / 1e9)
 
+    def stop(self):
+        """Fix this server's run-queue delay over the case (the first call counts)."""
+        if self.server_delay is None:
+            self.server_delay = max(0, task_stat(os.getpid())[1] - self.server_from) / 1e9
+
     def report(self):
         """The fields this clock adds to a case's result header."""
-        return {"run_delay_seconds": self.startup + self.delay, "wall_capped": self.capped}
+        self.stop()
+        return {"run_delay_seconds": self.startup + self.delay, "wall_capped": self.capped,
+                "server_delay_seconds": self.server_delay}
