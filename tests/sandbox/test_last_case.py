@@ -247,3 +247,35 @@ def test_a_last_case_that_ends_without_its_record_is_charged_its_own_cpu_only(en
         assert ex.status is runs[0].status and ex.stdout == b"done\n", (ex, runs[0])
     assert runs[0].status in (Status.OK, Status.RUNTIME_ERROR)
     assert last.cpu_seconds < 0.5, last.cpu_seconds
+
+
+def test_a_last_case_continued_by_its_own_child_after_its_record_is_still_ended():
+    """The server stops the last case once it has its record and kills it after the reply; a
+    child that keeps sending SIGCONT to its parent resumes it meanwhile: the case is killed at
+    once then. Its output is what it printed before its record, nothing is left."""
+    source = ("import os, signal, sys\nppid = os.getpid()\n"
+              "if os.fork() == 0:\n    while True:\n        os.kill(ppid, signal.SIGCONT)\n"
+              "print(int(input()) * 2)\n")
+    first, second, left = run_last(source, stdin=b"21\n", then=b"1\n")
+    assert first.status is Status.OK and first.stdout == b"42\n", first
+    assert second.status is Status.OK and second.stdout == b"2\n", second
+    assert left == []
+
+
+def test_a_forged_record_with_a_child_that_keeps_the_case_going_cannot_hang_the_server():
+    """A thread forges the record while the main thread spins and a child keeps sending SIGCONT
+    (which discards a pending stop): the case ends at the record all the same, at once, and the
+    next run of the session is clean."""
+    source = FIND_PIPE + (
+        "import signal, struct, threading\nppid = os.getpid()\n"
+        "if os.fork() == 0:\n    while True:\n        os.kill(ppid, signal.SIGCONT)\n"
+        "print('1', flush=True)\n"
+        "def forge():\n    for fd in ended_fds():\n        os.write(fd, struct.pack('=i', 0))\n"
+        "threading.Thread(target=forge).start()\n"
+        "while True:\n    pass\n")
+    limits = Limits(cpu_seconds=2, wall_seconds=4)
+    first, second, left = run_last(source, limits=limits, then=b"")
+    assert first.status is Status.OK and first.stdout.startswith(b"1\n"), first
+    assert first.wall_seconds < 1, first.wall_seconds
+    assert second.status is Status.TIME_LIMIT  # (not last: it spins to its limit)
+    assert left == []

@@ -113,8 +113,8 @@ def _watch(state, fk, req, start, err, err_r, ended_r):
         status, cpu, _, maxrss = early
         ran, waited = task_stat(pid)
         kill_until_none_new(None, (pid,))
-        if _state_of(pid) not in (b"T", b"Z", None):  # (continued meanwhile by one of its own)
-            os.kill(pid, signal.SIGKILL)
+        if _state_of(pid) not in (b"T", b"t", b"Z", None):  # not stopped (yet, or continued by
+            os.kill(pid, signal.SIGKILL)  # one of its own, whose SIGCONT discards a pending stop)
         state.reaping = pid
     else:
         ran, waited = (0, 0) if timed_out else task_stat(pid)

@@ -144,9 +144,9 @@ def ended_early(pid, ended_r):
     """In the server: the report of its last case ``pid`` from the case's :data:`ENDED` record,
     without waiting for the kernel to tear the process down (a large process takes most of a
     millisecond): ``(wait status, CPU seconds, 0.0, peak RSS KiB)``, the kernel's figures for
-    the process at that moment (it waits: :func:`tell_ended`), then the case stopped (SIGSTOP:
-    its teardown, a SIGKILL's, would run on this server's core before the reply; the caller kills
-    it after the reply, :func:`.inplace_case.reap_ended`) and its stop awaited. The
+    the process at that moment (it waits: :func:`tell_ended`), then the case sent SIGSTOP (its
+    teardown, a SIGKILL's, would run on this server's core before the reply; the caller checks
+    that it stopped, and kills it after the reply, :func:`.inplace_case.reap_ended`). The
     record is trusted for nothing the program could not do itself: end now, with that status.
     None when the case exited first or without a record (its ``wait4`` then gives its
     figures). The CPU is the process's since it started (the caller subtracts the forker's)."""
@@ -169,7 +169,6 @@ def ended_early(pid, ended_r):
         if maxrss is None:
             return None  # its memory is gone already: it is exiting, its rusage comes next
         os.kill(pid, signal.SIGSTOP)  # (it waits for this; a forged record: it ends here)
-        os.waitpid(pid, os.WUNTRACED)  # (stopped; or exited meanwhile, and reaped)
     except OSError:
         return None
     finally:
