@@ -250,9 +250,9 @@ def test_a_last_case_that_ends_without_its_record_is_charged_its_own_cpu_only(en
 
 
 def test_a_last_case_continued_by_its_own_child_after_its_record_is_still_ended():
-    """The server stops the last case once it has its record and kills it after the reply; a
-    child that keeps sending SIGCONT to its parent resumes it meanwhile: the case is killed at
-    once then. Its output is what it printed before its record, nothing is left."""
+    """A child keeps sending SIGCONT to the last case: nothing of it keeps the case going past its
+    record (a stopped case would be resumed: the server kills it). Its output is what it printed
+    before its record, nothing is left."""
     source = ("import os, signal, sys\nppid = os.getpid()\n"
               "if os.fork() == 0:\n    while True:\n        os.kill(ppid, signal.SIGCONT)\n"
               "print(int(input()) * 2)\n")
@@ -264,8 +264,8 @@ def test_a_last_case_continued_by_its_own_child_after_its_record_is_still_ended(
 
 def test_a_forged_record_with_a_child_that_keeps_the_case_going_cannot_hang_the_server():
     """A thread forges the record while the main thread spins and a child keeps sending SIGCONT
-    (which discards a pending stop): the case ends at the record all the same, at once, and the
-    next run of the session is clean."""
+    (which discards a pending stop: a server waiting for one would wait forever): the case ends at
+    the record all the same, at once, and the next run of the session is clean."""
     source = FIND_PIPE + (
         "import signal, struct, threading\nppid = os.getpid()\n"
         "if os.fork() == 0:\n    while True:\n        os.kill(ppid, signal.SIGCONT)\n"
@@ -279,3 +279,30 @@ def test_a_forged_record_with_a_child_that_keeps_the_case_going_cannot_hang_the_
     assert first.wall_seconds < 1, first.wall_seconds
     assert second.status is Status.TIME_LIMIT  # (not last: it spins to its limit)
     assert left == []
+
+
+#: The kernel sends SIGCONT to the case when the server closes its end of the record's pipe
+#: (``O_ASYNC``, ``F_SETOWN`` itself, ``F_SETSIG`` SIGCONT): what a stopped case would use.
+ARM_SIGCONT = (
+    "import fcntl, signal\n"
+    "def arm(fd):\n"
+    "    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)\n"
+    "    fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())\n"
+    "    fcntl.fcntl(fd, 10, signal.SIGCONT)  # F_SETSIG\n")
+
+
+def test_a_last_case_that_has_the_kernel_continue_it_does_nothing_after_its_record():
+    """Red team (in-place, 2): a case stopped at its record (not killed) was continued by the
+    kernel once the server closed its end of the pipe, and emptied its stdout under the reply
+    (WA for an answer, or SANDBOX_ERROR: "the file is shorter than it was"). Killed at its
+    record, its output is what it wrote before it, every time."""
+    source = FIND_PIPE + ARM_SIGCONT + (
+        "import select, struct, time\nfds = ended_fds()\nfor fd in fds:\n    arm(fd)\n"
+        "os.write(1, b'x' * 100 + b'\\n')\np = select.poll()\nfor fd in fds:\n    p.register(fd, 0)\n"
+        "for fd in fds:\n    os.write(fd, struct.pack('=i', 0))\np.poll(1000)\n"
+        "os.ftruncate(1, 0)\ntime.sleep(1)\n")
+    limits = Limits(cpu_seconds=2, wall_seconds=4)
+    for _ in range(5):
+        first, second, left = run_last(source, limits=limits, then=b"")
+        assert first.status is Status.OK and first.stdout == b"x" * 100 + b"\n", first
+        assert left == []

@@ -7,7 +7,6 @@ Exports: :func:`run_in_place` (over a :class:`~.state.ServerState` and its
 
 import os
 import select
-import signal
 import time
 
 from .cases import Capture, case_clock, drain, finish_case
@@ -109,12 +108,10 @@ def _watch(state, fk, req, start, err, err_r, ended_r):
         kill_all(state, 0)
         reap_all(state)
         return None
-    if early is not None:  # stopped; it and what it left go after the reply
+    if early is not None:  # killed; it and what it left are reaped after the reply
         status, cpu, _, maxrss = early
         ran, waited = task_stat(pid)
         kill_until_none_new(None, (pid,))
-        if _state_of(pid) not in (b"T", b"t", b"Z", None):  # not stopped (yet, or continued by
-            os.kill(pid, signal.SIGKILL)  # one of its own, whose SIGCONT discards a pending stop)
         state.reaping = pid
     else:
         ran, waited = (0, 0) if timed_out else task_stat(pid)
@@ -148,14 +145,13 @@ def _take_base(state, fk, clock):
 
 def reap_ended(state):
     """Once the reply of a case reported before its exit is sent (``state.reaping``: its pid,
-    stopped): kill it, sleep until it has exited (the kernel tears its memory down meanwhile, no
-    scan of ``/proc``), then kill and reap every process left. True when there was one."""
+    killed): sleep until it has exited (the kernel tears its memory down meanwhile, no scan of
+    ``/proc``), then kill and reap every process left. True when there was one."""
     if state.reaping is None:
         return False
     case, state.reaping = state.reaping, None
     try:
         pidfd = os.pidfd_open(case)
-        os.kill(case, signal.SIGKILL)  # (stopped until now: its teardown is off the reply's path)
     except OSError:
         pidfd = -1
     if pidfd >= 0:
@@ -167,13 +163,3 @@ def reap_ended(state):
             os.close(pidfd)
     reap_all(state)
     return True
-
-
-def _state_of(pid):
-    """The state letter of ``pid`` (``/proc/<pid>/stat``: ``b"T"`` stopped, ``b"Z"`` a zombie...);
-    None when it is gone."""
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None

@@ -30,7 +30,10 @@ def reply_with_fds(state, header, fds_and_sizes):
     item may also be plain bytes. Closes the descriptors, all of them before the reply's last
     byte: the judge, once it has the whole reply, measures the next run, and a run's stdout
     memfd still open then would be in that run's memory baseline, freed while it runs (its
-    peak low by that much: docs/sandbox.md, "Memory")."""
+    peak low by that much: docs/sandbox.md, "Memory"). A failure before anything of it was
+    written (a file shorter than it was: a process of the program's truncated it) leaves the
+    reply unsent, for the caller's error reply."""
+    streamed = False
     try:
         _start_reply(state)
         header = dict(header, id=state.request_id)
@@ -42,7 +45,12 @@ def reply_with_fds(state, header, fds_and_sizes):
                 parts.append(item if isinstance(item, bytes) else _pread_all(*item))
             last = b"".join(parts)
         else:
+            streamed = True  # (its head goes out first: a failure after it leaves a partial frame)
             last = _stream(state.out_fd, LEN.pack(len(raw)) + raw, fds_and_sizes)
+    except BaseException:
+        if not streamed:  # nothing of it sent: the server still replies (an error)
+            state.replied = False
+        raise
     finally:
         for item in fds_and_sizes:
             if not isinstance(item, bytes):

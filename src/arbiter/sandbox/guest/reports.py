@@ -144,9 +144,9 @@ def ended_early(pid, ended_r):
     """In the server: the report of its last case ``pid`` from the case's :data:`ENDED` record,
     without waiting for the kernel to tear the process down (a large process takes most of a
     millisecond): ``(wait status, CPU seconds, 0.0, peak RSS KiB)``, the kernel's figures for
-    the process at that moment (it waits: :func:`tell_ended`), then the case sent SIGSTOP (its
-    teardown, a SIGKILL's, would run on this server's core before the reply; the caller checks
-    that it stopped, and kills it after the reply, :func:`.inplace_case.reap_ended`). The
+    the process at that moment (it waits: :func:`tell_ended`), then the case SIGKILLed (made
+    ``SCHED_BATCH`` first: a task so woken preempts no one, so its teardown does not run on this
+    server's core before the reply). The
     record is trusted for nothing the program could not do itself: end now, with that status.
     None when the case exited first or without a record (its ``wait4`` then gives its
     figures). The CPU is the process's since it started (the caller subtracts the forker's)."""
@@ -168,7 +168,11 @@ def ended_early(pid, ended_r):
         maxrss = peak_rss_kib(pid)
         if maxrss is None:
             return None  # its memory is gone already: it is exiting, its rusage comes next
-        os.kill(pid, signal.SIGSTOP)  # (it waits for this; a forged record: it ends here)
+        try:  # (woken by the SIGKILL, its teardown would preempt this server on its core)
+            os.sched_setscheduler(pid, os.SCHED_BATCH, os.sched_param(0))
+        except OSError:
+            pass
+        os.kill(pid, signal.SIGKILL)  # (it waits for this; a forged record: it ends here)
     except OSError:
         return None
     finally:
