@@ -62,8 +62,10 @@ def test_network_counters_and_files_do_not_tell_a_case_its_order():
 # the wipe close the network and the files, not these). Each sets ``run_before``; the program is
 # then right unless it runs first on an input that is not the suite's first.
 COUNTERS = {
-    # the session's PID namespace: each case is forked at the next PID (Python: 3, 4, ...)
-    "pid": "import os\nrun_before = os.getpid() - os.getppid() > 1\n",
+    # the session's PID namespace: each case is forked at the next PID (Python: 3, 4, ...); the
+    # last case, the forker itself (its parent PID 1), has reaped the ones before it (cminflt)
+    "pid": ("import os\nstat = open('/proc/self/stat').read().rsplit(')', 1)[1].split()\n"
+            "run_before = os.getpid() - os.getppid() > 1 if os.getppid() != 1 else int(stat[8]) > 0\n"),
     # the scratch tmpfs is emptied, not mounted again: its inode numbers go on (2, 3, ...)
     "tmpfs_inode": ("import os\nopen('/dev/shm/probe', 'w').close()\n"
                     "run_before = os.stat('/dev/shm/probe').st_ino > 2\n"),
@@ -79,8 +81,10 @@ COUNTERS = {
                        "    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(b'\\0stash')\n"
                        "    rights = lambda *fds: [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', fds))]\n"
                        "    b.sendmsg([b'x'], rights(a.fileno(), s.fileno())); a.sendmsg([b'x'], rights(b.fileno()))\n"),
-    # the forker's /proc stat: the minor faults of the children it reaped (cminflt)
-    "forker_stat": ("import os\nstat = open('/proc/%d/stat' % os.getppid()).read().rsplit(')', 1)[1].split()\n"
+    # the forker's /proc stat: the minor faults of the children it reaped (cminflt); the last
+    # case is the forker itself
+    "forker_stat": ("import os\nforker = os.getppid() if os.getppid() != 1 else os.getpid()\n"
+                    "stat = open('/proc/%d/stat' % forker).read().rsplit(')', 1)[1].split()\n"
                     "run_before = int(stat[8]) > 0\n"),
 }
 COUNTER_CPP = r"""#include <cstdio>
