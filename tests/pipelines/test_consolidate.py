@@ -76,3 +76,52 @@ def test_consolidate_missing_annotation_names_row_and_field(tmp_path):
     assert list(read_jsonl(tmp_path / "o.jsonl")) == []
     bad = _cli("--source", f"deepcoder={a}", "--source", f"deepcoder={a}", "--out", str(tmp_path / "o.jsonl"))
     assert bad.returncode == 2 and "twice" in bad.stderr
+
+
+def _audit(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "arbiter.cli.main", "curate", "audit", "--dataset", str(path),
+                           "--no-english-filter"], capture_output=True, text=True)
+
+
+def test_consolidate_keeps_only_rows_the_audit_passes(tmp_path):
+    """A side with a score count other than the source's usual one (a lost completion: pass rates in sevenths) or a
+    score other than 0 and 1 (a fraction-scored completion) is a problem naming row and field, as `audit` flags it;
+    what consolidate writes passes `audit`."""
+    zero, half = [0.0] * 8, [1.0, 0.0] * 4
+    rows = [_row("taco", "1", zero, half), _row("taco", "2", [1.0] + [0.0] * 6, half),
+            _row("taco", "3", zero, [0.5] + half[1:]), _row("taco", "4", zero, half)]
+    a = _write(tmp_path / "a.jsonl", rows)
+    before = _audit(a)
+    assert before.returncode == 1 and "count_mismatch" in before.stdout + before.stderr
+    out = tmp_path / "final.jsonl"
+    r = _cli("--source", f"deepcoder={a}", "--out", str(out))
+    assert r.returncode == 1, r.stderr
+    report = json.loads((tmp_path / "final.report.json").read_text())
+    assert report["sources"][0]["k"] == {"lower": 8, "upper": 8}
+    assert report["counts"]["deepcoder"]["problems"] == 2 and report["counts"]["deepcoder"]["kept"] == 2
+    seven, fraction = report["problems"]
+    assert "'taco:2'" in seven and "extra_info.lower_scores: 7 scores, expected 8" in seven
+    assert "'taco:3'" in fraction and "extra_info.upper_scores" in fraction and "0.5" in fraction
+    assert [x["extra_info"]["id"] for x in read_jsonl(out)] == ["1", "4"]
+    after = _audit(out)
+    assert after.returncode == 0, after.stdout + after.stderr
+
+
+def test_consolidate_k_option_and_sidecar_counts(tmp_path):
+    """``--k`` holds every row to that count (the card's 8), from extra_info and from a sidecar alike."""
+    zero, half = [0.0] * 4, [1.0, 0.0] * 2
+    a = _write(tmp_path / "a.jsonl", [_row("taco", "1", zero, half), _row("taco", "2", zero, half)])
+    b = _write(tmp_path / "b.jsonl", [_row("code_contests_o", "3")])
+    side = _write(tmp_path / "side.jsonl", [{"data_source": "code_contests_o", "index": "3", "lower_scores": [0.0] * 8,
+                                            "upper_scores": [1.0, 0.0] * 4}])
+    r = _cli("--source", f"deepcoder={a}", "--source", f"cco={b}", "--sidecar", f"cco={side}", "--k", "8",
+             "--out", str(tmp_path / "o.jsonl"))
+    assert r.returncode == 1, r.stderr
+    report = json.loads((tmp_path / "o.report.json").read_text())
+    assert report["options"]["k"] == 8 and report["counts"]["deepcoder"]["problems"] == 2
+    assert report["counts"]["cco"]["kept"] == 1
+    assert all("4 scores, expected 8" in p for p in report["problems"])
+    default = _cli("--source", f"deepcoder={a}", "--out", str(tmp_path / "d.jsonl"))
+    assert default.returncode == 0, default.stderr  # (each source's most common count: 4)
+    bad = _cli("--source", f"deepcoder={a}", "--k", "0", "--out", str(tmp_path / "e.jsonl"))
+    assert bad.returncode == 2 and "--k" in bad.stderr

@@ -260,6 +260,8 @@ def consolidate_cmd(
     out: Path = typer.Option(..., "--out", help="consolidated rows: OUT.parquet or OUT.jsonl"),
     lower_max: float = typer.Option(0.875, "--lower-max", help="keep when lower_pass_rate <= this (card: 0.875)"),
     upper_min: float = typer.Option(0.125, "--upper-min", help="keep when upper_pass_rate >= this (card: 0.125)"),
+    k: Optional[int] = typer.Option(None, "--k", help="scores every row must have per model (card: 8; default: "
+                                                      "each source's most common count)"),
     split: Optional[str] = typer.Option(None, "--split", help="split of HF DatasetDict folders"),
     report: Optional[Path] = typer.Option(None, "--report", dir_okay=False,
                                           help="report path (default: <OUT stem>.report.json)"),
@@ -278,7 +280,7 @@ def consolidate_cmd(
         if unknown:
             raise CurationInputError(f"--sidecar {unknown[0]}: no --source with that prefix")
         run = consolidate([ConsolidationSource(p, r, sides.get(p)) for p, r in rows.items()], out, lower_max=lower_max,
-                          upper_min=upper_min, split=split, report=report)
+                          upper_min=upper_min, split=split, k=k, report=report)
     except (CurationInputError, ValueError, OSError) as exc:
         console.print(f"[red]error:[/] {_show(exc)}")
         raise typer.Exit(2)

@@ -25,7 +25,7 @@ from arbiter.pipelines.goldilocks.english import (
 from arbiter.pipelines.goldilocks.errors import CurationInputError
 from arbiter.pipelines.goldilocks.flag import (
     ANNOTATION_FIELDS, BAD_ROW, COUNT, DUPLICATE, ENGLISH_MIN, LOWER_MAX, NO_STATEMENT, NON_ENGLISH, UPPER_MIN,
-    check_rate, check_thresholds, drop_reason, pass_rate,
+    check_rate, check_thresholds, drop_reason, pass_rate, usual_count,
 )
 from arbiter.pipelines.goldilocks.prescan import prescan_dataset
 
@@ -232,7 +232,7 @@ def _count_findings(run: AuditRun, per_row: list[dict[str, Any]], k: int | None)
     """The completion-count check (needs every row's counts), then the counts and the findings of ``run``."""
     for side in ("lower", "upper"):
         c = Counter(r["_n"][side] for r in per_row if side in r["_n"])
-        run.k[side] = k if k is not None else (max(c, key=lambda n: (c[n], n)) if c else None)
+        run.k[side] = k if k is not None else usual_count(c)
     by_ds: dict[str, Counter] = defaultdict(Counter)
     overall: Counter = Counter()
     for rec in per_row:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from arbiter.datasets.io import jsonl_to_parquet, write_json_atomic
 from arbiter.datasets.verl_rows import RowError, iter_raw_rows, parse_row, row_key
 from arbiter.pipelines.goldilocks.errors import CurationInputError
 from arbiter.pipelines.goldilocks.flag import (
-    ANNOTATION_FIELDS, KEPT, LOWER_MAX, UPPER_MIN, check_thresholds, drop_reason, pass_rate,
+    ANNOTATION_FIELDS, KEPT, LOWER_MAX, UPPER_MIN, check_thresholds, drop_reason, pass_rate, usual_count,
 )
 from arbiter.pipelines.goldilocks.writer import CuratedWriter, UnwritableRow, check_output_paths, final_schema
 from arbiter.pipelines.outputs import holds_out_dirs, lock_out_dir
@@ -40,11 +41,12 @@ class ConsolidationRun:
     """What :func:`consolidate` did: ``counts`` per source prefix (candidates, kept, floor, ceiling,
     floor+ceiling, problems; floor and ceiling include the floor+ceiling rows: :func:`drop_counts`),
     ``problems`` (one message per row not consolidated, naming row and field), the output and report
-    paths."""
+    paths; ``k``, per source prefix, the score count each side was held to."""
 
     out: Path
     report_path: Path
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    k: dict[str, dict[str, int | None]] = field(default_factory=dict)  # per source prefix: scores per side
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -57,7 +59,46 @@ def _scores(value: Any, where: str) -> list[float]:
         isinstance(s, (int, float)) and not isinstance(s, bool) and not math.isnan(s) and 0 <= s <= 1 for s in value)
     if not ok:
         raise ValueError(f"{where}: expected a non-empty list of scores in [0, 1], got {str(value)[:80]}")
+    odd = sorted({float(s) for s in value if s not in (0, 1)})
+    if odd:
+        raise ValueError(f"{where}: scores other than 0 and 1 ({odd[:4]}): the card's completion passes every case "
+                         f"(1.0) or not (0.0)")
     return [float(s) for s in value]
+
+
+def check_count(ann: Mapping[str, Any], k: Mapping[str, int | None], where: str) -> None:
+    """Each side of ``ann`` has the score count ``k`` holds it to (none: any). Raises ``ValueError``
+    naming the field after ``where`` (its prefix)."""
+    for side in ("lower", "upper"):
+        n, want = len(ann[f"{side}_scores"]), k.get(side)
+        if want is not None and n != want:
+            raise ValueError(f"{where}{side}_scores: {n} scores, expected {want} (--k, default the source's most "
+                             f"common count)")
+
+
+def _score_counts(annotations: Iterable[Any]) -> dict[str, int | None]:
+    """Per side, the most common length of the score lists among ``annotations`` (mappings with
+    ``lower_scores`` / ``upper_scores``; anything else is skipped)."""
+    counts: dict[str, Counter] = {"lower": Counter(), "upper": Counter()}
+    for ann in annotations:
+        for side, counter in counts.items():
+            scores = ann.get(f"{side}_scores") if isinstance(ann, Mapping) else None
+            if isinstance(scores, (list, tuple)) and scores:
+                counter[len(scores)] += 1
+    return {side: usual_count(counter) for side, counter in counts.items()}
+
+
+def source_k(src: "ConsolidationSource", sidecar: Mapping[str, Any] | None, k: int | None,
+             split: str | None) -> dict[str, int | None]:
+    """The score count per side every row of ``src`` must have: ``k``, else the most common one of
+    its annotations (its sidecar's, or its rows' ``extra_info``, read in a first pass over that
+    column alone), as ``audit`` and ``goldilocks`` default it."""
+    if k is not None:
+        return {"lower": k, "upper": k}
+    if sidecar is not None:
+        return _score_counts(sidecar.values())
+    rows = iter_raw_rows(src.rows, columns=["extra_info"], split=split, unreadable=True)
+    return _score_counts(r.get("extra_info") if isinstance(r, Mapping) else None for r in rows)
 
 
 def read_annotation(fields: Mapping[str, Any], where: str, sep: str = ".") -> dict[str, Any]:
@@ -117,8 +158,9 @@ def drop_counts(reason: str) -> list[str]:
 
 
 def _consolidate_source(src: ConsolidationSource, writer: CuratedWriter, run: ConsolidationRun, thresholds: tuple[float, float],
-                        split: str | None) -> None:
+                        split: str | None, k: int | None) -> None:
     sidecar = load_sidecar(src.sidecar, split) if src.sidecar is not None else None
+    want = run.k[src.prefix] = source_k(src, sidecar, k, split)
     counts = run.counts.setdefault(src.prefix, {"candidates": 0, KEPT: 0, "floor": 0, "ceiling": 0,
                                                 "floor+ceiling": 0, "problems": 0})
     seen: set[str] = set()
@@ -136,8 +178,10 @@ def _consolidate_source(src: ConsolidationSource, writer: CuratedWriter, run: Co
                 ann = sidecar[row.key]
                 if isinstance(ann, str):
                     raise ValueError(f"{where}: {ann}")
+                check_count(ann, want, f"{where}: --sidecar {src.sidecar}: ")
             else:
                 ann = read_annotation(row.extra_info, f"{where}: extra_info")
+                check_count(ann, want, f"{where}: extra_info.")
             reason = drop_reason(ann["lower_pass_rate"], ann["upper_pass_rate"], *thresholds)
             if reason:
                 for label in drop_counts(reason):
@@ -153,15 +197,18 @@ def _consolidate_source(src: ConsolidationSource, writer: CuratedWriter, run: Co
 
 @holds_out_dirs
 def consolidate(sources: list[ConsolidationSource], out: str | os.PathLike, *, lower_max: float = LOWER_MAX,
-                upper_min: float = UPPER_MIN, split: str | None = None,
+                upper_min: float = UPPER_MIN, split: str | None = None, k: int | None = None,
                 report: str | os.PathLike | None = None) -> ConsolidationRun:
     """Consolidate ``sources`` (in order) into ``out`` (``.jsonl`` or ``.parquet``, written to a temporary file
     and renamed into place; its folder is locked for the run) and ``report`` (default ``<out stem>.report.json``:
     options, counts per source, problems). Rows are re-indexed ``<prefix>_{i}``, ``i`` counting kept rows of the
-    source from 0. A row that cannot be consolidated (not a verl row, no or bad annotation, a repeated key) is a
+    source from 0. A row that cannot be consolidated (not a verl row, no or bad annotation, a score other than 0
+    and 1, a score count other than ``k`` per side, default each source's most common one; a repeated key) is a
     problem naming row and field, and the batch goes on. Raises :class:`CurationInputError` for bad thresholds,
-    prefixes, paths, or a bad sidecar."""
+    ``k``, prefixes, paths, or a bad sidecar."""
     check_thresholds(lower_max, upper_min, None)
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise CurationInputError(f"--k must be a positive integer, got {k!r}")
     out_path = Path(out)
     report_path = Path(report) if report is not None else out_path.with_name(out_path.stem + ".report.json")
     prefixes = [s.prefix for s in sources]
@@ -179,7 +226,7 @@ def consolidate(sources: list[ConsolidationSource], out: str | os.PathLike, *, l
     writer = CuratedWriter(staging)
     try:
         for src in sources:
-            _consolidate_source(src, writer, run, (lower_max, upper_min), split)
+            _consolidate_source(src, writer, run, (lower_max, upper_min), split, k)
     except BaseException:
         writer.close(keep=False)
         raise
@@ -190,12 +237,14 @@ def consolidate(sources: list[ConsolidationSource], out: str | os.PathLike, *, l
         os.replace(tmp, out_path)
         staging.unlink()
     write_json_atomic(report_path, {"card": "codegen_iquest_card.txt: Creation pipeline step 3",
-                                    "options": {"lower_max": lower_max, "upper_min": upper_min},
+                                    "options": {"lower_max": lower_max, "upper_min": upper_min, "k": k},
                                     "sources": [{"prefix": s.prefix, "rows": str(s.rows),
-                                                 "sidecar": None if s.sidecar is None else str(s.sidecar)}
+                                                 "sidecar": None if s.sidecar is None else str(s.sidecar),
+                                                 "k": run.k.get(s.prefix)}
                                                 for s in sources],
                                     "counts": run.counts, "kept": run.kept, "problems": run.problems})
     return run
 
 
-__all__ = ["ConsolidationRun", "ConsolidationSource", "consolidate", "consolidated_row", "load_sidecar", "read_annotation"]
+__all__ = ["ConsolidationRun", "ConsolidationSource", "check_count", "consolidate", "consolidated_row", "load_sidecar",
+           "read_annotation", "source_k"]

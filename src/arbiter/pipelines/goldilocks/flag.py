@@ -16,7 +16,7 @@ Annotation (the card's "Schema" and "Difficulty filtering"), per row and per mod
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,6 +97,12 @@ def pass_rate(scores: Sequence[float]) -> float:
     if not scores:
         raise ValueError("no scores")
     return sum(1 for s in scores if s == 1.0) / len(scores)
+
+
+def usual_count(counts: Mapping[int, int]) -> int | None:
+    """The most common score count of ``counts`` (count -> rows), the larger one on a tie: the
+    completion count every row is held to when none is given (``--k``). ``None`` when empty."""
+    return max(counts, key=lambda n: (counts[n], n)) if counts else None
 
 
 @dataclass(frozen=True)
