@@ -381,6 +381,17 @@ def test_indented_code_block_in_reasoning_is_refused():
     assert parse_answer(f"<reasoning>Plan:\n    continued\n\n   three\n</reasoning>\n```cpp\n{CODE}```").ok
 
 
+def test_an_indented_first_line_after_the_tag_is_prose():
+    # The tag alone on its line, then an indented line: CommonMark reads it into the tag's paragraph (raw HTML as
+    # text) or the tag's HTML block (raw HTML rendered), never as code; it was refused as indented code. After a
+    # blank line it is code, in both.
+    for indent in ("    ", "\t", "        "):
+        text = f"<reasoning>\n{indent}We read the input once: O(n).\n</reasoning>\n```cpp\n{CODE}```"
+        assert parse_answer(text).ok, (repr(indent), parse_answer(text).failures)
+        blank_first = text.replace("<reasoning>\n", "<reasoning>\n\n", 1)
+        assert parse_answer(blank_first).codes == ["INDENTED_CODE_IN_REASONING"], repr(indent)
+
+
 def test_commonmark_finds_indented_code_the_own_rule_does_not_see():
     # after a heading (no blank line) CommonMark starts an indented code block; the grammar's own rule
     # only looks after blank lines, the CommonMark parse finds it

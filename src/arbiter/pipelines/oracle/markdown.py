@@ -76,7 +76,9 @@ def reasoning_problems(reasoning: str, offset: int) -> list[tuple[str, str]]:
     """A ``~~~`` fence or an indented code block inside ``reasoning`` (the text between the tags, which
     starts at ``offset`` in the answer). Own rules, deliberately wider than CommonMark: any ``~~~``
     (inside a list or a quote it opens a fence too), and any line indented by 4 or more columns (a tab
-    counts to the next multiple of 4) that follows a blank line, whatever list it may be in."""
+    counts to the next multiple of 4) that follows a blank line, whatever list it may be in. (A line
+    right after the tag's own line follows the tag, not a blank line: CommonMark reads it as part of
+    the tag's paragraph or HTML block.)"""
     out: list[tuple[str, str]] = []
     k = reasoning.find("~~~")
     if k >= 0:
@@ -104,7 +106,7 @@ def reasoning_problems(reasoning: str, offset: int) -> list[tuple[str, str]]:
                                 f"more columns after a blank line at offset {offset + start}: a Markdown reader "
                                 "sees an indented code block there; indent prose by at most 3 spaces"))
                     return out
-        prev_blank, first = blank, False
+        prev_blank, first = blank and not first, False  # (the tag's own line holds the tag: never blank)
         start = end + 1
     return out
 
