@@ -59,12 +59,13 @@ def score_section(path: Path) -> dict[str, Any]:
               "mean_pass_rate": mean([x / n for n, x in c]), "median_pass_rate": median([x / n for n, x in c]),
               "solved_at_least_once": sum(1 for _, x in c if x)} for ds, c in sorted(by_ds.items())]
     everything = [nc for c in by_ds.values() for nc in c]
+    overall = mean_pass_at_k(everything)
     return {"problems": len(everything), "invalid_problems": len(invalid),
             "invalid_responses": sum(int(p.get("n") or 0) for p in invalid),
             "unusable_rows": sum(1 for e in errors if e.get("kind") == "dataset"), "by_data_source": table,
             "verdicts": dict(sorted(verdicts.items())),
-            "overall_pass_at_k": mean_pass_at_k(everything),
-            "problems_at_k": {k: sum(1 for n, _ in everything if n >= int(k)) for k in mean_pass_at_k(everything)},
+            "overall_pass_at_k": overall,
+            "problems_at_k": {at: sum(1 for n, _ in everything if n >= int(at)) for at in overall},
             "figures": {"pass_rates": {"k": k, "bins": [j / k for j in range(k + 1)],
                                        "rates": rate_histogram([x / n for n, x in everything if n], k)},
                         "pass_at_k": {ds: mean_pass_at_k(c) for ds, c in sorted(by_ds.items())}}}
