@@ -53,10 +53,11 @@ def case_delay_ns(pids, base=None):
             tids = [int(t) for t in os.listdir("/proc/%d/task" % pid)]
         except (OSError, ValueError):
             continue
-        stats += [task_stat(pid, tid) for tid in tids]
-        if base is not None and base[0] == pid and pid in tids:
-            ran, waited = stats[-len(tids) + tids.index(pid)]
-            stats[-len(tids) + tids.index(pid)] = (max(0, ran - base[1]), max(0, waited - base[2]))
+        for tid in tids:
+            ran, waited = task_stat(pid, tid)
+            if base is not None and (pid, tid) == (base[0], base[0]):  # its run before the case is not the case's
+                ran, waited = max(0, ran - base[1]), max(0, waited - base[2])
+            stats.append((ran, waited))
     cpu = sum(ran for ran, _ in stats)
     return max((own_delay_ns(ran, waited, cpu) for ran, waited in stats), default=0)
 
