@@ -306,3 +306,26 @@ def test_a_last_case_that_has_the_kernel_continue_it_does_nothing_after_its_reco
         first, second, left = run_last(source, limits=limits, then=b"")
         assert first.status is Status.OK and first.stdout == b"x" * 100 + b"\n", first
         assert left == []
+
+
+THREADS = ("import threading\nn = int(input())\nev = threading.Event()\n"
+           "ts = [threading.Thread(target=ev.wait) for _ in range(n)]\nfor t in ts: t.start()\n"
+           "ev.set()\nfor t in ts: t.join()\nprint('ok')\n")
+
+
+def test_the_last_case_gets_as_many_tasks_as_a_forked_one():
+    """The last case runs without the forker beside it: its pids limit is one lower, so a program
+    gets ``processes`` tasks at every place (red team, December 2026: the last case had one more,
+    and failures-first moved a program starting exactly that many threads between AC and TLE)."""
+    from arbiter.judge.judge import judge
+    from arbiter.judge.task import Task
+    from arbiter.judge.testsuite import StdioCase, TestSuite
+    from arbiter.judge.verdict import Outcome
+
+    lim = Limits(cpu_seconds=2, wall_seconds=6, processes=8)
+    for threads, want in ((7, Outcome.AC), (8, None)):
+        cases = tuple(StdioCase(f"c{i}", b"%d\n" % threads, (b"ok\n",)) for i in range(3))
+        v = judge(Task("python", THREADS, TestSuite(cases), limits=lim, run_all=True))
+        got = [c.outcome for c in v.cases]
+        assert len(set(got)) == 1, (threads, got)  # the same at every place, the last one included
+        assert want is None and got[0] is not Outcome.AC or got[0] is want, (threads, got)

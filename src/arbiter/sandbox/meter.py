@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import select
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -25,6 +26,9 @@ RECLAIMABLE_SLACK = 4 * MiB
 #: :data:`~arbiter.sandbox.classify.CPU_TOLERANCE`: a run stopped this way is one that
 #: :func:`~arbiter.sandbox.classify.classify` would call time_limit anyway, it only ends sooner.
 CPU_KILL_MARGIN = 0.1
+#: Seconds a run waits for the memory of Unix sockets the run before it left in flight to leave
+#: the cgroup (:meth:`RunMeter.await_release`).
+RELEASE_SECONDS = 5.0
 
 
 @dataclass
@@ -57,6 +61,7 @@ class RunMeter:
         self.zygote_pid = 0  # the sandbox's zygote (host pid; 0: none): in the cgroups, idle while a run runs
         self._schedstat_fd = -1  # its /proc/<pid>/schedstat, kept open
         self._pinned = -1  # memory the cgroup cannot give back, when last read (-1: read again)
+        self.last_base = 0  # bytes charged at the last run's baseline
 
     def set_memory_limit(self, limit: int) -> None:
         """The cgroup's memory limit (written only when it changes). Raises CgroupError."""
@@ -97,9 +102,22 @@ class RunMeter:
     def before(self) -> Baseline:
         """Just before a run: the memory settled, the peak reset, the readings taken."""
         cg = self.cg
-        memory = self.settle()
+        memory = self.last_base = self.settle()
         cg.reset_memory_peak()
         return Baseline(memory, cg.oom_kills(), cg.cpu_ns() - self.server_cpu_ns())
+
+    def await_release(self, seconds: float = RELEASE_SECONDS) -> bool:
+        """After the server freed Unix sockets a run left in flight: wait until the memory they
+        held has left the cgroup (the kernel releases their files a little after it frees the
+        sockets), i.e. until no more than :data:`RECLAIMABLE_SLACK` over the last run's
+        baseline is charged. False when it is still there after ``seconds``."""
+        end = time.monotonic() + seconds
+        while self.cg.memory_usage() - self.last_base > RECLAIMABLE_SLACK:
+            if time.monotonic() > end:
+                return False
+            time.sleep(0.001)
+        self._pinned = -1
+        return True
 
     def after(self, base: Baseline, stdout_bytes: int) -> Usage:
         """Once the run's reply is in: what it used since ``base``."""

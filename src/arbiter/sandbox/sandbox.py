@@ -412,8 +412,11 @@ class Sandbox:
             req["limits"]["address_space_bytes"] = lim.memory_bytes + 64 * MiB
         usage = Usage()
         try:
-            if self.session is not None:
-                self.session.ready_for_run()
+            if self.session is not None and self.session.ready_for_run() and meter is not None:
+                if not meter.await_release():
+                    raise SandboxError("memory a case left in flight in Unix sockets was not freed in time")
+            if self.session is not None and meter is not None:
+                self.session.hold_tasks(forker_beside=not (last and req.get("mode") in ("python", "call")))
             staged = 0
             if meter is not None and len(stdin) > STAGE_STDIN_BYTES:
                 # while it is copied in, the input exists twice (the server's buffer, the memfd)

@@ -75,7 +75,8 @@ class Session:
         self.armed = False  # a session server waits for its submission (see arm)
         self.armed_pid = 0  # its host pid
         self.server_pid = 0  # the open session's server (host pid); 0: none open
-        self.processes = -1  # the processes limit on the pids cgroup now
+        self.processes = -1  # the program's processes limit in this session
+        self.pids_max = -1  # the pids cgroup's limit now (see hold_tasks)
         self.hello_pending = 0  # the id of the "go" whose hello is not read yet
         self.hello: dict[str, Any] = {}  # the open session server's hello
         self.python = False  # the open session loads a Python program (see open)
@@ -142,9 +143,8 @@ class Session:
         try:
             if self.meter is not None:
                 self.meter.set_memory_limit(memory_limit(limits, self.held))
-                if limits.processes != self.processes:
-                    self.cg.set_pids_max(limits.processes + EXTRA_TASKS + ZYGOTE_TASKS)
-                    self.processes = limits.processes
+                self.processes = limits.processes
+                self.hold_tasks(forker_beside=True)
             rid = ch.next_id()  # its hello is read with the next reply (see take_hello)
             # A Python session's go is written with its load, which follows at once: the server
             # finds the load behind the go and hands it to the blank forker before its own
@@ -164,20 +164,33 @@ class Session:
         if self.meter is not None and not python:
             self.meter.forget_pinned()  # (the blank forker forked ahead is dropped: less pinned)
 
+    def hold_tasks(self, forker_beside: bool) -> None:
+        """The pids cgroup's limit for the next run: the program's processes, the server (and one
+        task for a native case's exec), the zygote; one less when no forker runs beside the case
+        (a Python session's last case, which the forker runs itself): a case gets as many tasks
+        wherever it runs in its submission. Written only when it changes."""
+        want = self.processes + EXTRA_TASKS + ZYGOTE_TASKS - (0 if forker_beside else 1)
+        if want != self.pids_max:
+            self.cg.set_pids_max(want)
+            self.pids_max = want
+
     def after_reply(self, reply: dict[str, Any]) -> None:
         """Note what a reply says the server still does (``settling``: it makes its forker
         again; ``reaping``: the case ended before its processes were gone): the next run waits
         for it (:meth:`ready_for_run`)."""
         self.settling = bool(reply.get("settling") or reply.get("reaping"))
 
-    def ready_for_run(self) -> None:
+    def ready_for_run(self) -> bool:
         """Before a run's cgroup readings: the session started (its hello read: nothing of its
         start-up, such as the forker it no longer needs, is charged to the run), and what the
-        last reply left the server to do done (``settling``: ``sync``)."""
+        last reply left the server to do done (``settling``: ``sync``). True when the server
+        since freed Unix sockets a case left in flight (their memory may still be charged)."""
         self.take_hello()
-        if self.settling:
-            self.settling = False
-            self.channel.request({"op": "sync"}, [], timeout=SESSION_TIMEOUT)
+        if not self.settling:
+            return False
+        self.settling = False
+        reply, _ = self.channel.request({"op": "sync"}, [], timeout=SESSION_TIMEOUT)
+        return bool(reply.get("freed_in_flight"))
 
     def take_hello(self) -> None:
         """Read the hello of the last ``go`` if it is not read yet (the request that follows a
@@ -214,17 +227,21 @@ class Session:
     def end(self) -> bool:
         """End the open (or armed) session: its server exits, the kernel kills every process of
         its PID namespace and its mounts go with it. True when the sandbox may start another
-        session (ended cleanly, nothing left in its cgroups); False when it must be closed."""
+        session (ended cleanly, nothing left in its cgroups); False when it must be closed, also
+        when a case left Unix sockets in flight since the last run (their memory, freed by the
+        kernel a little later, must be in no later run's baseline: docs/sandbox.md, "Memory")."""
         if not self.server_pid and not self.armed:
             return True
         self.prefork_next = self.python
         ch = self.channel
+        reusable = True
         try:
             rid = self.request
             if self.server_pid:
                 reply, _ = ch.request({"op": "exit"}, [], timeout=SESSION_TIMEOUT)
                 if reply.get("op") != "bye" or reply.get("tampered") or reply.get("broken"):
                     raise SandboxError(f"the session did not end cleanly: {reply}")
+                reusable = not reply.get("freed_in_flight")
             else:  # armed, never started: it leaves without a reply
                 ch.send({"op": "exit", "id": -1})
             ended, _ = ch.read_frame(time.monotonic() + SESSION_TIMEOUT)
@@ -241,4 +258,4 @@ class Session:
             self.armed = False
             if self.meter is not None:
                 self.meter.track(0)
-        return True
+        return reusable

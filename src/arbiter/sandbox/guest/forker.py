@@ -17,7 +17,7 @@ from resource import RLIMIT_NOFILE
 import _signal  # (built in) the forker's and each case's signal masks
 import _socket  # (built in) the forker's request socket: each case's files travel with it
 
-from . import kernel, tamper
+from . import inflight, kernel, tamper
 from .child import apply_rlimits, rlimit_list
 from .forked_case import run_in_forker
 from .inplace_case import run_in_place
@@ -43,6 +43,7 @@ class Forker:
 
     def __init__(self):
         go_r, go_w = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        inflight.remember(go_r.fileno(), go_w.fileno())
         self.go_r = go_r.detach()
         self.go = go_w  # the server's end (a socket object: sendmsg)
         self.report_r, self.report_w = os.pipe()

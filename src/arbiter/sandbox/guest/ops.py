@@ -8,7 +8,7 @@ one reply), :func:`fork_case` (where a case runs: the forker, or forked here), :
 import errno
 import os
 
-from . import tamper
+from . import inflight, tamper
 from .cases import fork_here
 from .forker import drop_blank_forker, drop_forker, make_forker
 from .kernel import memfd, namespace_pids
@@ -96,7 +96,8 @@ def op_sync(state, header, blobs):
         state.forker_spent = False
         if state.forker is None and not state.tampered and loaded(state):
             make_forker(state)
-    reply(state, {"op": "sync"})
+    freed, state.freed_in_flight = state.freed_in_flight, False
+    reply(state, {"op": "sync", "freed_in_flight": freed})
 
 
 def _load_request(header, blobs):
@@ -259,14 +260,16 @@ def op_run(state, header, blobs):
     # a case reported before its exit (its processes killed, not yet gone): they are reaped
     # and the scratch wiped after the reply; a next run waits for that ("reaping": sync)
     ended_early = state.reaping is not None
-    if ended_early:
-        result["reaping"] = True
+    left_in_flight = False
     try:
         try:
             # before the reply: the next request finds the sandbox clean (a wipe still going
             # on would count in its CPU and memory), and the judge waits for what this run left
             if not ended_early:
                 wipe_scratch(state)
+                left_in_flight = bool(inflight.foreign())  # (its pages freed after the reply)
+            if ended_early or left_in_flight:
+                result["reaping"] = True
         except BaseException:
             for item in fds:
                 if not isinstance(item, bytes):
@@ -276,10 +279,25 @@ def op_run(state, header, blobs):
     finally:
         if reap_ended(state):  # (while the judge reads the reply)
             wipe_scratch(state)
+        if ended_early or left_in_flight:
+            free_in_flight(state)
         await_zombie(state)
         if (state.forker is None and not state.tampered and python and not state.forker_spent
                 and loaded(state)):
             make_forker(state)  # while the judge reads the reply
+
+
+def free_in_flight(state):
+    """Once a case's processes are gone: the Unix sockets it left in flight freed
+    (:mod:`.inflight`), said in the next ``sync`` or ``bye`` (the judge then waits for their
+    memory to leave the cgroup, or gives the sandbox up); when the kernel does not free them,
+    every later run is refused."""
+    if not inflight.foreign():
+        return
+    state.freed_in_flight = True
+    if not inflight.drain():
+        state.tampered = "Unix sockets left in flight (not freed in %g s)" % inflight.DRAIN_SECONDS
+        drop_forker(state)
 
 
 def recover(state):

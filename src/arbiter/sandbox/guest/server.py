@@ -51,7 +51,8 @@ def serve(state):
         state.request_id, state.replied = header.get("id"), False
         try:
             if op == "exit":  # (tampered, broken: the pool does not reuse the sandbox)
-                reply(state, {"op": "bye", "tampered": state.tampered, "broken": state.broken})
+                reply(state, {"op": "bye", "tampered": state.tampered, "broken": state.broken,
+                              "freed_in_flight": state.freed_in_flight})
                 return
             handler = OPS.get(op)
             if handler is None:

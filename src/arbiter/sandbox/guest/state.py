@@ -32,7 +32,7 @@ class ServerState:
     __slots__ = ("in_fd", "out_fd", "is_init", "scratch_fds", "program", "pending_load",
                  "kept_files", "forker", "blank_forker", "staged_stdin", "tampered", "broken",
                  "seq", "request_id", "replied", "zombie", "reaping", "own_children_fd", "early_frame",
-                 "early_load", "forker_spent")
+                 "early_load", "forker_spent", "freed_in_flight")
 
     def __init__(self, in_fd, out_fd, is_init, request_id=None):
         self.in_fd = in_fd  # requests come in here
@@ -56,6 +56,7 @@ class ServerState:
         self.early_frame = None  # (header, blobs): a request read before the hello, answered first
         self.early_load = None  # (its id, (forker, stderr)): that load, handed to the blank forker
         self.forker_spent = False  # the forker ran the session's last case itself: made again only on sync
+        self.freed_in_flight = False  # a case left Unix sockets in flight, freed since the last sync (:mod:`.inflight`)
 
 
 def new_state(in_fd, out_fd, scratch_dirs, hello_id=None):
