@@ -55,6 +55,19 @@ def test_compute_score_and_batch_never_raise(apps):
     assert [r["verdict"] for r in batch] == [w.split(":")[0] for w in cases]
 
 
+def test_a_row_prelude_with_a_lone_surrogate_is_that_rows_invalid_task(apps):
+    """A row's ``extra_info.prelude`` holding one (red team, December 2026): the batch raised
+    UnicodeEncodeError from the sandbox's load and every other row's result was lost."""
+    row = apps[0]
+    gt = row["reward_model"]["ground_truth"]
+    ac = responses(row)["AC"]
+    bad = dict(row["extra_info"], prelude=f"x = '{CUT}'\n")
+    batch = compute_score_batch([row["data_source"]] * 3, [ac, ac + "\n", ac + "\n\n"], [gt] * 3,
+                                [row["extra_info"], bad, row["extra_info"]], on_invalid="zero")
+    assert [r["verdict"] for r in batch] == ["AC", "INVALID_TASK", "AC"], batch
+    assert "prelude is not UTF-8" in batch[1]["reason"]
+
+
 def test_arbiter_score_scores_every_response_and_resumes(apps, tmp_path):
     """Before: exit 2 after response #0, and again on every rerun (the run could never get past the row)."""
     dataset = tmp_path / "rows.jsonl"

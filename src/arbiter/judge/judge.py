@@ -80,6 +80,8 @@ def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
         return _verdict(task, Outcome.INVALID_TASK, "the test suite has zero cases", started)
     if not language.call_cases and any(isinstance(c, CallCase) for c in cases):
         return _verdict(task, Outcome.INVALID_TASK, "function-call tests need a Python program", started)
+    if not _is_utf8(task.prelude):  # (a row's extra_info.prelude: a lone surrogate stopped whole batches)
+        return _verdict(task, Outcome.INVALID_TASK, "the task's prelude is not UTF-8 text (a lone surrogate)", started)
     program = language.build(task.source, task.compile)
     if isinstance(program, BuildFailure):
         return _verdict(task, _BUILD_OUTCOME[program.kind], program.reason, started,
@@ -105,6 +107,14 @@ def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
         if external is not None:
             external.close()
     return _final_verdict(job, len(cases))
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _open(runner: Runner, retries: int) -> str:
