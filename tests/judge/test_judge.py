@@ -675,3 +675,37 @@ def test_the_item_count_never_refuses_a_matching_value():
         assert evaluate_mod._too_large_to_match(case, result) == ""
 
     check()
+
+
+def test_a_checker_build_the_host_stopped_is_ours_and_never_reused(monkeypatch):
+    """A checker whose compile hit its time limit (a loaded host) made the submission INVALID_TASK, and the
+    step judge kept that verdict: after the host recovered, every identical submission was still INVALID_TASK
+    (red team, December 2026). It is now SANDBOX_ERROR (never reused). The stopped build is what the C++
+    language returns on its compile time limit, given for the checker's build only."""
+    from arbiter.judge.step import Settings, StepJudge
+    from arbiter.languages.base import COMPILE_TIME_LIMIT, BuildFailure, FailureKind
+    from arbiter.languages.registry import get_language
+
+    checker = ('#include <cstdio>\nint main(int c, char** v) { FILE* o = fopen(v[2], "r"); FILE* a = fopen(v[3], "r");\n'
+               '  long x, y; if (fscanf(o, "%ld", &x) != 1 || fscanf(a, "%ld", &y) != 1) return 1; return x != y; }\n')
+    task = Task("python", "print(int(input()) * 2)\n", TestSuite((StdioCase("a", "21\n", "42\n"),)),
+                checker=CheckerSpec("external", program=checker, program_language="cpp"))
+    cpp = type(get_language("cpp"))
+    real_build = cpp.build
+
+    def stopped(self, source, spec, *, entry="main"):
+        if entry == "checker":
+            return BuildFailure(FailureKind.COMPILE_ERROR, f"{COMPILE_TIME_LIMIT} (30 s)", f"{COMPILE_TIME_LIMIT} (30 s)")
+        return real_build(self, source, spec, entry=entry)
+
+    j = StepJudge(1)
+    try:
+        monkeypatch.setattr(cpp, "build", stopped)
+        loaded = j.judge(task)
+        assert loaded.outcome is Outcome.SANDBOX_ERROR, loaded.reason
+        monkeypatch.setattr(cpp, "build", real_build)
+        after = j.judge(task)
+        assert after.outcome is Outcome.AC and not after.cached, after.reason
+        assert j.judge(task, settings=Settings(reuse=False)).outcome is Outcome.AC
+    finally:
+        j.close()

@@ -6,7 +6,7 @@ from arbiter.checkers.result import CheckResult
 from arbiter.checkers.spec import CheckerSpec
 from arbiter.judge.evaluate import text_tail
 from arbiter.judge.testsuite import StdioCase
-from arbiter.languages.base import BuildFailure, CompileSpec, FailureKind
+from arbiter.languages.base import BuildFailure, CompileSpec, FailureKind, build_stopped_by_host
 from arbiter.languages.registry import get_language
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.execution import Status
@@ -27,6 +27,7 @@ class ExternalChecker:
         self.config = config
         self.sandbox: Sandbox | None = None
         self.error = ""
+        self.host_error = ""  # the checker's build stopped by a limit or the machine: not the task's
         self.language = get_language(spec.program_language)
         if self.language is None:
             self.error = f"unknown checker language {spec.program_language!r}"
@@ -35,7 +36,10 @@ class ExternalChecker:
         if isinstance(program, BuildFailure):
             if program.kind is not FailureKind.COMPILE_ERROR and program.error is not None:
                 raise program.error  # ours (a failed sandbox, a missing compiler): not the task's
-            self.error = f"checker does not compile: {program.compile_output[:500]}"
+            if build_stopped_by_host(program.reason, program.compile_output):
+                self.host_error = f"the checker's build was stopped by a limit or the machine: {program.reason}"
+            else:
+                self.error = f"checker does not compile: {program.compile_output[:500]}"
             return
         self.sandbox = default_pool().acquire(files=program.files, limits=CHECKER_LIMITS, config=config)
         self._suspect = False

@@ -94,6 +94,8 @@ def judge(task: Task, *, config: SandboxConfig | None = None, retries: int = 2,
             external = ExternalChecker(task.checker, config)
             if external.error:  # the task's checker does not compile, or its language is unknown
                 return job.verdict(Outcome.INVALID_TASK, external.error)
+            if external.host_error:  # (a compile time limit under load: ours, never reused)
+                return job.verdict(Outcome.SANDBOX_ERROR, external.host_error)
         failure = _open(runner, retries)
         if failure:
             return job.verdict(Outcome.SANDBOX_ERROR, f"sandbox failure: {failure}")
