@@ -178,3 +178,39 @@ def test_disk_entries_are_checked_and_bounded_memory_forgets(tmp_path):
     for i in range(20):
         small.put(f"{i:064d}", _verdict(Outcome.WA, n=5))
     assert 0 < len(small) < 20 and small.get(f"{19:064d}") is not None and small.get(f"{0:064d}") is None
+
+
+def test_the_limits_regime_is_in_the_key(monkeypatch):
+    """Without cgroups memory is limited by RLIMIT_AS: a reserved, untouched mapping is AC under a memory cgroup
+    and RE without one. A verdict folder written on one kind of host was reused on the other (red team, December
+    2026)."""
+    from arbiter.sandbox import sandbox as sandbox_module
+
+    task = Task("python", "print(1)", TestSuite([StdioCase("1", "", "1\n")]))
+    monkeypatch.setattr(sandbox_module, "_cgroups_ok", (True, ""))
+    with_cgroups = verdict_key(task)
+    monkeypatch.setattr(sandbox_module, "_cgroups_ok", (False, "test: a host without cgroups"))
+    assert verdict_key(task) != with_cgroups and verdict_key(task) is not None
+
+
+def test_the_code_digest_covers_the_packages_data_files(tmp_path):
+    """``data/sandbox/cpu_online`` (what the sandbox shows programs as the online CPUs) had no suffix the digest
+    read: a changed copy of the package kept the digest, so its disk verdicts were reused (red team)."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import arbiter
+
+    src = Path(arbiter.__file__).resolve().parent
+    digests = []
+    for content in (None, "0-63\n"):
+        root = tmp_path / f"copy{len(digests)}"
+        shutil.copytree(src, root / "arbiter", ignore=shutil.ignore_patterns("__pycache__"))
+        if content is not None:
+            (root / "arbiter" / "data" / "sandbox" / "cpu_online").write_text(content)
+        out = subprocess.run([sys.executable, "-c", "from arbiter.judge.step.key import code_digest; print(code_digest())"],
+                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}, check=True)
+        digests.append(out.stdout.strip())
+    assert len(set(digests)) == 2 and all(len(d) == 64 for d in digests), digests

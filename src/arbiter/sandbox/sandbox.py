@@ -55,6 +55,14 @@ def _cgroups_available() -> tuple[bool, str]:
         return _cgroups_ok
 
 
+def limits_regime() -> str:
+    """How this process's sandboxes limit and measure memory and processes: ``"cgroups"`` (the
+    cgroup's peak, its pids limit) or ``"rlimits"`` (``RLIMIT_AS``, ``ru_maxrss``, ``RLIMIT_NPROC``)
+    when the machine gives no cgroups. Verdicts differ between the two (a reserved, untouched
+    mapping), so the verdict key holds it."""
+    return "cgroups" if _cgroups_available()[0] else "rlimits"
+
+
 #: The scratch size every session is armed with (the default, never a submission's: a case
 #: reads it in the zygote's frame; a session of another size remounts its scratch at ``go``).
 ARMED_SCRATCH_BYTES = Limits().scratch_bytes

@@ -21,6 +21,7 @@ from arbiter.judge.task import Task
 from arbiter.judge.testsuite import CallCase, StdioCase, TestSuite
 from arbiter.languages.registry import get_language
 from arbiter.sandbox.config import SandboxConfig
+from arbiter.sandbox.sandbox import limits_regime
 
 #: Bumped when the key's recipe or the stored verdict's shape changes.
 KEY_VERSION = 1
@@ -115,11 +116,13 @@ def suite_digest(suite: TestSuite) -> str:
 
 @functools.lru_cache(maxsize=1)
 def code_digest() -> str:
-    """sha256 of arbiter's own source (every file of the installed package), read once per
+    """sha256 of arbiter's own source (every file of the installed package but bytecode caches:
+    its data files too, such as the ``cpu_online`` the sandbox shows programs), read once per
     process: a verdict stored on disk by another version of the judge is never reused."""
     root = Path(__file__).resolve().parents[2]
     d = _Digest()
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".py", ".c", ".json", ".txt")):
+    for path in sorted(p for p in root.rglob("*")
+                       if p.is_file() and "__pycache__" not in p.relative_to(root).parts and p.suffix != ".pyc"):
         d.text(b"p", path.relative_to(root).as_posix())
         d.add(b"c", path.read_bytes())
     return d.hexdigest()
@@ -156,6 +159,7 @@ def verdict_key(task: Task, config: SandboxConfig | None = None, case_order: str
     d.text(b"v", f"{KEY_VERSION}:{code_digest()}")
     d.text(b"lang", task.language)
     d.text(b"env", env)
+    d.text(b"regime", limits_regime())
     d.text(b"src", task.source)
     try:
         d.text(b"suite", suite_digest(task.suite))
