@@ -7,6 +7,8 @@ folder, and a one-byte change is another program."""
 
 from __future__ import annotations
 
+import asyncio
+
 import dataclasses
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -427,7 +429,7 @@ def _interrupted_at(n: int, call) -> tuple[bool, BaseException | None]:
     return seen[0] >= n, None
 
 
-@pytest.mark.parametrize("door", ["judge", "submit", "submit_many"])
+@pytest.mark.parametrize("door", ["judge", "submit", "submit_many", "wait", "bridge"])
 def test_an_interrupt_anywhere_in_the_main_threads_part_leaves_the_judge_whole(door):
     """Python runs signal handlers in the main thread, after any call returns, at any loop's jump
     back and at any function's start: an interrupt (Ctrl-C in a notebook, a SIGALRM timeout around
@@ -443,7 +445,12 @@ def test_an_interrupt_anywhere_in_the_main_threads_part_leaves_the_judge_whole(d
 
     j = StepJudge(2)
     one = TestSuite([StdioCase("a", "1\n", "2\n")])
-    calls = {"judge": j.judge, "submit": j.submit, "submit_many": lambda t: j.submit_many([t])}
+    calls = {"judge": j.judge, "submit": j.submit, "submit_many": lambda t: j.submit_many([t]),
+             # a batch door's wait for its futures (iter_scores) and the reward-loop manager's (LocalJudges):
+             # they asked the future itself from the main thread, and an interrupt wedged the judge (red team)
+             # (the bridge's own part: asyncio's loop is not under test, an interrupt inside it is asyncio's)
+             "wait": lambda t: j.intake.wait(j.submit(t)), "bridge": lambda t: j.intake.bridge(j.submit_many([t]), loop)}
+    loop = asyncio.new_event_loop()
     copies = ThreadPoolExecutor(1)
     try:
         interrupted = 0
@@ -461,10 +468,14 @@ def test_an_interrupt_anywhere_in_the_main_threads_part_leaves_the_judge_whole(d
         while (j.stats()["running"] or j.store._running) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert j.stats()["running"] == 0 and not j.store._running and j.stats()["queued"] == 0
-        assert [th.name for th in threading.enumerate()].count(j._intake._name) <= 1
+        assert [th.name for th in threading.enumerate()].count(j.intake._name) <= 1
+        if door == "bridge":  # the mirrors of the calls that got through carry their verdicts
+            mirrors = j.intake.bridge(j.submit_many([task("# bridged\n" + DOUBLE, one)]), loop)
+            assert loop.run_until_complete(asyncio.gather(*mirrors))[0].outcome is Outcome.AC
     finally:
         copies.shutdown(wait=False)
         j.close()
+        loop.close()
 
 
 def test_an_abandoned_slow_call_holds_up_no_later_one():
@@ -531,8 +542,8 @@ def test_a_dropped_judge_leaves_no_intake_thread():
     for i in range(5):
         j = StepJudge(1)
         assert j.judge(task(DOUBLE + f" # dropped {i}", TestSuite([StdioCase("a", "1\n", "2\n")]))).passed == 1
-        assert j._intake._server is not None  # (judged from the main thread: its intake served it)
-        dropped.add(j._intake._name)
+        assert j.intake._server is not None  # (judged from the main thread: its intake served it)
+        dropped.add(j.intake._name)
         del j
     gc.collect()
     deadline = time.monotonic() + 30
@@ -554,3 +565,18 @@ def test_a_closed_judge_refuses_tasks_from_every_thread():
             call()
         with pytest.raises(RuntimeError, match="closed"):
             ThreadPoolExecutor(1).submit(call).result(timeout=60)
+
+
+def test_an_unusable_hint_is_no_hint_and_leaves_no_key_claimed():
+    """``hint="0.5"`` (text) raised TypeError after the task's key was claimed: every later identical submission
+    waited forever (red team). An unusable hint is now no hint."""
+    j = StepJudge(1)
+    one = TestSuite([StdioCase("a", "1\n", "2\n")])
+    try:
+        for hint in ("0.5", float("nan"), -1.0, True, [1]):
+            t = task(f"# hint {hint!r}\n" + DOUBLE, one)
+            assert j.judge(t, hint=hint).outcome is Outcome.AC
+            assert j.submit(t, hint=hint).result(timeout=120).cached  # (stored, nothing left claimed)
+        assert not j.store._running
+    finally:
+        j.close()

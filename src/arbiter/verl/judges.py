@@ -42,7 +42,8 @@ class LocalJudges:
                     settings: Settings = ON) -> list[Verdict]:
         judges = default_step_judge()
         futures = judges.submit_many(tasks, hints or None, settings)
-        return list(await asyncio.gather(*(asyncio.wrap_future(f) for f in futures)))
+        # (not asyncio.wrap_future: its callbacks would be added in this thread, the main one)
+        return list(await asyncio.gather(*judges.intake.bridge(futures, asyncio.get_running_loop())))
 
 
 class NodeJudges:

@@ -8,6 +8,7 @@ the mean judge seconds of the suite's submissions seen so far in this run or poo
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 
@@ -26,8 +27,16 @@ def prior_seconds(task: Task, hint: float | None = None) -> float:
     ``reference_cpu_seconds``)."""
     cases = task.suite.cases
     size = sum(len(getattr(c, "stdin", b"")) for c in cases)
-    per_case = CASE_SECONDS + (HINT_SHARE * float(hint) if hint and hint > 0 else 0.0)
+    per_case = CASE_SECONDS + HINT_SHARE * hint_seconds(hint)
     return len(cases) * per_case + size * BYTE_SECONDS
+
+
+def hint_seconds(hint: object) -> float:
+    """``hint`` as seconds: a positive finite number, else 0 (an unusable hint, such as the text
+    ``"0.5"``, is no hint: it must not raise once the task's key is claimed)."""
+    if isinstance(hint, bool) or not isinstance(hint, (int, float)) or not math.isfinite(hint) or hint <= 0:
+        return 0.0
+    return float(hint)
 
 
 class CostModel:

@@ -13,6 +13,7 @@ future. Exports :class:`Intake`, :func:`outcome`, :data:`CLOSED`. See docs/step.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import queue
 import threading
@@ -58,6 +59,24 @@ class _Handed:
         return self._value
 
 
+def _to_loop(loop: Any, mirror: Any, fut: Future) -> None:
+    """A done-callback: ``fut``'s outcome onto ``mirror`` in its event loop (gone: dropped)."""
+    value, error = outcome(fut)
+    try:
+        loop.call_soon_threadsafe(_settle, mirror, value, error)
+    except RuntimeError:  # the loop is closed: nobody waits
+        pass
+
+
+def _settle(mirror: Any, value: Any, error: BaseException | None) -> None:
+    if mirror.done():  # (cancelled by its waiter)
+        return
+    if error is not None:
+        mirror.set_exception(error)
+    else:
+        mirror.set_result(value)
+
+
 _NUMBERS = itertools.count(1)
 
 
@@ -84,6 +103,27 @@ class Intake:
                 threading.Thread(target=self._serve, name=self._name, daemon=True).start()
             self._queue.put((fn, handed, until_done))
         return handed.wait()
+
+    def wait(self, fut: Future) -> Any:
+        """``fut``'s result (or its exception raised): from the main thread, waited for as :meth:`run`
+        waits (the future is touched in the intake thread only, so an interrupt ends this wait and
+        leaves no lock of it held); from any other thread, ``fut.result()``."""
+        if threading.current_thread() is not threading.main_thread():
+            return fut.result()
+        return self.run(lambda: fut, until_done=True)
+
+    def bridge(self, futures: list[Future], loop: Any) -> list[Any]:
+        """An asyncio future of ``loop`` for each of ``futures`` (what ``asyncio.wrap_future`` gives,
+        but its done-callbacks are added in the intake thread: ``wrap_future`` adds them in the
+        caller's, the main thread's, where an interrupt could leave a future's lock held)."""
+        mirrors = [loop.create_future() for _ in futures]
+
+        def watch() -> None:
+            for fut, mirror in zip(futures, mirrors):
+                fut.add_done_callback(functools.partial(_to_loop, loop, mirror))
+
+        self.run(watch)
+        return mirrors
 
     def close(self) -> None:
         """Refuse new calls; the thread ends once what it was given has run."""

@@ -111,8 +111,8 @@ class StepJudge:
         self._queued = 0
         self._seq = itertools.count()
         self._counts = dict.fromkeys(("submitted", "hits", "joined", "runs", "done", "running", "max_running"), 0)
-        self._intake = Intake()  # the main thread's calls (docs/step.md)
-        weakref.finalize(self, self._intake.close)  # (its thread ends with this judge, closed or not)
+        self.intake = Intake()  # the main thread's calls, and its waits for their futures (docs/step.md)
+        weakref.finalize(self, self.intake.close)  # (its thread ends with this judge, closed or not)
         self._closed = False
 
     # ------------------------------------------------------------------ planning
@@ -168,7 +168,7 @@ class StepJudge:
         queued. ``hint``: the row's reference CPU seconds per case (a better first prediction).
         From the main thread, taken in by the judge's intake thread (:mod:`.intake`)."""
         if _on_main_thread():
-            return self._intake.run(lambda: self.submit(task, hint=hint, settings=settings))
+            return self.intake.run(lambda: self.submit(task, hint=hint, settings=settings))
         return self._submit(task, hint, settings, here=False)
 
     def submit_many(self, tasks: list[Task], hints: list[float | None] | None = None,
@@ -176,7 +176,7 @@ class StepJudge:
         """:meth:`submit` of each task (``hints``: each one's, or ``None``), in one hand-over to
         the intake thread when called from the main thread."""
         if _on_main_thread():
-            return self._intake.run(lambda: self.submit_many(tasks, hints, settings))
+            return self.intake.run(lambda: self.submit_many(tasks, hints, settings))
         hints = hints if hints is not None else [None] * len(tasks)
         return [self._submit(t, h, settings, here=False) for t, h in zip(tasks, hints, strict=True)]
 
@@ -268,7 +268,7 @@ class StepJudge:
         if self.inline:
             return self.judge_here(task, hint=hint, settings=settings)
         if _on_main_thread():
-            return self._intake.run(lambda: self._submit(task, hint, settings, here=False), until_done=True)
+            return self.intake.run(lambda: self._submit(task, hint, settings, here=False), until_done=True)
         return self._submit(task, hint, settings, here=self._owned).result()
 
     def _check_open(self) -> None:
@@ -279,7 +279,7 @@ class StepJudge:
         """``fn(arg)`` on the executor in one of the ``workers`` slots (work that is not a task,
         e.g. a batch job's item function), started after queued tasks predicted longer."""
         if _on_main_thread():
-            return self._intake.run(lambda: self.call(fn, arg, priority))
+            return self.intake.run(lambda: self.call(fn, arg, priority))
         self._check_open()
         out: Future = Future()
         self._push(_Job(None, out, OFF, cost=priority, call=(fn, arg)))
@@ -455,7 +455,7 @@ class StepJudge:
         """Refuse new tasks (the queued ones end with ``RuntimeError``, those an owned pool had not
         begun with ``CancelledError``); stop the intake and the own pool once the running ones ran."""
         self._closed = True
-        self._intake.close()
+        self.intake.close()
         if self._owned:
             self.executor.shutdown(wait=True, cancel_futures=True)
 

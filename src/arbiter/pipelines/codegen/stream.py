@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
@@ -100,16 +101,21 @@ def iter_scores(items: Iterable[Item], opts: RewardOptions, *, raise_errors: boo
     bound = max(lookahead or LOOKAHEAD, 2 * judges.workers)
     window: deque[tuple[Prepared, Future | None]] = deque()
     settings = opts.step
+    # From the main thread a future is touched only in the judge's intake thread: an interrupt
+    # (Ctrl-C, a SIGALRM timeout) in the future's own lock would leave it held, and the worker
+    # that completes it waiting forever (docs/step.md). So there, results are taken in order as
+    # the window fills, without asking a future whether it is done.
+    ask_done = threading.current_thread() is not threading.main_thread()
     try:
         for prep in _prepared(items, opts, raise_errors):
             fut = judges.submit(prep.task, hint=prep.hint, settings=settings) if prep.task is not None else None
             window.append((prep, fut))
-            while window and (window[0][1] is None or window[0][1].done() or len(window) > bound):
+            while window and (window[0][1] is None or len(window) > bound or (ask_done and window[0][1].done())):
                 prep, fut = window.popleft()
-                yield finish(prep, fut.result() if fut is not None else None, opts, raise_errors=raise_errors)
+                yield finish(prep, judges.intake.wait(fut) if fut is not None else None, opts, raise_errors=raise_errors)
         while window:
             prep, fut = window.popleft()
-            yield finish(prep, fut.result() if fut is not None else None, opts, raise_errors=raise_errors)
+            yield finish(prep, judges.intake.wait(fut) if fut is not None else None, opts, raise_errors=raise_errors)
     finally:  # an error or an early stop drops the work not started
         for _, fut in window:
             if fut is not None:
