@@ -143,8 +143,9 @@ class Session:
         try:
             if self.meter is not None:
                 self.meter.set_memory_limit(memory_limit(limits, self.held))
-                self.processes = limits.processes
-                self.hold_tasks(forker_beside=True)
+                if limits.processes != self.processes:  # (else each run sets the limit it needs)
+                    self.processes = limits.processes
+                    self.hold_tasks(forker_beside=True)
             rid = ch.next_id()  # its hello is read with the next reply (see take_hello)
             # A Python session's go is written with its load, which follows at once: the server
             # finds the load behind the go and hands it to the blank forker before its own
