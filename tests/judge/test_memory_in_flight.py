@@ -77,18 +77,20 @@ def test_memory_parked_by_an_earlier_case_hides_nothing(one_sandbox_pool):
 
 
 def test_memory_parked_by_the_previous_submission_hides_nothing(one_sandbox_pool):
-    """The parking case is the session's last (run by the forker itself): the sandbox whose cgroup
-    it was charged to is given up, and the next submission gets a fresh one."""
+    """The parking case is the session's last (run by the forker itself): when the server finds its
+    sockets in flight, the sandbox whose cgroup the pages were charged to is given up (the kernel,
+    which starts its collector itself when the case's own sockets are released at its exit, may
+    have freed them first: then the sandbox is reused)."""
     first = judge(_task(PARK))
     assert first.outcome is Outcome.AC, _outcomes(first)
     deadline = time.monotonic() + 120
-    while one_sandbox_pool.stats()["discarded"] < 1:  # (recycled in the background: given up)
+    while one_sandbox_pool.stats()["discarded"] + one_sandbox_pool.stats()["idle"] < 1:  # (recycled meanwhile)
         assert time.monotonic() < deadline, one_sandbox_pool.stats()
         time.sleep(0.01)
     second = judge(_task(HOG))
     stats = one_sandbox_pool.stats()
-    assert (stats["discarded"], stats["reused"], stats["started"]) == (1, 0, 2), stats
-    assert second.outcome is Outcome.MLE, _outcomes(second)
+    assert stats["discarded"] + stats["reused"] == 1, stats
+    assert second.outcome is Outcome.MLE, (_outcomes(second), stats)
 
 
 def test_a_correct_submission_after_a_parking_one_reuses_the_sandbox(one_sandbox_pool):
