@@ -27,7 +27,7 @@ LIMITS = Limits(cpu_seconds=4, wall_seconds=20, memory_bytes=128 * MiB)
 #: pair (the collector is scheduled), waits for it, touches N MiB. Both print "ok" last.
 PARKER = r"""
 import array, mmap, os, socket, sys, time
-what, n = sys.stdin.read().split()
+what, n = sys.stdin.readline().split()
 n = int(n)
 seen = "@arbiter-park" in open("/proc/net/unix").read()
 if what == "park":
@@ -74,6 +74,14 @@ def test_memory_parked_by_an_earlier_case_hides_nothing(one_sandbox_pool):
     v = judge(_task(HOG, PARK, HOG, PARK, PARK, HOG))
     assert [c.outcome for c in v.cases] == [Outcome.MLE, Outcome.AC, Outcome.MLE, Outcome.AC, Outcome.AC,
                                             Outcome.MLE], _outcomes(v)
+
+
+def test_memory_parked_by_a_case_with_a_large_input_hides_nothing(one_sandbox_pool):
+    """The parking case's input is staged (over 1 MiB), in its baseline and freed after it: the wait
+    for the parked pages must not count that as their release (red team: 5 of 9 hogs AC)."""
+    big_park = StdioCase("park", b"park 100\n" + b"#" * (100 << 20) + b"\n", (b"none\nok\n",))
+    v = judge(_task(HOG, big_park, HOG, big_park, HOG))
+    assert [c.outcome for c in v.cases] == [Outcome.MLE, Outcome.AC, Outcome.MLE, Outcome.AC, Outcome.MLE], _outcomes(v)
 
 
 def test_memory_parked_by_the_previous_submission_hides_nothing(one_sandbox_pool):

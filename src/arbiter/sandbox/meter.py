@@ -61,7 +61,7 @@ class RunMeter:
         self.zygote_pid = 0  # the sandbox's zygote (host pid; 0: none): in the cgroups, idle while a run runs
         self._schedstat_fd = -1  # its /proc/<pid>/schedstat, kept open
         self._pinned = -1  # memory the cgroup cannot give back, when last read (-1: read again)
-        self.last_base = 0  # bytes charged at the last run's baseline
+        self.last_base = 0  # bytes charged at the last run's baseline, less its staged input (freed after it)
 
     def set_memory_limit(self, limit: int) -> None:
         """The cgroup's memory limit (written only when it changes). Raises CgroupError."""
@@ -99,10 +99,12 @@ class RunMeter:
         self._pinned = pinned if charged - pinned <= RECLAIMABLE_SLACK else charged
         return usage
 
-    def before(self) -> Baseline:
-        """Just before a run: the memory settled, the peak reset, the readings taken."""
+    def before(self, staged: int = 0) -> Baseline:
+        """Just before a run: the memory settled, the peak reset, the readings taken. ``staged``:
+        the bytes of its staged input, in the baseline and freed after the run."""
         cg = self.cg
-        memory = self.last_base = self.settle()
+        memory = self.settle()
+        self.last_base = memory - staged
         cg.reset_memory_peak()
         return Baseline(memory, cg.oom_kills(), cg.cpu_ns() - self.server_cpu_ns())
 
@@ -110,7 +112,8 @@ class RunMeter:
         """After the server freed Unix sockets a run left in flight: wait until the memory they
         held has left the cgroup (the kernel releases their files a little after it frees the
         sockets), i.e. until no more than :data:`RECLAIMABLE_SLACK` over the last run's
-        baseline is charged. False when it is still there after ``seconds``."""
+        baseline (its staged input, freed since, left out) is charged. False when it is still
+        there after ``seconds``."""
         end = time.monotonic() + seconds
         while self.cg.memory_usage() - self.last_base > RECLAIMABLE_SLACK:
             if time.monotonic() > end:

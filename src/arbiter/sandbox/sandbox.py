@@ -435,7 +435,7 @@ class Sandbox:
             base = watch = None
             if meter is not None:
                 meter.set_memory_limit(memory_limit(lim, self._held() + pages(staged)))
-                base = meter.before()
+                base = meter.before(pages(staged))
                 watch = meter.cpu_watch(base, lim, self.channel.from_server)
             blobs = [stdin] if call_payload is None else [stdin, call_payload]
             timeout = wall_cap(lim.wall) + REPLY_GRACE + CLEANUP_PER_CPU_SECOND * (lim.cpu_seconds + CPU_KILL_MARGIN)
