@@ -257,7 +257,14 @@ def test_exit_and_quit_work_as_in_python3_main_py():
     assert judge(Task("python", "print(input())\nexit(2)\n", suite)).outcome is Outcome.RE
 
 
-@pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
+#: A forkserver sends each child's descriptors over a Unix socket (``SCM_RIGHTS``), which the
+#: seccomp filter refuses to every case (files in flight are memory no process holds, a false AC on
+#: the memory limit: docs/sandbox.md, "Memory parked in flight: refused"); a false fail kept for that.
+FORKSERVER_REFUSED = pytest.param("forkserver", marks=pytest.mark.xfail(
+    strict=True, reason="a forkserver sends descriptors (SCM_RIGHTS): refused to cases"))
+
+
+@pytest.mark.parametrize("method", ["spawn", FORKSERVER_REFUSED, "fork"])
 def test_multiprocessing_pools_work_as_in_python3_main_py(method: str):
     """A spawn or forkserver child runs the program's file (``__main__.__file__``): it exists and
     holds the program, read-only (before, the children found no file and the pool waited: TLE)."""
@@ -293,7 +300,7 @@ def test_a_call_case_imports_the_program_its_main_block_does_not_run():
     assert stdin_mode.outcome is Outcome.AC  # a script still runs its __main__ block
 
 
-@pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
+@pytest.mark.parametrize("method", ["spawn", FORKSERVER_REFUSED, "fork"])
 def test_a_call_case_may_use_a_pool_of_its_module_level_functions(method: str):
     """Under the call case's module name a pool's children still find the program's functions: a forked child
     in the module the case registers, a spawn or forkserver child in the file it runs."""

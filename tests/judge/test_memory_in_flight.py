@@ -1,12 +1,14 @@
-"""Memory parked in a Unix socket cycle is freed before the next run is measured (red team, 2026-12-07).
+"""Memory cannot be parked in flight: no case can send a file over a socket (red teams, 2026-12-07).
 
-A case can send a Unix socket over itself (``SCM_RIGHTS``) with memfds attached and exit: no process
-holds the cycle, the kill and the wipe find nothing, and its pages stay charged to the sandbox's
-memory cgroup until the kernel's Unix garbage collector runs. The next run's baseline held them;
-that run then released a socket (which schedules the collector), waited, and touched 200 MiB against
-a 128 MiB limit: its peak over the baseline came out at about 100 MiB, AC (5 of 5 cases; through
-``compute_score`` a score of 1.0 where the same program alone scores 0.0). The server now has the
-collector take every socket a case left before the next run is measured (docs/sandbox.md, "Memory").
+A case that sent a Unix socket over itself (``SCM_RIGHTS``) with memfds attached and exited left
+files no process holds: the kill and the wipe found nothing, and the pages stayed charged to the
+sandbox's memory cgroup until the kernel's Unix garbage collector ran. The next run's baseline held
+them; that run then had the collector free them and touched 200 MiB against a 128 MiB limit: its
+peak over the baseline came out at about 100 MiB, AC (through ``compute_score`` a score of 1.0 where
+the same program alone scores 0.0). Looking for the cycle after each case left a race a program
+could win (33 of 33). The seccomp filter now refuses ``sendmsg`` on every descriptor a case can
+have (docs/sandbox.md, "Memory: a run's own, whatever ran before"): the parking case fails with
+its own error, and every hog is MLE.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ from session_pairs import wait_idle
 
 LIMITS = Limits(cpu_seconds=4, wall_seconds=20, memory_bytes=128 * MiB)
 
-#: "park N": parks N MiB of memfds in a cycle of Unix sockets in flight (the cycle's socket bound
-#: to an abstract name), prints whether an earlier one was still listed. "hog N": releases a socket
-#: pair (the collector is scheduled), waits for it, touches N MiB. Both print "ok" last.
+#: "park N": tries to park N MiB of memfds in a cycle of Unix sockets in flight (the cycle's socket
+#: bound to an abstract name), prints whether an earlier one was still listed. "hog N": releases a
+#: socket pair (the collector is scheduled), waits for it, touches N MiB. Both print "ok" last.
 PARKER = r"""
 import array, mmap, os, socket, sys, time
 what, n = sys.stdin.readline().split()
@@ -70,27 +72,46 @@ def _outcomes(v):
     return [(c.name, c.outcome, (c.memory_bytes or 0) // MiB) for c in v.cases]
 
 
+def _refused(v, case_index):
+    case = v.cases[case_index]
+    return case.outcome is Outcome.RE and "PermissionError" in (case.detail + case.diff)
+
+
 def test_memory_parked_by_an_earlier_case_hides_nothing(one_sandbox_pool):
     v = judge(_task(HOG, PARK, HOG, PARK, PARK, HOG))
-    assert [c.outcome for c in v.cases] == [Outcome.MLE, Outcome.AC, Outcome.MLE, Outcome.AC, Outcome.AC,
+    assert [c.outcome for c in v.cases] == [Outcome.MLE, Outcome.RE, Outcome.MLE, Outcome.RE, Outcome.RE,
                                             Outcome.MLE], _outcomes(v)
+    assert _refused(v, 1), v.cases[1]
 
 
-def test_memory_parked_by_a_case_with_a_large_input_hides_nothing(one_sandbox_pool):
-    """The parking case's input is staged (over 1 MiB), in its baseline and freed after it: the wait
-    for the parked pages must not count that as their release (red team: 5 of 9 hogs AC)."""
-    big_park = StdioCase("park", b"park 100\n" + b"#" * (100 << 20) + b"\n", (b"none\nok\n",))
-    v = judge(_task(HOG, big_park, HOG, big_park, HOG))
-    assert [c.outcome for c in v.cases] == [Outcome.MLE, Outcome.AC, Outcome.MLE, Outcome.AC, Outcome.MLE], _outcomes(v)
+#: Red team 3's variant of the park: the memfds in a third socket's queue, that socket sent into the
+#: cycle, the collector run by the case itself and waited for before it exits.
+NESTED = '''
+    c, d = socket.socketpair()
+    d.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+    b.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [c.fileno(), d.fileno()]))])
+    socket.socketpair()[0].close()
+    while "@arbiter-park" in open("/proc/net/unix").read():
+        pass
+'''
+
+
+def test_the_nested_cycle_that_won_the_race_is_refused_too(one_sandbox_pool):
+    """It won the race of the check after each case (33 of 33 AC); its first ``sendmsg`` is
+    refused now."""
+    plain = '    b.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])\n'
+    nested = PARKER.replace(plain, NESTED.lstrip("\n"))
+    assert nested != PARKER
+    v = judge(Task("python", nested, TestSuite((HOG, PARK, HOG, PARK, HOG)), limits=LIMITS, run_all=True))
+    assert [c.outcome for c in v.cases] == [Outcome.MLE, Outcome.RE, Outcome.MLE, Outcome.RE, Outcome.MLE], _outcomes(v)
+    assert _refused(v, 3), v.cases[3]
 
 
 def test_memory_parked_by_the_previous_submission_hides_nothing(one_sandbox_pool):
-    """The parking case is the session's last (run by the forker itself): when the server finds its
-    sockets in flight, the sandbox whose cgroup the pages were charged to is given up (the kernel,
-    which starts its collector itself when the case's own sockets are released at its exit, may
-    have freed them first: then the sandbox is reused)."""
+    """The parking case is the session's last (run by the forker itself, which held the peer of
+    the server's sending socket): refused there too, and the next submission is MLE."""
     first = judge(_task(PARK))
-    assert first.outcome is Outcome.AC, _outcomes(first)
+    assert first.outcome is Outcome.RE and _refused(first, 0), _outcomes(first)
     deadline = time.monotonic() + 120
     while one_sandbox_pool.stats()["discarded"] + one_sandbox_pool.stats()["idle"] < 1:  # (recycled meanwhile)
         assert time.monotonic() < deadline, one_sandbox_pool.stats()
@@ -101,8 +122,8 @@ def test_memory_parked_by_the_previous_submission_hides_nothing(one_sandbox_pool
     assert second.outcome is Outcome.MLE, (_outcomes(second), stats)
 
 
-def test_a_correct_submission_after_a_parking_one_reuses_the_sandbox(one_sandbox_pool):
-    """Only a session whose case left sockets in flight gives its sandbox up."""
+def test_a_correct_submission_after_another_reuses_the_sandbox(one_sandbox_pool):
+    """A clean session keeps its sandbox."""
     judge(_task(StdioCase("hog", b"hog 20\n", (b"ok\n",))))
     wait_idle(one_sandbox_pool)
     v = judge(_task(StdioCase("hog", b"hog 20\n", (b"ok\n",))))

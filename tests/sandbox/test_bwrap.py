@@ -8,7 +8,7 @@ from arbiter.sandbox import bwrap
 def _plan(**changes) -> bwrap.BwrapPlan:
     base = dict(bwrap="/usr/bin/bwrap", python="/usr/bin/python3", root_layout=["--ro-bind", "/usr", "/usr"],
                 ro_binds=["/opt/py"], scratch_bytes=1234, prog_dir="/tmp/h/prog", guest_dir="/src/guest",
-                mounts=[("/host/pch", "/pch")], seccomp_fd=9, info_fd=8, in_fd=3, out_fd=6,
+                mounts=[("/host/pch", "/pch")], seccomp_fd=9, fd_floor=1024, info_fd=8, in_fd=3, out_fd=6,
                 site=["/usr/lib/python3/dist-packages"])
     base.update(changes)
     return bwrap.BwrapPlan(**base)
@@ -55,7 +55,7 @@ def test_seccomp_info_fd_and_the_server_command_line():
     assert _pairs(argv, "--chdir", 1) == [("/work",)]
     tail = argv[argv.index("/usr/bin/python3"):]
     assert tail == ["/usr/bin/python3", "-I", "-S", "-B", "-X", "utf8", "-X", "cpu_count=2", "/arbiter/guest/__main__.py",
-                    "3", "6", "--zygote", "1", "--filtered", "1", "--site", "/usr/lib/python3/dist-packages"]
+                    "3", "6", "--zygote", "1", "--filtered", "1024", "--site", "/usr/lib/python3/dist-packages"]
     # the mounts come before the options that close the layout
     assert argv.index("/pch") < argv.index("--seccomp") < argv.index("--remount-ro")
 

@@ -315,7 +315,7 @@ def test_without_the_filter_a_changed_server_gives_runtime_errors_not_sandbox_er
     it), the server finds what a program changed on it: that run and every later one in the
     sandbox are runtime errors of the program, never sandbox errors or inherited limits."""
     from arbiter.sandbox import seccomp
-    monkeypatch.setattr(seccomp, "filter_bytes", lambda: None)
+    monkeypatch.setattr(seccomp, "filter_bytes", lambda *floor: None)
     for name, attack in SERVER_ATTACKS.items():
         if name == "cpu":
             continue  # the kernel SIGKILLs a server past its CPU rlimit: only the filter helps

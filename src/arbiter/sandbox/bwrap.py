@@ -57,17 +57,18 @@ def root_layout_args() -> list[str]:
 
 
 def server_args(in_fd: int, out_fd: int, site: Sequence[str],
-                scratch: Sequence[str] = (), zygote: bool = False, filtered: bool = False) -> list[str]:
+                scratch: Sequence[str] = (), zygote: bool = False, filtered: int = 0) -> list[str]:
     """The guest server's own arguments: its two pipe ends, scratch dirs, extra ``sys.path``,
     whether it is a zygote (one server per session), and whether it runs under arbiter's
-    seccomp filter (:mod:`arbiter.sandbox.seccomp`: no program can change PID 1's state)."""
+    seccomp filter (:mod:`arbiter.sandbox.seccomp`: no program can change PID 1's state), as
+    the filter's descriptor floor (0: no filter)."""
     args = [str(in_fd), str(out_fd)]
     if scratch:
         args += ["--scratch", ":".join(scratch)]
     if zygote:
         args += ["--zygote", "1"]
     if filtered:
-        args += ["--filtered", "1"]
+        args += ["--filtered", str(filtered)]
     return args + ["--site", ":".join(site)]
 
 
@@ -84,6 +85,7 @@ class BwrapPlan:
     guest_dir: str  # the guest package, shown read-only as GUEST_MOUNT
     mounts: Sequence[tuple[str, str]]  # (host path, sandbox path), read-only
     seccomp_fd: int  # -1: no filter
+    fd_floor: int  # the filter's descriptor floor (seccomp.fd_floor)
     info_fd: int  # where bwrap writes the server's pid
     in_fd: int
     out_fd: int
@@ -107,7 +109,7 @@ def bwrap_argv(plan: BwrapPlan) -> list[str]:
     return argv + ["--remount-ro", "/", "--chdir", "/work", "--info-fd", str(plan.info_fd),
                    plan.python, *PYTHON_FLAGS, GUEST_MAIN,
                    *server_args(plan.in_fd, plan.out_fd, plan.site, zygote=plan.zygote,
-                               filtered=plan.seccomp_fd >= 0)]
+                               filtered=plan.fd_floor if plan.seccomp_fd >= 0 else 0)]
 
 
 def unisolated_argv(python: str, guest_main: str, in_fd: int, out_fd: int,

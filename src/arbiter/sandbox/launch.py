@@ -49,13 +49,14 @@ def launch(config: SandboxConfig, limits: Limits, mounts: Sequence[tuple[str | N
     from_r, from_w = os.pipe()
     info_r, info_w = os.pipe() if config.isolated else (-1, -1)
     seccomp_fd = -1
-    bpf = seccomp.filter_bytes() if config.isolated else None
+    floor = seccomp.fd_floor()
+    bpf = seccomp.filter_bytes(floor) if config.isolated else None
     if bpf is not None:
         seccomp_fd = os.memfd_create("seccomp")  # bwrap reads the filter from it
         os.write(seccomp_fd, bpf)
         os.lseek(seccomp_fd, 0, os.SEEK_SET)
     mounts = [(host or empty, inside) for host, inside in mounts]
-    argv, env, cwd = _command(config, limits, mounts, tmp, prog, to_r, from_w, info_w, seccomp_fd)
+    argv, env, cwd = _command(config, limits, mounts, tmp, prog, to_r, from_w, info_w, seccomp_fd, floor)
     kwargs: dict[str, Any] = {}
     if os.geteuid() == 0 and config.isolated:
         kwargs.update(user=config.uid, group=config.gid, extra_groups=[])
@@ -86,7 +87,7 @@ def check_cpu_view(path: str) -> None:
 
 
 def _command(config: SandboxConfig, limits: Limits, mounts: Sequence[tuple[str, str]], tmp: str,
-             prog: str, to_r: int, from_w: int, info_w: int, seccomp_fd: int
+             prog: str, to_r: int, from_w: int, info_w: int, seccomp_fd: int, fd_floor: int
              ) -> tuple[list[str], dict[str, str], str]:
     """``(argv, env, cwd)`` that start the server (in bwrap unless unisolated)."""
     global _ROOT_LAYOUT
@@ -99,7 +100,7 @@ def _command(config: SandboxConfig, limits: Limits, mounts: Sequence[tuple[str, 
             bwrap=config.bwrap, python=config.python, root_layout=_ROOT_LAYOUT,
             ro_binds=config.python_ro_binds() + config.extra_ro_binds, scratch_bytes=limits.scratch_bytes,
             prog_dir=prog, guest_dir=str(GUEST_DIR), mounts=mounts, seccomp_fd=seccomp_fd,
-            info_fd=info_w, in_fd=to_r, out_fd=from_w, site=site))
+            fd_floor=fd_floor, info_fd=info_w, in_fd=to_r, out_fd=from_w, site=site))
         return argv, env, "/"
     work, scratch = os.path.join(tmp, "work"), os.path.join(tmp, "tmp")
     os.mkdir(work)

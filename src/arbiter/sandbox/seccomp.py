@@ -2,14 +2,17 @@
 
 It closes the channels namespaces do not wipe between the cases of one sandbox (System V IPC, POSIX
 message queues, keyrings) or of one session (every socket but a Unix one: no network, so no
-counter, TIME_WAIT socket or route a case leaves for the next), reaching into other processes, large kernel interfaces, foreign ABIs,
-and changes to PID 1's rlimits and scheduling. Blocked calls fail with ``EPERM``; x86-64 only
-(:func:`filter_bytes` is ``None`` elsewhere). The list and the reasons: docs/sandbox.md ("Seccomp").
-"""
+counter, TIME_WAIT socket or route a case leaves for the next), files sent over a socket
+(``sendmsg`` only on descriptors at or above :func:`fd_floor`, which no case can have: files in
+flight are memory no process holds), reaching into other processes, large kernel interfaces,
+foreign ABIs, and changes to PID 1's rlimits and scheduling. Blocked calls fail with ``EPERM``;
+x86-64 only (:func:`filter_bytes` is ``None`` elsewhere). The list and the reasons:
+docs/sandbox.md ("Seccomp")."""
 
 from __future__ import annotations
 
 import platform
+import resource
 import struct
 
 AUDIT_ARCH_X86_64 = 0xC000003E
@@ -40,13 +43,16 @@ DENIED_X86_64: dict[str, int] = {
     "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245, "add_key": 248,
     "request_key": 249, "keyctl": 250, "perf_event_open": 298, "process_vm_readv": 310,
     "process_vm_writev": 311, "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425,
-    "io_uring_enter": 426, "io_uring_register": 427,
+    "io_uring_enter": 426, "io_uring_register": 427, "sendmmsg": 307, "pidfd_getfd": 438,
 }
 
 
 #: x86-64 system calls allowed or denied by their arguments (PID 1 is the sandbox's server).
 PRLIMIT64, SETPRIORITY, IOPRIO_SET = 302, 141, 251
 SOCKET, AF_UNIX = 41, 1  # socket(domain, ...): AF_UNIX only
+SENDMSG = 46  # sendmsg(fd, ...): fd at or above the floor only
+#: The highest descriptor floor (a server's descriptor table reaches it: every fork copies it).
+MAX_FD_FLOOR = 1024
 SCHED_ON_PID = {"sched_setparam": 142, "sched_setscheduler": 144, "sched_setaffinity": 203,
                 "sched_setattr": 314}
 PRIO_PROCESS = 0  # setpriority's "which"
@@ -80,11 +86,21 @@ class _Assembler:
         return b"".join(out)
 
 
-def filter_bytes() -> bytes | None:
-    """The classic-BPF program (``struct sock_filter[]``, little endian) for ``bwrap --seccomp``;
-    ``None`` when this machine is not x86-64."""
+def fd_floor() -> int:
+    """The descriptor floor of a sandbox started by this process: below its hard
+    ``RLIMIT_NOFILE`` (which the sandbox inherits: its server must reach the floor), at most
+    :data:`MAX_FD_FLOOR` (a case's ``open_files`` is capped by it)."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    return MAX_FD_FLOOR if hard == resource.RLIM_INFINITY else max(1, min(MAX_FD_FLOOR, hard - 1))
+
+
+def filter_bytes(floor: int | None = None) -> bytes | None:
+    """The classic-BPF program (``struct sock_filter[]``, little endian) for ``bwrap --seccomp``,
+    ``sendmsg`` allowed on descriptors from ``floor`` (default :func:`fd_floor`) up; ``None``
+    when this machine is not x86-64."""
     if platform.machine() not in ("x86_64", "AMD64"):
         return None
+    floor = fd_floor() if floor is None else floor
     a = _Assembler()
     a.emit(_LD_W_ABS, 4)                                        # A = arch
     a.emit(_JEQ_K, AUDIT_ARCH_X86_64, jt=1)                     # x86-64? skip the kill
@@ -97,6 +113,7 @@ def filter_bytes() -> bytes | None:
     a.emit(_JEQ_K, SETPRIORITY, jt="process_not_1")
     a.emit(_JEQ_K, IOPRIO_SET, jt="ioprio_set")
     a.emit(_JEQ_K, SOCKET, jt="socket")
+    a.emit(_JEQ_K, SENDMSG, jt="sendmsg")
     for nr in sorted(SCHED_ON_PID.values()):
         a.emit(_JEQ_K, nr, jt="arg0_not_1")
     a.label("allow")
@@ -111,6 +128,9 @@ def filter_bytes() -> bytes | None:
     a.label("socket")                                           # a Unix socket only
     a.emit(_LD_W_ABS, _arg_lo(0))
     a.emit(_JEQ_K, AF_UNIX, jt="allow_args", jf="deny")
+    a.label("sendmsg")                                          # the server's sockets only
+    a.emit(_LD_W_ABS, _arg_lo(0))
+    a.emit(_JGE_K, floor, jt="allow_args", jf="deny")
     a.label("ioprio_set")                                       # which must be one process
     a.emit(_LD_W_ABS, _arg_lo(0))
     a.emit(_JEQ_K, IOPRIO_WHO_PROCESS, jt="who_not_1", jf="deny")

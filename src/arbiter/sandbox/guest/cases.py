@@ -7,7 +7,7 @@ Which case goes where: :func:`.ops.fork_case`. See docs/sandbox.md ("run").
 
 import os
 
-from . import kernel
+from . import fdfloor, kernel
 from .child import child_main, rlimit_list
 from .kernel import fork, namespace_pids, set_own_oom_adj
 from .protocol import DEFAULT_ENV, RESULT_FD, write_all
@@ -172,6 +172,7 @@ def spawn_exec(state, req, limits, stdin_fd, out_fd, err_fd, extra=()):
     import resource
     import signal
 
+    fdfloor.cap()  # (it inherits this server's hard RLIMIT_NOFILE)
     wanted = rlimit_list(limits, RESULT_FD - 1)
     saved = []
     cwd = req.get("cwd")

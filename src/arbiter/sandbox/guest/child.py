@@ -6,7 +6,7 @@ See docs/sandbox.md ("Limits").
 
 import os
 
-from . import kernel
+from . import fdfloor, kernel
 from .protocol import DEFAULT_ENV, RESULT_FD
 from .python_case import run_python
 
@@ -23,7 +23,7 @@ def rlimit_list(limits, keep_fd):
         # stdout is a file too: the cap is the larger of the two, stdout's own cap is checked after
         (resource.RLIMIT_FSIZE, (max(int(limits.get("output_bytes", 64 << 20)),
                                      int(limits.get("file_bytes", 0))) + 1,) * 2),
-        (resource.RLIMIT_NOFILE, (max(int(limits.get("open_files", 64)), keep_fd + 1),) * 2),
+        (resource.RLIMIT_NOFILE, (fdfloor.open_files(max(int(limits.get("open_files", 64)), keep_fd + 1)),) * 2),
         (resource.RLIMIT_CORE, (0, 0)),
     ]
     if "processes" in limits:

@@ -17,7 +17,7 @@ from resource import RLIMIT_NOFILE
 import _signal  # (built in) the forker's and each case's signal masks
 import _socket  # (built in) the forker's request socket: each case's files travel with it
 
-from . import inflight, kernel, tamper
+from . import fdfloor, inflight, kernel, tamper
 from .child import apply_rlimits, rlimit_list
 from .forked_case import run_in_forker
 from .inplace_case import run_in_place
@@ -42,10 +42,21 @@ class Forker:
       costs the server no wake-up for it. The child closes all three before the program runs."""
 
     def __init__(self):
+        """Raises OSError when the server's end cannot be put on the descriptor floor
+        (:func:`.fdfloor.lift`: the server spawned a native program)."""
+        if not fdfloor.reachable():
+            raise OSError("the descriptor floor is out of reach")
         go_r, go_w = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        inflight.remember(go_r.fileno(), go_w.fileno())
+        try:
+            high = fdfloor.lift(go_w.fileno())
+        except OSError:
+            go_r.close()
+            raise
+        finally:
+            go_w.close()
+        self.go = _socket.socket(fileno=high)  # the server's end (sendmsg: only on the floor)
+        inflight.remember(go_r.fileno(), high)
         self.go_r = go_r.detach()
-        self.go = go_w  # the server's end (a socket object: sendmsg)
         self.report_r, self.report_w = os.pipe()
         self.started_r, self.started_w = os.pipe()
         os.set_blocking(self.started_r, False)
@@ -70,7 +81,10 @@ class Forker:
         """Fork a forker: a child of the server, as warm as it (the program compiled, the prelude
         run: ``state.program``), that forks every Python case (:func:`forker_main`). None when
         the fork failed (the pids limit reached)."""
-        fk = cls()
+        try:
+            fk = cls()
+        except OSError:
+            return None
         try:
             pid = fork()
         except OSError:

@@ -1,16 +1,14 @@
 """Unix sockets a case left in flight: memory no process holds, charged until the kernel frees it.
 
-A program can send a Unix socket over itself (``SCM_RIGHTS``) with files attached (memfds full of
-pages) and exit: nothing holds the cycle, so the kill and the wipe after the case find nothing, but
-its pages stay charged to the sandbox's memory cgroup until the kernel's Unix garbage collector
-runs (the release of any Unix socket on the host schedules it). The next case's baseline would
-hold them and the collector free them while it allocates: its peak came out low by that much (a
-false AC on its memory limit, red team 2026-12-07). After every case, once its processes are gone,
-the server looks for sockets of its network namespace that are not its own (:data:`OWN`: the
-forkers' socket pairs) and, when there are, releases sockets until the collector took them.
+A program that sends a Unix socket over itself (``SCM_RIGHTS``) with files attached (memfds full
+of pages) and exits leaves pages charged to the sandbox's memory cgroup until the kernel's Unix
+garbage collector runs: the next case's baseline would hold them and the collector free them while
+it allocates (a false AC on its memory limit, red team 2026-12-07). Under the seccomp filter no
+case can send a file (:mod:`.fdfloor`); this is the second line where there is none: after every
+case the server looks for sockets of its network namespace that are not its own (:data:`OWN`) and,
+when there are, releases sockets until the collector took them (a race a program can win).
 Exports: :data:`OWN`, :func:`remember`, :func:`foreign`, :func:`drain`. See docs/sandbox.md
-("Memory: a run's own, whatever ran before").
-"""
+("Memory: a run's own, whatever ran before")."""
 
 import os
 import time

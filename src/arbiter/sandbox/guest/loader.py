@@ -58,7 +58,10 @@ def _fork_loader(source, prelude, filename, limits):
     """Fork a forker that loads the program: ``(forker, read end of its stderr)``, or None
     when the fork failed."""
     err_r, err_w = os.pipe()
-    fk = Forker()
+    try:
+        fk = Forker()
+    except OSError:
+        return None
     try:
         pid = fork()
     except OSError:
@@ -192,7 +195,10 @@ def fork_blank_forker(drop_capabilities):
     submission's path; it drops its capabilities (``drop_capabilities()``) before anything
     else and waits for the program (:func:`load_in_forker`). The server's
     :class:`~.forker.Forker`, or None when the fork failed."""
-    fk = Forker()
+    try:
+        fk = Forker()
+    except OSError:
+        return None
     try:
         pid = fork()
     except OSError:

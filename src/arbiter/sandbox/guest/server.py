@@ -9,7 +9,7 @@ session under the zygote (:mod:`.zygote`, docs/sandbox.md "Warm pool"). Started 
 import os
 import sys
 
-from . import kernel, python_case, tamper, zygote
+from . import fdfloor, kernel, python_case, tamper, zygote
 from .forker import drop_blank_forker
 from .loader import fork_blank_forker
 from .ops import OPS, recover, run_failed, take_early_load
@@ -77,6 +77,7 @@ def main():
     in_fd, out_fd = int(sys.argv[1]), int(sys.argv[2])
     opts = dict(zip(sys.argv[3::2], sys.argv[4::2]))
     scratch = tuple(opts["--scratch"].split(":")) if opts.get("--scratch") else SCRATCH_DIRS
+    fdfloor.set_floor(opts.get("--filtered") or 0)  # (the filter's descriptor floor)
     _warm_up(opts, in_fd, out_fd)
     if opts.get("--zygote"):
         def start_server(in_fd, out_fd):  # (armed: the submission is not known yet)
