@@ -9,8 +9,8 @@ import os
 
 from . import fdfloor, kernel
 from .child import child_main, rlimit_list
-from .kernel import fork, namespace_pids, set_own_oom_adj
-from .protocol import DEFAULT_ENV, RESULT_FD, write_all
+from .kernel import fork, memfd, namespace_pids, set_own_oom_adj
+from .protocol import DEFAULT_ENV, RESULT_FD
 from .reaper import kill_all, reap_all
 from .runq import WallClock, own_delay_ns, task_stat
 
@@ -226,17 +226,14 @@ def spawn_exec(state, req, limits, stdin_fd, out_fd, err_fd, extra=()):
 def _case_files(mode, staged, stdin):
     """The files of a case forked here: ``(stdin, stdout, stderr read end, stderr write end,
     call result or -1)``; stdin is the ``staged`` memfd (rewound) or a new one holding ``stdin``."""
-    stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
-    out_fd = os.memfd_create("stdout", os.MFD_CLOEXEC)
-    err_r, err_w = os.pipe()
-    res_fd = os.memfd_create("result", os.MFD_CLOEXEC) if mode == "call" else -1
     if staged is not None:
-        os.close(stdin_fd)
         stdin_fd = staged
         os.lseek(stdin_fd, 0, os.SEEK_SET)
     else:
-        write_all(stdin_fd, stdin)
-        os.lseek(stdin_fd, 0, os.SEEK_SET)
+        stdin_fd = memfd("stdin", stdin)
+    out_fd = os.memfd_create("stdout", os.MFD_CLOEXEC)
+    err_r, err_w = os.pipe()
+    res_fd = os.memfd_create("result", os.MFD_CLOEXEC) if mode == "call" else -1
     os.set_blocking(err_r, False)
     return stdin_fd, out_fd, err_r, err_w, res_fd
 

@@ -34,11 +34,20 @@ def load_libc():
         LIBC = None
 
 
+#: A case's input is in its run's memory baseline: sealed, so that no case can free its pages
+#: (``ftruncate``, a hole punched, a reopen through ``/proc/self/fd/0``) and take their room.
+_SEALS = 0x0001 | 0x0002 | 0x0004 | 0x0008  # F_SEAL_SEAL | SHRINK | GROW | WRITE
+_F_ADD_SEALS = 1033
+
+
 def memfd(name, data):
-    """A new memfd holding ``data``, at offset 0."""
-    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    """A new memfd holding ``data``, at offset 0, sealed: it can never change (:data:`_SEALS`)."""
+    import fcntl
+
+    fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     write_all(fd, data)
     os.lseek(fd, 0, os.SEEK_SET)
+    fcntl.fcntl(fd, _F_ADD_SEALS, _SEALS)
     return fd
 
 
