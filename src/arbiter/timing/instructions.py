@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 from arbiter.sandbox.execution import Execution
 from arbiter.sandbox.limits import MiB, Limits
 from arbiter.sandbox.sandbox import Sandbox
+from arbiter.sandbox.seccomp import fd_floor
 from arbiter.timing.processes import (
     CREATES_PROCESSES_REASON, NO_NEW_PROCESSES, PROBED_STATUSES, find_prlimit, measuring_sandbox_limits,
     process_probe, single_process_argv,
@@ -161,7 +162,8 @@ def count_instructions(sandbox: Sandbox, argv: Sequence[str] = ("/prog/main",), 
     Raises :class:`ValgrindUnavailable` when valgrind is missing.
     """
     vg = valgrind or find_valgrind()
-    nofile = max(int(limits.open_files), LOG_FD + 1)  # set before valgrind starts (docs/measurement.md)
+    # set before valgrind starts (docs/measurement.md), at most the sandbox's descriptor floor
+    nofile = min(max(int(limits.open_files), LOG_FD + 1), fd_floor())
     full = [vg.prlimit, f"--nofile={nofile}:{nofile}", "--nproc=1:1", "--", vg.sandbox_tool, *vg.options,
             f"--main-stacksize={limits.stack}", f"--log-fd={LOG_FD}", *argv]
     ex = sandbox.run(full, stdin, limits, env=vg.env, log_fd=LOG_FD)
