@@ -475,3 +475,16 @@ def test_a_case_that_signals_every_process_it_can_see_cannot_reach_the_next_case
         last = sb.run_python(b"6\n", last=True)
     for i, ex in enumerate([*runs, last]):
         assert ex.status is Status.OK and ex.stdout == f"ok {i}\n".encode(), (i, ex, ex.stderr[-300:])
+
+
+def test_a_program_loaded_after_a_native_run_runs_without_a_forker():
+    """A native run lowers the server's hard RLIMIT_NOFILE to the descriptor floor for good
+    (guest/fdfloor.py), so no forker can be made after it: a program loaded then is loaded by the
+    server itself, and its cases, large input or not, are forked by the server."""
+    with Sandbox() as sb:
+        assert sb.run(["/bin/true"]).ok
+        assert sb.load_python("import sys\nd = sys.stdin.buffer.read()\nprint(len(d), d[:4])\n") is None
+        for data, out in ((b"abc", b"3 b'abc'\n"), (b"x" * 3_000_000, b"3000000 b'xxxx'\n"), (b"", b"0 b''\n")):
+            ex = sb.run_python(data)
+            assert ex.ok and ex.stdout == out, ex
+        assert sb.run(["/bin/true"]).ok

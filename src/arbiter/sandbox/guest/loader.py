@@ -57,11 +57,11 @@ def hand_to_blank(state, source, prelude, filename, limits):
 def _fork_loader(source, prelude, filename, limits):
     """Fork a forker that loads the program: ``(forker, read end of its stderr)``, or None
     when the fork failed."""
-    err_r, err_w = os.pipe()
     try:
         fk = Forker()
     except OSError:
         return None
+    err_r, err_w = os.pipe()
     try:
         pid = fork()
     except OSError:
