@@ -91,6 +91,7 @@ class BwrapPlan:
     out_fd: int
     site: Sequence[str]
     zygote: bool = True  # PID 1 is the zygote (sessions); False: the server itself, no capability
+    inside_ids: tuple[int, int] | None = None  # (uid, gid) shown inside; None: the host's own
 
 
 def bwrap_argv(plan: BwrapPlan) -> list[str]:
@@ -106,6 +107,8 @@ def bwrap_argv(plan: BwrapPlan) -> list[str]:
         argv += ["--ro-bind", host, inside]
     if plan.seccomp_fd >= 0:
         argv += ["--seccomp", str(plan.seccomp_fd)]
+    if plan.inside_ids is not None:
+        argv += ["--uid", str(plan.inside_ids[0]), "--gid", str(plan.inside_ids[1])]
     return argv + ["--remount-ro", "/", "--chdir", "/work", "--info-fd", str(plan.info_fd),
                    plan.python, *PYTHON_FLAGS, GUEST_MAIN,
                    *server_args(plan.in_fd, plan.out_fd, plan.site, zygote=plan.zygote,

@@ -60,7 +60,8 @@ class SandboxConfig:
     - ``isolated``: run inside bubblewrap namespaces. ``False`` only with
       ``ARBITER_UNSAFE_NO_ISOLATION=I_UNDERSTAND_UNTRUSTED_CODE_RUNS_ON_THIS_HOST``.
     - ``bwrap``: path of the bubblewrap binary.
-    - ``uid`` / ``gid``: the unprivileged host uid/gid sandboxes run as when arbiter runs as root.
+    - ``uid`` / ``gid``: the uid/gid programs see inside the sandbox; when arbiter runs as root,
+      each sandbox runs as a host uid of its own (:mod:`arbiter.sandbox.hostuid`) and group ``gid``.
     - ``extra_ro_binds``: more host paths to show read-only at the same path (e.g. an interpreter
       that lives outside ``/usr``).
     - ``python_site``: directories appended to the untrusted interpreter's ``sys.path``. Default,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from arbiter.sandbox import bwrap, hostdirs, seccomp
+from arbiter.sandbox import bwrap, hostdirs, hostuid, seccomp
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.errors import SandboxError
 from arbiter.sandbox.guest.protocol import DEFAULT_ENV
@@ -33,6 +33,7 @@ class Launched:
     to_server: int
     from_server: int
     info_r: int
+    uid_lease: hostuid.UidLease | None = None  # its host uid (as root), released once it is gone
 
 
 def launch(config: SandboxConfig, limits: Limits, mounts: Sequence[tuple[str | None, str]], tmp: str,
@@ -56,22 +57,27 @@ def launch(config: SandboxConfig, limits: Limits, mounts: Sequence[tuple[str | N
         os.write(seccomp_fd, bpf)
         os.lseek(seccomp_fd, 0, os.SEEK_SET)
     mounts = [(host or empty, inside) for host, inside in mounts]
-    argv, env, cwd = _command(config, limits, mounts, tmp, prog, to_r, from_w, info_w, seccomp_fd, floor)
     kwargs: dict[str, Any] = {}
-    if os.geteuid() == 0 and config.isolated:
-        kwargs.update(user=config.uid, group=config.gid, extra_groups=[])
-    pass_fds = tuple(fd for fd in (to_r, from_w, info_w, seccomp_fd) if fd >= 0)
+    uid_lease = None
     try:
+        if os.geteuid() == 0 and config.isolated:
+            uid_lease = hostuid.lease()
+            kwargs.update(user=uid_lease.uid, group=config.gid, extra_groups=[])
+        argv, env, cwd = _command(config, limits, mounts, tmp, prog, to_r, from_w, info_w, seccomp_fd, floor,
+                                  uid_lease is not None)
+        pass_fds = tuple(fd for fd in (to_r, from_w, info_w, seccomp_fd) if fd >= 0)
         proc = subprocess.Popen(argv, pass_fds=pass_fds, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kwargs)
     except OSError as exc:
         for fd in (to_r, to_w, from_r, from_w, info_r, info_w, seccomp_fd):
             if fd >= 0:
                 os.close(fd)
+        if uid_lease is not None:
+            uid_lease.release()
         raise SandboxError(f"cannot start the sandbox: {exc}") from exc
     for fd in pass_fds:
         os.close(fd)
-    return Launched(proc, to_w, from_r, info_r)
+    return Launched(proc, to_w, from_r, info_r, uid_lease)
 
 
 def check_cpu_view(path: str) -> None:
@@ -87,9 +93,10 @@ def check_cpu_view(path: str) -> None:
 
 
 def _command(config: SandboxConfig, limits: Limits, mounts: Sequence[tuple[str, str]], tmp: str,
-             prog: str, to_r: int, from_w: int, info_w: int, seccomp_fd: int, fd_floor: int
-             ) -> tuple[list[str], dict[str, str], str]:
-    """``(argv, env, cwd)`` that start the server (in bwrap unless unisolated)."""
+             prog: str, to_r: int, from_w: int, info_w: int, seccomp_fd: int, fd_floor: int,
+             own_uid: bool) -> tuple[list[str], dict[str, str], str]:
+    """``(argv, env, cwd)`` that start the server (in bwrap unless unisolated); ``own_uid``: the
+    sandbox runs as a host uid of its own, shown inside as ``config.uid``."""
     global _ROOT_LAYOUT
     env = dict(DEFAULT_ENV)
     site = config.python_site or ()
@@ -100,7 +107,8 @@ def _command(config: SandboxConfig, limits: Limits, mounts: Sequence[tuple[str, 
             bwrap=config.bwrap, python=config.python, root_layout=_ROOT_LAYOUT,
             ro_binds=config.python_ro_binds() + config.extra_ro_binds, scratch_bytes=limits.scratch_bytes,
             prog_dir=prog, guest_dir=str(GUEST_DIR), mounts=mounts, seccomp_fd=seccomp_fd,
-            fd_floor=fd_floor, info_fd=info_w, in_fd=to_r, out_fd=from_w, site=site))
+            fd_floor=fd_floor, inside_ids=(config.uid, config.gid) if own_uid else None,
+            info_fd=info_w, in_fd=to_r, out_fd=from_w, site=site))
         return argv, env, "/"
     work, scratch = os.path.join(tmp, "work"), os.path.join(tmp, "tmp")
     os.mkdir(work)

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from arbiter.sandbox import bwrap, cgroups, hostdirs
+from arbiter.sandbox import bwrap, cgroups, hostdirs, hostuid
 from arbiter.sandbox.channel import Channel, read_info
 from arbiter.sandbox.classify import classify
 from arbiter.sandbox.config import SandboxConfig
@@ -94,6 +94,7 @@ class Sandbox:
                 raise ValueError(f"mount {inside!r} is inside a scratch dir {SCRATCH_DIRS}: the wipe after each run "
                                  f"would try to remove it; mount it elsewhere")
         self._proc: subprocess.Popen | None = None
+        self._uid_lease: hostuid.UidLease | None = None  # its host uid, as root
         self._cg: cgroups.SandboxCgroups | None = None
         self._tmp: str | None = None
         self.channel = Channel(-1, -1, self._kill_now)
@@ -141,7 +142,7 @@ class Sandbox:
         except (SandboxError, OSError) as exc:
             self.close()
             raise exc if isinstance(exc, SandboxError) else SandboxError(f"cannot start the sandbox: {exc}")
-        self._proc = launched.proc
+        self._proc, self._uid_lease = launched.proc, launched.uid_lease
         self.channel = Channel(launched.to_server, launched.from_server, self._kill_now)
         self._greet(launched.info_r)
 
@@ -195,6 +196,7 @@ class Sandbox:
             self.meter.close()
         if self._owner != os.getpid():
             self._proc = self._cg = self._tmp = None
+            self._release_uid()  # (this process's descriptor only: the parent's lease stays)
             return
         if self._proc is not None:
             if self._proc.poll() is None:
@@ -213,6 +215,12 @@ class Sandbox:
             self._cg.destroy()
             self._cg = None
         self._cleanup_files()
+        self._release_uid()
+
+    def _release_uid(self) -> None:
+        if self._uid_lease is not None:
+            self._uid_lease.release()
+            self._uid_lease = None
 
     def _cleanup_files(self) -> None:
         if self._tmp:
