@@ -26,6 +26,11 @@ RECLAIMABLE_SLACK = 4 * MiB
 #: :data:`~arbiter.sandbox.classify.CPU_TOLERANCE`: a run stopped this way is one that
 #: :func:`~arbiter.sandbox.classify.classify` would call time_limit anyway, it only ends sooner.
 CPU_KILL_MARGIN = 0.1
+#: The most of a run's stdout (a memfd: its pages are charged to the sandbox) taken off its peak.
+#: Only what stdout held at the peak belongs off it, and that is not known: taking all of it let a
+#: program touch 185 MiB, free it, then print 62 MiB of trailing spaces, AC against 128 MiB (red
+#: team, December 2026). So output beyond this counts as memory (docs/sandbox.md, "Memory").
+OUTPUT_ALLOWANCE = 4 * MiB
 #: Seconds a run waits for the memory of Unix sockets the run before it left in flight to leave
 #: the cgroup (:meth:`RunMeter.await_release`).
 RELEASE_SECONDS = 5.0
@@ -42,7 +47,7 @@ class Baseline:
 
 @dataclass
 class Usage:
-    """What the run used: memory peak over the baseline (its stdout's pages excepted), OOM kills,
+    """What the run used: memory peak over the baseline (its stdout's pages, up to a point, excepted), OOM kills,
     CPU seconds of every process of the run (waited for or not)."""
 
     memory: int = 0
@@ -122,10 +127,12 @@ class RunMeter:
         self._pinned = -1
         return True
 
-    def after(self, base: Baseline, stdout_bytes: int) -> Usage:
-        """Once the run's reply is in: what it used since ``base``."""
+    def after(self, base: Baseline, stdout_charged: int) -> Usage:
+        """Once the run's reply is in: what it used since ``base``, less its stdout's pages
+        (``stdout_charged`` bytes) up to :data:`OUTPUT_ALLOWANCE`."""
         cg = self.cg
-        return Usage(max(0, cg.memory_peak() - base.memory - pages(stdout_bytes)),
+        output = min(pages(stdout_charged), OUTPUT_ALLOWANCE)
+        return Usage(max(0, cg.memory_peak() - base.memory - output),
                      cg.oom_kills() - base.oom_kills,
                      (cg.cpu_ns() - self.server_cpu_ns() - base.cpu_ns) / 1e9)
 

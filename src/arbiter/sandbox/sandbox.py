@@ -451,7 +451,7 @@ class Sandbox:
             if self.session is not None:
                 self.session.after_reply(reply)
             if meter is not None:
-                usage = meter.after(base, int(reply.get("stdout_size", 0)))
+                usage = meter.after(base, int(reply.get("stdout_charged", 0)))
                 if staged or reply.get("settling"):
                     meter.forget_pinned()  # the staged input, or the forker, goes: look again
         except cgroups.CgroupError as exc:

@@ -4,7 +4,8 @@ It closes the channels namespaces do not wipe between the cases of one sandbox (
 message queues, keyrings) or of one session (every socket but a Unix one: no network, so no
 counter, TIME_WAIT socket or route a case leaves for the next), files sent over a socket
 (``sendmsg`` only on descriptors at or above :func:`fd_floor`, which no case can have: files in
-flight are memory no process holds), reaching into other processes, large kernel interfaces,
+flight are memory no process holds), kernel AIO (its rings are freed after the process, so a
+run's baseline held them), reaching into other processes, large kernel interfaces,
 foreign ABIs, and changes to PID 1's rlimits and scheduling. Blocked calls fail with ``EPERM``;
 x86-64 only (:func:`filter_bytes` is ``None`` elsewhere). The list and the reasons:
 docs/sandbox.md ("Seccomp")."""
@@ -44,6 +45,8 @@ DENIED_X86_64: dict[str, int] = {
     "request_key": 249, "keyctl": 250, "perf_event_open": 298, "process_vm_readv": 310,
     "process_vm_writev": 311, "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425,
     "io_uring_enter": 426, "io_uring_register": 427, "sendmmsg": 307, "pidfd_getfd": 438,
+    "io_setup": 206, "io_destroy": 207, "io_getevents": 208, "io_submit": 209, "io_cancel": 210,
+    "io_pgetevents": 333,
 }
 
 

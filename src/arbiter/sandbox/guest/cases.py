@@ -121,7 +121,7 @@ def finish_case(status, rusage, wall, timed_out, out_fd, err, res_fd, out_cap, m
                 log=None, spawned=False, clock=None, exec_failed=None):
     """The result header of a case (and ``_fds``, the reply's blobs). ``exec_failed``: why
     the program could not be started (a ``SANDBOX_ERROR``, never the program's verdict)."""
-    out_size = os.fstat(out_fd).st_size
+    out_stat = os.fstat(out_fd)
     lost = status is None  # see run_in_forker
     result = {
         "exit_code": os.WEXITSTATUS(status) if not lost and os.WIFEXITED(status) else None,
@@ -132,7 +132,8 @@ def finish_case(status, rusage, wall, timed_out, out_fd, err, res_fd, out_cap, m
         # the high-water mark of the mm it leaves. The judge uses the memory cgroup instead.
         "maxrss_bytes": rusage.ru_maxrss * 1024 if rusage and not spawned else 0,
         "wall_timeout": timed_out,
-        "stdout_size": out_size,
+        "stdout_size": out_stat.st_size,
+        "stdout_charged": out_stat.st_blocks * 512,  # its pages (a file with holes has fewer)
         "stderr_size": err.total,
     }
     if clock is not None:
@@ -147,7 +148,7 @@ def finish_case(status, rusage, wall, timed_out, out_fd, err, res_fd, out_cap, m
         if res_fd >= 0:
             os.close(res_fd)
         return result
-    fds = [(out_fd, min(out_size, out_cap)), err.value()]
+    fds = [(out_fd, min(out_stat.st_size, out_cap)), err.value()]
     if res_fd >= 0 and mode != "call":
         os.close(res_fd)
         res_fd = -1

@@ -63,6 +63,7 @@ class Forker:
         self.pid = None
         self.pidfd = -1
         self.children_fd = -1  # its /proc children file (the server's: see only_forker_left)
+        self.status_fd = -1  # its /proc status file
 
     def forker_fds(self):
         return (self.go_r, self.report_w, self.started_w)
@@ -75,6 +76,7 @@ class Forker:
         self.go_r = self.report_w = self.started_w = -1
         self.pidfd = os.pidfd_open(pid)
         self.children_fd = kernel.open_children(pid)
+        self.status_fd = kernel.open_status(pid)  # (its pending signals: see healthy)
 
     @classmethod
     def fork(cls, state):
@@ -104,12 +106,15 @@ class Forker:
         return kernel.children(self.children_fd)
 
     def healthy(self):
-        """True when it is exactly as forked: alive, neither stopped nor continued, the server's
-        rlimits, nice value, CPU affinity, scheduling and I/O priority (a signal a program left
-        pending on it: it ends itself before its next case). Called once every other process of
-        the sandbox is dead, so none of it can change any more."""
+        """True when it is exactly as forked: alive, neither stopped nor continued, no signal
+        pending, the server's rlimits, nice value, CPU affinity, scheduling and I/O priority.
+        Called once every other process of the sandbox is dead, so none of it can change any
+        more. (A forker with signals pending would end itself at its next request, after the next
+        run's baseline: its memory and the signals' queue, ~10 MiB, would leave the cgroup
+        during that run; red team, December 2026.)"""
         try:
             return (os.waitpid(self.pid, os.WNOHANG | os.WUNTRACED | os.WCONTINUED) == (0, 0)
+                    and not kernel.signals_pending(self.status_fd)
                     and tamper.sched_state(self.pid) == tamper.BASELINE)
         except (ChildProcessError, OSError, ValueError, KeyError):
             return False
@@ -117,7 +122,7 @@ class Forker:
     def run_case(self, state, req, stdin_fd, call_args):
         """Run one Python case through this forker (:func:`.forked_case.run_in_forker`); the
         session's last one (``final``) it runs itself (:func:`.inplace_case.run_in_place`)."""
-        if req.get("final") and state.is_init:
+        if req.get("final") and state.is_init and state.in_place_ok:
             return run_in_place(state, self, req, stdin_fd, call_args)
         return run_in_forker(state, self, req, stdin_fd, call_args)
 
@@ -166,11 +171,11 @@ class Forker:
     def close(self):
         self.go.close()
         for fd in (self.go_r, self.report_r, self.report_w, self.started_r, self.started_w,
-                   self.pidfd, self.children_fd):
+                   self.pidfd, self.children_fd, self.status_fd):
             if fd >= 0:
                 os.close(fd)
         self.go_r = self.report_r = self.report_w = self.started_r = self.started_w = -1
-        self.pidfd = self.children_fd = -1
+        self.pidfd = self.children_fd = self.status_fd = -1
 
 
 #: The descriptors a case's files are on, in the order they are sent: stdin, stdout, stderr,

@@ -202,6 +202,31 @@ def children(fd):
         return None
 
 
+def open_status(pid):
+    """A descriptor of ``/proc/<pid>/status`` (read it with :func:`signals_pending`), or -1."""
+    try:
+        return os.open("/proc/%d/status" % pid, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1
+
+
+def signals_pending(fd):
+    """True when the process whose :func:`open_status` descriptor is ``fd`` has a signal pending
+    (``SigPnd``/``ShdPnd`` not zero), or its status is unreadable."""
+    try:
+        status = os.pread(fd, 1 << 13, 0)
+    except OSError:
+        return True
+    for field in (b"\nSigPnd:", b"\nShdPnd:"):
+        at = status.find(field)
+        if at < 0:
+            return True
+        value = status[at + len(field):status.find(b"\n", at + 1)].strip()
+        if value.strip(b"0"):
+            return True
+    return False
+
+
 def sigkill_each(pids):
     """SIGKILL each pid (those already gone are skipped)."""
     for pid in pids:

@@ -21,6 +21,14 @@ from .reaper import kill_all, reap_all
 from .reports import REPORT
 from .state import LoadedProgram
 
+#: A "loaded" record's flag: the forker imported library modules for the program (numpy...), its
+#: own memory, which the session's last case, run in the forker itself, could free and take.
+LOADED_HEAVY = 2
+#: The largest source (and prelude) whose forker may run the last case itself: its compiled
+#: constants are the forker's own memory too (a 10 MiB constant freed by the last case gave it
+#: that much room; red team, December 2026).
+IN_PLACE_MAX_SOURCE = 64 * 1024
+
 
 def load_in_forker(state, source, prelude, filename, limits, handed=None):
     """Have the forker load the program: the blank forker forked before the program was
@@ -30,6 +38,7 @@ def load_in_forker(state, source, prelude, filename, limits, handed=None):
     had (not PID 1, the fork failed): the caller then checks the compile in a throwaway child."""
     if not state.is_init:
         return None
+    state.in_place_ok = len(source) + len(prelude) <= IN_PLACE_MAX_SOURCE
     if handed is None:
         handed = (hand_to_blank(state, source, prelude, filename, limits)
                   or _fork_loader(source, prelude, filename, limits))
@@ -110,8 +119,8 @@ def _await_loaded(state, fk, err_r, limits):
     poller = select.poll()
     for fd in (fk.report_r, fk.pidfd, err_r):
         poller.register(fd, select.POLLIN)
-    wrapped = exited = None
-    while wrapped is None and not exited:
+    flags = exited = None
+    while flags is None and not exited:
         left = clock.deadline() - time.monotonic()
         events = poller.poll(left * 1000.0) if left > 0 else []
         if not events and clock.expired(time.monotonic()):
@@ -120,14 +129,15 @@ def _await_loaded(state, fk, err_r, limits):
             if fd == err_r and not drain(fd, err):
                 poller.unregister(fd)
             elif fd == fk.report_r:
-                wrapped = _read_loaded(fd)
-                if wrapped is None:
+                flags = _read_loaded(fd)
+                if flags is None:
                     poller.unregister(fd)
             elif fd == fk.pidfd:
                 exited = True
-    if wrapped is not None:
+    if flags is not None:
         state.forker, state.forker_spent = fk, False
-        return True, wrapped, None, None
+        state.in_place_ok = state.in_place_ok and not flags & LOADED_HEAVY
+        return True, bool(flags & 1), None, None
     return _load_failed(state, fk, err_r, err)
 
 
@@ -144,12 +154,13 @@ def _load_failed(state, fk, err_r, err):
 
 
 def _read_loaded(fd):
-    """The forker's "loaded" record: ``wrapped`` (bool), or None (end of file, another record)."""
+    """The forker's "loaded" record: its flags (bit 0 ``wrapped``, :data:`LOADED_HEAVY`), or None
+    (end of file, another record)."""
     try:
-        kind, _, wrapped, *_ = REPORT.unpack(read_exact(fd, REPORT.size))
+        kind, _, flags, *_ = REPORT.unpack(read_exact(fd, REPORT.size))
     except (EOFError, OSError, ValueError):
         return None
-    return bool(wrapped) if kind == b"L" else None
+    return flags if kind == b"L" else None
 
 
 def _load_then_serve(program, fk, source, prelude, filename, limits, err_w):
@@ -170,7 +181,8 @@ def _load_then_serve(program, fk, source, prelude, filename, limits, err_w):
         resource.setrlimit(res, value)
     if status:
         return status
-    os.write(fk.report_w, REPORT.pack(b"L", os.getpid(), int(program.wrapped), 0.0, 0.0, 0, 0, 0))
+    flags = int(program.wrapped) | (LOADED_HEAVY if program.heavy else 0)
+    os.write(fk.report_w, REPORT.pack(b"L", os.getpid(), flags, 0.0, 0.0, 0, 0, 0))
     return forker_main(program, fk)
 
 
@@ -184,7 +196,7 @@ def _load(program, source, prelude, filename):
     if status:
         return status
     program.code, program.wrapped, program.filename, program.main_module = code, wrapped, filename, main
-    warm_heavy_imports(code, main)
+    program.heavy = warm_heavy_imports(code, main) > 0
     gc.collect()
     gc.freeze()
     return 0

@@ -134,6 +134,7 @@ def op_load(state, header, blobs):
     compiling it first in a child under limits: the forker itself (:mod:`.loader`), or,
     when none can be forked, a throwaway child."""
     source, prelude, filename, limits = _load_request(header, blobs)
+    blobs.clear()  # (freed before the reply: the next run's baseline must not hold them)
     early, state.early_load = state.early_load, None  # (handed to the blank forker already)
     handed = early[1] if early is not None and early[0] == header.get("id") else None
     if handed is None:

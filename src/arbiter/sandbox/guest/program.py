@@ -92,18 +92,21 @@ def warm_heavy_imports(code, main=None):
     """Import the heavy modules the program's code mentions (:data:`HEAVY_MODULES`), and those
     the call harness needs for names the code or its prelude (in ``main``, its ``__main__``)
     defines (:data:`HARNESS_MODULES`), in the forker: every case then forks with them loaded.
-    Only installed library modules, never the program's own code."""
+    Only installed library modules, never the program's own code. Returns how many it imported."""
     import importlib
     names = _imported_names(code)
     wanted = [mod for name, mod in HEAVY_MODULES.items() if name in names]
     defined = names | (set(vars(main)) if main is not None else set())
     wanted += [mod for name, mod in HARNESS_MODULES.items() if name in defined]
+    imported = 0
     for mod in wanted:
         if mod not in sys.modules:
             try:
                 importlib.import_module(mod)
+                imported += 1
             except Exception:
                 pass
+    return imported
 
 
 def compile_program(source, filename):

@@ -15,13 +15,14 @@ DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 class LoadedProgram:
     """A compiled Python program, ready to run in a forked case (:mod:`.python_case`)."""
 
-    __slots__ = ("code", "main_module", "filename", "wrapped")
+    __slots__ = ("code", "main_module", "filename", "wrapped", "heavy")
 
     def __init__(self):
         self.code = None  # the code object of the program (None: nothing loaded)
         self.main_module = None  # the ``__main__`` each case starts from (the prelude run in it)
         self.filename = "main.py"  # as ``sys.argv[0]`` and tracebacks show it
         self.wrapped = False  # compiled inside a function (a module-level ``return``)
+        self.heavy = False  # library modules imported for it at load (:func:`.program.warm_heavy_imports`)
 
 
 class ServerState:
@@ -32,7 +33,7 @@ class ServerState:
     __slots__ = ("in_fd", "out_fd", "is_init", "scratch_fds", "program", "pending_load",
                  "kept_files", "forker", "blank_forker", "staged_stdin", "tampered", "broken",
                  "seq", "request_id", "replied", "zombie", "reaping", "own_children_fd", "early_frame",
-                 "early_load", "forker_spent", "freed_in_flight")
+                 "early_load", "forker_spent", "freed_in_flight", "in_place_ok")
 
     def __init__(self, in_fd, out_fd, is_init, request_id=None):
         self.in_fd = in_fd  # requests come in here
@@ -57,6 +58,7 @@ class ServerState:
         self.early_load = None  # (its id, (forker, stderr)): that load, handed to the blank forker
         self.forker_spent = False  # the forker ran the session's last case itself: made again only on sync
         self.freed_in_flight = False  # a case left Unix sockets in flight, freed since the last sync (:mod:`.inflight`)
+        self.in_place_ok = True  # the forker's own memory is small: it may run the last case itself (:mod:`.inplace_case`)
 
 
 def new_state(in_fd, out_fd, scratch_dirs, hello_id=None):
