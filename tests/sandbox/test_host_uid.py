@@ -106,14 +106,20 @@ def test_the_same_hog_shrinks_the_pipes_of_a_sandbox_of_its_host_uid(monkeypatch
 
 
 def test_a_lease_is_exclusive_and_given_back(tmp_path, monkeypatch):
+    """Leases start from a random place (the uid shows in mountinfo: the lowest free one would
+    tell a program how many sandboxes run); with one place, they go up from it."""
+    import random
+
     monkeypatch.setenv(hostuid.LOCK_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(random, "randrange", lambda n: n - 1)
     first, second = hostuid.lease(), hostuid.lease()
-    assert (first.uid, second.uid) == (hostuid.FIRST_UID, hostuid.FIRST_UID + 1)
+    last = hostuid.FIRST_UID + hostuid.COUNT - 1
+    assert (first.uid, second.uid) == (last, hostuid.FIRST_UID)  # (it wraps around)
     pid = os.fork()
     if pid == 0:  # a forked child lets its copy go: the parent's lease stays held
         first.release()
         os._exit(0)
     os.waitpid(pid, 0)
-    assert hostuid.lease().uid == hostuid.FIRST_UID + 2
+    assert hostuid.lease().uid == hostuid.FIRST_UID + 1
     first.release()
-    assert hostuid.lease().uid == hostuid.FIRST_UID
+    assert hostuid.lease().uid == last

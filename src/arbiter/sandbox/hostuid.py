@@ -6,7 +6,8 @@ uid (65534) shared them: a program in one could shrink every new pipe of another
 pages while it ran (a false TLE there, and a bit the other program can read; red team, December
 2026). When arbiter runs as root, each sandbox runs as a host uid of its own, leased from
 :data:`FIRST_UID` on (an exclusive ``flock`` per uid, shared by every arbiter process on the
-machine), and shown inside as the configured uid (65534). See docs/sandbox.md ("The sandbox").
+machine), and shown inside as the configured uid (65534; the tmpfs mounts' options in
+``/proc/self/mountinfo`` still show the host uid). See docs/sandbox.md ("The sandbox").
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import tempfile
 #: The leased uids: ``FIRST_UID`` to ``FIRST_UID + COUNT - 1``, above systemd's container range
 #: (up to 0x6FFFFFFF), below its foreign range (0x7FFE0000) and below 2^31.
 FIRST_UID = 0x7FF00000
-COUNT = 65536
+COUNT = 4096
 #: Where the lock files live (``$ARBITER_UID_LOCK_DIR`` overrides).
 LOCK_DIR_ENV = "ARBITER_UID_LOCK_DIR"
 
@@ -45,9 +46,14 @@ def lock_dir() -> str:
 
 
 def lease() -> UidLease:
-    """The lowest free uid of the range, held. Raises OSError when every one is held."""
+    """A free uid of the range, held: the first free one from a random place, so that the uid
+    (which a program can read in ``/proc/self/mountinfo``) tells nothing of how many sandboxes
+    the machine runs. Raises OSError when every one is held."""
+    import random
+
     directory = lock_dir()
-    for n in range(COUNT):
+    start = random.randrange(COUNT)
+    for n in ((start + i) % COUNT for i in range(COUNT)):
         fd = os.open(os.path.join(directory, f"uid-{n}.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
