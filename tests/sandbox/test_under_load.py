@@ -188,3 +188,55 @@ def test_a_case_starved_by_its_cpu_quota_is_starved_not_tle():
         assert ex.cpu_seconds < 0.5
         ex = sb.run_python(limits=lim)  # the same sandbox, given its CPU back
         assert ex.status is not Status.TIME_LIMIT and (ex.ok or ex.starved), ex.detail
+
+
+#: Burns ``CPU`` seconds in 10 workers run one after another (``KIND``: threads or forked children).
+WORKERS = """import os, threading, time
+def burn():
+    t = time.thread_time()
+    while time.thread_time() - t < {cpu} / 10:
+        pass
+for k in range(10):
+    if "{kind}" == "thread":
+        w = threading.Thread(target=burn)
+        w.start()
+        w.join()
+    else:
+        pid = os.fork()
+        if pid == 0:
+            burn()
+            os._exit(0)
+        os.waitpid(pid, 0)
+print("done")
+"""
+
+
+@pytest.mark.parametrize("kind", ["thread", "fork"])
+def test_workers_run_in_turn_have_their_delay_counted_under_load(hogs, kind):
+    """A task's run-queue delay is lost when it exits: a program whose work is done by workers
+    started and joined in turn lost all of it, and was TLE under load (red team, December 2026:
+    3 of 3). The clock reads the case's tasks every ``SAMPLE_SECONDS`` while it runs now."""
+    lim = Limits(cpu_seconds=1.0, wall_seconds=1.0)
+    with Sandbox(limits=lim) as sb:
+        assert sb.load_python(WORKERS.format(cpu=0.5, kind=kind)) is None
+        for _ in range(2):
+            ex = sb.run_python(limits=lim)
+            assert ex.status is not Status.TIME_LIMIT, (ex.detail, ex.wall_seconds, ex.run_delay_seconds)
+            assert ex.ok or ex.starved, ex.detail
+            if ex.ok:
+                assert ex.stdout == b"done\n"
+
+
+def test_threads_competing_with_each_other_do_not_lengthen_the_wall_limit():
+    """Read every tenth of a second, the delay of one task is counted less the CPU the others used
+    meanwhile: eight threads that spin together (on a quiet host) then sleep are still a wall TLE,
+    never a starved run."""
+    src = ("import threading, time\n"
+           "def spin():\n    t = time.time()\n    while time.time() - t < 0.6:\n        pass\n"
+           "ts = [threading.Thread(target=spin) for _ in range(8)]\n"
+           "[t.start() for t in ts]\n[t.join() for t in ts]\ntime.sleep(60)\n")
+    lim = Limits(cpu_seconds=20.0, wall_seconds=1.5)
+    with Sandbox(limits=lim) as sb:
+        assert sb.load_python(src) is None
+        ex = sb.run_python(limits=lim)
+    assert ex.status is Status.TIME_LIMIT and "wall" in ex.detail and not ex.starved, (ex.detail, ex.run_delay_seconds)

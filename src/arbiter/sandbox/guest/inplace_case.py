@@ -76,6 +76,7 @@ def _watch(state, fk, req, start, err, err_r, ended_r):
     pid = fk.pid
     t0, server_from = start
     clock = case_clock(state, t0, req.get("limits", {}), pid, server_from=server_from)
+    clock.sampling = False  # (until its "started" record tells the forker's figures before the case)
     poller = select.poll()
     for fd in (fk.pidfd, ended_r, err_r):
         poller.register(fd, select.POLLIN)
@@ -140,6 +141,7 @@ def _take_base(state, fk, clock):
     if base is not None:
         clock.startup = max(0, int(base["run_delay_ns"])) / 1e9
         clock.base = (fk.pid, base["base_ran_ns"], base["base_waited_ns"])
+        clock.sampling = True
     return base
 
 
