@@ -72,7 +72,7 @@ def test_input_and_output_are_not_charged_to_the_programs_memory():
     stdout at the peak is not known: tests/judge/test_memory_left_behind.py). The input is 100 K
     lines of 1 KiB: reading it line by line costs milliseconds (52 M short lines took 3.45 s of
     CPU on a slow machine, against the 2 s limit)."""
-    from arbiter.sandbox.meter import OUTPUT_ALLOWANCE
+    from arbiter.sandbox.meter import OUTPUT_ALLOWANCE, RECLAIMABLE_SLACK
 
     lines = 100 << 10
     big = (b"1" * 1023 + b"\n") * lines
@@ -85,7 +85,10 @@ def test_input_and_output_are_not_charged_to_the_programs_memory():
         assert small.peak_memory_bytes < 2 << 20, small.peak_memory_bytes
         writer = sb.run(["/bin/sh", "-c", "head -c 60000000 /dev/zero"])
         assert writer.status is Status.OK and len(writer.stdout) == 60_000_000
-        assert 60_000_000 - OUTPUT_ALLOWANCE <= writer.peak_memory_bytes < 60_000_000, writer.peak_memory_bytes
+        # a peak may be up to RECLAIMABLE_SLACK low (docs/sandbox.md, "Memory": memory in the
+        # baseline the kernel frees while the run runs; 105 KB in one CI run)
+        low = 60_000_000 - OUTPUT_ALLOWANCE - RECLAIMABLE_SLACK
+        assert low <= writer.peak_memory_bytes < 60_000_000, writer.peak_memory_bytes
         # the output's memfd is freed before the reply's last byte: the next run's baseline
         # does not hold it (if it did, the hog below would get its 60 MB back as room)
         assert sb.meter.cg.memory_usage() < 40 << 20, sb.meter.cg.memory_usage()
