@@ -9,7 +9,7 @@ compiler takes only that child with it. See docs/sandbox.md ("load").
 
 import os
 
-from . import kernel
+from . import kernel, pageplan
 from .cases import Capture, case_clock, drain
 from .child import rlimit_list
 from .forker import Forker, drop_blank_forker, forker_main, recv_case
@@ -181,6 +181,7 @@ def _load_then_serve(program, fk, source, prelude, filename, limits, err_w):
         resource.setrlimit(res, value)
     if status:
         return status
+    pageplan.learn(pageplan.FORKER)  # (in a learning session only)
     flags = int(program.wrapped) | (LOADED_HEAVY if program.heavy else 0)
     os.write(fk.report_w, REPORT.pack(b"L", os.getpid(), flags, 0.0, 0.0, 0, 0, 0))
     return forker_main(program, fk)
@@ -281,9 +282,10 @@ def _wait_for_program(fk):
     import _socket
     import fcntl
 
-    close_all_but(fk.forker_fds())
+    close_all_but(list(fk.forker_fds()) + ([pageplan.LEARN_FD] if pageplan.LEARN_FD >= 0 else []))
     os.chdir("/work")  # (the session server's cwd from its start on)
     _warm_up_compiler()
+    pageplan.populate(pageplan.FORKER)
     sock = _socket.socket(fileno=fcntl.fcntl(fk.go_r, fcntl.F_DUPFD_CLOEXEC, 10))  # (0-3: files)
     try:
         header, blobs, files = recv_case(sock)

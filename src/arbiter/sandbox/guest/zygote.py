@@ -2,7 +2,9 @@
 ``session``) it starts a session server in fresh PID, mount, network, IPC and UTS namespaces
 (:data:`SESSION_NAMESPACES`: fresh ``/proc``, hostname, a network with ``lo`` down); the server answers ``armed``,
 then on ``go`` mounts fresh tmpfs scratch dirs and that submission's ``/prog``, drops every
-capability and serves. The zygote waits for it to end and reports ``ended``. Exports:
+capability and serves. The zygote waits for it to end and reports ``ended``; a ``learn`` session
+(the judge's own program) sends it the page plans every later session copies ahead
+(:mod:`.pageplan`). Exports:
 :func:`serve` (the zygote's loop), :func:`arm_session`, :func:`start_session`, :func:`write_prog`,
 :func:`drop_capabilities`, :func:`mount`, :data:`SESSION_NAMESPACES`. See
 docs/sandbox.md ("Warm pool", "What a session starts with").
@@ -11,7 +13,7 @@ docs/sandbox.md ("Warm pool", "What a session starts with").
 import ctypes
 import os
 
-from . import kernel
+from . import kernel, pageplan
 from .counters import deny_counters
 from .program import keep_prelude
 from .protocol import encode_frame, read_frame_blocking, write_all
@@ -213,6 +215,7 @@ def _session_server(libc, header, in_fd, out_fd, start_server, prefork, levels):
         go, blobs = read_frame_blocking(in_fd)
         if go.get("op") == "prefork":
             blank = prefork(lambda: drop_capabilities(libc))
+            pageplan.populate(pageplan.SERVER)  # (once its forker is forked: see pageplan)
             go, blobs = read_frame_blocking(in_fd)
         if go.get("op") != "go":
             kernel.EXIT(0)  # the judge gave the sandbox up before using it
@@ -228,6 +231,28 @@ def _session_server(libc, header, in_fd, out_fd, start_server, prefork, levels):
         serve_session()
     finally:
         kernel.EXIT(0)
+
+
+def _learning_session(header, in_fd, out_fd, start_server, prefork):
+    """:func:`_session`; when ``header`` says ``learn`` (a session of the judge's own warm-up
+    program, never a submission's), its server and forker send their page plans
+    (:mod:`.pageplan`) over a pipe, kept for every later session."""
+    if not header.get("learn"):
+        return _session(header, in_fd, out_fd, start_server, prefork)
+    plans_r, pageplan.LEARN_FD = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        status = _session(header, in_fd, out_fd, start_server, prefork)
+    finally:
+        os.close(pageplan.LEARN_FD)
+        pageplan.LEARN_FD = -1
+    try:
+        data = os.read(plans_r, 1 << 17)  # (every writer is gone: the session's PID namespace is)
+    except BlockingIOError:
+        data = b""
+    os.close(plans_r)
+    if status == 0:
+        pageplan.take(data)
+    return status
 
 
 def _say(text):
@@ -256,8 +281,9 @@ def serve(in_fd, out_fd, start_server, prefork=lambda drop: None):
             if blobs:  # the prelude its load will likely bring (the last one's)
                 keep_prelude(blobs[0].decode("utf-8", "surrogateescape"))
             del blobs
-            status = _session(header, in_fd, out_fd, start_server, prefork)
-            reply = {"op": "ended", "status": os.waitstatus_to_exitcode(status)}
+            status = _learning_session(header, in_fd, out_fd, start_server, prefork)
+            reply = {"op": "ended", "status": os.waitstatus_to_exitcode(status),
+                     "plans": pageplan.sizes()}
         elif op == "exit":
             write_all(out_fd, encode_frame({"op": "bye", "id": rid}))
             return

@@ -1,0 +1,105 @@
+"""Page plans (docs/sandbox.md, "Page plans"): the pages a session's server and forker write while
+they serve, learnt once per sandbox from the judge's own program and copied ahead of every later
+submission. No submission shapes them, and a session with them judges as one without. Real
+sandboxes throughout."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from arbiter.sandbox.execution import Status
+from arbiter.sandbox.limits import MiB, Limits
+from arbiter.sandbox.pool import SandboxPool
+from arbiter.sandbox.sandbox import Sandbox
+
+LIMITS = Limits(cpu_seconds=2, wall_seconds=4, memory_bytes=128 * MiB)
+
+#: A submission that writes into every descriptor it holds and tries to open the ones it does
+#: not, then ends its session with children left behind: none of it may reach a page plan.
+MEDDLER = r"""
+import os
+wrote = []
+for fd in range(3, 1024):
+    try:
+        os.write(fd, b"S" + b"\xff" * 4096)
+        wrote.append(fd)
+    except OSError:
+        pass
+for _ in range(4):
+    if os.fork() == 0:
+        import time
+        time.sleep(30)
+        os._exit(0)
+print(wrote)
+"""
+
+#: (source, stdin, status): programs whose verdicts must not depend on the plans.
+PROGRAMS = [
+    ("print(int(input()) * 2)\n", b"21\n", Status.OK),
+    ("import sys\nsys.exit(3)\n", b"", Status.RUNTIME_ERROR),
+    ("x = bytearray(200 << 20)\nx[::4096] = b'1' * len(x[::4096])\n", b"", Status.MEMORY_LIMIT),
+    ("while True:\n    pass\n", b"", Status.TIME_LIMIT),
+    ("x = bytearray(100 << 20)\nx[::4096] = b'1' * len(x[::4096])\nprint(len(x) >> 20)\n", b"", Status.OK),
+]
+
+
+@pytest.fixture
+def pool():
+    p = SandboxPool(max_sandboxes=2, spares=0)
+    yield p
+    p.close()
+
+
+def _wait_idle(pool: SandboxPool) -> None:
+    deadline = time.monotonic() + 120
+    while pool.stats()["idle"] < 1:
+        assert time.monotonic() < deadline, pool.stats()
+        time.sleep(0.01)
+
+
+def _submit(pool: SandboxPool, source: str, stdin: bytes = b"", last: bool = False):
+    sb = pool.acquire(limits=LIMITS, python=True)
+    try:
+        assert sb.load_python(source) is None
+        return sb, sb.run_python(stdin, LIMITS, last=last)
+    finally:
+        pool.release(sb)
+        _wait_idle(pool)
+
+
+def test_the_pool_learns_the_plans_once_and_no_submission_changes_them(pool):
+    sb, first = _submit(pool, "print(1)\n")
+    assert first.status is Status.OK
+    assert sb.session.plans_learnt  # learnt when it was recycled the first time
+    learnt = dict(sb.session.plans)
+    assert set(learnt) == {"S", "F"} and all(50 <= n <= 2048 for n in learnt.values()), learnt
+    again, meddled = _submit(pool, MEDDLER)
+    assert again is sb and meddled.status is Status.OK, meddled
+    assert meddled.stdout.strip() == b"[]"  # it holds no descriptor above stderr
+    # the zygote's reply after the meddler's session: the plans it keeps are the learnt ones
+    assert sb.session.plans == learnt
+    for _ in range(2):
+        _, ex = _submit(pool, "print(2)\n", last=True)
+        assert ex.status is Status.OK and ex.stdout == b"2\n"
+        assert sb.session.plans == learnt
+
+
+def test_a_session_with_plans_judges_as_one_without(pool):
+    sb, _ = _submit(pool, "print(1)\n")
+    assert sb.session.plans_learnt and sb.session.plans
+    with Sandbox(limits=LIMITS) as fresh:  # (never recycled: no plans)
+        assert not fresh.session.plans
+        for source, stdin, status in PROGRAMS:
+            for last in (False, True):
+                again, planned = _submit(pool, source, stdin, last=last)
+                assert again is sb
+                fresh.end_session()
+                fresh.new_session({}, LIMITS, python=True)
+                assert fresh.load_python(source) is None
+                plain = fresh.run_python(stdin, LIMITS, last=last)
+                assert planned.status is plain.status is status, (source, last, planned, plain)
+                assert planned.stdout == plain.stdout
+                if status is Status.OK:  # the plans are in the baseline, never the run's memory
+                    assert abs(planned.peak_memory_bytes - plain.peak_memory_bytes) < 4 * MiB, (planned, plain)
