@@ -18,7 +18,9 @@ Per session, in ms; medians of ``--rounds`` rounds of N.
 ``--ns``: also the bare kernel cost of each namespace flag (fork; ``unshare(flag)``; exit, in a
 loop, as root, no sandbox), plus the kernel threads' CPU that follows.
 
-Usage: ``python bench/session_cost.py [-n 100] [--rounds 3] [--ns]``.
+``--no-plans``: without the page plans a pooled sandbox learns at its first recycle.
+
+Usage: ``python bench/session_cost.py [-n 100] [--rounds 3] [--ns] [--no-plans]``.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def faults(pid: int) -> int:
         return 0
 
 
-def bench_sessions(n: int, rounds: int, settle: float) -> None:
+def bench_sessions(n: int, rounds: int, settle: float, plans: bool = True) -> None:
     """Per session: the sandbox's cgroup CPU split into what each process used while alive
     (``schedstat``: the zygote, the session server, its forker) and what is left (process
     exits, namespace teardown, mounts freed: work done as processes die)."""
@@ -90,6 +92,9 @@ def bench_sessions(n: int, rounds: int, settle: float) -> None:
 
     limits = Limits()
     sb = Sandbox(limits=limits, session=False)
+    if plans:  # (as the pool does at a sandbox's first recycle)
+        from arbiter.sandbox.pageplans import learn_pages
+        learn_pages(sb)
     sb.arm(prefork=True)
     zyg = sb.session.zygote_pid
     cg = lambda: sb._cg.cpu_ns()  # noqa: E731
@@ -148,7 +153,8 @@ def bench_sessions(n: int, rounds: int, settle: float) -> None:
     sb.end_session()
     sb.close()
     med = {k: statistics.median(r[k] for r in res) / n / 1e6 for k in parts}
-    print(f"per session (ms CPU), median of {rounds} rounds of {n}; load {os.getloadavg()[0]:.1f}")
+    print(f"per session (ms CPU), median of {rounds} rounds of {n}; load {os.getloadavg()[0]:.1f}; page plans"
+          f" {sb.session.plans or 'none'}")
     print(f"sandbox cgroup: end {med['end']:.2f} + arm {med['arm']:.2f} + open (load, 1 case) {med['open']:.2f}"
           f" = {med['end'] + med['arm'] + med['open']:.2f}; one more case in a session {case:.2f}")
     alive = med["zygote"] + med["server@arm"] + med["forker@arm"] + med["server@open"] + med["forker@open"]
@@ -201,12 +207,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--ns", action="store_true")
     ap.add_argument("--no-sessions", action="store_true")
+    ap.add_argument("--no-plans", action="store_true", help="no page plans learnt (docs/sandbox.md, 'Page plans')")
     ap.add_argument("--settle", type=float, default=0.03, help="seconds to let the guest finish before a reading")
     args = ap.parse_args()
     if args.ns:
         bench_ns(args.n)
     if not args.no_sessions:
-        bench_sessions(args.n, args.rounds, args.settle)
+        bench_sessions(args.n, args.rounds, args.settle, plans=not args.no_plans)
 
 
 if __name__ == "__main__":

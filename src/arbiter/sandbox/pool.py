@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.errors import SandboxError
 from arbiter.sandbox.limits import Limits
-from arbiter.sandbox.sandbox import ARMED_SCRATCH_BYTES, Sandbox
+from arbiter.sandbox.pageplans import learn_pages
+from arbiter.sandbox.sandbox import Sandbox
 from arbiter.sandbox.slots import cores
 
 if TYPE_CHECKING:
@@ -38,8 +39,6 @@ RECYCLE_WAIT = 0.5
 #: the guest's teardown, which made a one-case ``compute_score`` about 0.4 ms slower when it
 #: overlapped the caller's last steps). With none idle it starts at once (an acquire may wait).
 RECYCLE_DELAY = 0.003
-#: The judge's own program a sandbox's page plans are learnt from (:func:`learn_pages`).
-LEARN_SOURCE = "import sys\nprint(int(sys.stdin.readline()) + 1)\n"
 
 
 def _key(factory: Callable[..., Sandbox], config: SandboxConfig, mounts: Sequence[tuple[str, str]]) -> tuple:
@@ -327,30 +326,6 @@ class SandboxPool:
 
 _default: SandboxPool | None = None
 _default_lock = threading.Lock()
-
-
-def learn_pages(sb: Sandbox) -> None:
-    """Once per sandbox, between two submissions: a session of :data:`LEARN_SOURCE` (two cases)
-    whose server and forker send the zygote their page plans, the pages they write while they
-    serve; every later session copies them ahead of its submission (docs/sandbox.md, "Page
-    plans"). Learnt from the judge's own program only, so no submission shapes them. Raises
-    SandboxError (the sandbox must then be closed)."""
-    session = sb.session
-    if session is None or session.plans_learnt:
-        return
-    session.plans_learnt = True
-    limits, prefork_next = sb.limits, session.prefork_next  # (the last submission's, as without it)
-    session.arm(ARMED_SCRATCH_BYTES, prefork=True, learn=True)
-    try:
-        sb.new_session({}, Limits(), python=True)
-        if sb.load_python(LEARN_SOURCE) is None:
-            for case in (b"1\n", b"2\n"):
-                sb.run_python(case)
-    finally:
-        sb.limits = limits
-    if not sb.end_session():
-        raise SandboxError("the sandbox's learning session did not end cleanly")
-    session.prefork_next = prefork_next
 
 
 def default_pool() -> SandboxPool:

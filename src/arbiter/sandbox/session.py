@@ -85,19 +85,17 @@ class Session:
         self.prefork_next = True
         self.settling = False  # its server works on after its last reply (see ready_for_run)
         self.count = 0  # sessions opened so far
-        self.plans_learnt = False  # the zygote has its page plans (see pool.learn_pages)
-        self.plans: dict[str, int] = {}  # pages in each of them, as its last "ended" said
+        self.plans_learnt = False  # page plans were learnt for its zygote (pageplans.learn_pages)
+        self.plans: dict[str, int] = {}  # pages in each plan the zygote took
         self.held = 0  # bytes the open session's /prog files hold in the memory cgroup
         channel.on_read(self.take_hello)
 
-    def arm(self, scratch_bytes: int, prefork: bool | None = None, learn: bool = False) -> None:
+    def arm(self, scratch_bytes: int, prefork: bool | None = None) -> None:
         """Get the next session ready before its submission is known (what can be done ahead:
         the zygote forks its server into fresh namespaces with a fresh ``/proc``; it joins the
         cgroups, whose memory is settled; ``prefork``: it forks its Python forker ahead, default
-        as the last session wanted one; ``learn``: the session's server and forker send the zygote
-        their page plans, for a session of the judge's own program only: see
-        :func:`~arbiter.sandbox.pool.learn_pages`). Idempotent. Raises SandboxError
-        (the sandbox must then be closed)."""
+        as the last session wanted one). Idempotent. Raises SandboxError (the sandbox must then
+        be closed)."""
         if self.armed or self.server_pid:
             return
         ch = self.channel
@@ -107,7 +105,7 @@ class Session:
         # forked from hold them), and ids counted on would tell them how many requests the
         # sessions before them made (no request is outstanding here: the last session ended)
         try:
-            reply, _ = ch.request({"op": "session", "scratch_bytes": scratch_bytes, "learn": learn},
+            reply, _ = ch.request({"op": "session", "scratch_bytes": scratch_bytes},
                                   [KEPT_PRELUDE[0].encode("utf-8")], timeout=SESSION_TIMEOUT)
             self.request = ch.request_id  # the zygote's "ended" will carry it
             if reply.get("op") != "armed":
@@ -252,7 +250,6 @@ class Session:
             ended, _ = ch.read_frame(time.monotonic() + SESSION_TIMEOUT)
             if ended.get("op") != "ended" or ended.get("id") != rid or ended.get("status") != 0:
                 raise SandboxError(f"the session did not end cleanly: {ended}")
-            self.plans = dict(ended.get("plans") or {})
             left = self.tasks()
             if left:
                 raise SandboxError(f"processes left after the session: {left}")

@@ -181,7 +181,6 @@ def _load_then_serve(program, fk, source, prelude, filename, limits, err_w):
         resource.setrlimit(res, value)
     if status:
         return status
-    pageplan.learn(pageplan.FORKER)  # (in a learning session only)
     flags = int(program.wrapped) | (LOADED_HEAVY if program.heavy else 0)
     os.write(fk.report_w, REPORT.pack(b"L", os.getpid(), flags, 0.0, 0.0, 0, 0, 0))
     return forker_main(program, fk)
@@ -282,7 +281,7 @@ def _wait_for_program(fk):
     import _socket
     import fcntl
 
-    close_all_but(list(fk.forker_fds()) + ([pageplan.LEARN_FD] if pageplan.LEARN_FD >= 0 else []))
+    close_all_but(fk.forker_fds())
     os.chdir("/work")  # (the session server's cwd from its start on)
     _warm_up_compiler()
     pageplan.populate(pageplan.FORKER)

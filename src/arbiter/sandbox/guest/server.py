@@ -9,7 +9,7 @@ session under the zygote (:mod:`.zygote`, docs/sandbox.md "Warm pool"). Started 
 import os
 import sys
 
-from . import fdfloor, kernel, pageplan, python_case, tamper, zygote
+from . import fdfloor, kernel, python_case, tamper, zygote
 from .forker import drop_blank_forker
 from .loader import fork_blank_forker
 from .ops import OPS, recover, run_failed, take_early_load
@@ -51,7 +51,6 @@ def serve(state):
         state.request_id, state.replied = header.get("id"), False
         try:
             if op == "exit":  # (tampered, broken: the pool does not reuse the sandbox)
-                pageplan.learn(pageplan.SERVER)  # (in a learning session only)
                 reply(state, {"op": "bye", "tampered": state.tampered, "broken": state.broken,
                               "freed_in_flight": state.freed_in_flight})
                 return

@@ -2,9 +2,8 @@
 ``session``) it starts a session server in fresh PID, mount, network, IPC and UTS namespaces
 (:data:`SESSION_NAMESPACES`: fresh ``/proc``, hostname, a network with ``lo`` down); the server answers ``armed``,
 then on ``go`` mounts fresh tmpfs scratch dirs and that submission's ``/prog``, drops every
-capability and serves. The zygote waits for it to end and reports ``ended``; a ``learn`` session
-(the judge's own program) sends it the page plans every later session copies ahead
-(:mod:`.pageplan`). Exports:
+capability and serves. The zygote waits for it to end and reports ``ended``; ``plans`` gives it
+the page plans every later session copies ahead (:mod:`.pageplan`). Exports:
 :func:`serve` (the zygote's loop), :func:`arm_session`, :func:`start_session`, :func:`write_prog`,
 :func:`drop_capabilities`, :func:`mount`, :data:`SESSION_NAMESPACES`. See
 docs/sandbox.md ("Warm pool", "What a session starts with").
@@ -233,28 +232,6 @@ def _session_server(libc, header, in_fd, out_fd, start_server, prefork, levels):
         kernel.EXIT(0)
 
 
-def _learning_session(header, in_fd, out_fd, start_server, prefork):
-    """:func:`_session`; when ``header`` says ``learn`` (a session of the judge's own warm-up
-    program, never a submission's), its server and forker send their page plans
-    (:mod:`.pageplan`) over a pipe, kept for every later session."""
-    if not header.get("learn"):
-        return _session(header, in_fd, out_fd, start_server, prefork)
-    plans_r, pageplan.LEARN_FD = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        status = _session(header, in_fd, out_fd, start_server, prefork)
-    finally:
-        os.close(pageplan.LEARN_FD)
-        pageplan.LEARN_FD = -1
-    try:
-        data = os.read(plans_r, 1 << 17)  # (every writer is gone: the session's PID namespace is)
-    except BlockingIOError:
-        data = b""
-    os.close(plans_r)
-    if status == 0:
-        pageplan.take(data)
-    return status
-
-
 def _say(text):
     try:
         os.write(2, (text + "\n").encode())
@@ -269,6 +246,7 @@ def serve(in_fd, out_fd, start_server, prefork=lambda drop: None):
     carries its exit status; ``exit`` ends the zygote. ``prefork``: see :func:`_session_server`."""
     global DEVICE_REMOUNTS
     kernel.find_tid_offset()  # (once: then each session server is cloned, no helper)
+    pageplan.load_libc()
     DEVICE_REMOUNTS = device_remounts()
     write_all(out_fd, encode_frame({"op": "hello", "zygote": True, "pid": os.getpid()}))
     while True:
@@ -281,9 +259,11 @@ def serve(in_fd, out_fd, start_server, prefork=lambda drop: None):
             if blobs:  # the prelude its load will likely bring (the last one's)
                 keep_prelude(blobs[0].decode("utf-8", "surrogateescape"))
             del blobs
-            status = _learning_session(header, in_fd, out_fd, start_server, prefork)
-            reply = {"op": "ended", "status": os.waitstatus_to_exitcode(status),
-                     "plans": pageplan.sizes()}
+            status = _session(header, in_fd, out_fd, start_server, prefork)
+            reply = {"op": "ended", "status": os.waitstatus_to_exitcode(status)}
+        elif op == "plans":  # the judge's, learnt from its own program (pageplans.learn_pages)
+            pageplan.take(blobs[0] if blobs else b"")
+            reply = {"op": "plans", "pages": pageplan.sizes()}
         elif op == "exit":
             write_all(out_fd, encode_frame({"op": "bye", "id": rid}))
             return
