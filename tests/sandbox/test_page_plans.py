@@ -127,3 +127,20 @@ def test_a_session_with_plans_judges_as_one_without(pool):
                 assert planned.stdout == plain.stdout
                 if status is Status.OK:  # the plans are in the baseline, never the run's memory
                     assert abs(planned.peak_memory_bytes - plain.peak_memory_bytes) < 4 * MiB, (planned, plain)
+
+
+def test_a_learning_session_that_finds_no_warm_forker_leaves_the_pool_working(pool, monkeypatch):
+    """Red team 49: the learning session once slept 50 ms and took the server's one child as its
+    forker; a server slower than that raised in the pool's recycling thread, which died with the
+    sandbox neither closed nor reused. With no time to wait at all (the forker may not be forked
+    yet), the learning gives no plans or the usual ones, and the pool goes on."""
+    from arbiter.sandbox import pageplans
+
+    monkeypatch.setattr(pageplans, "LEARN_SETTLE", 0.0)
+    sb, first = _submit(pool, "print(1)\n")
+    assert first.status is Status.OK and sb.session.plans_learnt
+    for n in (2, 3):
+        again, ex = _submit(pool, f"print({n})\n", last=True)
+        assert again is sb and ex.status is Status.OK and ex.stdout == b"%d\n" % n
+    assert all(t.is_alive() for t in pool._threads["recycle"])
+    assert pool.stats()["discarded"] == 0

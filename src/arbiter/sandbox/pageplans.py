@@ -19,13 +19,15 @@ from typing import Iterable
 from arbiter.sandbox.errors import SandboxError
 from arbiter.sandbox.guest.pageplan import FORKER, HEAD, MAX_PAGES, MAX_RUNS, RUN, SERVER
 from arbiter.sandbox.limits import Limits
-from arbiter.sandbox.sandbox import ARMED_SCRATCH_BYTES
+from arbiter.sandbox.sandbox import ARMED_SCRATCH_BYTES, Sandbox
 from arbiter.sandbox.session import KEPT_PRELUDE, child_pids
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
-#: Seconds the learning session waits after its arm (the blank forker warms up, as it has
-#: before a submission's ``go``).
-LEARN_SETTLE = 0.05
+#: Seconds the learning session waits at most for its blank forker to be forked and warm (as
+#: it is before a submission's ``go``), looking every :data:`SETTLE_STEP` seconds: warm is
+#: asleep with no CPU used since the last look.
+LEARN_SETTLE = 2.0
+SETTLE_STEP = 0.005
 #: The judge's own program the plans are learnt from, run on three cases (the last one in the
 #: forker itself, as a submission's last case is).
 LEARN_SOURCE = "import sys\nprint(int(sys.stdin.readline()) + 1)\n"
@@ -63,15 +65,17 @@ def encode(role: bytes, pages: Iterable[int]) -> bytes:
     return HEAD.pack(role, len(runs)) + b"".join(RUN.pack(a, n) for a, n in runs)
 
 
-def learn_pages(sb) -> None:
+def learn_pages(sb: Sandbox) -> None:
     """Once per sandbox (as root; a no-op otherwise), between two submissions: a session of
     :data:`LEARN_SOURCE` whose server and forker are read at these moments, then the plans
     given to the zygote:
 
     - the server just armed (``private``: what it has to itself before it forks), then once its
-      blank forker is forked and warm (``go``: for each, what it has to itself already);
+      blank forker is forked and warm (``go``, :func:`_warm_forker`: for each, what it has to
+      itself already);
     - after two cases forked as usual, before the last (``last``: the forker still lives);
-    - after the last case, run in the forker, which then exits (``end``).
+    - after the last case, run in the forker, which then exits, once the server has answered a
+      ``ps`` (``end``: its work after the case done).
 
     The server's plan is what it has at ``end`` and not at ``go``, less what it had to itself
     before it forked and still shared with its forker at ``last`` (those pages are its own again
@@ -84,10 +88,10 @@ def learn_pages(sb) -> None:
     limits, prefork_next = sb.limits, session.prefork_next
     try:
         plans = _learning_session(sb)
-    except OSError:  # (a process gone, a file not readable here: no plans)
+    except (OSError, ValueError):  # (a process gone or not there, a file not readable: no plans)
         plans = b""
         if not sb.end_session():
-            raise SandboxError("the sandbox's learning session did not end cleanly")
+            raise SandboxError("the sandbox's learning session did not end cleanly") from None
     finally:
         sb.limits = limits
         session.prefork_next = prefork_next  # (the last submission's, as without the learning)
@@ -96,14 +100,32 @@ def learn_pages(sb) -> None:
         session.plans = dict(reply.get("pages") or {})
 
 
-def _learning_session(sb) -> bytes:
+def _warm_forker(server: int) -> int:
+    """The host pid of ``server``'s blank forker once it is warm (or :data:`LEARN_SETTLE` has
+    passed). ValueError when it has no one child then."""
+    deadline = time.monotonic() + LEARN_SETTLE
+    last = None
+    while time.monotonic() < deadline:
+        time.sleep(SETTLE_STEP)
+        kids = child_pids(server)
+        if len(kids) != 1:
+            continue
+        with open(f"/proc/{kids[0]}/stat") as stat, open(f"/proc/{kids[0]}/schedstat") as sched:
+            now = (stat.read().rsplit(")", 1)[1].split()[0], sched.read().split()[0])  # state, CPU ns
+        if now == last and now[0] == "S":
+            return kids[0]
+        last = now
+    (forker,) = child_pids(server)
+    return forker
+
+
+def _learning_session(sb: Sandbox) -> bytes:
     session = sb.session
     session.arm(ARMED_SCRATCH_BYTES, prefork=False)
     server = session.armed_pid
     private = own_pages(server)
     sb.channel.send({"op": "prefork", "id": -2})
-    time.sleep(LEARN_SETTLE)
-    (forker,) = child_pids(server)
+    forker = _warm_forker(server)
     at_go = own_pages(server), own_pages(forker)
     sb.new_session({"main.py": LEARN_SOURCE.encode()}, Limits(), python=True)
     if sb.load_python(LEARN_SOURCE, KEPT_PRELUDE[0]) is not None:
@@ -112,6 +134,7 @@ def _learning_session(sb) -> bytes:
         sb.run_python(case)
     at_last = own_pages(server), own_pages(forker)
     sb.run_python(b"3\n", last=True)
+    sb.stray_processes()  # (answered once the server is done after the last case: reaped, wiped)
     at_end = own_pages(server)
     if not sb.end_session():
         raise SandboxError("the sandbox's learning session did not end cleanly")
