@@ -8,7 +8,7 @@ manager makes them: the sandbox just released is recycled while the next call ru
 ``--gap`` seconds apart (the recycle done before the next call). ``--thread``: the calls are made
 from a thread that is not the main one (verl's reward-loop workers, ``compute_score_async``'s pool,
 a service's handlers): there the step judge runs a task in the calling thread (docs/step.md);
-from the main thread it hands it to a worker (an interrupt must not land in its bookkeeping).
+from the main thread its intake thread does (an interrupt must not land in its bookkeeping).
 Printed: p25/p50/p75 ms of each tree, their ratio, the load average. Target: p50 <= 5 ms.
 
 Usage: ``python bench/score_one.py --compare TREE [--rounds 4] [-n 30] [--gap 0] [--thread]``. TREE is a

@@ -81,26 +81,32 @@ _NUMBERS = itertools.count(1)
 
 
 class Intake:
-    """Runs each :meth:`run`'s function, in order, in a daemon thread of its own (started at the
-    first call), and hands back its result. ``name``: the thread's (default numbered)."""
+    """Runs each :meth:`run`'s function in a daemon thread of its own and hands back its result:
+    one thread while calls come one at a time (started at the first call); a call made while every
+    thread is still busy with an earlier one (an interrupted call's work, which runs to its end)
+    gets another, which ends once it is not needed. ``name``: the threads' (default numbered)."""
 
     def __init__(self, name: str | None = None):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._name = name or f"arbiter-step-intake-{next(_NUMBERS)}"
-        self._lock = threading.Lock()  # (run and close: nothing is queued after the end)
+        self._lock = threading.Lock()  # (run, close and the threads' counts)
         self._closed = False
-        self._server: threading.Thread | None = None  # the thread that serves the queue
+        self._waiting = 0  # threads that will take the next item from the queue
+        self._server: threading.Thread | None = None  # the thread started last
 
     def run(self, fn: Callable[[], Any], until_done: bool = False) -> Any:
-        """``fn()`` run in the intake thread: its result or its exception; ``until_done``: ``fn``
+        """``fn()`` run in an intake thread: its result or its exception; ``until_done``: ``fn``
         returns a future, and this is that future's result or exception, once it is done. An
         interrupt ends this wait; ``fn`` runs to its end all the same. RuntimeError once closed."""
         handed = _Handed()
         with self._lock:
             if self._closed:
                 raise RuntimeError(CLOSED)
-            if self._server is None:  # (an interrupt here may start two: the second one leaves)
-                threading.Thread(target=self._serve, name=self._name, daemon=True).start()
+            if self._queue.qsize() >= self._waiting:  # every thread busy: one more (an interrupt
+                # between the start and the put leaves a thread that waits for the next call)
+                self._server = threading.Thread(target=self._serve, name=self._name, daemon=True)
+                self._waiting += 1
+                self._server.start()
             self._queue.put((fn, handed, until_done))
         return handed.wait()
 
@@ -126,28 +132,33 @@ class Intake:
         return mirrors
 
     def close(self) -> None:
-        """Refuse new calls; the thread ends once what it was given has run."""
+        """Refuse new calls; the threads end once what they were given has run."""
         with self._lock:
             self._closed = True
             self._queue.put(None)
 
     def _serve(self) -> None:
-        with self._lock:
-            if self._server is not None:
-                return  # another thread serves this queue
-            self._server = threading.current_thread()
         while True:
             item = self._queue.get()
+            with self._lock:
+                self._waiting -= 1
             if item is None:
+                self._queue.put(None)  # (for the other threads)
                 return
-            fn, handed, until_done = item
+            _run_one(*item)
             del item
-            try:
-                value, error = fn(), None
-            except BaseException as exc:  # fn's error is its caller's
-                value, error = None, exc
-            if until_done and error is None:
-                value.add_done_callback(handed.hand_outcome)
-            else:
-                handed.hand(value, error)
-            del fn, handed, value, error
+            with self._lock:
+                if self._closed or self._waiting:  # (another thread waits: this one is not needed)
+                    return
+                self._waiting += 1
+
+
+def _run_one(fn: Callable[[], Any], handed: _Handed, until_done: bool) -> None:
+    try:
+        value, error = fn(), None
+    except BaseException as exc:  # fn's error is its caller's
+        value, error = None, exc
+    if until_done and error is None:
+        value.add_done_callback(handed.hand_outcome)
+    else:
+        handed.hand(value, error)

@@ -263,12 +263,12 @@ class StepJudge:
         """:meth:`submit` and wait (:meth:`judge_here` for an ``inline`` judge). With this
         judge's own threads, a task that would start at once (a worker free, nothing queued) is
         judged in the calling thread, in that worker's place (the same slot, order and settling,
-        no thread hand-off); from the main thread, the intake thread (:mod:`.intake`) submits it
-        and a worker judges it: an interrupt lands in the wait (docs/step.md)."""
+        no thread hand-off); from the main thread, an intake thread (:mod:`.intake`) does so in
+        its place: an interrupt lands in the wait (docs/step.md)."""
         if self.inline:
             return self.judge_here(task, hint=hint, settings=settings)
         if _on_main_thread():
-            return self.intake.run(lambda: self._submit(task, hint, settings, here=False), until_done=True)
+            return self.intake.run(lambda: self._submit(task, hint, settings, here=self._owned), until_done=True)
         return self._submit(task, hint, settings, here=self._owned).result()
 
     def _check_open(self) -> None:
