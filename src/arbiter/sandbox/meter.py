@@ -75,12 +75,15 @@ class RunMeter:
             self.cg.set_memory_limit(limit)
 
     def track(self, server_pid: int) -> None:
-        """A new session server (0: none): its CPU is subtracted from every run's."""
+        """A new session server (0: none): its CPU is subtracted from every run's (its
+        ``schedstat`` opened now, when the session is armed, not in the first run's readings)."""
         if self._schedstat_fd >= 0:
             os.close(self._schedstat_fd)
         self._schedstat_fd = -1
         self.server_pid = server_pid
         self._pinned = -1
+        if server_pid:
+            self.server_cpu_ns()
 
     def forget_pinned(self) -> None:
         """Pinned memory may have shrunk (a staged input freed, a forker replaced, a program
