@@ -1,4 +1,4 @@
-"""The main thread's door into a step judge: one thread of the judge's own does its bookkeeping.
+"""The main thread's door into a step judge: threads of the judge's own do its bookkeeping.
 
 Python runs signal handlers in the main thread (after a call returns, at a loop's jump back, at a
 function's start): an interrupt (Ctrl-C in a notebook, a ``SIGALRM`` timeout around
@@ -7,7 +7,7 @@ counted, a lock held) would leave it half done, and so would one raised in a fut
 ``with self._condition`` (``Condition.__enter__`` is Python code: the lock taken, the ``with`` not
 entered yet), which leaves the lock held and the worker that completes the future waiting forever.
 From the main thread a call is one ``put`` on a queue and a wait on a lock of its own; the call runs
-in the intake thread, to its end, whether anyone still waits or not, and the main thread touches no
+in an intake thread, to its end, whether anyone still waits or not, and the main thread touches no
 future. Exports :class:`Intake`, :func:`outcome`, :data:`CLOSED`. See docs/step.md.
 """
 
@@ -81,18 +81,21 @@ _NUMBERS = itertools.count(1)
 
 
 class Intake:
-    """Runs each :meth:`run`'s function in a daemon thread of its own and hands back its result:
-    one thread while calls come one at a time (started at the first call); a call made while every
-    thread is still busy with an earlier one (an interrupted call's work, which runs to its end)
-    gets another, which ends once it is not needed. ``name``: the threads' (default numbered)."""
+    """Runs each :meth:`run`'s function in a daemon thread of its own and hands back its result.
+    Its threads (``name`` theirs: default numbered) keep one spare: the first is started here,
+    and a thread that takes a call starts another when none is left waiting, so a call made while
+    an earlier one still runs (an interrupted call's work, which runs to its end) is taken at
+    once; a thread ends when it is done and two others wait. No thread is started in a call: an
+    interrupt inside ``Thread.start`` could leave it half started."""
 
     def __init__(self, name: str | None = None):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._name = name or f"arbiter-step-intake-{next(_NUMBERS)}"
-        self._lock = threading.Lock()  # (run, close and the threads' counts)
+        self._lock = threading.Lock()  # (run, close and the threads' count)
         self._closed = False
-        self._waiting = 0  # threads that will take the next item from the queue
-        self._server: threading.Thread | None = None  # the thread started last
+        self._idle = 0  # threads waiting for a call, or started to (counted by the threads only)
+        self._server = threading.Thread(target=self._serve, args=(False,), name=self._name, daemon=True)
+        self._server.start()
 
     def run(self, fn: Callable[[], Any], until_done: bool = False) -> Any:
         """``fn()`` run in an intake thread: its result or its exception; ``until_done``: ``fn``
@@ -102,11 +105,6 @@ class Intake:
         with self._lock:
             if self._closed:
                 raise RuntimeError(CLOSED)
-            if self._queue.qsize() >= self._waiting:  # every thread busy: one more (an interrupt
-                # between the start and the put leaves a thread that waits for the next call)
-                self._server = threading.Thread(target=self._serve, name=self._name, daemon=True)
-                self._waiting += 1
-                self._server.start()
             self._queue.put((fn, handed, until_done))
         return handed.wait()
 
@@ -137,28 +135,42 @@ class Intake:
             self._closed = True
             self._queue.put(None)
 
-    def _serve(self) -> None:
+    def _serve(self, counted: bool) -> None:
+        if not counted:
+            with self._lock:
+                self._idle += 1
         while True:
             item = self._queue.get()
-            with self._lock:
-                self._waiting -= 1
             if item is None:
                 self._queue.put(None)  # (for the other threads)
                 return
+            with self._lock:
+                self._idle -= 1
+                if not self._idle and not self._closed:
+                    self._start_spare()
             _run_one(*item)
             del item
             with self._lock:
-                if self._closed or self._waiting:  # (another thread waits: this one is not needed)
+                if self._closed or self._idle >= 2:  # (a spare and one more wait: not needed)
                     return
-                self._waiting += 1
+                self._idle += 1
+
+    def _start_spare(self) -> None:
+        """One more thread waiting for calls (``self._lock`` held; never in the main thread, so
+        no interrupt lands between the count and the start)."""
+        self._idle += 1
+        try:
+            threading.Thread(target=self._serve, args=(True,), name=self._name, daemon=True).start()
+        except RuntimeError:  # (no thread can be started now: later calls wait for this one)
+            self._idle -= 1
 
 
 def _run_one(fn: Callable[[], Any], handed: _Handed, until_done: bool) -> None:
     try:
         value, error = fn(), None
-    except BaseException as exc:  # fn's error is its caller's
+        if until_done:
+            value.add_done_callback(handed.hand_outcome)
+            return
+    except BaseException as exc:  # fn's error (or a value that is no future) is its caller's
         value, error = None, exc
-    if until_done and error is None:
-        value.add_done_callback(handed.hand_outcome)
-    else:
-        handed.hand(value, error)
+    handed.hand(value, error)

@@ -251,13 +251,16 @@ class StepJudge:
         """The original of a copy ended: its verdict (as a reused one), or the copy runs itself."""
         error = running.exception()
         verdict = running.result() if error is None else None
+        if error is None and (verdict is None or not reusable(verdict)):
+            self._push(self._plan(task, settings, hint, out))  # our failure (SANDBOX_ERROR) or
+            return  # cancelled: this copy is judged on its own
+        if not out.set_running_or_notify_cancel():
+            return  # (its waiter cancelled it meanwhile: a batch's early stop)
         if error is not None:
             out.set_exception(error)
-        elif verdict is not None and reusable(verdict):
+        else:
             self._count("joined")
             out.set_result(decode(encode(verdict)))
-        else:  # our failure (SANDBOX_ERROR) or cancelled: this copy is judged on its own
-            self._push(self._plan(task, settings, hint, out))
 
     def judge(self, task: Task, *, hint: float | None = None, settings: Settings = ON) -> Verdict:
         """:meth:`submit` and wait (:meth:`judge_here` for an ``inline`` judge). With this
