@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import queue
 import threading
+import weakref
 from concurrent.futures import CancelledError, Future
 from typing import Any, Callable
 
@@ -82,20 +84,25 @@ _NUMBERS = itertools.count(1)
 
 class Intake:
     """Runs each :meth:`run`'s function in a daemon thread of its own and hands back its result.
-    Its threads (``name`` theirs: default numbered) keep one spare: the first is started here,
-    and a thread that takes a call starts another when none is left waiting, so a call made while
-    an earlier one still runs (an interrupted call's work, which runs to its end) is taken at
-    once; a thread ends when it is done and two others wait. No thread is started in a call: an
-    interrupt inside ``Thread.start`` could leave it half started."""
+    Its threads (``name`` theirs: default numbered) keep one spare: the first is started by the
+    first call, and a thread that takes a call starts another when none is left waiting, so a call
+    made while an earlier one still runs (an interrupted call's work, which runs to its end) is
+    taken at once; a thread ends when it is done and two others wait. A forked child's intake
+    starts anew (the parent's threads are not in it)."""
 
     def __init__(self, name: str | None = None):
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._name = name or f"arbiter-step-intake-{next(_NUMBERS)}"
-        self._lock = threading.Lock()  # (run, close and the threads' count)
         self._closed = False
+        self._server: threading.Thread | None = None  # the first thread
+        self._begin()
+        _INTAKES.add(self)
+
+    def _begin(self) -> None:
+        """A new queue and lock, no thread yet (here and in a forked child)."""
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()  # (run, close and the threads' count)
         self._idle = 0  # threads waiting for a call, or started to (counted by the threads only)
-        self._server = threading.Thread(target=self._serve, args=(False,), name=self._name, daemon=True)
-        self._server.start()
+        self._unserved = True  # no thread started yet: the next call starts the first
 
     def run(self, fn: Callable[[], Any], until_done: bool = False) -> Any:
         """``fn()`` run in an intake thread: its result or its exception; ``until_done``: ``fn``
@@ -105,6 +112,11 @@ class Intake:
         with self._lock:
             if self._closed:
                 raise RuntimeError(CLOSED)
+            if self._unserved:  # the first call (an interrupt inside the start leaves it to the
+                # next call; one started but not known is one thread more: it counts itself)
+                server = threading.Thread(target=self._serve, args=(False,), name=self._name, daemon=True)
+                server.start()
+                self._server, self._unserved = server, False
             self._queue.put((fn, handed, until_done))
         return handed.wait()
 
@@ -151,8 +163,8 @@ class Intake:
             _run_one(*item)
             del item
             with self._lock:
-                if self._closed or self._idle >= 2:  # (a spare and one more wait: not needed)
-                    return
+                if self._idle >= 2 and not self._closed:  # (a spare and one more wait: not needed;
+                    return  # once closed, the calls queued before the end are still served)
                 self._idle += 1
 
     def _start_spare(self) -> None:
@@ -163,6 +175,18 @@ class Intake:
             threading.Thread(target=self._serve, args=(True,), name=self._name, daemon=True).start()
         except RuntimeError:  # (no thread can be started now: later calls wait for this one)
             self._idle -= 1
+
+
+#: Every live intake: a forked child gives each a new queue and lock, and no thread.
+_INTAKES: "weakref.WeakSet[Intake]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for intake in list(_INTAKES):
+        intake._begin()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _run_one(fn: Callable[[], Any], handed: _Handed, until_done: bool) -> None:
