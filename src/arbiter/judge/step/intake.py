@@ -93,7 +93,6 @@ class Intake:
     def __init__(self, name: str | None = None):
         self._name = name or f"arbiter-step-intake-{next(_NUMBERS)}"
         self._closed = False
-        self._server: threading.Thread | None = None  # the first thread
         self._begin()
         _INTAKES.add(self)
 
@@ -102,7 +101,7 @@ class Intake:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()  # (run, close and the threads' count)
         self._idle = 0  # threads waiting for a call, or started to (counted by the threads only)
-        self._unserved = True  # no thread started yet: the next call starts the first
+        self._server: threading.Thread | None = None  # the first thread (None: the next call starts it)
 
     def run(self, fn: Callable[[], Any], until_done: bool = False) -> Any:
         """``fn()`` run in an intake thread: its result or its exception; ``until_done``: ``fn``
@@ -112,11 +111,11 @@ class Intake:
         with self._lock:
             if self._closed:
                 raise RuntimeError(CLOSED)
-            if self._unserved:  # the first call (an interrupt inside the start leaves it to the
+            if self._server is None:  # the first call (an interrupt inside the start leaves it to the
                 # next call; one started but not known is one thread more: it counts itself)
                 server = threading.Thread(target=self._serve, args=(False,), name=self._name, daemon=True)
                 server.start()
-                self._server, self._unserved = server, False
+                self._server = server
             self._queue.put((fn, handed, until_done))
         return handed.wait()
 
