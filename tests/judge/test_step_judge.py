@@ -652,3 +652,28 @@ def test_an_unusable_hint_is_no_hint_and_leaves_no_key_claimed():
         assert not j.store._running
     finally:
         j.close()
+
+
+def test_copies_of_a_cancelled_original_are_judged_once_and_kept():
+    """An original cancelled before it ran (a batch's early stop) leaves its copies no verdict:
+    the first copy is judged in its place (its verdict kept), the others join it, through
+    submit() and through judge_here() alike; a later repeat is reused."""
+    j = StepJudge(1)
+    one = TestSuite([StdioCase("a", "1\n", "2\n")])
+    gate = task("import time\ntime.sleep(1.5)\nprint(2)", one)  # holds the one worker
+    try:
+        blocker = j.submit(gate)
+        original = j.submit(task(DOUBLE))  # queued behind it
+        copies = [j.submit(task(DOUBLE)) for _ in range(3)]
+        with ThreadPoolExecutor(1) as pool:
+            here = pool.submit(j.judge_here, task(DOUBLE))
+            while j.stats()["submitted"] < 6:
+                threading.Event().wait(0.01)
+            assert original.cancel()
+            verdicts = [c.result(60) for c in copies] + [here.result(60)]
+        assert blocker.result(60).outcome is Outcome.AC
+        assert all(v.outcome is Outcome.AC for v in verdicts)
+        assert sum(not v.cached for v in verdicts) == 1  # one of them judged, the rest its copies
+        assert j.stats()["runs"] == 2 and j.judge(task(DOUBLE)).cached
+    finally:
+        j.close()

@@ -26,7 +26,7 @@ from arbiter.datasets.verl_rows import vacuous_suite_warning
 from arbiter.judge.encodings.verl import verl_ground_truth_to_suite
 from arbiter.judge.step import Settings, default_step_judge
 from arbiter.judge.step.key import CASE_ORDERS
-from arbiter.judge.step.stepjudge import SCHEDULES
+from arbiter.judge.step.settings import SCHEDULES
 from arbiter.judge.task import Task
 from arbiter.judge.testsuite import CallCase, InvalidTestSuite, TestSuite
 from arbiter.judge.verdict import Outcome, Verdict

@@ -24,39 +24,14 @@ from typing import Any, Callable
 from arbiter.judge.judge import default_workers, judge
 from arbiter.judge.step.costs import CostModel
 from arbiter.judge.step.intake import CLOSED, Intake, outcome
-from arbiter.judge.step.key import CASE_ORDERS, effective_order, suite_digest, verdict_key
+from arbiter.judge.step.key import effective_order, suite_digest, verdict_key
 from arbiter.judge.step.order import CaseOrder, permute, restore
+from arbiter.judge.step.settings import OFF, ON, Settings
 from arbiter.judge.step.store import VerdictStore, decode, encode, reusable
 from arbiter.judge.task import Task
 from arbiter.judge.verdict import Outcome, Verdict
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.slots import JudgeSlots, judge_slots
-
-#: ``schedule`` values: start the longest predicted submission first, or in submission order.
-SCHEDULES = ("longest_first", "fifo")
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Per submission: ``reuse`` verdicts of identical submissions; ``case_order``
-    (``failures_first`` or ``suite``); ``schedule`` (``longest_first`` or ``fifo``)."""
-
-    reuse: bool = True
-    case_order: str = "failures_first"
-    schedule: str = "longest_first"
-
-    def __post_init__(self) -> None:
-        if self.case_order not in CASE_ORDERS:
-            raise ValueError(f"case_order must be one of {CASE_ORDERS}, got {self.case_order!r}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-
-
-#: Reuse, failures first, longest first.
-ON = Settings()
-#: The suite's order, no reuse, submission order: ``judge()`` on each task.
-OFF = Settings(reuse=False, case_order="suite", schedule="fifo")
-
 
 @dataclass
 class _Job:
@@ -193,7 +168,7 @@ class StepJudge:
                 out.set_result(hit)
                 return out
             if hit is not None:  # an identical task is being judged: wait for it, in no slot
-                hit.add_done_callback(lambda f: self._joined(f, task, hint, settings, out))
+                hit.add_done_callback(lambda f: self._joined(f, key, task, hint, settings, out))
                 return out
         job = self._plan(task, settings, hint, out)
         job.key = key
@@ -247,13 +222,19 @@ class StepJudge:
         self._count("hits")
         return hit
 
-    def _joined(self, running: Future, task: Task, hint: float | None, settings: Settings, out: Future) -> None:
-        """The original of a copy ended: its verdict (as a reused one), or the copy runs itself."""
+    def _joined(self, running: Future, key: str, task: Task, hint: float | None, settings: Settings,
+                out: Future) -> None:
+        """The original of a copy ended: its verdict (as a reused one); none (it was cancelled before
+        it ran): the copy is submitted again (:meth:`_again`); one that depends on the host (our
+        failure, SANDBOX_ERROR): the copy is judged on its own (its retry, beside the others')."""
         error = running.exception()
         verdict = running.result() if error is None else None
-        if error is None and (verdict is None or not reusable(verdict)):
-            self._push(self._plan(task, settings, hint, out))  # our failure (SANDBOX_ERROR) or
-            return  # cancelled: this copy is judged on its own
+        if error is None and verdict is None:
+            self._again(key, task, hint, settings, out)
+            return
+        if error is None and not reusable(verdict):
+            self._push(self._plan(task, settings, hint, out))
+            return
         if not out.set_running_or_notify_cancel():
             return  # (its waiter cancelled it meanwhile: a batch's early stop)
         if error is not None:
@@ -261,6 +242,20 @@ class StepJudge:
         else:
             self._count("joined")
             out.set_result(decode(encode(verdict)))
+
+    def _again(self, key: str, task: Task, hint: float | None, settings: Settings, out: Future) -> None:
+        """A copy whose original never ran, as a new submission of ``key``: the first such copy
+        claims it and is judged (its verdict stored for the next), the others join it."""
+        hit = self._lookup(key)
+        if isinstance(hit, Verdict):
+            if out.set_running_or_notify_cancel():
+                out.set_result(hit)
+        elif hit is not None:
+            hit.add_done_callback(lambda f: self._joined(f, key, task, hint, settings, out))
+        else:
+            job = self._plan(task, settings, hint, out)
+            job.key = key  # (a cancelled copy settles it unjudged: see _pump)
+            self._push(job)
 
     def judge(self, task: Task, *, hint: float | None = None, settings: Settings = ON) -> Verdict:
         """:meth:`submit` and wait (:meth:`judge_here` for an ``inline`` judge). With this
@@ -415,16 +410,19 @@ class StepJudge:
         server's worker): reused or joined when it can be, else judged here."""
         self._count("submitted")
         key = self.key(task, settings)
-        if key is not None:
+        while key is not None:
             hit = self._lookup(key)
             if isinstance(hit, Verdict):
                 return hit
-            if hit is not None:
-                verdict = hit.result()
-                if verdict is not None and reusable(verdict):
-                    self._count("joined")
-                    return decode(encode(verdict))
-                key = None  # the original failed on our side: judged here, on its own
+            if hit is None:  # claimed: judged here
+                break
+            verdict = hit.result()
+            if verdict is not None and reusable(verdict):
+                self._count("joined")
+                return decode(encode(verdict))
+            if verdict is not None:  # our failure: judged here, on its own (its retry)
+                key = None
+            # (None: the original was cancelled before it ran: looked up again)
         out: Future = Future()
         out.set_running_or_notify_cancel()
         job = self._plan(task, settings, hint, out)
@@ -495,4 +493,4 @@ def default_step_judge() -> StepJudge:
         return _default[1]
 
 
-__all__ = ["OFF", "ON", "SCHEDULES", "Settings", "StepJudge", "default_step_judge"]
+__all__ = ["StepJudge", "default_step_judge"]
