@@ -75,6 +75,9 @@ def test_memory_without_a_memory_cgroup_is_maxrss():
 
 
 def test_truncation_flags_and_peak():
-    ex = classify(_reply(stdout_size=10, stderr_size=7, maxrss_bytes=9 * MiB), LIM, b"out", b"e", None,
-                  2 * MiB, 0, 0.0, True)
-    assert ex.stdout_truncated and ex.stderr_truncated and ex.peak_memory_bytes == 9 * MiB
+    """The peak is the figure the memory limit is judged on: the cgroup's (not a larger
+    ``ru_maxrss``: a forked Python case's counts the interpreter it shares), else ``ru_maxrss``."""
+    reply = _reply(stdout_size=10, stderr_size=7, maxrss_bytes=9 * MiB)
+    ex = classify(reply, LIM, b"out", b"e", None, 2 * MiB, 0, 0.0, True)
+    assert ex.stdout_truncated and ex.stderr_truncated and ex.peak_memory_bytes == 2 * MiB
+    assert classify(reply, LIM, b"out", b"e", None, 2 * MiB, 0, 0.0, False).peak_memory_bytes == 9 * MiB

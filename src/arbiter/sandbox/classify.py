@@ -104,7 +104,7 @@ def classify(reply: dict[str, Any], lim: Limits, stdout: bytes, stderr: bytes,
     return Execution(
         status=status, exit_code=reply.get("exit_code"), signal=reply.get("signal"),
         cpu_seconds=cpu, wall_seconds=float(reply.get("wall_seconds", 0.0)),
-        peak_memory_bytes=max(maxrss, mem_delta), stdout=stdout, stderr=stderr,
+        peak_memory_bytes=mem_delta if have_memcg else maxrss, stdout=stdout, stderr=stderr,
         stdout_truncated=out_size > len(stdout), stderr_truncated=err_size > len(stderr),
         result=result, detail=detail,
         run_delay_seconds=float(reply.get("run_delay_seconds", 0.0)),

@@ -30,12 +30,11 @@ class Execution:
     - ``signal``: the number of the signal that killed it, else ``None``.
     - ``cpu_seconds``: user + system CPU seconds of the program and the children it waited for.
     - ``wall_seconds``: elapsed seconds from fork to exit.
-    - ``peak_memory_bytes``: the largest memory the run used, bytes: the peak of what the run added
-      to the sandbox's memory cgroup (heap, stack, page tables, files written to tmpfs), and for
-      forked Python cases at least their peak RSS. Pages already in memory before the run (shared
-      libraries, the warm interpreter) are not counted for native programs. The memory limit is
-      judged on the cgroup's figure: a Python case's RSS (the warm interpreter's shared pages
-      in it) can put this above ``memory_bytes`` in a run within it (docs/sandbox.md, LIMITS).
+    - ``peak_memory_bytes``: the largest memory the run used, bytes, the figure the memory limit
+      is judged on: the peak of what the run added to the sandbox's memory cgroup (heap, stack,
+      page tables, files written to tmpfs); pages in memory before the run (shared libraries,
+      the warm interpreter a Python case is forked from) are not counted. Without a memory
+      cgroup, the run's peak RSS (docs/sandbox.md, LIMITS).
     - ``stdout`` / ``stderr``: captured bytes, capped by ``Limits.output_bytes`` /
       ``Limits.stderr_bytes``; ``*_truncated`` says when more was written.
     - ``result``: for a Python function call, the JSON bytes the harness wrote for the return value
