@@ -140,7 +140,8 @@ def test_score_cli_end_to_end(small, tmp_path):
 
     summary = json.loads((out / "summary.json").read_text())
     overall = summary["overall"]
-    assert overall["problems"] == 3 and overall["invalid_problems"] == 2 and overall["responses"] == 10
+    assert overall["problems"] == 3 and overall["invalid_problems"] == 2 and overall["responses"] == 8
+    assert overall["invalid_responses"] == 2  # (left out of responses, as in arbiter report: audit)
     assert overall["mean_pass_rate"] == pytest.approx((2 / 3 + 1 / 3 + 1) / 3)
     assert overall["pass_at_k"]["1"] == pytest.approx((2 / 3 + 1 / 3 + 1) / 3)
     assert overall["problems_at_k"] == {"1": 3, "2": 3, "3": 2}

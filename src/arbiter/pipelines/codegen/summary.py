@@ -74,8 +74,9 @@ def _group_stats(problems: list[_Problem]) -> dict[str, Any]:
     return {
         "problems": len(valid),
         "invalid_problems": len(problems) - len(valid),
+        "invalid_responses": sum(p.n for p in problems if p.invalid),
         "vacuous_problems": sum(1 for p in valid if p.vacuous),
-        "responses": sum(p.n for p in problems),
+        "responses": sum(p.n for p in valid),
         "correct": sum(p.c for p in valid),
         "mean_pass_rate": _mean([p.c / p.n for p in valid if p.n]),
         "solved_at_least_once": sum(1 for p in valid if p.c > 0),
