@@ -240,6 +240,9 @@ def test_plots_hold_the_counted_data(data, dataset_report):
     cases = [cases_of(r["reward_model"]["ground_truth"]) for r in kept]
     counts, _ = np.histogram(cases, bins=fig["suite_sizes"]["edges"])
     assert fig["suite_sizes"]["counts"] == counts.tolist() and sum(counts) == len(kept)
+    edges = fig["suite_sizes"]["edges"]  # log-x exactly when the bins are log-spaced (audit)
+    log_spaced = edges[2] - edges[1] > (edges[1] - edges[0]) * 1.0001
+    assert fig["suite_sizes"]["log"] == log_spaced == (max(cases) / min(cases) > 20)
     for model, field in (("weak", "lower_scores"), ("strong", "upper_scores")):
         for ds, curve in fig["pass_at_k"][model].items():
             rows = [r for r in kept if r["data_source"] == ds]
@@ -446,3 +449,16 @@ def test_oracle_verify_folder_rejections_by_stage_and_accepted_speedups(tmp_path
         assert_png(out / name)
     refused = cli("report", str(folder), "--out", str(folder))  # would overwrite the folder's own report.json
     assert refused.returncode == 2 and "folder of its own" in refused.stdout
+
+
+def test_suite_sizes_are_drawn_on_a_log_axis_exactly_when_binned_on_one():
+    """The suite-size plot's log-x flag and its bins follow one rule (a range over a factor 20);
+    they once disagreed between 20x and 40x (audit): 2-50 cases got log-spaced bins on a linear
+    axis, 1-20 linear bins on a log axis."""
+    from arbiter.pipelines.report.stats import log_sizes, size_edges
+
+    for sizes, log in (([1, 20], False), ([2, 50], True), ([1, 15], False), ([3, 100], True), ([5], False)):
+        edges = size_edges(sizes)
+        steps = [b - a for a, b in zip(edges, edges[1:])]
+        assert log_sizes(sizes) is log, sizes
+        assert (steps[-1] > steps[0] * 1.0001 if len(steps) > 1 else False) is log, (sizes, edges)

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arbiter.pipelines.report.rows import RowFacts
-from arbiter.pipelines.report.stats import (edges_histogram, mean, mean_pass_at_k, median, percentile,
+from arbiter.pipelines.report.stats import (edges_histogram, log_sizes, mean, mean_pass_at_k, median, percentile,
                                             rate_histogram, size_edges, spread)
 from arbiter.pipelines.report.tokens import PromptMeter
 
@@ -122,7 +122,7 @@ def figures(facts: Sequence[RowFacts]) -> dict[str, Any]:
     return {
         "pass_rates": {"k": k, "bins": [j / k for j in range(k + 1)], "weak": rate_histogram(weak, k),
                        "strong": rate_histogram(strong, k)},
-        "suite_sizes": {"edges": edges, "counts": edges_histogram(sizes, edges), "log": edges[-1] / edges[0] > 40},
+        "suite_sizes": {"edges": edges, "counts": edges_histogram(sizes, edges), "log": log_sizes(sizes)},
         "pass_at_k": {m: {d: mean_pass_at_k(c) for d, c in sorted(v.items())} for m, v in by_ds.items()},
     }
 

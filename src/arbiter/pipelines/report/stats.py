@@ -62,11 +62,17 @@ def edges_histogram(values: Sequence[float], edges: Sequence[float]) -> list[int
     return counts
 
 
+def log_sizes(values: Sequence[float]) -> bool:
+    """Whether sizes (test-case counts) are binned and drawn on a log scale: their range spans more
+    than a factor 20."""
+    return bool(values) and min(values) > 0 and max(values) / min(values) > 20
+
+
 def size_edges(values: Sequence[float], bins: int = 20) -> list[float]:
-    """Bin edges for sizes (test-case counts): log-spaced when the range spans more than a factor 20,
-    else linear; integers' bins end half-way between integers."""
+    """Bin edges for sizes (test-case counts): log-spaced when :func:`log_sizes`, else linear;
+    integers' bins end half-way between integers."""
     lo, hi = (min(values), max(values)) if values else (0, 1)
-    if lo > 0 and hi / lo > 20:
+    if log_sizes(values):
         step = (math.log10(hi + 0.5) - math.log10(lo - 0.5 if lo > 1 else 0.5)) / bins
         start = math.log10(lo - 0.5 if lo > 1 else 0.5)
         return [10 ** (start + i * step) for i in range(bins + 1)]
@@ -102,5 +108,5 @@ def mean_pass_at_k(counts: Sequence[tuple[int, int]]) -> dict[str, float]:
     return out
 
 
-__all__ = ["edges_histogram", "mean", "mean_pass_at_k", "median", "percentile", "rate_histogram", "ratio_edges", "size_edges",
-           "spread"]
+__all__ = ["edges_histogram", "log_sizes", "mean", "mean_pass_at_k", "median", "percentile", "rate_histogram", "ratio_edges",
+           "size_edges", "spread"]
