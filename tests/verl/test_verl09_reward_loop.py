@@ -182,6 +182,26 @@ def test_documented_verl09_keys_name_arbiter():
     assert resolve_reward_manager_cls(manager) is ArbiterRewardManager
 
 
+def test_a_function_name_the_reward_loop_cannot_call_per_response_is_reported():
+    """compute_score_batch (lists) or a name the module lacks passed the check, then failed at the first
+    step (new-user walkthrough): verl's own loader and a per-response call show why."""
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+
+    for name in ("compute_score_batch", "no_such_function"):
+        config = compose_config([*FUNCTION_OVERRIDES[:1], f"reward.custom_reward_function.name={name}",
+                                 *FUNCTION_OVERRIDES[2:]])
+        problems = config_problems(config)
+        assert len(problems) == 1 and repr(name) in problems[0], problems
+    fn = get_custom_reward_fn(compose_config([*FUNCTION_OVERRIDES[:1], "reward.custom_reward_function.name="
+                                              "compute_score_batch", *FUNCTION_OVERRIDES[2:]]))
+    with pytest.raises(TypeError):
+        fn(data_source="codecontests", solution_str="x", ground_truth="{}", extra_info={})
+    for name in ("compute_score", "compute_score_async", "compute_score_float"):
+        config = compose_config([*FUNCTION_OVERRIDES[:1], f"reward.custom_reward_function.name={name}",
+                                 *FUNCTION_OVERRIDES[2:]])
+        assert config_problems(config) == [], name
+
+
 def test_legacy_keys_are_ignored_by_verl09_and_reported():
     config = compose_config(LEGACY_OVERRIDES)
     assert config.reward.custom_reward_function.path is None  # what verl 0.9's main_ppo reads

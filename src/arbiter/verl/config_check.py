@@ -21,6 +21,9 @@ log = logging.getLogger("arbiter.verl")
 ARBITER_REWARD_PATHS = ("pkg://arbiter.verl.reward", "pkg://arbiter/verl/reward")
 #: Reward managers verl 0.9's reward loop registers (``reward.reward_manager.source=register``).
 VERL09_MANAGERS = ("naive", "dapo", "gdpo", "rate_limited", "remote")
+#: The functions of ``arbiter.verl.reward`` such a manager can call: once per response, with
+#: ``(data_source, solution_str, ground_truth, extra_info)`` (verl's default name: ``compute_score``).
+PER_RESPONSE_FUNCTIONS = ("compute_score", "compute_score_async", "compute_score_float")
 _warned: set[str] = set()
 
 
@@ -78,6 +81,7 @@ def _effective(config: Any, migrated: bool) -> dict[str, Any]:
     """The reward keys verl will read: ``reward.*``, with the legacy keys migrated over them as
     ``migrate_legacy_reward_impl`` does when ``migrated``."""
     keys = {"path": _get(config, "reward.custom_reward_function.path"),
+            "name": _get(config, "reward.custom_reward_function.name"),
             "manager": _get(config, "reward.reward_manager.name"),
             "source": _get(config, "reward.reward_manager.source"),
             "module": _get(config, "reward.reward_manager.module.path")}
@@ -85,6 +89,7 @@ def _effective(config: Any, migrated: bool) -> dict[str, Any]:
         return keys
     if _legacy_function_set(config):
         keys["path"] = _get(config, "custom_reward_function.path")
+        keys["name"] = _get(config, "custom_reward_function.name")
     if _get(config, "reward_model.reward_manager") is not None:
         keys["manager"] = _get(config, "reward_model.reward_manager")
     if _get(config, "reward_model.reward_loop_source") is not None:
@@ -111,6 +116,12 @@ def config_problems(config: Any, verl_version: str | None = None) -> list[str]:
                  else "reward.custom_reward_function.path")
         problems.append(f"{where} is {path!r}, not pkg://arbiter.verl.reward: verl scores "
                         "with its own reward function (prime_code for code rows)")
+    name = keys["name"] or "compute_score"
+    if names_arbiter(path) and not uses_manager and name not in PER_RESPONSE_FUNCTIONS:
+        problems.append(f"custom_reward_function.name is {name!r}: verl's reward loop calls it once per response "
+                        "with (data_source, solution_str, ground_truth, extra_info); arbiter.verl.reward's functions "
+                        f"for that are {', '.join(PER_RESPONSE_FUNCTIONS)} (compute_score_batch takes lists: a "
+                        "caller with a batch of its own)")
     if not migrated and names_arbiter(legacy_path) and not names_arbiter(path):
         problems.append("the legacy top-level custom_reward_function names arbiter, but verl >= 0.9's main_ppo "
                         "ignores it (only the fully-async trainer migrates it): "
@@ -135,5 +146,5 @@ def warn_once(config: Any, where: str) -> list[str]:
     return problems
 
 
-__all__ = ["ARBITER_REWARD_PATHS", "VERL09_MANAGERS", "config_problems", "is_fully_async", "migrates_legacy_keys",
+__all__ = ["ARBITER_REWARD_PATHS", "PER_RESPONSE_FUNCTIONS", "VERL09_MANAGERS", "config_problems", "is_fully_async", "migrates_legacy_keys",
            "names_arbiter", "warn_once"]
