@@ -166,6 +166,11 @@ def test_compute_score_url_raises_what_in_process_raises(server):
         compute_score("gsm8k", "x", "1", url=server.url)
     with pytest.raises(TypeError):
         compute_score(*ITEMS[0], url=server.url, no_such_option=1)
+    items = [{"data_source": "gsm8k", "solution_str": "x", "ground_truth": "1", "extra_info": {"index": 4}},
+             dict(zip(("data_source", "solution_str", "ground_truth", "extra_info"), bad))]
+    answer = httpx.post(server.url + "/v1/score", json={"items": items}, timeout=60).json()["results"]
+    assert [(r["type"], r["row"]) for r in answer] == [("ValueError", "gsm8k:4"), ("InvalidTask", "apps:9")]
+    assert "not a code-execution source" in answer[0]["reason"] and "zero test cases" in answer[1]["reason"]
 
 
 def test_async_client_scores(server):

@@ -17,7 +17,7 @@ from arbiter.judge.step import Settings, StepJudge
 from arbiter.judge.task import Task
 from arbiter.judge.verdict import Outcome, Verdict
 from arbiter.rewards.codegen import (InvalidTask, Prepared, RewardOptions, SandboxFailure, finish, prepare,
-                                     row_time_limit)
+                                     row_label, row_time_limit)
 from arbiter.rewards.wire import from_wire
 from arbiter.sandbox.limits import MiB
 from arbiter.server.config import ServerConfig
@@ -131,7 +131,14 @@ def prepare_one(item: tuple, opts: RewardOptions) -> Prepared | dict[str, Any]:
     try:
         return prepare(*item, opts)
     except (TypeError, ValueError) as exc:
-        return {"error": str(exc), "type": type(exc).__name__}
+        return _error_item(exc, row_label(item[0], item[3]))
+
+
+def _error_item(exc: Exception, row: str) -> dict[str, Any]:
+    """What an item answers for an exception ``compute_score`` would raise: its message, its type's
+    name, the row and the reason (the exception's own when it has them)."""
+    return {"error": str(exc), "type": type(exc).__name__, "row": getattr(exc, "row", "") or row,
+            "reason": getattr(exc, "reason", "") or str(exc)}
 
 
 def finish_one(prep: Prepared | dict[str, Any], opts: RewardOptions, metrics: Metrics, tenant: str,
@@ -147,11 +154,9 @@ def finish_one(prep: Prepared | dict[str, Any], opts: RewardOptions, metrics: Me
         result = dict(finish(prep, verdict, opts))
     except SandboxFailure as exc:
         metrics.verdict(tenant, "SANDBOX_ERROR", cases_run(verdict))
-        return {"error": str(exc), "type": "SandboxFailure", "row": exc.row, "reason": exc.reason}
-    except InvalidTask as exc:
-        return {"error": str(exc), "type": "InvalidTask", "row": exc.row, "reason": exc.reason}
-    except (TypeError, ValueError) as exc:
-        return {"error": str(exc), "type": type(exc).__name__}
+        return _error_item(exc, prep.label)
+    except (InvalidTask, TypeError, ValueError) as exc:
+        return _error_item(exc, prep.label)
     metrics.verdict(tenant, str(result.get("verdict")), cases_run(verdict))
     return result
 
