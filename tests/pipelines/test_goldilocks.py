@@ -206,6 +206,10 @@ def test_goldilocks_keeps_exactly_the_boundary_rows_with_hand_computed_annotatio
     # exit 1: two rows have no usable annotation (reported, not kept, never scored 0)
     assert result.exit_code == 1, result.output
     assert "goldilocks by data_source" in text and "overall" in text
+    overall = next(line for line in result.output.splitlines() if "overall" in line)
+    cells = [c.strip() for c in overall.replace("┃", "│").split("│") if c.strip()][1:]
+    # candidates, no annot., vacuous, floor, ceiling, both, goldilocks: the drops add up (new user)
+    assert [int(c) for c in cells[:7]] == [8, 2, 0, 1, 1, 1, 3] and sum(map(int, cells[1:7])) == int(cells[0])
     assert f"{key('nostrong')} upper: missing" in text and f"{key('six')} lower: count_mismatch" in text
 
     rows = pq.read_table(out).to_pylist()

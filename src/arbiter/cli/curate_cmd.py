@@ -44,21 +44,26 @@ def _rate(value: float | None) -> str:
 
 def goldilocks_table(report: dict[str, Any]) -> Table:
     """A rich table of a goldilocks ``report.json``, one row per data_source then ``overall`` (the card's
-    composition and difficulty tables): candidates, rows without annotation, vacuous drops, floor / ceiling
-    drops, goldilocks, non-English drops (and rows without a statement, when there are any), kept, kept per
-    candidate, share of kept, mean weak / strong pass rate of kept rows."""
+    composition and difficulty tables): candidates, rows without annotation, vacuous drops, drops at the floor
+    only, the ceiling only and both (so the columns up to goldilocks add up to the candidates), goldilocks,
+    non-English drops (and rows without a statement, when there are any), kept, kept per candidate, share of
+    kept, mean weak / strong pass rate of kept rows."""
     table = Table(title="goldilocks by data_source")
     no_statement = bool(report["overall"].get("dropped_no_statement"))
-    cols = ["data_source", "candidates", "no annot.", "vacuous", "floor", "ceiling", "goldilocks", "non-English"]
+    table.caption = ("floor, ceiling: rows dropped by that bound alone; both: by the two; weak, strong: mean "
+                     "pass rates of the kept rows")
+    cols = ["data_source", "candidates", "no annot.", "vacuous", "floor", "ceiling", "both", "goldilocks",
+            "non-English"]
     cols += ["no stmt."] if no_statement else []
     cols += ["kept", "kept/cand.", "share", "weak", "strong"]
     for col in cols:
         table.add_column(col, justify="left" if col == "data_source" else "right", no_wrap=True)
     groups = list(report["by_data_source"].items()) + [("overall", report["overall"])]
     for name, g in groups:
+        both = g["dropped_floor_and_ceiling"]  # (report.json counts these in floor and in ceiling too)
         cells = [f"[bold]{_show(name)}[/]" if name == "overall" else _show(name), str(g["candidates"]),
-                 str(g["missing_annotation"]), str(g["dropped_vacuous"]), str(g["dropped_floor"]),
-                 str(g["dropped_ceiling"]), str(g["goldilocks"]), str(g["dropped_non_english"])]
+                 str(g["missing_annotation"]), str(g["dropped_vacuous"]), str(g["dropped_floor"] - both),
+                 str(g["dropped_ceiling"] - both), str(both), str(g["goldilocks"]), str(g["dropped_non_english"])]
         cells += [str(g["dropped_no_statement"])] if no_statement else []
         cells += [str(g["kept"]), _pct(g["kept_per_candidate"]), _pct(g["share_of_kept"]),
                   _rate(g["mean_lower_pass_rate"]), _rate(g["mean_upper_pass_rate"])]
