@@ -394,3 +394,11 @@ def test_a_rejected_return_row_keeps_its_demo_id(tmp_path, seed_dicts, seeds):
     assert "(demo_id 'bad-schema')" in first.message and first.to_dict()["demo_id"] == "bad-schema"
     assert [load_rejection_record(rj)["demo_id"] for rj in res.rejections] == [
         "bad-schema", "no-messages", None, "unknown-task"]
+
+
+def test_a_record_cut_short_is_malformed_where_it_ends(tmp_path):
+    """The column points at the record's end, not at a "line 2" its line ending made (new user)."""
+    p = tmp_path / "cut.jsonl"
+    p.write_bytes(b'{"task_id": 5\n{"task_id": 5\r\n')
+    messages = [r.issues[0].message for r in load_seeds(p).rejections]
+    assert messages == ["malformed JSON: Expecting ',' delimiter at column 14"] * 2

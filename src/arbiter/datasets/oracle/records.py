@@ -171,6 +171,7 @@ def jsonl_records(path: Path, max_line_bytes: int) -> Iterator[_RawRecord]:
             continue
         if text.startswith("\ufeff"):
             text = text[1:]  # a UTF-8 byte-order mark on the first line is not an error
+        text = text.rstrip("\r\n")  # (an error at the end of the record is there, not on a "line 2")
         try:
             value = parse_json_strict(text)
         except DuplicateKey as e:
