@@ -143,8 +143,9 @@ def _summary_table(report: dict[str, Any]) -> Table:
     asked = "seconds" if measure == "wall" else measure
     for unit, n in (counts.get("speedup_units") or {}).items():
         flag = unit != asked
-        label = f"speedups in {unit}" + (f" (wall/CPU fallback: not comparable with {asked})" if flag else "")
-        s.add_row(f"[yellow]  {label}[/]" if flag else f"  {label}", str(n))
+        label = f"rows measured, speedups in {unit}" + (
+            f" (wall/CPU fallback: not comparable with {asked})" if flag else "")  # (of every row, not the rejected)
+        s.add_row(f"[yellow]{label}[/]" if flag else label, str(n))
     s.add_row("claims disagreeing with our findings", str(report.get("claims_disagreeing", 0)))
     for stage, n in report["by_stage"].items():
         s.add_row(f"  first failing stage: {stage}", str(n))
