@@ -8,11 +8,12 @@ from typing import Any
 
 
 def num(x: Any, digits: int = 3) -> str:
-    """``1,234`` for integers, ``0.565`` for floats, empty for ``None``."""
+    """``1,234`` for integers, ``0.565`` or ``100.5`` for floats (no trailing zeros), empty for ``None``."""
     if x is None:
         return ""
     if isinstance(x, float) and not x.is_integer():
-        return f"{x:,.{digits}f}"
+        text = f"{x:,.{digits}f}".rstrip("0")
+        return text.rstrip(".") or "0"
     return f"{int(x):,}"
 
 
