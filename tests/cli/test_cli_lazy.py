@@ -64,3 +64,20 @@ def test_the_console_script_finds_the_judge_language_for_its_early_sandbox():
     assert _option(["judge", "a.cpp", "--lang=cpp"], "--lang") == "cpp"
     assert _option(["judge", "a.cpp", "--lang"], "--lang") is None
     assert _option(["judge", "a.cpp"], "--lang") is None
+
+
+def test_help_paragraphs_are_reflowed_to_the_terminal():
+    """A command's docstring is wrapped at 100 columns; its help in an 80-column terminal is one
+    paragraph wrapped there, not each source line wrapped on its own (new-user walkthrough); list
+    items and indented lines keep their breaks."""
+    from arbiter.cli.main import reflow
+
+    doc = "First line\n    goes on.\n\n    A long\n    paragraph.\n    - item one\n    - item two\n      more\n    "
+    assert reflow(doc) == "First line goes on.\n\nA long paragraph.\n- item one\n- item two\n  more"
+    out = subprocess.run([sys.executable, "-m", "arbiter.cli.main", "score", "--help"], capture_output=True,
+                         text=True, timeout=120, env={**__import__("os").environ, "COLUMNS": "80"})
+    assert out.returncode == 0, out.stderr
+    text = out.stdout.split("╭")[0]  # (the description, before the options' box)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    body = lines[lines.index(next(x for x in lines if x.startswith("Writes OUT/"))):]
+    assert all(len(line) > 40 for line in body[:-1]), body  # no short fragment but the paragraph's end

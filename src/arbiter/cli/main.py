@@ -8,6 +8,7 @@ and a run of one command imports only that command's module (docs/DESIGN.md, "Pe
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from typing import Any, Iterable
 
@@ -63,6 +64,7 @@ class LazyTyper(typer.Typer):
         finally:
             self._loading = False
         self._loaded = True
+        reflow_commands(self._commands, self._groups)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         argv = args[0] if args else kwargs.pop("args", None)
@@ -72,6 +74,33 @@ class LazyTyper(typer.Typer):
         if first and module in self._modules:
             self._load((module,))
         return super().__call__(argv, *args[1:], **kwargs)
+
+
+def reflow(text: str) -> str:
+    """``text`` (a docstring) with each paragraph's lines joined: typer prints a command's help
+    paragraphs line for line, so a docstring wrapped at 100 columns came out ragged in an 80-column
+    terminal. A line that starts a list item (``- ``, ``* ``) or is indented keeps its break."""
+    paragraphs = []
+    for para in inspect.cleandoc(text).split("\n\n"):
+        lines = para.split("\n")
+        out = lines[:1]
+        for line in lines[1:]:
+            keep = line.startswith(("- ", "* ", " ")) or out[-1].startswith("\b")
+            out[-1:] = [out[-1], line] if keep else [f"{out[-1]} {line.strip()}"]
+        paragraphs.append("\n".join(out))
+    return "\n\n".join(paragraphs)
+
+
+def reflow_commands(commands: list, groups: list) -> None:
+    """:func:`reflow` the help of every command, and of the commands of every group, once registered."""
+    for cmd in commands:
+        text = cmd.help if isinstance(cmd.help, str) else inspect.getdoc(cmd.callback)
+        if text:
+            cmd.help = reflow(text)
+    for group in groups:
+        sub_app = group.typer_instance
+        if sub_app is not None:
+            reflow_commands(sub_app.registered_commands, sub_app.registered_groups)
 
 
 def bare_ray_is_local(argv: list[str]) -> list[str]:
