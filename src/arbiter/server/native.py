@@ -136,9 +136,10 @@ def prepare_one(item: tuple, opts: RewardOptions) -> Prepared | dict[str, Any]:
 
 def _error_item(exc: Exception, row: str) -> dict[str, Any]:
     """What an item answers for an exception ``compute_score`` would raise: its message, its type's
-    name, the row and the reason (the exception's own when it has them)."""
-    return {"error": str(exc), "type": type(exc).__name__, "row": getattr(exc, "row", "") or row,
-            "reason": getattr(exc, "reason", "") or str(exc)}
+    name, the row and the reason (the exception's own, as the client raises them again; a plain
+    ``TypeError``/``ValueError`` has none: ``row`` and its message)."""
+    return {"error": str(exc), "type": type(exc).__name__, "row": getattr(exc, "row", row),
+            "reason": getattr(exc, "reason", str(exc))}
 
 
 def finish_one(prep: Prepared | dict[str, Any], opts: RewardOptions, metrics: Metrics, tenant: str,
