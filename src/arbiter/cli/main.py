@@ -79,13 +79,14 @@ class LazyTyper(typer.Typer):
 def reflow(text: str) -> str:
     """``text`` (a docstring) with each paragraph's lines joined: typer prints a command's help
     paragraphs line for line, so a docstring wrapped at 100 columns came out ragged in an 80-column
-    terminal. A line that starts a list item (``- ``, ``* ``) or is indented keeps its break."""
+    terminal. A line that starts a list item (``- ``, ``* ``) or is indented keeps its break, and so
+    does every line of a paragraph marked ``\\b`` (click's "do not rewrap")."""
     paragraphs = []
     for para in inspect.cleandoc(text).split("\n\n"):
         lines = para.split("\n")
         out = lines[:1]
         for line in lines[1:]:
-            keep = line.startswith(("- ", "* ", " ")) or out[-1].startswith("\b")
+            keep = line.startswith(("- ", "* ", " ")) or para.startswith("\b")
             out[-1:] = [out[-1], line] if keep else [f"{out[-1]} {line.strip()}"]
         paragraphs.append("\n".join(out))
     return "\n\n".join(paragraphs)
