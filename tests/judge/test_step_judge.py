@@ -677,3 +677,23 @@ def test_copies_of_a_cancelled_original_are_judged_once_and_kept():
         assert j.stats()["runs"] == 2 and j.judge(task(DOUBLE)).cached
     finally:
         j.close()
+
+
+def test_copies_of_many_cancelled_originals_all_end():
+    """150 originals cancelled while queued (a batch's timeout), each with a copy waiting: dropping them
+    settled each inside the last (_pump -> settle -> copy -> _pump ...), and past the recursion limit the
+    copies' futures were never completed (red team 51: 124 of 150 judged, the rest hung). Now every copy
+    ends, judged once."""
+    j = StepJudge(1)
+    one = TestSuite([StdioCase("a", "1\n", "2\n")])
+    programs = [f"print(2 * int(input()))  # {i}" for i in range(150)]
+    try:
+        blocker = j.submit(task("import time\ntime.sleep(1)\nprint(2)", one))
+        originals = [j.submit(task(p, one)) for p in programs]
+        copies = [j.submit(task(p, one)) for p in programs]
+        assert all(o.cancel() for o in originals)
+        verdicts = [c.result(120) for c in copies]
+        assert blocker.result(60).outcome is Outcome.AC
+        assert all(v.outcome is Outcome.AC for v in verdicts) and j.stats()["runs"] == 151
+    finally:
+        j.close()

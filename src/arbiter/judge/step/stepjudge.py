@@ -16,14 +16,13 @@ import itertools
 import os
 import threading
 import weakref
-from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from arbiter.judge.judge import default_workers, judge
 from arbiter.judge.step.costs import CostModel
 from arbiter.judge.step.intake import CLOSED, Intake, outcome
+from arbiter.judge.step.jobs import Job, SuiteJobs
 from arbiter.judge.step.key import effective_order, suite_digest, verdict_key
 from arbiter.judge.step.order import CaseOrder, permute, restore
 from arbiter.judge.step.settings import OFF, ON, Settings
@@ -32,31 +31,6 @@ from arbiter.judge.task import Task
 from arbiter.judge.verdict import Outcome, Verdict
 from arbiter.sandbox.config import SandboxConfig
 from arbiter.sandbox.slots import JudgeSlots, judge_slots
-
-@dataclass
-class _Job:
-    task: Task | None  # None for an opaque job (StepJudge.call)
-    out: Future
-    settings: Settings
-    digest: str | None = None
-    key: str | None = None  # set when this job owns the key's run (VerdictStore.claim)
-    cost: float = 0.0
-    order: list[int] = field(default_factory=list)
-    call: tuple[Callable[[Any], Any], Any] | None = None  # an opaque job (StepJudge.call)
-    inline: bool = False  # judged in the caller's thread (StepJudge.judge_here), not in a slot
-    hint: float | None = None
-
-
-@dataclass(eq=False)
-class _Suite:
-    """The queued longest-first jobs of one suite, in submission order: one place in the queue,
-    at the suite's prediction (:meth:`StepJudge._rerank` moves it when the suite is judged)."""
-
-    digest: str
-    cost: float
-    entry: int  # the seq of its live heap entry (older ones are stale)
-    jobs: deque = field(default_factory=deque)
-
 
 class StepJudge:
     """Judges tasks ``workers`` at once on ``executor`` (anything with ``submit(fn, arg) ->
@@ -81,8 +55,9 @@ class StepJudge:
         self.inline = inline
         self.slots = slots if self._owned or inline else None
         self._lock = threading.Lock()
-        self._heap: list[tuple[float, int, _Job | _Suite]] = []
-        self._suites: dict[str, _Suite] = {}  # the queued longest-first jobs by suite digest
+        self._pumping = threading.local()  # (this thread is in _pump: see there)
+        self._heap: list[tuple[float, int, Job | SuiteJobs]] = []
+        self._suites: dict[str, SuiteJobs] = {}  # the queued longest-first jobs by suite digest
         self._queued = 0
         self._seq = itertools.count()
         self._counts = dict.fromkeys(("submitted", "hits", "joined", "runs", "done", "running", "max_running"), 0)
@@ -92,8 +67,8 @@ class StepJudge:
 
     # ------------------------------------------------------------------ planning
 
-    def _plan(self, task: Task, settings: Settings, hint: float | None, out: Future) -> _Job:
-        job = _Job(task, out, settings, hint=hint)
+    def _plan(self, task: Task, settings: Settings, hint: float | None, out: Future) -> Job:
+        job = Job(task, out, settings, hint=hint)
         try:
             job.digest = suite_digest(task.suite)
         except RecursionError:
@@ -188,7 +163,7 @@ class StepJudge:
             self._counts["max_running"] = max(self._counts["max_running"], self._counts["running"])
             return True
 
-    def _run_here(self, job: _Job) -> None:
+    def _run_here(self, job: Job) -> None:
         """Run ``job`` (its worker's place taken: :meth:`_take_slot`) in this thread, as a worker
         would (its exception in ``job.out``). An interrupt (``KeyboardInterrupt``) is re-raised
         and its copies judge themselves, as a cancelled job's: a worker never sees one."""
@@ -245,7 +220,12 @@ class StepJudge:
 
     def _again(self, key: str, task: Task, hint: float | None, settings: Settings, out: Future) -> None:
         """A copy whose original never ran, as a new submission of ``key``: the first such copy
-        claims it and is judged (its verdict stored for the next), the others join it."""
+        claims it and is judged (its verdict stored for the next), the others join it. A closed
+        judge claims nothing (a judge sharing its store would join that claim and get its error)."""
+        if self._closed:
+            if out.set_running_or_notify_cancel():
+                out.set_exception(RuntimeError(CLOSED))
+            return
         hit = self._lookup(key)
         if isinstance(hit, Verdict):
             if out.set_running_or_notify_cancel():
@@ -280,10 +260,10 @@ class StepJudge:
             return self.intake.run(lambda: self.call(fn, arg, priority))
         self._check_open()
         out: Future = Future()
-        self._push(_Job(None, out, OFF, cost=priority, call=(fn, arg)))
+        self._push(Job(None, out, OFF, cost=priority, call=(fn, arg)))
         return out
 
-    def _push(self, job: _Job) -> None:
+    def _push(self, job: Job) -> None:
         with self._lock:
             self._queued += 1
             if job.task is None or not job.digest or job.settings.schedule != "longest_first":
@@ -291,7 +271,7 @@ class StepJudge:
             else:
                 suite = self._suites.get(job.digest)
                 if suite is None:
-                    suite = self._suites[job.digest] = _Suite(job.digest, job.cost, -1)
+                    suite = self._suites[job.digest] = SuiteJobs(job.digest, job.cost, -1)
                     self._place(suite)
                 elif job.cost > suite.cost:
                     suite.cost = job.cost
@@ -299,7 +279,7 @@ class StepJudge:
                 suite.jobs.append(job)
         self._pump()
 
-    def _place(self, suite: _Suite) -> None:
+    def _place(self, suite: SuiteJobs) -> None:
         """(Re)place ``suite`` in the queue at its cost (under ``self._lock``)."""
         suite.entry = next(self._seq)
         heapq.heappush(self._heap, (-suite.cost, suite.entry, suite))
@@ -313,11 +293,11 @@ class StepJudge:
                 suite.cost = self.costs.predict(digest, suite.jobs[0].task, suite.jobs[0].hint)
                 self._place(suite)
 
-    def _pop(self) -> _Job | None:
+    def _pop(self) -> Job | None:
         """The queued job predicted longest, ``None`` if none (under ``self._lock``)."""
         while self._heap:
             cost, entry, item = heapq.heappop(self._heap)
-            if isinstance(item, _Job):
+            if isinstance(item, Job):
                 self._queued -= 1
                 return item
             if entry != item.entry:
@@ -332,6 +312,19 @@ class StepJudge:
         return None
 
     def _pump(self) -> None:
+        """Start queued jobs while slots are free. Not re-entered in one thread: a cancelled job's
+        settling runs its copies' callbacks, which push and pump again; the loop on the stack
+        takes what they queued (recursing once per cancelled original lost copies at the
+        recursion limit: red team 51)."""
+        if getattr(self._pumping, "on", False):
+            return
+        self._pumping.on = True
+        try:
+            self._pump_loop()
+        finally:
+            self._pumping.on = False
+
+    def _pump_loop(self) -> None:
         while True:
             with self._lock:  # a slot is taken with the job, so never more than `workers` start
                 if self._counts["running"] >= self.workers:
@@ -360,11 +353,11 @@ class StepJudge:
             # not finish the job a second time)
             fut.add_done_callback(lambda f, job=job: self._settle(job, f))
 
-    def _start(self, job: _Job) -> Future:
+    def _start(self, job: Job) -> Future:
         fn, arg = job.call if job.call is not None else (_judge_with(self.config), self._ordered(job))
         return self.executor.submit(fn, arg) if self.slots is None else self.executor.submit(_held, self.slots, fn, arg)
 
-    def _ordered(self, job: _Job) -> Task:
+    def _ordered(self, job: Job) -> Task:
         """The task to run: its cases in the order to run them (``job.order``: the positions)."""
         assert job.task is not None
         self._count("runs")
@@ -372,10 +365,10 @@ class StepJudge:
             job.order = self.order.order(job.digest, job.task.suite)
         return permute(job.task, job.order) if job.order else job.task
 
-    def _settle(self, job: _Job, fut: Future) -> None:
+    def _settle(self, job: Job, fut: Future) -> None:
         self._finished(job, *outcome(fut))
 
-    def _finished(self, job: _Job, result: Any, error: BaseException | None) -> None:
+    def _finished(self, job: Job, result: Any, error: BaseException | None) -> None:
         try:
             if error is None and job.call is None:
                 result = self._learn(job, result)
@@ -393,7 +386,7 @@ class StepJudge:
                 job.out.set_result(result)
             self._pump()
 
-    def _learn(self, job: _Job, verdict: Verdict) -> Verdict:
+    def _learn(self, job: Job, verdict: Verdict) -> Verdict:
         assert job.task is not None
         verdict = restore(verdict, job.order) if job.order else verdict
         if job.digest is not None:
@@ -433,7 +426,7 @@ class StepJudge:
             self._finished(job, None, exc)
         return out.result()
 
-    def _start_here(self, job: _Job) -> None:
+    def _start_here(self, job: Job) -> None:
         verdict = _held(self.slots, _judge_with(self.config), self._ordered(job))
         self._finished(job, verdict, None)
 
