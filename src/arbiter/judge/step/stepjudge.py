@@ -136,22 +136,29 @@ class StepJudge:
         self._check_open()
         out: Future = Future()
         self._count("submitted")
-        key = self.key(task, settings)
+        self._enter(self.key(task, settings), task, hint, settings, out, here)
+        return out
+
+    def _enter(self, key: str | None, task: Task, hint: float | None, settings: Settings, out: Future,
+               here: bool = False) -> None:
+        """``task`` for ``out`` (``key``: its verdict key, None when never reused): a stored verdict,
+        a wait for an identical task being judged (in no slot), or a job that owns ``key``, judged
+        in this thread (``here``, when it would start at once) or queued."""
         if key is not None:
             hit = self._lookup(key)
             if isinstance(hit, Verdict):
-                out.set_result(hit)
-                return out
-            if hit is not None:  # an identical task is being judged: wait for it, in no slot
+                if out.set_running_or_notify_cancel():
+                    out.set_result(hit)
+                return
+            if hit is not None:
                 hit.add_done_callback(lambda f: self._joined(f, key, task, hint, settings, out))
-                return out
+                return
         job = self._plan(task, settings, hint, out)
-        job.key = key
+        job.key = key  # (a cancelled job settles it unjudged: see _pump_loop)
         if here and self._take_slot():
             self._run_here(job)
         else:
             self._push(job)
-        return out
 
     def _take_slot(self) -> bool:
         """A worker's place for a job about to run in the caller's thread, when one is free and
@@ -226,16 +233,7 @@ class StepJudge:
             if out.set_running_or_notify_cancel():
                 out.set_exception(RuntimeError(CLOSED))
             return
-        hit = self._lookup(key)
-        if isinstance(hit, Verdict):
-            if out.set_running_or_notify_cancel():
-                out.set_result(hit)
-        elif hit is not None:
-            hit.add_done_callback(lambda f: self._joined(f, key, task, hint, settings, out))
-        else:
-            job = self._plan(task, settings, hint, out)
-            job.key = key  # (a cancelled copy settles it unjudged: see _pump)
-            self._push(job)
+        self._enter(key, task, hint, settings, out)
 
     def judge(self, task: Task, *, hint: float | None = None, settings: Settings = ON) -> Verdict:
         """:meth:`submit` and wait (:meth:`judge_here` for an ``inline`` judge). With this
