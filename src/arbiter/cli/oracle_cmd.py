@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 from typing import Any, Optional
@@ -176,9 +175,11 @@ def _print_footer(report: dict[str, Any], console: Console) -> None:
     run = report.get("run") or {}
     opts = report.get("options") or {}
     stage_s = ", ".join(f"{k} {v:.1f}s" for k, v in (run.get("stage_seconds") or {}).items())
+    from arbiter.timing.comparison import largest_count  # (after the run: no heavier start-up)
+
     cases, share = opts.get("measure_cases"), opts.get("largest_fraction")
-    gate = (f" (the gate on the costliest {max(1, math.ceil(share * cases - 1e-9))})"
-            if isinstance(cases, int) and isinstance(share, (int, float)) and share < 1 else "")
+    gate = (f" (the gate on the costliest {largest_count(cases, share)})"
+            if isinstance(cases, int) and isinstance(share, (int, float)) and 0 < share < 1 else "")
     console.print(f"measure: {opts.get('measure')}, min speedup {opts.get('min_speedup')}, "
                   f"{cases} largest tests{gate}; run {run.get('seconds', 0):.1f}s wall "
                   f"(thread time: {stage_s}); decided now: {run.get('verified_now', 0)} accepted, "

@@ -30,6 +30,7 @@ __all__ = [
     "check_comparable",
     "fingerprint_of",
     "largest_cases",
+    "largest_count",
     "mark_fallback",
     "meter_fallback_reason",
     "METHODS",
@@ -180,12 +181,18 @@ def check_cases(cases: Sequence[Any]) -> list[Case]:
     return out
 
 
-def largest_cases(costs: Sequence[tuple[str, float]], fraction: float = LARGEST_FRACTION) -> list[str]:
-    """Names of the ``ceil(fraction * n)`` (at least 1) costliest cases of ``[(name, cost), ...]``, costliest
-    first, ties by input order. Raises ValueError unless ``0 < fraction <= 1``."""
+def largest_count(n: int, fraction: float = LARGEST_FRACTION) -> int:
+    """How many of ``n`` measured cases are "the largest": ``ceil(fraction * n)``, at least 1. Raises
+    ValueError unless ``0 < fraction <= 1``."""
     if not 0 < fraction <= 1:
         raise ValueError(f"largest_fraction must be in (0, 1], got {fraction}")
-    k = max(1, math.ceil(fraction * len(costs) - 1e-9))
+    return max(1, math.ceil(fraction * n - 1e-9))
+
+
+def largest_cases(costs: Sequence[tuple[str, float]], fraction: float = LARGEST_FRACTION) -> list[str]:
+    """Names of the :func:`largest_count` costliest cases of ``[(name, cost), ...]``, costliest first, ties
+    by input order. Raises ValueError unless ``0 < fraction <= 1``."""
+    k = largest_count(len(costs), fraction)
     ranked = sorted(range(len(costs)), key=lambda i: (-costs[i][1], i))
     return [costs[i][0] for i in ranked[:k]]
 
